@@ -1,0 +1,1 @@
+// Keeps a library target valid while its area has no sources yet.

@@ -1,0 +1,76 @@
+// moetune: the command-line entry point. Subcommands come from command_table(); every error ends
+// as one line on stderr with a documented exit code (commands.hpp).
+#include <iostream>
+
+#include "cli/commands.hpp"
+
+namespace moetune::cli {
+
+std::vector<CommandSpec> const& command_table() {
+  static const std::vector<CommandSpec> table = {
+      {"tune", "tune a recipe's buckets on a backend and write its tables", setup_tune},
+      {"resolve", "explain which row a table serves for a token count M", setup_resolve},
+      {"materialize", "write a recipe's pinned rows into tables (no GPU)", setup_materialize},
+      {"check", "regenerate a recipe's tables and diff them with what ships", setup_check},
+      {"lint", "find stale, unreachable or mismatched rows in tables", setup_lint},
+      {"show", "print a table (rows, configs, sources)", setup_show},
+  };
+  return table;
+}
+
+std::vector<EnvVarSpec> const& env_var_table() {
+  static const std::vector<EnvVarSpec> table = {
+      {"MOETUNE_BACKEND", "cuda if a GPU is present, else cpu",
+       "default for --backend on every command that runs kernels"},
+      {"MOETUNE_CACHE_DIR", "$XDG_CACHE_HOME/moetune or ~/.cache/moetune",
+       "where compiled kernels (cubins) are cached"},
+  };
+  return table;
+}
+
+int exit_code_for(core::Error const& e) {
+  return e.code == core::ErrorCode::kInternal ? kExitInternal : kExitBadInput;
+}
+
+void fail(core::Error const& e) { throw CliExit{exit_code_for(e), e.to_string()}; }
+
+}  // namespace moetune::cli
+
+int main(int argc, char** argv) {
+  using namespace moetune::cli;
+  CLI::App app{"moetune: tune, resolve and serve fused-MoE kernel configs"};
+  app.require_subcommand(1);
+  std::string footer = "\nEnvironment:\n";
+  for (auto const& v : env_var_table()) {
+    footer += std::string("  ") + v.name + " (default: " + v.default_value + "): " + v.help + "\n";
+  }
+  footer += "\nExit codes: 0 ok, 1 findings or failed check, 2 bad input or usage, 3 internal error.";
+  app.footer(footer);
+  int exit_code = kExitOk;
+  std::string current = "";
+  for (auto const& cmd : command_table()) {
+    CLI::App* sub = app.add_subcommand(cmd.name, cmd.help);
+    cmd.setup(*sub, exit_code);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (CLI::CallForHelp const& e) {
+    return app.exit(e);
+  } catch (CLI::CallForAllHelp const& e) {
+    return app.exit(e);
+  } catch (CLI::ParseError const& e) {
+    std::string sub = argc > 1 ? argv[1] : "";
+    std::cerr << "moetune" << (sub.empty() || sub[0] == '-' ? "" : " " + sub) << ": " << e.what()
+              << "; see 'moetune " << (sub.empty() || sub[0] == '-' ? "" : sub + " ") << "--help'\n";
+    return kExitBadInput;
+  } catch (CliExit const& e) {
+    if (!e.message.empty()) {
+      std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": " << e.message << "\n";
+    }
+    return e.code;
+  } catch (std::exception const& e) {
+    std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+  return exit_code;
+}

@@ -1,0 +1,20 @@
+// Name helpers shared by every parser: edit distance and "did you mean".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moetune::core {
+
+/// Levenshtein distance between a and b.
+int edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate closest to `name` by edit distance when it is close enough to be a plausible
+/// typo (distance <= max(2, |name|/3)), else "".
+std::string closest_name(std::string_view name, std::vector<std::string> const& candidates);
+
+/// "; did you mean 'x'?" when closest_name finds one, else "". Meant to be appended to a message.
+std::string did_you_mean(std::string_view name, std::vector<std::string> const& candidates);
+
+}  // namespace moetune::core

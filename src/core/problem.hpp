@@ -1,0 +1,76 @@
+// MoeProblem: what an MoE layer asks for (tokens, sizes, experts, activation, dtypes, arch).
+// It never holds pointers, streams or a choice of kernel (STYLE 9); KernelConfig is the choice.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/result.hpp"
+
+namespace moetune::core {
+
+/// The activation between the two GEMMs.
+/// kSiluGated: w1 has N1 = 2I rows, [0, I) gate and [I, 2I) up; act = silu(gate) * up.
+/// kRelu2:     non-gated (Nemotron), N1 = I; act = relu(h)^2.
+/// kGelu:      non-gated, exact erf GELU.   kGeluTanh: non-gated, tanh-approximated GELU.
+enum class Activation { kSiluGated, kRelu2, kGelu, kGeluTanh };
+
+/// Element type of x, w1, w2 and out. Accumulation is always fp32.
+enum class DType { kBf16, kFp16, kFp32 };
+
+/// CLI/JSON names: "silu", "relu2", "gelu", "gelu_tanh".
+std::string_view to_string(Activation act);
+/// Parses a CLI/JSON activation name; the error offers "did you mean".
+Result<Activation> parse_activation(std::string_view text);
+/// CLI/JSON names: "bf16", "fp16", "fp32".
+std::string_view to_string(DType dtype);
+Result<DType> parse_dtype(std::string_view text);
+/// Bytes per element of a dtype.
+int dtype_bytes(DType dtype);
+
+/// True when w1 holds gate and up halves (N1 = 2I).
+bool is_gated(Activation act);
+
+/// Largest token count any command accepts; beyond it a count is a typo, not a workload.
+inline constexpr int64_t kMaxTokens = int64_t{1} << 24;
+
+/// What is asked. Sizes are element counts. `num_tokens` (M) may be 0 (an empty batch).
+struct MoeProblem {
+  int64_t num_tokens = 0;        ///< M: tokens in the batch, before top-k
+  int64_t hidden_size = 0;       ///< K: model hidden size (x is [M, K], out is [M, K])
+  int64_t intermediate_size = 0; ///< I: per-expert intermediate size (vLLM's N)
+  int64_t num_experts = 0;       ///< E
+  int64_t top_k = 1;             ///< experts per token
+  Activation activation = Activation::kSiluGated;
+  DType dtype = DType::kBf16;    ///< x, w1, w2 and out
+  std::string arch = "sm_90a";   ///< target arch; "cpu" for the cpu backend's own tables
+
+  bool operator==(MoeProblem const&) const = default;
+};
+
+/// N1: rows of w1 per expert (2I when gated, else I).
+int64_t gemm1_n(MoeProblem const& p);
+/// Token-expert pairs, M * top_k.
+int64_t num_pairs(MoeProblem const& p);
+/// 2 * M * top_k * (N1*K + K*I): the floating-point work of the layer.
+double flops(MoeProblem const& p);
+/// Bytes of one expert's weights (w1 and w2) in the problem's dtype.
+double expert_weight_bytes(MoeProblem const& p);
+
+/// Checks every field: sizes >= 1 (M >= 0), top_k <= E, M <= kMaxTokens. The error names the
+/// field, the value seen and what is allowed.
+Status validate(MoeProblem const& p);
+
+/// "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=silu, dtype=bf16, arch=sm_90a)".
+std::string to_string(MoeProblem const& p);
+
+/// Parses the one problem form every command accepts:
+///   "E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16[,M=16][,arch=sm_90a]"
+/// Keys are case-sensitive as written; unknown keys get "did you mean"; E, K, I, topk and act
+/// are required, dtype defaults to bf16, M to 0. The result is validated.
+Result<MoeProblem> parse_problem_spec(std::string_view spec);
+/// The inverse of parse_problem_spec (M and arch included), so parse(format(p)) == p.
+std::string format_problem_spec(MoeProblem const& p);
+
+}  // namespace moetune::core

@@ -1,0 +1,102 @@
+// Table: bucket M -> row, as in a vLLM fused-MoE config file, plus the key and provenance that
+// vLLM's file lacks. On disk a table is two files in one directory:
+//   E=128,N=768,device_name=NVIDIA_H200.json             the vLLM file, read by vLLM unchanged
+//   E=128,N=768,device_name=NVIDIA_H200.json.moetune     the manifest (JSON): full TableKey, policy,
+//                                                        per-row GEMM2 config when it differs,
+//                                                        knobs vLLM lacks, per-row Source
+// The vLLM file holds each row's GEMM1 config in vLLM's six fields; a vLLM reader never sees the
+// manifest (its name does not end in .json). A table with no manifest (any vLLM/SGLang file) loads
+// with both GEMMs set to the vLLM row and no key fields beyond the name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "core/source.hpp"
+
+namespace moetune::core {
+
+/// Format version of the manifest; readers accept [kOldestManifestVersion, kManifestVersion].
+inline constexpr int kManifestVersion = 1;
+inline constexpr int kOldestManifestVersion = 1;
+
+/// The full key of a table. The vLLM file name is derived from (E, N, device, dtype, block_shape);
+/// the rest lives in the manifest and must match the problem a table is used for.
+struct TableKey {
+  int64_t num_experts = 0;        ///< E
+  int64_t intermediate_size = 0;  ///< N in vLLM's name = I
+  int64_t hidden_size = 0;        ///< K (0 = unknown: a plain vLLM file)
+  int64_t top_k = 0;              ///< 0 = unknown
+  std::optional<Activation> activation;  ///< unknown for a plain vLLM file
+  DType dtype = DType::kBf16;
+  std::string dtype_tag;          ///< vLLM's dtype suffix ("fp8_w8a8", ...); "" for bf16/fp16
+  std::optional<std::pair<int, int>> block_shape;  ///< vLLM's block_shape=[bn,bk]
+  std::string device_name;        ///< as in the file name: spaces replaced by '_'
+  std::string family;             ///< kernel family ("cpu_tiled", "sm90_gather"); "" = unknown
+  int family_version = 0;         ///< 0 = unknown
+  std::string toolchain;          ///< "nvcc 13.0" / "g++ 12.2"; "" = unknown
+
+  bool operator==(TableKey const&) const = default;
+};
+
+/// vLLM's file name: "E={E},N={N},device_name={dev}[,dtype={tag}][,block_shape=[bn,bk]].json".
+std::string vllm_file_name(TableKey const& key);
+/// Parses a vLLM file name (no directory) into the key fields it holds.
+Result<TableKey> parse_vllm_file_name(std::string_view file_name);
+/// Device name as vLLM spells it in file names: spaces -> '_'; any name whose '_'-separated tokens
+/// contain "H200" becomes "NVIDIA_H200" (vLLM's H200-family rule).
+std::string vllm_device_name(std::string_view device_name);
+
+/// Checks that a table made for `key` may serve `problem` on `device_name`: E, I, and, where the
+/// key knows them, K, top_k, activation, dtype. The error names the first field that differs with
+/// both values, e.g. "table E=128,N=768,...: hidden_size (K) is 4096 in the table but 2048 in the
+/// problem; use a table tuned for K=2048 or run `moetune tune`".
+Status check_key_matches(TableKey const& key, MoeProblem const& problem,
+                         std::string_view table_name);
+
+/// Resolver policies; both off by default (vLLM parity).
+struct ResolverPolicy {
+  std::optional<int64_t> tiny_m_threshold;  ///< M <= t -> the backend's default config
+  std::optional<double> beyond_range_factor;  ///< M > f * largest key -> default config
+
+  bool operator==(ResolverPolicy const&) const = default;
+};
+
+/// One row: the config both GEMMs run with, and where it came from.
+struct TableRow {
+  MoeConfig config;
+  std::optional<Source> source;  ///< none for a plain vLLM file
+
+  bool operator==(TableRow const&) const = default;
+};
+
+/// A table: key, policy and rows by bucket M.
+struct Table {
+  TableKey key;
+  ResolverPolicy policy;
+  std::map<int64_t, TableRow> rows;  ///< bucket M -> row, ascending
+  bool has_manifest = false;         ///< false for a plain vLLM file
+  std::map<std::string, std::string> extra;  ///< top-level keys vLLM writes that we keep verbatim
+                                             ///< (e.g. "triton_version"), value as JSON text
+
+  bool operator==(Table const&) const = default;
+};
+
+/// Loads a table from a vLLM file path; reads the manifest beside it when present. vLLM's extra
+/// keys (triton_version, SPLIT_K, ROCm keys) are tolerated. Errors name the file and, for JSON,
+/// the line or the field.
+Result<Table> load_table(std::string const& path);
+/// Writes the vLLM file and the manifest into `dir` atomically (temp file, fsync, rename; the
+/// manifest first, so a crash leaves either the old pair or a new manifest with the old table,
+/// which load_table detects by row set). Returns the vLLM file's path.
+Result<std::string> save_table(Table const& table, std::string const& dir);
+/// Lists the vLLM table files (*.json, not *.moetune) in dir, sorted.
+Result<std::vector<std::string>> list_table_files(std::string const& dir);
+
+}  // namespace moetune::core

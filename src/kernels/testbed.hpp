@@ -1,0 +1,63 @@
+// Testbed: runs one MoE problem on one backend over generated inputs, checks it against the
+// float64 reference and times it. tune, bench, run and the tests all go through this interface,
+// so the CPU backend exercises in CI every path the GPU uses on the device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "core/routing.hpp"
+
+namespace moetune::kernels {
+
+/// The outcome of one checked run.
+struct CheckResult {
+  double rel_l2_error = 0;   ///< ||out - ref|| / ||ref|| (0 when ref is all zero and out too)
+  bool all_finite = true;    ///< no NaN/Inf in the output
+  bool all_written = true;   ///< no poisoned element left after the run
+  std::string digest;        ///< hex digest of the output bits (deterministic paths: stable)
+  int64_t first_bad = -1;    ///< flat index of the first bad element, -1 when none
+};
+
+/// Tolerances per dtype, with their reasons (STYLE 22).
+struct Tolerance {
+  double rel_l2;
+  const char* reason;
+};
+/// bf16: 1e-2 (bf16 output rounding ~4e-3 plus bf16 intermediate); fp16: 5e-3; fp32: 1e-5.
+Tolerance tolerance_for(core::DType dtype);
+
+/// Timing of one config: per-replay samples in microseconds.
+struct TimingResult {
+  std::vector<double> samples_us;
+  double median_us = 0;
+};
+
+class Testbed {
+ public:
+  virtual ~Testbed() = default;
+  virtual core::Backend const& backend() const = 0;
+  /// Generates x, w1, w2 (x ~ N(0,1), w1 ~ N(0,1)/sqrt(K), w2 ~ N(0,1)/sqrt(I)) and the routing
+  /// for `problem` (M = problem.num_tokens), all from `seed`. Fresh data per call.
+  virtual core::Status prepare(core::MoeProblem const& problem, core::RoutingProfile const& routing,
+                               uint64_t seed) = 0;
+  /// Runs `config` once on poisoned output and compares with the reference.
+  virtual core::Result<CheckResult> check(core::MoeConfig const& config) = 0;
+  /// Times `config`: warm-up runs, then `reps` timed runs (GPU: graph replays with the L2 flushed).
+  virtual core::Result<TimingResult> time(core::MoeConfig const& config, int warmup, int reps) = 0;
+};
+
+/// "cpu" always; "cuda" when built with CUDA and a GPU is present. The error says why not.
+core::Result<std::unique_ptr<core::Backend>> make_backend(std::string_view name);
+core::Result<std::unique_ptr<Testbed>> make_testbed(std::string_view name);
+/// "cuda" when the cuda backend is built and a GPU is visible, else "cpu".
+std::string default_backend_name();
+
+}  // namespace moetune::kernels
