@@ -1,0 +1,128 @@
+#include "core/config.hpp"
+
+#include <vector>
+
+#include "core/names.hpp"
+
+namespace moetune::core {
+
+namespace {
+
+std::string prefix(std::string_view where) {
+  return where.empty() ? std::string() : std::string(where) + ".";
+}
+
+Error bad(std::string_view where, std::string const& field, int seen, std::string const& allowed) {
+  return make_error(ErrorCode::kInvalidArgument, std::string(where),
+                    field + " = " + std::to_string(seen) + " is not allowed; expected " + allowed);
+}
+
+bool is_pow2_in(int v, int lo, int hi) { return v >= lo && v <= hi && (v & (v - 1)) == 0; }
+
+bool one_of(int v, std::initializer_list<int> allowed) {
+  for (int a : allowed) {
+    if (v == a) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string_view to_string(Schedule s) {
+  switch (s) {
+    case Schedule::kAuto: return "auto";
+    case Schedule::kCooperative: return "cooperative";
+    case Schedule::kPingpong: return "pingpong";
+  }
+  return "auto";
+}
+
+Result<Schedule> parse_schedule(std::string_view text) {
+  if (text == "auto") return Schedule::kAuto;
+  if (text == "cooperative") return Schedule::kCooperative;
+  if (text == "pingpong") return Schedule::kPingpong;
+  return make_error(ErrorCode::kInvalidArgument, "schedule",
+                    "unknown schedule '" + std::string(text) +
+                        "'; expected one of auto, cooperative, pingpong" +
+                        did_you_mean(text, {"auto", "cooperative", "pingpong"}));
+}
+
+MoeConfig uniform_config(KernelConfig const& k) { return MoeConfig{.gemm1 = k, .gemm2 = k}; }
+
+Status validate(KernelConfig const& k, std::string_view where) {
+  std::string const p = prefix(where);
+  std::string const pow2 = "a power of two in [1, 512]";
+  if (!is_pow2_in(k.tile.block_m, 1, 512)) return bad(where, p + "tile.block_m", k.tile.block_m, pow2);
+  if (!is_pow2_in(k.tile.block_n, 1, 512)) return bad(where, p + "tile.block_n", k.tile.block_n, pow2);
+  if (!is_pow2_in(k.tile.block_k, 1, 512)) return bad(where, p + "tile.block_k", k.tile.block_k, pow2);
+  if (k.tile.group_m < 1) return bad(where, p + "tile.group_m", k.tile.group_m, ">= 1");
+  if (!one_of(k.pipeline.num_warps, {1, 2, 4, 8, 16})) {
+    return bad(where, p + "pipeline.num_warps", k.pipeline.num_warps, "one of 1, 2, 4, 8, 16");
+  }
+  if (k.pipeline.num_stages < 1 || k.pipeline.num_stages > 8) {
+    return bad(where, p + "pipeline.num_stages", k.pipeline.num_stages, "an integer in [1, 8]");
+  }
+  if (k.pipeline.split_k < 1 || k.pipeline.split_k > 64) {
+    return bad(where, p + "pipeline.split_k", k.pipeline.split_k, "an integer in [1, 64]");
+  }
+  if (!one_of(k.launch.cluster_m, {1, 2, 4})) {
+    return bad(where, p + "launch.cluster_m", k.launch.cluster_m, "one of 1, 2, 4");
+  }
+  if (!one_of(k.launch.cluster_n, {1, 2, 4})) {
+    return bad(where, p + "launch.cluster_n", k.launch.cluster_n, "one of 1, 2, 4");
+  }
+  if (k.launch.num_threads < 0) {
+    return bad(where, p + "launch.num_threads", k.launch.num_threads, ">= 0 (0 = all threads)");
+  }
+  return Status::Ok();
+}
+
+Status validate(MoeConfig const& c, std::string_view where) {
+  std::string const p = prefix(where);
+  MOETUNE_RETURN_IF_ERROR(validate(c.gemm1, p + "gemm1"));
+  MOETUNE_RETURN_IF_ERROR(validate(c.gemm2, p + "gemm2"));
+  return Status::Ok();
+}
+
+std::string to_string(KernelConfig const& k) {
+  auto const& t = k.tile;
+  auto const& p = k.pipeline;
+  auto const& l = k.launch;
+  return "KernelConfig(tile=(" + std::to_string(t.block_m) + "," + std::to_string(t.block_n) +
+         "," + std::to_string(t.block_k) + ",g" + std::to_string(t.group_m) + "), pipe=(w" +
+         std::to_string(p.num_warps) + ",s" + std::to_string(p.num_stages) + ",sk" +
+         std::to_string(p.split_k) + "), launch=(swap_ab=" + (l.swap_ab ? "1" : "0") +
+         ",cluster=" + std::to_string(l.cluster_m) + "x" + std::to_string(l.cluster_n) + "," +
+         std::string(to_string(l.schedule)) + ",t" + std::to_string(l.num_threads) + "))";
+}
+
+std::string to_string(MoeConfig const& c) {
+  if (c.gemm1 == c.gemm2) {
+    return "uniform " + to_string(c.gemm1);
+  }
+  return "MoeConfig(gemm1=" + to_string(c.gemm1) + ", gemm2=" + to_string(c.gemm2) + ")";
+}
+
+std::string short_string(KernelConfig const& k) {
+  KernelConfig const d;
+  std::string s = "m" + std::to_string(k.tile.block_m) + "n" + std::to_string(k.tile.block_n) +
+                  "k" + std::to_string(k.tile.block_k) + "g" + std::to_string(k.tile.group_m) +
+                  "w" + std::to_string(k.pipeline.num_warps) + "s" +
+                  std::to_string(k.pipeline.num_stages);
+  if (k.pipeline.split_k != d.pipeline.split_k) s += "sk" + std::to_string(k.pipeline.split_k);
+  if (k.launch.swap_ab) s += "swap";
+  if (k.launch.cluster_m != 1 || k.launch.cluster_n != 1) {
+    s += "c" + std::to_string(k.launch.cluster_m) + "x" + std::to_string(k.launch.cluster_n);
+  }
+  if (k.launch.schedule == Schedule::kPingpong) s += "pp";
+  if (k.launch.schedule == Schedule::kCooperative) s += "co";
+  if (k.launch.num_threads != 0) s += "t" + std::to_string(k.launch.num_threads);
+  return s;
+}
+
+std::string short_string(MoeConfig const& c) {
+  if (c.gemm1 == c.gemm2) return short_string(c.gemm1);
+  return short_string(c.gemm1) + "|" + short_string(c.gemm2);
+}
+
+}  // namespace moetune::core

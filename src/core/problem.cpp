@@ -1,0 +1,205 @@
+#include "core/problem.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <map>
+#include <vector>
+
+#include "core/names.hpp"
+
+namespace moetune::core {
+
+namespace {
+
+struct ActivationName {
+  Activation act;
+  const char* name;
+};
+constexpr ActivationName kActivationNames[] = {{Activation::kSiluGated, "silu"},
+                                               {Activation::kRelu2, "relu2"},
+                                               {Activation::kGelu, "gelu"},
+                                               {Activation::kGeluTanh, "gelu_tanh"}};
+
+struct DTypeName {
+  DType dtype;
+  const char* name;
+  int bytes;
+};
+constexpr DTypeName kDTypeNames[] = {
+    {DType::kBf16, "bf16", 2}, {DType::kFp16, "fp16", 2}, {DType::kFp32, "fp32", 4}};
+
+Error bad_field(std::string const& field, int64_t seen, std::string const& allowed) {
+  return make_error(ErrorCode::kInvalidArgument, "problem",
+                    field + " = " + std::to_string(seen) + " is out of range; expected " + allowed);
+}
+
+}  // namespace
+
+std::string_view to_string(Activation act) {
+  for (auto const& a : kActivationNames) {
+    if (a.act == act) return a.name;
+  }
+  return "silu";
+}
+
+Result<Activation> parse_activation(std::string_view text) {
+  std::vector<std::string> names;
+  for (auto const& a : kActivationNames) {
+    if (text == a.name) return a.act;
+    names.emplace_back(a.name);
+  }
+  return make_error(ErrorCode::kInvalidArgument, "activation",
+                    "unknown activation '" + std::string(text) +
+                        "'; expected one of silu, relu2, gelu, gelu_tanh" +
+                        did_you_mean(text, names));
+}
+
+std::string_view to_string(DType dtype) {
+  for (auto const& d : kDTypeNames) {
+    if (d.dtype == dtype) return d.name;
+  }
+  return "bf16";
+}
+
+Result<DType> parse_dtype(std::string_view text) {
+  std::vector<std::string> names;
+  for (auto const& d : kDTypeNames) {
+    if (text == d.name) return d.dtype;
+    names.emplace_back(d.name);
+  }
+  return make_error(ErrorCode::kInvalidArgument, "dtype",
+                    "unknown dtype '" + std::string(text) + "'; expected one of bf16, fp16, fp32" +
+                        did_you_mean(text, names));
+}
+
+int dtype_bytes(DType dtype) {
+  for (auto const& d : kDTypeNames) {
+    if (d.dtype == dtype) return d.bytes;
+  }
+  return 2;
+}
+
+bool is_gated(Activation act) { return act == Activation::kSiluGated; }
+
+int64_t gemm1_n(MoeProblem const& p) {
+  return is_gated(p.activation) ? 2 * p.intermediate_size : p.intermediate_size;
+}
+
+int64_t num_pairs(MoeProblem const& p) { return p.num_tokens * p.top_k; }
+
+double flops(MoeProblem const& p) {
+  double const n1k = static_cast<double>(gemm1_n(p)) * static_cast<double>(p.hidden_size);
+  double const ki = static_cast<double>(p.hidden_size) * static_cast<double>(p.intermediate_size);
+  return 2.0 * static_cast<double>(num_pairs(p)) * (n1k + ki);
+}
+
+double expert_weight_bytes(MoeProblem const& p) {
+  double const n1k = static_cast<double>(gemm1_n(p)) * static_cast<double>(p.hidden_size);
+  double const ki = static_cast<double>(p.hidden_size) * static_cast<double>(p.intermediate_size);
+  return (n1k + ki) * dtype_bytes(p.dtype);
+}
+
+Status validate(MoeProblem const& p) {
+  if (p.num_tokens < 0 || p.num_tokens > kMaxTokens) {
+    return bad_field("num_tokens (M)", p.num_tokens,
+                     "0 <= M <= " + std::to_string(kMaxTokens) + " (2^24)");
+  }
+  if (p.hidden_size < 1) return bad_field("hidden_size (K)", p.hidden_size, ">= 1");
+  if (p.intermediate_size < 1) {
+    return bad_field("intermediate_size (I)", p.intermediate_size, ">= 1");
+  }
+  if (p.num_experts < 1) return bad_field("num_experts (E)", p.num_experts, ">= 1");
+  if (p.top_k < 1 || p.top_k > p.num_experts) {
+    return bad_field("top_k", p.top_k, "1 <= top_k <= num_experts (" +
+                                           std::to_string(p.num_experts) + ")");
+  }
+  if (p.arch.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "problem",
+                      "arch is empty; expected e.g. 'sm_90a' or 'cpu'");
+  }
+  return Status::Ok();
+}
+
+std::string to_string(MoeProblem const& p) {
+  return "MoeProblem(M=" + std::to_string(p.num_tokens) + ", K=" + std::to_string(p.hidden_size) +
+         ", I=" + std::to_string(p.intermediate_size) + ", E=" + std::to_string(p.num_experts) +
+         ", top_k=" + std::to_string(p.top_k) + ", act=" + std::string(to_string(p.activation)) +
+         ", dtype=" + std::string(to_string(p.dtype)) + ", arch=" + p.arch + ")";
+}
+
+Result<MoeProblem> parse_problem_spec(std::string_view spec) {
+  std::string const where = "problem '" + std::string(spec) + "'";
+  static std::vector<std::string> const kKeys = {"E",   "K",     "I", "topk",
+                                                 "act", "dtype", "M", "arch"};
+  std::map<std::string, std::string> values;
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t const comma = std::min(spec.find(',', pos), spec.size());
+    std::string_view const item = spec.substr(pos, comma - pos);
+    pos = comma + 1;
+    if (item.empty()) {
+      if (comma == spec.size()) break;
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        "empty item between commas; expected KEY=VALUE");
+    }
+    size_t const eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        "item '" + std::string(item) + "' has no '='; expected KEY=VALUE");
+    }
+    std::string key(item.substr(0, eq));
+    if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        "unknown key '" + key + "'; expected E, K, I, topk, act, dtype, M, arch" +
+                            did_you_mean(key, kKeys));
+    }
+    if (values.count(key) != 0) {
+      return make_error(ErrorCode::kInvalidArgument, where, "key '" + key + "' given twice");
+    }
+    values[key] = std::string(item.substr(eq + 1));
+  }
+  for (char const* required : {"E", "K", "I", "topk", "act"}) {
+    if (values.count(required) == 0) {
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        std::string("missing required key '") + required +
+                            "'; the form is E=128,K=2048,I=768,topk=8,act=silu[,dtype=bf16][,M=16]");
+    }
+  }
+  auto parse_int = [&](char const* key, int64_t* out) -> Status {
+    std::string const& text = values[key];
+    auto const [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+    if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        std::string(key) + "='" + text + "' is not an integer");
+    }
+    return Status::Ok();
+  };
+  MoeProblem p;
+  MOETUNE_RETURN_IF_ERROR(parse_int("E", &p.num_experts));
+  MOETUNE_RETURN_IF_ERROR(parse_int("K", &p.hidden_size));
+  MOETUNE_RETURN_IF_ERROR(parse_int("I", &p.intermediate_size));
+  MOETUNE_RETURN_IF_ERROR(parse_int("topk", &p.top_k));
+  if (values.count("M") != 0) MOETUNE_RETURN_IF_ERROR(parse_int("M", &p.num_tokens));
+  auto act = parse_activation(values["act"]);
+  if (!act.ok()) return make_error(act.error().code, where, act.error().message);
+  p.activation = *act;
+  if (values.count("dtype") != 0) {
+    auto dtype = parse_dtype(values["dtype"]);
+    if (!dtype.ok()) return make_error(dtype.error().code, where, dtype.error().message);
+    p.dtype = *dtype;
+  }
+  if (values.count("arch") != 0) p.arch = values["arch"];
+  Status const st = validate(p);
+  if (!st.ok()) return make_error(st.error().code, where, st.error().message);
+  return p;
+}
+
+std::string format_problem_spec(MoeProblem const& p) {
+  return "E=" + std::to_string(p.num_experts) + ",K=" + std::to_string(p.hidden_size) +
+         ",I=" + std::to_string(p.intermediate_size) + ",topk=" + std::to_string(p.top_k) +
+         ",act=" + std::string(to_string(p.activation)) +
+         ",dtype=" + std::string(to_string(p.dtype)) + ",M=" + std::to_string(p.num_tokens) +
+         ",arch=" + p.arch;
+}
+
+}  // namespace moetune::core
