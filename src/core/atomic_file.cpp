@@ -1,0 +1,116 @@
+// Atomic writes with POSIX calls: mkstemp in the target's directory, write, fsync, rename, then
+// fsync the directory so the rename itself survives a crash.
+#include "core/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+namespace moetune::core {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+std::string dir_of(std::string const& path) {
+  std::filesystem::path const p(path);
+  std::string dir = p.parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+Error io_error(std::string const& path, std::string const& step) {
+  return make_error(ErrorCode::kIo, path,
+                    step + " failed: " + errno_text() +
+                        "; check that the directory exists and is writable");
+}
+
+}  // namespace
+
+Status write_file_atomic(std::string const& path, std::string_view content) {
+  std::string const dir = dir_of(path);
+  std::string tmpl = dir + "/." + std::filesystem::path(path).filename().string() + ".tmp.XXXXXX";
+  std::vector<char> name(tmpl.begin(), tmpl.end());
+  name.push_back('\0');
+  int const fd = ::mkstemp(name.data());
+  if (fd < 0) return io_error(path, "creating a temp file in " + dir);
+  std::string const tmp(name.data());
+  auto fail = [&](std::string const& step) {
+    Error e = io_error(path, step);
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return e;
+  };
+  // mkstemp makes 0600; tables are shared artefacts, so use the usual 0644 (minus umask).
+  mode_t const mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
+  size_t written = 0;
+  while (written < content.size()) {
+    ssize_t const n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("write of " + tmp);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) return fail("fsync of " + tmp);
+  if (::close(fd) != 0) {
+    Error e = io_error(path, "close of " + tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    Error e = io_error(path, "rename of " + tmp);
+    ::unlink(tmp.c_str());
+    return e;
+  }
+  int const dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    // NOTE: some filesystems refuse fsync on a directory (EINVAL); the file itself is durable.
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+  return Status::Ok();
+}
+
+Result<std::string> read_file(std::string const& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return make_error(ErrorCode::kNotFound, path, "file not found");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error(ErrorCode::kIo, path, "is a directory, expected a file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::kIo, path, "cannot open for reading: " + errno_text());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return make_error(ErrorCode::kIo, path, "read failed: " + errno_text());
+  return ss.str();
+}
+
+Status ensure_writable_dir(std::string const& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return make_error(ErrorCode::kIo, dir,
+                      "cannot create directory: " + ec.message() + "; choose a writable location");
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return make_error(ErrorCode::kIo, dir, "exists but is not a directory");
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    return make_error(ErrorCode::kIo, dir,
+                      "directory is not writable: " + errno_text() + "; choose a writable location");
+  }
+  return Status::Ok();
+}
+
+}  // namespace moetune::core
