@@ -1,0 +1,158 @@
+#include "kernels/cuda/jit.hpp"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include "core/atomic_file.hpp"
+#include "kernels/cuda/jit_sources.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+constexpr const char* kCacheMagic = "MOETUNE-CUBIN v1";
+
+uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::vector<std::string> compile_options(std::string const& arch) {
+  return {"--gpu-architecture=" + arch, "--std=c++17", "-DNDEBUG", "--use_fast_math",
+          "--ptxas-options=-v", "-default-device"};
+}
+
+std::string hex64(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// Cache file: magic line, count line, "expr\tlowered" lines, then the cubin bytes.
+std::string serialise(JitModule const& m) {
+  std::ostringstream os;
+  os << kCacheMagic << "\n" << m.lowered.size() << "\n";
+  for (auto const& [expr, low] : m.lowered) os << expr << "\t" << low << "\n";
+  os << m.cubin;
+  return os.str();
+}
+
+bool deserialise(std::string const& text, JitModule& m) {
+  std::istringstream is(text);
+  std::string line;
+  if (!std::getline(is, line) || line != kCacheMagic) return false;
+  size_t count = 0;
+  if (!std::getline(is, line)) return false;
+  count = std::strtoul(line.c_str(), nullptr, 10);
+  for (size_t i = 0; i < count; ++i) {
+    if (!std::getline(is, line)) return false;
+    auto tab = line.find('\t');
+    if (tab == std::string::npos) return false;
+    m.lowered[line.substr(0, tab)] = line.substr(tab + 1);
+  }
+  auto pos = static_cast<size_t>(is.tellg());
+  m.cubin = text.substr(pos);
+  return !m.cubin.empty();
+}
+
+}  // namespace
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  nvrtcVersion(&major, &minor);
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+std::string cubin_cache_dir() {
+  if (const char* d = std::getenv("MOETUNE_CACHE_DIR"); d && *d) return std::string(d) + "/cubin";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/moetune/cubin";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/moetune/cubin";
+  return "/tmp/moetune-cache/cubin";
+}
+
+core::Result<JitModule> compile_module(std::vector<std::string> const& name_exprs,
+                                       std::string const& arch) {
+  auto const& sources = jit_sources();
+  auto const opts = compile_options(arch);
+  uint64_t h = fnv1a(nvrtc_version());
+  for (auto const& [name, text] : sources) h = fnv1a(text, fnv1a(name, h));
+  for (auto const& o : opts) h = fnv1a(o, h);
+  for (auto const& e : name_exprs) h = fnv1a(e, h);
+  const std::string dir = cubin_cache_dir();
+  const std::string path = dir + "/" + hex64(h) + ".cubin";
+
+  JitModule m;
+  if (auto cached = core::read_file(path); cached.ok() && deserialise(*cached, m)) {
+    bool complete = true;
+    for (auto const& e : name_exprs) complete = complete && m.lowered.count(e) > 0;
+    if (complete) {
+      m.cache_path = path;
+      m.from_cache = true;
+      return m;
+    }
+    m = JitModule{};
+  }
+
+  auto t0 = std::chrono::steady_clock::now();
+  // A tiny translation unit that includes the kernel file; instantiations come from name exprs.
+  const std::string main_src = "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_align_kernel.cuh\"\n"
+                               "#include \"sm90_reference_kernel.cuh\"\n";
+  std::vector<const char*> hdr_text, hdr_name;
+  for (auto const& [name, text] : sources) {
+    hdr_name.push_back(name.c_str());
+    hdr_text.push_back(text.c_str());
+  }
+  nvrtcProgram prog;
+  nvrtcResult rc = nvrtcCreateProgram(&prog, main_src.c_str(), "moetune_jit.cu",
+                                      static_cast<int>(hdr_text.size()), hdr_text.data(),
+                                      hdr_name.data());
+  if (rc != NVRTC_SUCCESS) {
+    return core::make_error(core::ErrorCode::kInternal, "jit",
+                            std::string("nvrtcCreateProgram failed: ") + nvrtcGetErrorString(rc));
+  }
+  for (auto const& e : name_exprs) nvrtcAddNameExpression(prog, e.c_str());
+  std::vector<const char*> copts;
+  for (auto const& o : opts) copts.push_back(o.c_str());
+  rc = nvrtcCompileProgram(prog, static_cast<int>(copts.size()), copts.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(prog, &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  if (rc != NVRTC_SUCCESS) {
+    nvrtcDestroyProgram(&prog);
+    std::string first = log.substr(0, std::min<size_t>(log.size(), 2000));
+    for (auto& c : first) if (c == '\n') c = ' ';
+    return core::make_error(core::ErrorCode::kUnsupported, "jit",
+                            std::string("NVRTC could not compile ") +
+                                (name_exprs.empty() ? "" : name_exprs.front()) + ": " + first);
+  }
+  size_t cubin_size = 0;
+  nvrtcGetCUBINSize(prog, &cubin_size);
+  m.cubin.resize(cubin_size);
+  nvrtcGetCUBIN(prog, m.cubin.data());
+  for (auto const& e : name_exprs) {
+    const char* lowered = nullptr;
+    nvrtcGetLoweredName(prog, e.c_str(), &lowered);
+    m.lowered[e] = lowered ? lowered : "";
+  }
+  nvrtcDestroyProgram(&prog);
+  m.ptxas_log = log;
+  m.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (!ec) {
+    // A cache write failure only costs a recompile next time; it never fails the compile.
+    (void)core::write_file_atomic(path, serialise(m));
+  }
+  m.cache_path = path;
+  return m;
+}
+
+}  // namespace moetune::kernels::cuda

@@ -1,0 +1,94 @@
+// sm90_align_kernel.cuh: route/align on the device, no host synchronisation.
+// Computes, from topk_ids [num_pairs] (pair p = token * top_k + j), the expert-sorted pair list
+// padded per expert to kBlockM rows, the expert of every kBlockM-row block, and the number of
+// valid blocks. Later launches size their grids from the host-side upper bound
+// max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
+// One CTA of 1024 threads; E <= kMaxExperts. Pair order inside an expert follows shared-memory
+// atomics and may vary between runs: every row's GEMM result is independent of its position, so
+// the layer's output bits do not (tests assert equal digests across runs).
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+#pragma once
+
+#include "sm90_common.cuh"
+
+namespace moetune_dev {
+
+constexpr int kMaxExperts = 1024;
+
+struct AlignParams {
+  const int* topk_ids;   // [num_pairs]
+  int* sorted_pairs;     // [max_blocks * block_m]: pair id, or -1 for padding
+  int* block_expert;     // [max_blocks]: expert of each block, -1 past the end
+  int* num_blocks;       // [1]
+  int num_pairs;
+  int num_experts;
+  int max_blocks;
+};
+
+template <int kBlockM>
+__global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
+  __shared__ int counts[kMaxExperts];
+  __shared__ int offsets[kMaxExperts + 1];
+  const int tid = threadIdx.x;
+  for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+  for (int i = tid; i < p.num_pairs; i += blockDim.x) {
+    int e = p.topk_ids[i];
+    if (e >= 0 && e < p.num_experts) atomicAdd(&counts[e], 1);
+  }
+  __syncthreads();
+  // Exclusive scan of padded counts by warp 0 (E <= 1024: 32 elements per lane at most).
+  if (tid < 32) {
+    const int per_lane = (p.num_experts + 31) / 32;
+    const int begin = tid * per_lane;
+    int local = 0;
+    for (int i = 0; i < per_lane; ++i) {
+      int e = begin + i;
+      if (e < p.num_experts) local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+    }
+    int incl = local;
+    for (int d = 1; d < 32; d <<= 1) {
+      int v = __shfl_up_sync(0xffffffffu, incl, d);
+      if (tid >= d) incl += v;
+    }
+    int run = incl - local;
+    for (int i = 0; i < per_lane; ++i) {
+      int e = begin + i;
+      if (e < p.num_experts) {
+        offsets[e] = run;
+        run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+      }
+    }
+    if (tid == 31) offsets[p.num_experts] = incl;
+  }
+  __syncthreads();
+  const int total_rows = offsets[p.num_experts];
+  const int total_blocks = total_rows / kBlockM;
+  if (tid == 0) *p.num_blocks = total_blocks;
+  for (int b = tid; b < p.max_blocks; b += blockDim.x) {
+    int e = -1;
+    if (b < total_blocks) {
+      // Binary search: the last expert whose offset <= b * kBlockM (empty experts share offsets).
+      int lo = 0, hi = p.num_experts - 1, row = b * kBlockM;
+      while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (offsets[mid] <= row) lo = mid; else hi = mid - 1;
+      }
+      e = lo;
+    }
+    p.block_expert[b] = e;
+  }
+  for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
+  __syncthreads();
+  for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
+  __syncthreads();
+  for (int i = tid; i < p.num_pairs; i += blockDim.x) {
+    int e = p.topk_ids[i];
+    if (e >= 0 && e < p.num_experts) {
+      int pos = offsets[e] + atomicAdd(&counts[e], 1);
+      p.sorted_pairs[pos] = i;
+    }
+  }
+}
+
+}  // namespace moetune_dev

@@ -1,0 +1,92 @@
+// sm90_common.cuh: header-free device helpers for the sm90_gather kernels (NVRTC compiles these
+// with no CUDA headers at all): bf16 bit helpers, cp.async, ldmatrix, mma.sync, swizzled smem
+// addressing. Layout facts used by every kernel of the family:
+//   - Tiles in shared memory are K-major rows of kBlockK bf16, split into 16-byte chunks; chunk c
+//     of row r is stored at chunk position swizzle(r, c) so that ldmatrix of 8 rows at one logical
+//     chunk touches 8 distinct bank groups (conflict-free).
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp (device) and the JIT compile test (CI).
+#pragma once
+
+typedef unsigned short moe_bf16;  // raw bf16 bits
+typedef unsigned int moe_u32;
+typedef unsigned long long moe_u64;
+
+#define MOETUNE_DEVICE __device__ __forceinline__
+
+namespace moetune_dev {
+
+MOETUNE_DEVICE float bf16_to_float(moe_bf16 h) { return __uint_as_float(((moe_u32)h) << 16); }
+
+/// Packs two floats into bf16x2 (round to nearest even); `lo` lands in the low half.
+MOETUNE_DEVICE moe_u32 pack_bf16x2(float lo, float hi) {
+  moe_u32 r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+MOETUNE_DEVICE moe_u32 smem_u32(const void* p) {
+  return (moe_u32)__cvta_generic_to_shared(p);
+}
+
+/// 16-byte async copy global -> shared; `src_bytes` 0 fills the destination with zeros.
+MOETUNE_DEVICE void cp_async_16(moe_u32 dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes));
+}
+MOETUNE_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+MOETUNE_DEVICE void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+MOETUNE_DEVICE void ldmatrix_x4(moe_u32 addr, moe_u32& r0, moe_u32& r1, moe_u32& r2, moe_u32& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+
+/// D = A(16x16, row) * B(16x8, col) + D, bf16 inputs, fp32 accumulators.
+MOETUNE_DEVICE void mma_bf16_16816(float* d, moe_u32 const* a, moe_u32 b0, moe_u32 b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/// Byte offset of 16-byte chunk `chunk` of row `row` in a swizzled tile of kBlockK bf16 per row.
+template <int kBlockK>
+MOETUNE_DEVICE int swizzled_offset(int row, int chunk) {
+  constexpr int kChunksPerRow = kBlockK / 8;
+  static_assert(kBlockK == 32 || kBlockK == 64 || kBlockK == 128, "block_k must be 32, 64 or 128");
+  int phys;
+  if (kChunksPerRow == 4) {
+    phys = chunk ^ ((row >> 1) & 3);  // 64-byte rows: two rows share a 128-byte bank line
+  } else {
+    phys = chunk ^ (row & 7);  // 128/256-byte rows: xor the low three chunk bits
+  }
+  return row * (kBlockK * 2) + phys * 16;
+}
+
+MOETUNE_DEVICE float act_silu(float g) { return g / (1.0f + __expf(-g)); }
+MOETUNE_DEVICE float act_relu2(float h) {
+  float r = h > 0.0f ? h : 0.0f;
+  return r * r;
+}
+MOETUNE_DEVICE float act_gelu(float h) { return 0.5f * h * (1.0f + erff(h * 0.70710678118654752f)); }
+MOETUNE_DEVICE float act_gelu_tanh(float h) {
+  float u = 0.7978845608028654f * (h + 0.044715f * h * h * h);
+  return 0.5f * h * (1.0f + tanhf(u));
+}
+
+/// Activation ids shared with the host launcher (sm90_gather_launch.cpp).
+enum ActId { kActSiluGated = 0, kActRelu2 = 1, kActGelu = 2, kActGeluTanh = 3 };
+
+template <int kAct>
+MOETUNE_DEVICE float apply_act(float h) {
+  if (kAct == kActRelu2) return act_relu2(h);
+  if (kAct == kActGelu) return act_gelu(h);
+  return act_gelu_tanh(h);
+}
+
+}  // namespace moetune_dev

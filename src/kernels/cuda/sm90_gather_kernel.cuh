@@ -1,0 +1,112 @@
+// sm90_gather_kernel.cuh: the two GEMM kernels and the combine of the sm90_gather family
+// (vLLM-style gather inside the GEMM, expert-sorted intermediate, deterministic combine).
+//   GEMM1: h[sorted rows, I]  = act(x[token(pair)] @ w1[e]^T)     (gate/up halves for silu)
+//   GEMM2: y[pair, K]         = weight[pair] * (h[sorted row] @ w2[e]^T)
+//   combine: out[t, K]        = sum_{j < top_k} y[t * top_k + j]   (fixed order: bitwise stable)
+// Grid: 1-D over (max_blocks x n_blocks) with a group_m raster; blocks past the device-side
+// *num_blocks exit at once, so no count reaches the host. This file only composes
+// sm90_cpasync_mainloop.cuh and sm90_moe_epilogue.cuh. Covered by sm90_gather_test.cpp.
+#pragma once
+
+#include "sm90_common.cuh"
+#include "sm90_cpasync_mainloop.cuh"
+#include "sm90_moe_epilogue.cuh"
+
+namespace moetune_dev {
+
+struct GemmParams {
+  const moe_bf16* a;         // GEMM1: x [M, K]; GEMM2: h [max_blocks * block_m, I]
+  const moe_bf16* b;         // GEMM1: w1 [E, N1, K]; GEMM2: w2 [E, K, I]
+  moe_bf16* out;             // GEMM1: h; GEMM2: y [M * top_k, K]
+  const int* sorted_pairs;   // [max_blocks * block_m]
+  const int* block_expert;   // [max_blocks]
+  const int* num_blocks;     // [1]
+  const float* topk_weights; // [M * top_k]
+  int k_dim;                 // reduction size: K (GEMM1) or I (GEMM2)
+  int n_dim;                 // output columns: I (GEMM1) or K (GEMM2)
+  int b_rows_per_expert;     // N1 (GEMM1) or K (GEMM2)
+  int top_k;
+  int max_blocks;
+};
+
+template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages,
+          int kGroupM, int kAct, bool kIsGemm1>
+__global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
+    moe_gemm_kernel(GemmParams p) {
+  constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  using Mainloop = CpAsyncMainloop<kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kGated>;
+  static_assert(kGroupM >= 1, "group_m must be >= 1");
+  extern __shared__ __align__(1024) char smem[];
+  __shared__ long long a_off[kBlockM];
+  __shared__ int row_pair[kBlockM];
+
+  // Group-M raster (as Triton's GROUP_SIZE_M): consecutive CTAs share the weight tile (pid_n).
+  const int num_pid_n = (p.n_dim + kBlockN - 1) / kBlockN;
+  const int pid = blockIdx.x;
+  const int num_pid_in_group = kGroupM * num_pid_n;
+  const int group_id = pid / num_pid_in_group;
+  const int first_pid_m = group_id * kGroupM;
+  const int group_size_m = min(p.max_blocks - first_pid_m, kGroupM);
+  const int pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
+  const int pid_n = (pid % num_pid_in_group) / group_size_m;
+  if (pid_m >= *p.num_blocks) return;
+  const int expert = p.block_expert[pid_m];
+  const long long row0 = (long long)pid_m * kBlockM;
+
+  for (int r = threadIdx.x; r < kBlockM; r += blockDim.x) {
+    const int pair = p.sorted_pairs[row0 + r];
+    row_pair[r] = pair;
+    if (kIsGemm1) {
+      a_off[r] = pair >= 0 ? (long long)(pair / p.top_k) * p.k_dim : -1;
+    } else {
+      a_off[r] = pair >= 0 ? (row0 + r) * p.k_dim : -1;
+    }
+  }
+  __syncthreads();
+
+  const int n0 = pid_n * kBlockN;
+  const int valid_n = min(kBlockN, p.n_dim - n0);
+  const moe_bf16* b_base = p.b + (long long)expert * p.b_rows_per_expert * p.k_dim;
+  Mainloop ml;
+  ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
+  moe_epilogue_store<Mainloop, kWarpsN, kAct, kIsGemm1>(ml, p.out, row_pair, row0, n0, p.n_dim,
+                                                         p.topk_weights);
+}
+
+struct CombineParams {
+  const moe_bf16* y;  // [M * top_k, K]
+  moe_bf16* out;      // [M, K]
+  int num_tokens;
+  int top_k;
+  int k_dim;
+};
+
+/// out[t] = sum_j y[t*top_k + j] in fp32, j ascending. One thread per 8 columns (16-byte loads).
+__global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
+  const int vec_per_row = p.k_dim / 8;
+  const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (idx >= (long long)p.num_tokens * vec_per_row) return;
+  const int t = (int)(idx / vec_per_row);
+  const int v = (int)(idx % vec_per_row);
+  float sum[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) sum[i] = 0.0f;
+  for (int j = 0; j < p.top_k; ++j) {
+    const uint4 q = *reinterpret_cast<const uint4*>(p.y + ((long long)t * p.top_k + j) * p.k_dim +
+                                                    v * 8);
+    const moe_u32 w[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      sum[2 * i] += __uint_as_float(w[i] << 16);
+      sum[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+    }
+  }
+  uint4 o;
+  o.x = pack_bf16x2(sum[0], sum[1]);
+  o.y = pack_bf16x2(sum[2], sum[3]);
+  o.z = pack_bf16x2(sum[4], sum[5]);
+  o.w = pack_bf16x2(sum[6], sum[7]);
+  *reinterpret_cast<uint4*>(p.out + (long long)t * p.k_dim + v * 8) = o;
+}
+
+}  // namespace moetune_dev
