@@ -1,8 +1,10 @@
 // moetune: the command-line entry point. Subcommands come from command_table(); every error ends
 // as one line on stderr with a documented exit code (commands.hpp).
 #include <iostream>
+#include <string_view>
 
 #include "cli/commands.hpp"
+#include "core/names.hpp"
 
 namespace moetune::cli {
 
@@ -36,8 +38,30 @@ void fail(core::Error const& e) { throw CliExit{exit_code_for(e), e.to_string()}
 
 }  // namespace moetune::cli
 
+namespace {
+
+/// An unknown first word is a mistyped subcommand: one line with "did you mean" (ninja), rather
+/// than CLI11's "arguments were not expected".
+bool reject_unknown_subcommand(int argc, char** argv) {
+  using namespace moetune::cli;
+  if (argc < 2 || argv[1][0] == '-') return false;
+  std::vector<std::string> names;
+  for (auto const& cmd : command_table()) {
+    if (std::string_view(argv[1]) == cmd.name) return false;
+    names.push_back(cmd.name);
+  }
+  std::string list;
+  for (auto const& n : names) list += (list.empty() ? "" : ", ") + n;
+  std::cerr << "moetune: unknown subcommand '" << argv[1] << "'; expected one of " << list
+            << moetune::core::did_you_mean(argv[1], names) << "\n";
+  return true;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace moetune::cli;
+  if (reject_unknown_subcommand(argc, argv)) return kExitBadInput;
   CLI::App app{"moetune: tune, resolve and serve fused-MoE kernel configs"};
   app.require_subcommand(1);
   std::string footer = "\nEnvironment:\n";

@@ -1,0 +1,171 @@
+#include "cli/cli_common.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/names.hpp"
+#include "kernels/testbed.hpp"
+
+namespace moetune::cli {
+
+std::string default_backend() {
+  char const* env = std::getenv("MOETUNE_BACKEND");
+  if (env != nullptr && *env != '\0') {
+    check_backend_name(env, "MOETUNE_BACKEND");
+    return env;
+  }
+  return kernels::default_backend_name();
+}
+
+void check_backend_name(std::string const& name, std::string const& where) {
+  for (auto const& known : kBackendNames) {
+    if (name == known) return;
+  }
+  throw CliExit{kExitBadInput, where + ": unknown backend '" + name +
+                                   "'; expected cpu or cuda" +
+                                   core::did_you_mean(name, kBackendNames)};
+}
+
+void add_backend_option(CLI::App& app, std::string* backend) {
+  app.add_option("--backend", *backend,
+                 "kernel backend: cuda or cpu (default: $MOETUNE_BACKEND, else cuda when a GPU "
+                 "is visible, else cpu)");
+}
+
+std::unique_ptr<core::Backend> backend_or_exit(std::string const& name) {
+  auto backend = kernels::make_backend(name);
+  if (!backend.ok()) {
+    throw CliExit{kExitBadInput, "--backend " + name + ": " + backend.error().to_string()};
+  }
+  return std::move(backend).value();
+}
+
+void add_problem_option(CLI::App& app, std::string* spec) {
+  app.add_option("--problem", *spec,
+                 "the problem, e.g. E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16");
+}
+
+core::MoeProblem parse_problem_or_exit(std::string const& spec) {
+  auto p = core::parse_problem_spec(spec);
+  if (!p.ok()) {
+    throw CliExit{kExitBadInput, "--problem '" + spec + "': " + p.error().to_string()};
+  }
+  return std::move(p).value();
+}
+
+void check_m(int64_t m, std::string const& option) {
+  if (m < 0 || m > core::kMaxTokens) {
+    throw CliExit{kExitBadInput, option + " " + std::to_string(m) +
+                                     " is out of range; expected a token count in [0, " +
+                                     std::to_string(core::kMaxTokens) + "]"};
+  }
+}
+
+core::Recipe load_recipe_or_exit(std::string const& path) { return unwrap(core::load_recipe(path)); }
+
+core::Table load_table_or_exit(std::string const& path) { return unwrap(core::load_table(path)); }
+
+core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::string const& file) {
+  if (key.hidden_size <= 0 || key.top_k <= 0 || !key.activation.has_value()) {
+    throw CliExit{kExitBadInput,
+                  file + ": the table has no manifest with K, top_k and activation, so the "
+                         "backend's default config cannot be chosen; pass --problem "
+                         "E=..,K=..,I=..,topk=..,act=..,dtype=.."};
+  }
+  core::MoeProblem p;
+  p.num_tokens = m;
+  p.hidden_size = key.hidden_size;
+  p.intermediate_size = key.intermediate_size;
+  p.num_experts = key.num_experts;
+  p.top_k = key.top_k;
+  p.activation = *key.activation;
+  p.dtype = key.dtype;
+  if (key.family == "cpu_tiled") p.arch = "cpu";
+  return p;
+}
+
+std::string backend_for_family(std::string const& family) {
+  return family == "cpu_tiled" ? "cpu" : "cuda";
+}
+
+std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key, std::string const& file) {
+  std::string const name = backend_for_family(key.family);
+  auto backend = kernels::make_backend(name);
+  if (!backend.ok()) {
+    throw CliExit{kExitBadInput,
+                  file + ": family '" + (key.family.empty() ? "unknown" : key.family) +
+                      "' takes its default config from the " + name +
+                      " backend, which is unavailable here (" + backend.error().to_string() +
+                      "); resolve on a machine with that backend, or use a table with a row for "
+                      "this M"};
+  }
+  return std::move(backend).value();
+}
+
+std::string format_us(double us) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), us < 100 ? "%.2f" : "%.1f", us);
+  return buf;
+}
+
+namespace {
+
+std::string format_source(std::optional<core::Source> const& source) {
+  if (!source.has_value()) return "(no source)";
+  std::ostringstream out;
+  out << source->kind;
+  if (!source->date.empty()) out << " " << source->date;
+  if (!source->device.empty()) out << " on " << source->device;
+  for (auto const& [name, value] : source->numbers) {
+    out << " " << name << "=" << (name.ends_with("_us") ? format_us(value) : std::to_string(
+                                                                                  int64_t(value)));
+  }
+  return out.str();
+}
+
+std::string format_policy(core::ResolverPolicy const& p) {
+  std::string out = "vLLM nearest key (ties to the smaller key)";
+  if (p.tiny_m_threshold) {
+    out += "; M <= " + std::to_string(*p.tiny_m_threshold) + " -> backend default";
+  }
+  if (p.beyond_range_factor) {
+    std::ostringstream f;
+    f << *p.beyond_range_factor;
+    out += "; M > " + f.str() + " x largest key -> backend default";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_table_text(core::Table const& table, std::string const& path) {
+  core::TableKey const& k = table.key;
+  std::ostringstream out;
+  out << "table " << path << "\n";
+  out << "  key: E=" << k.num_experts << " N=" << k.intermediate_size;
+  if (k.hidden_size > 0) out << " K=" << k.hidden_size;
+  if (k.top_k > 0) out << " top_k=" << k.top_k;
+  if (k.activation) out << " act=" << core::to_string(*k.activation);
+  out << " dtype=" << core::to_string(k.dtype) << " device=" << k.device_name;
+  if (!k.family.empty()) out << " family=" << k.family << " v" << k.family_version;
+  if (!k.toolchain.empty()) out << " toolchain=" << k.toolchain;
+  out << (table.has_manifest ? "" : " (no manifest: a plain vLLM file)") << "\n";
+  out << "  rule: " << format_policy(table.policy) << "\n";
+  if (table.rows.empty()) out << "  (no rows)\n";
+  size_t width = 6;
+  for (auto const& [m, row] : table.rows) {
+    width = std::max(width, core::short_string(row.config).size());
+  }
+  for (auto const& [m, row] : table.rows) {
+    std::string cfg = core::short_string(row.config);
+    char bucket[32];
+    std::snprintf(bucket, sizeof(bucket), "%8lld", static_cast<long long>(m));
+    out << "  " << bucket << "  " << cfg << std::string(width - cfg.size() + 2, ' ')
+        << format_source(row.source) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace moetune::cli

@@ -1,0 +1,60 @@
+// Options and printing shared by the subcommands: --backend, --problem, M, loading recipes and
+// tables with CLI-level errors, and the text form of a table (show, tune).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/backend.hpp"
+#include "core/problem.hpp"
+#include "core/recipe.hpp"
+#include "core/table.hpp"
+
+namespace moetune::cli {
+
+/// The backends a build may know.
+inline const std::vector<std::string> kBackendNames = {"cpu", "cuda"};
+
+/// The default for --backend: $MOETUNE_BACKEND when set, else kernels::default_backend_name().
+std::string default_backend();
+
+/// Adds `--backend cuda|cpu` to `app`, writing into *backend (left empty when not given, so a
+/// command can tell "chosen" from "default").
+void add_backend_option(CLI::App& app, std::string* backend);
+/// Checks a backend name: "cpu" or "cuda"; otherwise CliExit(2) with "did you mean".
+void check_backend_name(std::string const& name, std::string const& where);
+/// make_backend(name), or CliExit(2) with the reason (e.g. no GPU).
+std::unique_ptr<core::Backend> backend_or_exit(std::string const& name);
+
+/// Adds `--problem SPEC` (core::parse_problem_spec form) to `app`.
+void add_problem_option(CLI::App& app, std::string* spec);
+/// Parses --problem, or CliExit(2) naming the option.
+core::MoeProblem parse_problem_or_exit(std::string const& spec);
+
+/// Checks a token count given on the command line: 0 <= M <= kMaxTokens, else CliExit(2).
+void check_m(int64_t m, std::string const& option);
+
+core::Recipe load_recipe_or_exit(std::string const& path);
+core::Table load_table_or_exit(std::string const& path);
+
+/// The problem a table's key describes (M = m), for the backend's default config. CliExit(2) when
+/// the key lacks a size the default needs (a plain vLLM file) and no --problem was given.
+core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::string const& file);
+
+/// The backend name for a kernel family: "cpu_tiled" -> "cpu", everything else -> "cuda".
+std::string backend_for_family(std::string const& family);
+/// The backend that serves a table's family (its default config), or CliExit(2) naming the file,
+/// the family and why that backend is unavailable here.
+std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key, std::string const& file);
+
+/// Human-readable table: key line, policy, then one line per row (bucket, config, source).
+std::string format_table_text(core::Table const& table, std::string const& path);
+
+/// "3.21" style fixed formatting for microseconds.
+std::string format_us(double us);
+
+}  // namespace moetune::cli
