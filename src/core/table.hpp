@@ -72,6 +72,9 @@ struct ResolverPolicy {
 struct TableRow {
   MoeConfig config;
   std::optional<Source> source;  ///< none for a plain vLLM file
+  /// Per-row keys of the vLLM file that moetune does not model (ROCm's waves_per_eu,
+  /// matrix_instr_nonkdim, kpack), value as JSON text, written back verbatim.
+  std::map<std::string, std::string> vllm_extra;
 
   bool operator==(TableRow const&) const = default;
 };
@@ -96,7 +99,38 @@ Result<Table> load_table(std::string const& path);
 /// manifest first, so a crash leaves either the old pair or a new manifest with the old table,
 /// which load_table detects by row set). Returns the vLLM file's path.
 Result<std::string> save_table(Table const& table, std::string const& dir);
-/// Lists the vLLM table files (*.json, not *.moetune) in dir, sorted.
+/// Lists the vLLM table files (*.json, not *.moetune) in dir, sorted, as paths "dir/name".
+/// A missing dir is kNotFound.
 Result<std::vector<std::string>> list_table_files(std::string const& dir);
+
+// ---- the two files, separately (load_table/save_table compose these; lint reads them apart) ----
+
+/// "<vllm path>.moetune": where the manifest of a vLLM file lives.
+std::string manifest_path(std::string const& vllm_path);
+
+/// Parses a vLLM config file. Top-level keys that are integers are rows (keys are M as strings,
+/// vLLM's int(key)); other keys with non-object values go to Table::extra (triton_version).
+/// Row fields: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, num_stages (required), SPLIT_K
+/// (-> pipeline.split_k), ROCm's waves_per_eu/matrix_instr_nonkdim/kpack (-> vllm_extra); any
+/// other field is an error with "did you mean". Both GEMMs get the row's config; no sources.
+/// `file` is used for messages and, when its base name parses, for the key.
+Result<Table> parse_vllm_table(std::string_view text, std::string const& file);
+/// vLLM's save_configs layout: 4-space indent, Table::extra first (sorted), then rows by numeric
+/// M, each row's six fields in vLLM's order (+ SPLIT_K when != 1, + vllm_extra), newline at end.
+std::string format_vllm_table(Table const& table);
+
+/// The manifest as JSON text: {"manifest_version", "key", "policy", "rows": {"M": {"config",
+/// "source"}}}; rows hold both GEMMs' full configs and the sources.
+std::string format_manifest(Table const& table);
+/// Parses a manifest (strict; a version outside [kOldestManifestVersion, kManifestVersion] is
+/// kVersion naming the file). The result has has_manifest = true and no extra.
+Result<Table> parse_manifest(std::string_view text, std::string const& file);
+/// Every disagreement between a manifest and the vLLM file it sits beside (`vllm_file_name` is
+/// the vLLM file's base name), as kMismatch errors with where = the manifest path, in order: key
+/// vs file name, rows only in one file, then GEMM1 fields that differ, e.g.
+/// "rows[16].config.gemm1.tile.block_n is 128 in the manifest but 64 in the vLLM file; ...".
+std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
+                                       std::string const& vllm_file_name,
+                                       std::string const& manifest_file);
 
 }  // namespace moetune::core

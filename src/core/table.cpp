@@ -1,0 +1,223 @@
+// Table keys and names (vLLM's get_config_file_name rule), key checks, and loading/saving the
+// vLLM file + manifest pair.
+#include "core/table.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+
+#include "core/atomic_file.hpp"
+
+namespace moetune::core {
+
+namespace {
+
+Result<int64_t> parse_int_field(std::string_view text, std::string const& file,
+                                char const* field) {
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || v < 1) {
+    return make_error(ErrorCode::kParse, file,
+                      std::string(field) + "='" + std::string(text) +
+                          "' is not a positive integer; expected "
+                          "E={E},N={N},device_name={dev}[,dtype=..][,block_shape=[bn,bk]].json");
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string vllm_device_name(std::string_view device_name) {
+  std::string name(device_name);
+  std::replace(name.begin(), name.end(), ' ', '_');
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t const end = std::min(name.find('_', start), name.size());
+    if (name.compare(start, end - start, "H200") == 0) return "NVIDIA_H200";
+    start = end + 1;
+  }
+  return name;
+}
+
+std::string vllm_file_name(TableKey const& key) {
+  std::string name = "E=" + std::to_string(key.num_experts) +
+                     ",N=" + std::to_string(key.intermediate_size) +
+                     ",device_name=" + key.device_name;
+  if (!key.dtype_tag.empty()) {
+    name += ",dtype=" + key.dtype_tag;
+  } else if (key.dtype == DType::kFp32) {
+    name += ",dtype=float32";
+  }
+  if (key.block_shape.has_value()) {
+    name += ",block_shape=[" + std::to_string(key.block_shape->first) + "," +
+            std::to_string(key.block_shape->second) + "]";
+  }
+  return name + ".json";
+}
+
+Result<TableKey> parse_vllm_file_name(std::string_view file_name) {
+  std::string const file(file_name);
+  constexpr std::string_view kExt = ".json";
+  if (file_name.size() <= kExt.size() || !file_name.ends_with(kExt)) {
+    return make_error(ErrorCode::kParse, file, "a vLLM table file name ends in .json");
+  }
+  std::string_view body = file_name.substr(0, file_name.size() - kExt.size());
+  TableKey key;
+  bool seen_e = false, seen_n = false, seen_dev = false;
+  while (!body.empty()) {
+    // Items are split on ',' outside brackets (block_shape=[bn,bk] holds one).
+    size_t end = 0;
+    int depth = 0;
+    for (; end < body.size(); ++end) {
+      if (body[end] == '[') ++depth;
+      if (body[end] == ']') --depth;
+      if (body[end] == ',' && depth == 0) break;
+    }
+    std::string_view const item = body.substr(0, end);
+    body = end < body.size() ? body.substr(end + 1) : "";
+    size_t const eq = item.find('=');
+    std::string_view const name = item.substr(0, eq);
+    std::string_view const value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    if (name == "E") {
+      auto v = parse_int_field(value, file, "E");
+      if (!v.ok()) return v.error();
+      key.num_experts = *v, seen_e = true;
+    } else if (name == "N") {
+      auto v = parse_int_field(value, file, "N");
+      if (!v.ok()) return v.error();
+      key.intermediate_size = *v, seen_n = true;
+    } else if (name == "device_name") {
+      key.device_name = std::string(value), seen_dev = true;
+    } else if (name == "dtype") {
+      if (value == "float32") {
+        key.dtype = DType::kFp32;
+      } else {
+        key.dtype_tag = std::string(value);
+      }
+    } else if (name == "block_shape") {
+      size_t const comma = value.find(',');
+      if (value.size() < 5 || value.front() != '[' || value.back() != ']' ||
+          comma == std::string_view::npos) {
+        return make_error(ErrorCode::kParse, file,
+                          "block_shape='" + std::string(value) + "'; expected [bn,bk]");
+      }
+      auto bn = parse_int_field(value.substr(1, comma - 1), file, "block_shape[0]");
+      if (!bn.ok()) return bn.error();
+      auto bk = parse_int_field(value.substr(comma + 1, value.size() - comma - 2), file,
+                                "block_shape[1]");
+      if (!bk.ok()) return bk.error();
+      key.block_shape = std::make_pair(static_cast<int>(*bn), static_cast<int>(*bk));
+    } else {
+      return make_error(ErrorCode::kParse, file,
+                        "unknown name item '" + std::string(item) +
+                            "'; expected E=, N=, device_name=, dtype= or block_shape=");
+    }
+  }
+  if (!seen_e || !seen_n || !seen_dev) {
+    return make_error(ErrorCode::kParse, file,
+                      "missing E=, N= or device_name=; expected "
+                      "E={E},N={N},device_name={dev}[,dtype=..][,block_shape=[bn,bk]].json");
+  }
+  return key;
+}
+
+Status check_key_matches(TableKey const& key, MoeProblem const& problem,
+                         std::string_view table_name) {
+  std::string const where = "table " + std::string(table_name);
+  auto differ = [&](std::string const& field, std::string const& in_table,
+                    std::string const& in_problem, std::string const& hint) {
+    return make_error(ErrorCode::kMismatch, where,
+                      field + " is " + in_table + " in the table but " + in_problem +
+                          " in the problem; use a table tuned for " + hint +
+                          " or run `moetune tune`");
+  };
+  if (key.num_experts != problem.num_experts) {
+    return differ("num_experts (E)", std::to_string(key.num_experts),
+                  std::to_string(problem.num_experts), "E=" + std::to_string(problem.num_experts));
+  }
+  if (key.intermediate_size != problem.intermediate_size) {
+    return differ("intermediate_size (N)", std::to_string(key.intermediate_size),
+                  std::to_string(problem.intermediate_size),
+                  "N=" + std::to_string(problem.intermediate_size));
+  }
+  if (key.hidden_size != 0 && key.hidden_size != problem.hidden_size) {
+    return differ("hidden_size (K)", std::to_string(key.hidden_size),
+                  std::to_string(problem.hidden_size), "K=" + std::to_string(problem.hidden_size));
+  }
+  if (key.top_k != 0 && key.top_k != problem.top_k) {
+    return differ("top_k", std::to_string(key.top_k), std::to_string(problem.top_k),
+                  "top_k=" + std::to_string(problem.top_k));
+  }
+  if (key.activation.has_value() && *key.activation != problem.activation) {
+    std::string const want(to_string(problem.activation));
+    return differ("activation", std::string(to_string(*key.activation)), want, "act=" + want);
+  }
+  std::string const want_dtype(to_string(problem.dtype));
+  if (!key.dtype_tag.empty()) {
+    return differ("dtype", key.dtype_tag, want_dtype, "dtype=" + want_dtype);
+  }
+  // vLLM names bf16 and fp16 tables alike, so a plain vLLM file (family unknown) serves both.
+  bool const half_pair = key.family.empty() && key.dtype != DType::kFp32 &&
+                         problem.dtype != DType::kFp32;
+  if (key.dtype != problem.dtype && !half_pair) {
+    return differ("dtype", std::string(to_string(key.dtype)), want_dtype, "dtype=" + want_dtype);
+  }
+  return Status::Ok();
+}
+
+Result<Table> load_table(std::string const& path) {
+  auto text = read_file(path);
+  if (!text.ok()) return text.error();
+  auto table = parse_vllm_table(*text, path);
+  if (!table.ok()) return table.error();
+  std::string const mpath = manifest_path(path);
+  auto mtext = read_file(mpath);
+  if (!mtext.ok()) {
+    if (mtext.error().code == ErrorCode::kNotFound) return table;  // a plain vLLM file
+    return mtext.error();
+  }
+  auto manifest = parse_manifest(*mtext, mpath);
+  if (!manifest.ok()) return manifest.error();
+  std::string const base = std::filesystem::path(path).filename().string();
+  auto mismatches = manifest_mismatches(*manifest, *table, base, mpath);
+  if (!mismatches.empty()) return mismatches.front();
+  // The manifest is the fuller record; keep vLLM's extras (top level and per row) from the file.
+  Table out = std::move(*manifest);
+  out.extra = table->extra;
+  for (auto& [m, row] : out.rows) row.vllm_extra = table->rows.at(m).vllm_extra;
+  return out;
+}
+
+Result<std::string> save_table(Table const& table, std::string const& dir) {
+  MOETUNE_RETURN_IF_ERROR(ensure_writable_dir(dir));
+  std::string const path = (std::filesystem::path(dir) / vllm_file_name(table.key)).string();
+  std::string const mpath = manifest_path(path);
+  if (table.has_manifest) {
+    MOETUNE_RETURN_IF_ERROR(write_file_atomic(mpath, format_manifest(table)));
+  } else {
+    // A plain table must not pick up a stale manifest left beside it.
+    std::error_code ec;
+    std::filesystem::remove(mpath, ec);
+  }
+  MOETUNE_RETURN_IF_ERROR(write_file_atomic(path, format_vllm_table(table)));
+  return path;
+}
+
+Result<std::vector<std::string>> list_table_files(std::string const& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return make_error(ErrorCode::kNotFound, dir, "table directory not found");
+  }
+  std::vector<std::string> out;
+  for (auto const& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string const name = entry.path().filename().string();
+    if (entry.is_regular_file() && name.ends_with(".json") && name.front() != '.') {
+      out.push_back(entry.path().string());
+    }
+  }
+  if (ec) return make_error(ErrorCode::kIo, dir, "cannot list directory: " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace moetune::core

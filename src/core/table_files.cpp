@@ -1,0 +1,250 @@
+// The two files of a table: vLLM's config JSON (format fixed by vLLM's save_configs and
+// get_moe_configs) and moetune's manifest sidecar, plus the checks that they agree.
+#include <charconv>
+#include <filesystem>
+
+#include "core/json_io.hpp"
+#include "core/names.hpp"
+#include "core/table.hpp"
+
+namespace moetune::core {
+
+namespace {
+
+constexpr char const* kRegenerate =
+    "; regenerate the pair with `moetune materialize` or delete the stale manifest";
+
+/// vLLM's six fields, in the order sort_config writes them.
+constexpr char const* kVllmFields[] = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",
+                                       "GROUP_SIZE_M", "num_warps",    "num_stages"};
+constexpr char const* kRocmFields[] = {"waves_per_eu", "matrix_instr_nonkdim", "kpack"};
+
+int* vllm_field(KernelConfig& k, int i) {
+  int* const fields[] = {&k.tile.block_m, &k.tile.block_n, &k.tile.block_k, &k.tile.group_m,
+                         &k.pipeline.num_warps, &k.pipeline.num_stages};
+  return fields[i];
+}
+
+/// The C++ path of vLLM field i, for messages.
+constexpr char const* kVllmFieldPaths[] = {"tile.block_m",        "tile.block_n",
+                                           "tile.block_k",        "tile.group_m",
+                                           "pipeline.num_warps",  "pipeline.num_stages"};
+
+std::optional<int64_t> parse_m(std::string const& key) {
+  int64_t m = 0;
+  auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), m);
+  if (ec != std::errc() || ptr != key.data() + key.size() || key.empty()) return std::nullopt;
+  return m;
+}
+
+Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
+  if (!j.is_object()) {
+    return json_error(ErrorCode::kParse, at, "expected an object, got " + describe_json(j));
+  }
+  std::vector<std::string> allowed(std::begin(kVllmFields), std::end(kVllmFields));
+  allowed.push_back("SPLIT_K");
+  allowed.insert(allowed.end(), std::begin(kRocmFields), std::end(kRocmFields));
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
+    return json_error(ErrorCode::kParse, at,
+                      "unknown field '" + it.key() +
+                          "'; expected BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, "
+                          "num_warps, num_stages, SPLIT_K or a ROCm key" +
+                          did_you_mean(it.key(), allowed));
+  }
+  KernelConfig k;
+  for (int i = 0; i < 6; ++i) {
+    if (!j.contains(kVllmFields[i])) {
+      return json_error(ErrorCode::kParse, at,
+                        std::string("missing field '") + kVllmFields[i] +
+                            "'; a vLLM row needs BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, "
+                            "num_stages");
+    }
+    MOETUNE_RETURN_IF_ERROR(from_json(j[kVllmFields[i]], at.field(kVllmFields[i]), vllm_field(k, i)));
+  }
+  if (j.contains("SPLIT_K")) {
+    MOETUNE_RETURN_IF_ERROR(from_json(j["SPLIT_K"], at.field("SPLIT_K"), &k.pipeline.split_k));
+  }
+  for (char const* f : kRocmFields) {
+    if (j.contains(f)) row->vllm_extra[f] = j[f].dump();
+  }
+  row->config = uniform_config(k);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string manifest_path(std::string const& vllm_path) { return vllm_path + ".moetune"; }
+
+Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
+  auto j = parse_json(text, file);
+  if (!j.ok()) return j.error();
+  JsonAt const at{file, ""};
+  if (!j->is_object()) {
+    return json_error(ErrorCode::kParse, at,
+                      "expected an object of rows keyed by M, got " + describe_json(*j));
+  }
+  Table table;
+  std::string const base = std::filesystem::path(file).filename().string();
+  if (auto key = parse_vllm_file_name(base); key.ok()) table.key = *key;
+  for (auto it = j->begin(); it != j->end(); ++it) {
+    auto const m = parse_m(it.key());
+    if (!m.has_value()) {
+      if (it.value().is_object()) {
+        return json_error(ErrorCode::kParse, at,
+                          "key '" + it.key() +
+                              "' holds a row but is not a token count; keys are M as strings");
+      }
+      table.extra[it.key()] = it.value().dump();
+      continue;
+    }
+    JsonAt const row_at{file, "\"" + it.key() + "\""};
+    if (*m < 1) return json_error(ErrorCode::kParse, row_at, "row key must be >= 1");
+    if (table.rows.count(*m) != 0) {
+      return json_error(ErrorCode::kParse, row_at, "row key appears twice");
+    }
+    TableRow row;
+    MOETUNE_RETURN_IF_ERROR(parse_vllm_row(it.value(), row_at, &row));
+    table.rows[*m] = std::move(row);
+  }
+  return table;
+}
+
+std::string format_vllm_table(Table const& table) {
+  Json j = Json::object();
+  for (auto const& [name, text] : table.extra) {
+    auto v = parse_json(text, "extra");
+    j[name] = v.ok() ? *v : Json(text);
+  }
+  for (auto const& [m, row] : table.rows) {
+    Json r = Json::object();
+    KernelConfig k = row.config.gemm1;
+    for (int i = 0; i < 6; ++i) r[kVllmFields[i]] = *vllm_field(k, i);
+    if (k.pipeline.split_k != 1) r["SPLIT_K"] = k.pipeline.split_k;
+    for (auto const& [name, text] : row.vllm_extra) {
+      auto v = parse_json(text, "extra");
+      r[name] = v.ok() ? *v : Json(text);
+    }
+    j[std::to_string(m)] = r;
+  }
+  return print_json(j, 4);
+}
+
+std::string format_manifest(Table const& table) {
+  Json rows = Json::object();
+  for (auto const& [m, row] : table.rows) {
+    rows[std::to_string(m)] = Json{{"config", to_json(row.config)},
+                                   {"source", row.source ? to_json(*row.source) : Json(nullptr)}};
+  }
+  Json j{{"manifest_version", kManifestVersion},
+         {"key", to_json(table.key)},
+         {"policy", to_json(table.policy)},
+         {"rows", rows}};
+  return print_json(j, 2);
+}
+
+Result<Table> parse_manifest(std::string_view text, std::string const& file) {
+  auto j = parse_json(text, file);
+  if (!j.ok()) return j.error();
+  JsonAt const at{file, ""};
+  auto r = ObjectReader::open(*j, at, {"manifest_version", "key", "policy", "rows"});
+  if (!r.ok()) return r.error();
+  int version = 0;
+  MOETUNE_RETURN_IF_ERROR(r->required("manifest_version", &version));
+  if (version < kOldestManifestVersion || version > kManifestVersion) {
+    return make_error(ErrorCode::kVersion, file,
+                      "manifest_version " + std::to_string(version) + " is not readable by this " +
+                          "build (reads " + std::to_string(kOldestManifestVersion) + ".." +
+                          std::to_string(kManifestVersion) +
+                          "); regenerate it with `moetune materialize` or update moetune");
+  }
+  Table table;
+  table.has_manifest = true;
+  MOETUNE_RETURN_IF_ERROR(r->required("key", &table.key));
+  MOETUNE_RETURN_IF_ERROR(r->optional("policy", &table.policy));
+  if (!r->has("rows")) return r->missing("rows");
+  Json const& rows = (*j)["rows"];
+  JsonAt const rows_at = at.field("rows");
+  if (!rows.is_object()) {
+    return json_error(ErrorCode::kParse, rows_at, "expected an object, got " + describe_json(rows));
+  }
+  for (auto it = rows.begin(); it != rows.end(); ++it) {
+    auto const m = parse_m(it.key());
+    if (!m.has_value() || *m < 1) {
+      return json_error(ErrorCode::kParse, rows_at,
+                        "key '" + it.key() + "' is not a token count >= 1");
+    }
+    JsonAt const row_at = rows_at.index(*m);
+    auto rr = ObjectReader::open(it.value(), row_at, {"config", "source"});
+    if (!rr.ok()) return rr.error();
+    TableRow row;
+    MOETUNE_RETURN_IF_ERROR(rr->required("config", &row.config));
+    MOETUNE_RETURN_IF_ERROR(rr->optional("source", &row.source));
+    table.rows[*m] = std::move(row);
+  }
+  return table;
+}
+
+std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
+                                       std::string const& vllm_file_name,
+                                       std::string const& manifest_file) {
+  std::vector<Error> out;
+  auto add = [&](std::string message) {
+    out.push_back(make_error(ErrorCode::kMismatch, manifest_file, message + kRegenerate));
+  };
+  std::string const expected_name = core::vllm_file_name(manifest.key);
+  if (expected_name != vllm_file_name) {
+    auto named = parse_vllm_file_name(vllm_file_name);
+    std::string field = "key";
+    std::string seen = expected_name;
+    std::string want = vllm_file_name;
+    if (named.ok()) {
+      TableKey const& a = manifest.key;
+      TableKey const& b = *named;
+      auto set = [&](char const* f, std::string x, std::string y) {
+        if (field == "key" && x != y) field = std::string("key.") + f, seen = x, want = y;
+      };
+      set("num_experts", std::to_string(a.num_experts), std::to_string(b.num_experts));
+      set("intermediate_size", std::to_string(a.intermediate_size),
+          std::to_string(b.intermediate_size));
+      set("device_name", a.device_name, b.device_name);
+      set("dtype", std::string(to_string(a.dtype)), std::string(to_string(b.dtype)));
+      set("dtype_tag", a.dtype_tag, b.dtype_tag);
+      auto shape = [](TableKey const& k) {
+        return k.block_shape ? "[" + std::to_string(k.block_shape->first) + "," +
+                                   std::to_string(k.block_shape->second) + "]"
+                             : std::string("none");
+      };
+      set("block_shape", shape(a), shape(b));
+    }
+    add(field + " is " + seen + " in the manifest but " + want + " in the file name '" +
+        vllm_file_name + "'");
+  }
+  for (auto const& [m, row] : manifest.rows) {
+    if (vllm.rows.count(m) == 0) {
+      add("rows[" + std::to_string(m) + "] is in the manifest but not in the vLLM file");
+    }
+  }
+  for (auto const& [m, row] : vllm.rows) {
+    if (manifest.rows.count(m) == 0) {
+      add("rows[" + std::to_string(m) + "] is in the vLLM file but not in the manifest");
+    }
+  }
+  for (auto const& [m, row] : manifest.rows) {
+    auto it = vllm.rows.find(m);
+    if (it == vllm.rows.end()) continue;
+    KernelConfig a = row.config.gemm1;
+    KernelConfig b = it->second.config.gemm1;
+    for (int i = 0; i < 7; ++i) {
+      int const va = i < 6 ? *vllm_field(a, i) : a.pipeline.split_k;
+      int const vb = i < 6 ? *vllm_field(b, i) : b.pipeline.split_k;
+      if (va == vb) continue;
+      add("rows[" + std::to_string(m) + "].config.gemm1." +
+          (i < 6 ? kVllmFieldPaths[i] : "pipeline.split_k") + " is " + std::to_string(va) +
+          " in the manifest but " + std::to_string(vb) + " in the vLLM file");
+    }
+  }
+  return out;
+}
+
+}  // namespace moetune::core
