@@ -1,0 +1,106 @@
+// CpuTestbed; see cpu_testbed.hpp.
+#include "kernels/cpu/cpu_testbed.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "kernels/cpu/output_check.hpp"
+
+namespace moetune::kernels::cpu {
+
+core::Status CpuTestbed::prepare(core::MoeProblem const& problem,
+                                 core::RoutingProfile const& routing, uint64_t seed) {
+  data_.reset();
+  reference_.reset();
+  auto data = generate_moe_data(problem, routing, seed);
+  if (!data.ok()) {
+    return data.error();
+  }
+  data_ = std::move(data).value();
+  size_t const count = static_cast<size_t>(problem.num_tokens * problem.hidden_size);
+  if (problem.dtype == core::DType::kBf16) {
+    out_bf16_.assign(count, 0);
+  } else {
+    out_fp32_.assign(count, 0.0f);
+  }
+  return core::Status::Ok();
+}
+
+core::Result<std::span<double const>> CpuTestbed::reference() {
+  if (!data_) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "cpu testbed",
+                            "reference() before prepare(); call prepare(problem, routing, seed) "
+                            "first");
+  }
+  if (!reference_) {
+    auto ref = reference_moe(data_->problem, data_->view());
+    if (!ref.ok()) {
+      return ref.error();
+    }
+    reference_ = std::move(ref).value();
+  }
+  return std::span<double const>(*reference_);
+}
+
+void const* CpuTestbed::output() const {
+  bool const bf16 = data_ && data_->problem.dtype == core::DType::kBf16;
+  return bf16 ? static_cast<void const*>(out_bf16_.data()) : out_fp32_.data();
+}
+
+core::Status CpuTestbed::ready(core::MoeConfig const& config, char const* where) const {
+  if (!data_) {
+    return core::make_error(
+        core::ErrorCode::kInvalidArgument, "cpu testbed",
+        std::string(where) + " before prepare(); call prepare(problem, " + "routing, seed) first");
+  }
+  return backend_.can_implement(data_->problem, config);
+}
+
+core::Status CpuTestbed::run_once(core::MoeConfig const& config) {
+  CpuMoeArgs args;
+  args.x = data_->x_data();
+  args.topk_ids = data_->routing.topk_ids.data();
+  args.topk_weights = data_->routing.topk_weights.data();
+  args.w1 = data_->w1_data();
+  args.w2 = data_->w2_data();
+  args.out = const_cast<void*>(output());
+  return run_cpu_moe(data_->problem, config, args, workspace_);
+}
+
+core::Result<CheckResult> CpuTestbed::check(core::MoeConfig const& config) {
+  MOETUNE_RETURN_IF_ERROR(ready(config, "check()"));
+  auto ref = reference();
+  if (!ref.ok()) {
+    return ref.error();
+  }
+  core::DType const dtype = data_->problem.dtype;
+  poison_output(dtype, const_cast<void*>(output()), static_cast<int64_t>(ref->size()));
+  MOETUNE_RETURN_IF_ERROR(run_once(config));
+  return check_output(dtype, output(), *ref, tolerance_for(dtype));
+}
+
+core::Result<TimingResult> CpuTestbed::time(core::MoeConfig const& config, int warmup, int reps) {
+  MOETUNE_RETURN_IF_ERROR(ready(config, "time()"));
+  if (reps < 1 || warmup < 0) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "cpu testbed",
+                            "time() got warmup = " + std::to_string(warmup) + ", reps = " +
+                                std::to_string(reps) + "; use warmup >= 0 and reps >= 1");
+  }
+  for (int i = 0; i < warmup; ++i) MOETUNE_RETURN_IF_ERROR(run_once(config));
+  TimingResult timing;
+  timing.samples_us.reserve(reps);
+  for (int i = 0; i < reps; ++i) {
+    auto const start = std::chrono::steady_clock::now();
+    MOETUNE_RETURN_IF_ERROR(run_once(config));
+    auto const stop = std::chrono::steady_clock::now();
+    timing.samples_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
+  }
+  std::vector<double> sorted = timing.samples_us;
+  std::sort(sorted.begin(), sorted.end());
+  size_t const mid = sorted.size() / 2;
+  timing.median_us = sorted.size() % 2 == 1 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
+  return timing;
+}
+
+}  // namespace moetune::kernels::cpu

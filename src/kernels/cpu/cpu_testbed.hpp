@@ -1,0 +1,50 @@
+// The Testbed of the cpu backend: generated inputs (moe_data.hpp), the fp64 reference computed
+// once per prepare, poisoned-output checks (output_check.hpp) and steady_clock timing.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.hpp"
+#include "kernels/cpu/cpu_moe.hpp"
+#include "kernels/cpu/moe_data.hpp"
+#include "kernels/testbed.hpp"
+
+namespace moetune::kernels::cpu {
+
+class CpuTestbed final : public Testbed {
+ public:
+  core::Backend const& backend() const override { return backend_; }
+  /// See Testbed::prepare. Fails as generate_moe_data does; drops the previous reference.
+  core::Status prepare(core::MoeProblem const& problem, core::RoutingProfile const& routing,
+                       uint64_t seed) override;
+  /// Runs `config` once on poisoned output and checks it against the fp64 reference (computed on
+  /// the first call after prepare). Fails when prepare was not called, or with can_implement's
+  /// reason.
+  core::Result<CheckResult> check(core::MoeConfig const& config) override;
+  /// `warmup` untimed runs, then `reps` runs each timed with steady_clock (microseconds);
+  /// median_us is the median sample. Fails when reps < 1, warmup < 0, prepare was not called,
+  /// or with can_implement's reason.
+  core::Result<TimingResult> time(core::MoeConfig const& config, int warmup, int reps) override;
+
+  /// The inputs of the last prepare (tests use them to run the kernel directly).
+  MoeHostData const& data() const { return *data_; }
+  /// The fp64 reference of the last prepare, computed on first use.
+  core::Result<std::span<double const>> reference();
+  /// The output of the last run, in the problem dtype (bf16 bits or float).
+  void const* output() const;
+
+ private:
+  core::Status ready(core::MoeConfig const& config, char const* where) const;
+  core::Status run_once(core::MoeConfig const& config);
+
+  CpuBackend backend_;
+  std::optional<MoeHostData> data_;
+  std::optional<std::vector<double>> reference_;
+  std::vector<uint16_t> out_bf16_;
+  std::vector<float> out_fp32_;
+  CpuMoeWorkspace workspace_;
+};
+
+}  // namespace moetune::kernels::cpu
