@@ -1,0 +1,98 @@
+// `moetune tune` on the cpu backend: the table it writes loads, pinned rows win, tuned rows carry
+// their measurement, --merge keeps rows a run does not tune, and the result passes `check`.
+#include <string>
+
+#include "cli/cli_test_util.hpp"
+#include "cli/recipe_fixtures.hpp"
+#include "core/table.hpp"
+
+namespace moetune::cli::testing {
+namespace {
+
+using CliTune = CliTest;
+
+TEST_F(CliTune, TuneOnCpuWritesATableThatLoads) {
+  write("recipe.json", tiny_recipe_json());
+  RunResult r = run({"tune", "--recipe", "recipe.json", "--backend", "cpu", "--out", "tables",
+                     "--reps", "2", "--warmup", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("bucket 1: pinned"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bucket 4: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("bucket 16: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("table tables/"), std::string::npos) << r.out;  // the table at the end
+
+  auto table = core::load_table(path(std::string("tables/") + kTinyTableName).string());
+  ASSERT_TRUE(table.ok()) << table.error().to_string();
+  ASSERT_EQ(table->rows.size(), 3u);
+  EXPECT_TRUE(table->has_manifest);
+  EXPECT_EQ(table->key.hidden_size, 64);
+  EXPECT_EQ(table->key.top_k, 2);
+  EXPECT_EQ(table->key.family, "cpu_tiled");
+  ASSERT_TRUE(table->rows.at(1).source.has_value());
+  EXPECT_EQ(table->rows.at(1).source->kind, "measured");  // the pinned row wins
+  EXPECT_EQ(table->rows.at(1).config.gemm1.tile.block_m, 8);
+  for (int64_t bucket : {4, 16}) {
+    auto const& source = table->rows.at(bucket).source;
+    ASSERT_TRUE(source.has_value()) << bucket;
+    EXPECT_EQ(source->kind, "tuned");
+    EXPECT_EQ(source->device.rfind("cpu", 0), 0u) << source->device;
+    for (char const* n : {"time_us", "default_us", "candidates", "rejected"}) {
+      EXPECT_EQ(source->numbers.count(n), 1u) << bucket << " lacks " << n;
+    }
+    EXPECT_GT(source->numbers.at("time_us"), 0);
+    EXPECT_FALSE(source->digest.empty());
+    EXPECT_NE(source->command.find("--buckets " + std::to_string(bucket)), std::string::npos);
+  }
+
+  RunResult c = run({"check", "--recipe", "recipe.json", "--tables", "tables"});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  RunResult resolve = run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m",
+                           "5"});
+  EXPECT_EQ(resolve.exit_code, 0) << resolve.err;
+  EXPECT_NE(resolve.out.find("M=5 -> key 4"), std::string::npos) << resolve.out;
+}
+
+TEST_F(CliTune, MergeKeepsRowsTheRunDoesNotTune) {
+  write("recipe.json", tiny_recipe_json());
+  std::string const table = std::string("tables/") + kTinyTableName;
+  ASSERT_EQ(run({"tune", "--recipe", "recipe.json", "--out", "tables", "--reps", "1", "--warmup",
+                 "0", "--buckets", "16"})
+                .exit_code,
+            0);
+  RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--reps", "1",
+                     "--warmup", "0", "--buckets", "4", "--merge", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(top_level_keys(r.out), std::vector<std::string>{"shapes"}) << r.out;
+  auto merged = core::load_table(path(table).string());
+  ASSERT_TRUE(merged.ok()) << merged.error().to_string();
+  EXPECT_EQ(merged->rows.count(16), 1u);
+  EXPECT_EQ(merged->rows.count(4), 1u);
+  EXPECT_EQ(merged->rows.count(1), 1u);  // pinned rows are always written
+
+  ASSERT_EQ(run({"tune", "--recipe", "recipe.json", "--out", "tables", "--reps", "1", "--warmup",
+                 "0", "--buckets", "4"})
+                .exit_code,
+            0);
+  auto replaced = core::load_table(path(table).string());
+  ASSERT_TRUE(replaced.ok());
+  EXPECT_EQ(replaced->rows.count(16), 0u);  // without --merge the table holds only this run
+}
+
+TEST_F(CliTune, CudaRecipeWithoutAGpuSaysSo) {
+  std::string text = tiny_recipe_json();
+  replace_once(text, "\"backend\": \"cpu\"", "\"backend\": \"cuda\"");
+  replace_once(text, "\"family\": \"cpu_tiled\"", "\"family\": \"sm90_gather\"");
+  write("cuda.json", text);
+  RunResult probe = run({"tune", "--recipe", "cuda.json", "--out", "tables", "--buckets", "4",
+                         "--reps", "1", "--warmup", "0"});
+  if (probe.exit_code == 0) GTEST_SKIP() << "a GPU is visible; the no-GPU message cannot show";
+  EXPECT_EQ(probe.exit_code, 2) << probe.err;
+  EXPECT_EQ(count_lines(probe.err), 1) << probe.err;
+  EXPECT_NE(probe.err.find("cuda.json: shapes[0] (tiny): the recipe's backend is cuda, which is "
+                           "unavailable here"),
+            std::string::npos)
+      << probe.err;
+}
+
+}  // namespace
+}  // namespace moetune::cli::testing
