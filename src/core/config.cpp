@@ -50,29 +50,28 @@ Result<Schedule> parse_schedule(std::string_view text) {
 MoeConfig uniform_config(KernelConfig const& k) { return MoeConfig{.gemm1 = k, .gemm2 = k}; }
 
 Status validate(KernelConfig const& k, std::string_view where) {
-  std::string const p = prefix(where);
   std::string const pow2 = "a power of two in [1, 512]";
-  if (!is_pow2_in(k.tile.block_m, 1, 512)) return bad(where, p + "tile.block_m", k.tile.block_m, pow2);
-  if (!is_pow2_in(k.tile.block_n, 1, 512)) return bad(where, p + "tile.block_n", k.tile.block_n, pow2);
-  if (!is_pow2_in(k.tile.block_k, 1, 512)) return bad(where, p + "tile.block_k", k.tile.block_k, pow2);
-  if (k.tile.group_m < 1) return bad(where, p + "tile.group_m", k.tile.group_m, ">= 1");
+  if (!is_pow2_in(k.tile.block_m, 1, 512)) return bad(where, "tile.block_m", k.tile.block_m, pow2);
+  if (!is_pow2_in(k.tile.block_n, 1, 512)) return bad(where, "tile.block_n", k.tile.block_n, pow2);
+  if (!is_pow2_in(k.tile.block_k, 1, 512)) return bad(where, "tile.block_k", k.tile.block_k, pow2);
+  if (k.tile.group_m < 1) return bad(where, "tile.group_m", k.tile.group_m, ">= 1");
   if (!one_of(k.pipeline.num_warps, {1, 2, 4, 8, 16})) {
-    return bad(where, p + "pipeline.num_warps", k.pipeline.num_warps, "one of 1, 2, 4, 8, 16");
+    return bad(where, "pipeline.num_warps", k.pipeline.num_warps, "one of 1, 2, 4, 8, 16");
   }
   if (k.pipeline.num_stages < 1 || k.pipeline.num_stages > 8) {
-    return bad(where, p + "pipeline.num_stages", k.pipeline.num_stages, "an integer in [1, 8]");
+    return bad(where, "pipeline.num_stages", k.pipeline.num_stages, "an integer in [1, 8]");
   }
   if (k.pipeline.split_k < 1 || k.pipeline.split_k > 64) {
-    return bad(where, p + "pipeline.split_k", k.pipeline.split_k, "an integer in [1, 64]");
+    return bad(where, "pipeline.split_k", k.pipeline.split_k, "an integer in [1, 64]");
   }
   if (!one_of(k.launch.cluster_m, {1, 2, 4})) {
-    return bad(where, p + "launch.cluster_m", k.launch.cluster_m, "one of 1, 2, 4");
+    return bad(where, "launch.cluster_m", k.launch.cluster_m, "one of 1, 2, 4");
   }
   if (!one_of(k.launch.cluster_n, {1, 2, 4})) {
-    return bad(where, p + "launch.cluster_n", k.launch.cluster_n, "one of 1, 2, 4");
+    return bad(where, "launch.cluster_n", k.launch.cluster_n, "one of 1, 2, 4");
   }
   if (k.launch.num_threads < 0) {
-    return bad(where, p + "launch.num_threads", k.launch.num_threads, ">= 0 (0 = all threads)");
+    return bad(where, "launch.num_threads", k.launch.num_threads, ">= 0 (0 = all threads)");
   }
   return Status::Ok();
 }

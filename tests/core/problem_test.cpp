@@ -1,0 +1,60 @@
+// MoeProblem: spec parse/format, validate, derived sizes, to_string.
+#include <gtest/gtest.h>
+
+#include "core/problem.hpp"
+
+namespace moetune::core {
+namespace {
+
+TEST(Problem, SpecParseFormatRoundTrips) {
+  auto p = parse_problem_spec("E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16,M=16");
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_EQ(p->num_experts, 128);
+  EXPECT_EQ(p->hidden_size, 2048);
+  EXPECT_EQ(p->intermediate_size, 768);
+  EXPECT_EQ(p->top_k, 8);
+  EXPECT_EQ(p->num_tokens, 16);
+  MoeProblem const q{.num_tokens = 3, .hidden_size = 7, .intermediate_size = 5,
+                     .num_experts = 4, .top_k = 2, .activation = Activation::kRelu2,
+                     .dtype = DType::kFp32, .arch = "cpu"};
+  EXPECT_EQ(*parse_problem_spec(format_problem_spec(q)), q);
+}
+
+TEST(Problem, SpecUnknownKeyGetsDidYouMean) {
+  auto p = parse_problem_spec("E=128,K=2048,I=768,top_k=8,act=silu");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.error().message.find("unknown key 'top_k'"), std::string::npos);
+  EXPECT_NE(p.error().message.find("did you mean 'topk'?"), std::string::npos);
+}
+
+TEST(Problem, ValidateRejectsZeroNegativeAndAbsurdSizes) {
+  EXPECT_FALSE(parse_problem_spec("E=0,K=2048,I=768,topk=1,act=silu").ok());
+  EXPECT_FALSE(parse_problem_spec("E=8,K=-1,I=768,topk=1,act=silu").ok());
+  EXPECT_FALSE(parse_problem_spec("E=8,K=16,I=768,topk=9,act=silu").ok());
+  auto big = parse_problem_spec("E=8,K=16,I=16,topk=1,act=silu,M=999999999");
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("num_tokens (M) = 999999999"), std::string::npos);
+  EXPECT_TRUE(parse_problem_spec("E=8,K=16,I=16,topk=1,act=silu,M=0").ok());
+}
+
+TEST(Problem, DerivedSizesFollowTheActivation) {
+  MoeProblem p{.num_tokens = 2, .hidden_size = 4, .intermediate_size = 3, .num_experts = 8,
+               .top_k = 2};
+  EXPECT_EQ(gemm1_n(p), 6);
+  EXPECT_EQ(num_pairs(p), 4);
+  EXPECT_DOUBLE_EQ(flops(p), 2.0 * 4 * (6 * 4 + 4 * 3));
+  EXPECT_DOUBLE_EQ(expert_weight_bytes(p), (6 * 4 + 4 * 3) * 2.0);
+  p.activation = Activation::kRelu2;
+  EXPECT_EQ(gemm1_n(p), 3);
+}
+
+TEST(Problem, ToStringShowsEveryField) {
+  MoeProblem const p{.num_tokens = 16, .hidden_size = 2048, .intermediate_size = 768,
+                     .num_experts = 128, .top_k = 8, .activation = Activation::kGelu,
+                     .dtype = DType::kFp16, .arch = "sm_90a"};
+  EXPECT_EQ(to_string(p),
+            "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=gelu, dtype=fp16, arch=sm_90a)");
+}
+
+}  // namespace
+}  // namespace moetune::core
