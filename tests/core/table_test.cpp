@@ -1,0 +1,236 @@
+// Tables: vLLM file names, a real-looking vLLM H200 file, manifest round trip and mismatches.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "core/atomic_file.hpp"
+#include "core/resolver.hpp"
+#include "core/table.hpp"
+#include "test_values.hpp"
+
+namespace moetune::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fresh_dir(std::string const& name) {
+  fs::path const dir = fs::temp_directory_path() / ("moetune_core_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+constexpr char const* kVllmH200 = R"({
+    "triton_version": "3.6.0",
+    "1": {
+        "BLOCK_SIZE_M": 16,
+        "BLOCK_SIZE_N": 64,
+        "BLOCK_SIZE_K": 128,
+        "GROUP_SIZE_M": 1,
+        "num_warps": 4,
+        "num_stages": 4
+    },
+    "16": {
+        "BLOCK_SIZE_M": 16,
+        "BLOCK_SIZE_N": 64,
+        "BLOCK_SIZE_K": 64,
+        "GROUP_SIZE_M": 1,
+        "num_warps": 4,
+        "num_stages": 3
+    },
+    "1024": {
+        "BLOCK_SIZE_M": 128,
+        "BLOCK_SIZE_N": 256,
+        "BLOCK_SIZE_K": 64,
+        "GROUP_SIZE_M": 16,
+        "num_warps": 8,
+        "num_stages": 4,
+        "SPLIT_K": 1
+    }
+}
+)";
+
+TEST(Table, FileNameParseFormatRoundTripsWithDtypeAndBlockShape) {
+  for (char const* name :
+       {"E=128,N=768,device_name=NVIDIA_H200.json",
+        "E=128,N=1856,device_name=NVIDIA_H200,dtype=fp8_w8a8.json",
+        "E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json",
+        "E=8,N=14336,device_name=NVIDIA_H100_80GB_HBM3,dtype=float32.json"}) {
+    auto key = parse_vllm_file_name(name);
+    ASSERT_TRUE(key.ok()) << key.error().to_string();
+    EXPECT_EQ(vllm_file_name(*key), name);
+  }
+  auto k = parse_vllm_file_name("E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,"
+                                "block_shape=[128,64].json");
+  EXPECT_EQ(k->num_experts, 256);
+  EXPECT_EQ(k->dtype_tag, "fp8_w8a8");
+  EXPECT_EQ(k->block_shape, std::make_pair(128, 64));
+  EXPECT_FALSE(parse_vllm_file_name("E=x,N=768,device_name=A.json").ok());
+  EXPECT_FALSE(parse_vllm_file_name("E=1,N=768.json").ok());
+}
+
+TEST(Table, DeviceNameFollowsVllmsH200Rule) {
+  EXPECT_EQ(vllm_device_name("NVIDIA H200"), "NVIDIA_H200");
+  EXPECT_EQ(vllm_device_name("NVIDIA H200 NVL"), "NVIDIA_H200");
+  EXPECT_EQ(vllm_device_name("NVIDIA H100 80GB HBM3"), "NVIDIA_H100_80GB_HBM3");
+  EXPECT_EQ(vllm_device_name("NVIDIA GH200 480GB"), "NVIDIA_GH200_480GB");  // not a token "H200"
+}
+
+TEST(Table, LoadsARealVllmH200FileAndResolves) {
+  std::string const dir = fresh_dir("vllm");
+  std::string const path = dir + "/E=128,N=768,device_name=NVIDIA_H200.json";
+  ASSERT_TRUE(write_file_atomic(path, kVllmH200).ok());
+  auto t = load_table(path);
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_FALSE(t->has_manifest);
+  EXPECT_EQ(t->extra.at("triton_version"), "\"3.6.0\"");
+  EXPECT_EQ(t->key.num_experts, 128);
+  EXPECT_EQ(t->key.device_name, "NVIDIA_H200");
+  ASSERT_EQ(t->rows.size(), 3u);
+  EXPECT_EQ(t->rows.at(1024).config.gemm1.tile.block_n, 256);
+  EXPECT_EQ(t->rows.at(1024).config.gemm2, t->rows.at(1024).config.gemm1);
+  Resolution const r = resolve(*t, 520, nullptr);
+  EXPECT_EQ(r.key, 16);  // |16-520| == |1024-520| == 504: the tie goes to the smaller key
+  EXPECT_EQ(resolve(*t, 521, nullptr).key, 1024);
+}
+
+TEST(Table, WritesVllmFilesExactlyLikeSaveConfigs) {
+  auto t = parse_vllm_table(kVllmH200, "E=128,N=768,device_name=NVIDIA_H200.json");
+  ASSERT_TRUE(t.ok());
+  std::string expected = kVllmH200;
+  // SPLIT_K = 1 is vLLM's forced value and is not written back.
+  std::string const split_k = ",\n        \"SPLIT_K\": 1";
+  expected.replace(expected.find(split_k), split_k.size(), "");
+  EXPECT_EQ(format_vllm_table(*t), expected);
+}
+
+TEST(Table, KeepsRocmRowKeysAndRejectsUnknownOnes) {
+  auto t = parse_vllm_table(R"({"2": {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64,
+      "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2, "waves_per_eu": 0, "kpack": 2}})",
+                            "x.json");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_EQ(t->rows.at(2).vllm_extra.at("kpack"), "2");
+  auto back = parse_vllm_table(format_vllm_table(*t), "x.json");
+  EXPECT_EQ(*back, *t);
+  auto bad = parse_vllm_table(R"({"2": {"BLOCK_SIZE_MM": 16}})", "x.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().to_string().find("x.json: \"2\": unknown field 'BLOCK_SIZE_MM'"),
+            std::string::npos);
+  EXPECT_NE(bad.error().message.find("did you mean 'BLOCK_SIZE_M'?"), std::string::npos);
+}
+
+Table full_table() {
+  Table t;
+  t.key = TableKey{.num_experts = 128, .intermediate_size = 768, .hidden_size = 2048,
+                   .top_k = 8, .activation = Activation::kSiluGated, .dtype = DType::kBf16,
+                   .dtype_tag = "", .block_shape = std::nullopt, .device_name = "NVIDIA_H200",
+                   .family = "sm90_gather", .family_version = 2, .toolchain = "nvcc 13.0"};
+  t.policy.tiny_m_threshold = 4;
+  t.has_manifest = true;
+  t.extra["triton_version"] = "\"3.6.0\"";
+  t.rows[16].config = testing::odd_moe_config();
+  t.rows[16].source = testing::measured_source();
+  t.rows[256].config = uniform_config(KernelConfig{});
+  return t;
+}
+
+TEST(Table, SaveLoadRoundTripsEveryFieldThroughTheManifest) {
+  std::string const dir = fresh_dir("roundtrip");
+  Table const t = full_table();
+  auto path = save_table(t, dir);
+  ASSERT_TRUE(path.ok()) << path.error().to_string();
+  EXPECT_EQ(*path, dir + "/E=128,N=768,device_name=NVIDIA_H200.json");
+  auto back = load_table(*path);
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(*back, t);
+  auto files = list_table_files(dir);
+  EXPECT_EQ(*files, std::vector<std::string>{*path});
+}
+
+TEST(Table, ManifestRowConfigMismatchNamesTheField) {
+  std::string const dir = fresh_dir("mismatch");
+  auto path = save_table(full_table(), dir);
+  ASSERT_TRUE(path.ok());
+  auto vllm = read_file(*path);
+  std::string text = *vllm;
+  text.replace(text.find("\"BLOCK_SIZE_N\": 128"), 19, "\"BLOCK_SIZE_N\": 64");
+  ASSERT_TRUE(write_file_atomic(*path, text).ok());
+  auto t = load_table(*path);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().code, ErrorCode::kMismatch);
+  EXPECT_EQ(t.error().to_string(),
+            *path + ".moetune: rows[16].config.gemm1.tile.block_n is 128 in the manifest but 64 "
+            "in the vLLM file; regenerate the pair with `moetune materialize` or delete the stale "
+            "manifest");
+}
+
+TEST(Table, ManifestRowSetAndKeyMismatchesAreNamed) {
+  Table const m = full_table();
+  Table v = m;
+  v.rows.erase(256);
+  v.rows[512] = m.rows.at(256);
+  auto errs = manifest_mismatches(m, v, "E=64,N=768,device_name=NVIDIA_H200.json", "M");
+  ASSERT_EQ(errs.size(), 3u);
+  EXPECT_EQ(errs[0].message,
+            "key.num_experts is 128 in the manifest but 64 in the file name "
+            "'E=64,N=768,device_name=NVIDIA_H200.json'; regenerate the pair with `moetune "
+            "materialize` or delete the stale manifest");
+  EXPECT_EQ(errs[1].message.substr(0, 48), "rows[256] is in the manifest but not in the vLLM");
+  EXPECT_EQ(errs[2].message.substr(0, 48), "rows[512] is in the vLLM file but not in the man");
+  EXPECT_TRUE(manifest_mismatches(m, m, vllm_file_name(m.key), "M").empty());
+}
+
+TEST(Table, TooNewManifestIsAVersionError) {
+  auto t = parse_manifest(R"({"manifest_version": 99, "key": {}, "rows": {}})", "f.moetune");
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().code, ErrorCode::kVersion);
+  EXPECT_EQ(t.error().to_string(),
+            "f.moetune: manifest_version 99 is not readable by this build (reads 1..1); "
+            "regenerate it with `moetune materialize` or update moetune");
+}
+
+TEST(Table, CheckKeyMatchesNamesTheFirstDifferingField) {
+  Table const t = full_table();
+  MoeProblem p{.num_tokens = 1, .hidden_size = 2048, .intermediate_size = 768,
+               .num_experts = 128, .top_k = 8};
+  EXPECT_TRUE(check_key_matches(t.key, p, "X").ok());
+  p.hidden_size = 4096;
+  Status const st = check_key_matches(t.key, p, "E=128,N=768,...");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().to_string(),
+            "table E=128,N=768,...: hidden_size (K) is 2048 in the table but 4096 in the problem; "
+            "use a table tuned for K=4096 or run `moetune tune`");
+  p.hidden_size = 2048;
+  p.top_k = 6;
+  EXPECT_FALSE(check_key_matches(t.key, p, "X").ok());
+}
+
+TEST(AtomicFile, FailedWriteLeavesTheOldFile) {
+  std::string const dir = fresh_dir("atomic");
+  std::string const path = dir + "/t.json";
+  ASSERT_TRUE(write_file_atomic(path, "old").ok());
+  fs::permissions(dir, fs::perms::owner_read | fs::perms::owner_exec);
+  Status const st = write_file_atomic(path, "new");
+  fs::permissions(dir, fs::perms::owner_all);
+  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kIo);
+  EXPECT_EQ(st.error().where, path);
+  EXPECT_EQ(*read_file(path), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+}
+
+TEST(AtomicFile, WriteReplacesAndMissingFileIsNotFound) {
+  std::string const dir = fresh_dir("atomic2");
+  ASSERT_TRUE(write_file_atomic(dir + "/a", "1").ok());
+  ASSERT_TRUE(write_file_atomic(dir + "/a", "22").ok());
+  EXPECT_EQ(*read_file(dir + "/a"), "22");
+  EXPECT_EQ(read_file(dir + "/missing").error().code, ErrorCode::kNotFound);
+  EXPECT_FALSE(write_file_atomic(dir + "/no/such/dir/a", "1").ok());
+}
+
+}  // namespace
+}  // namespace moetune::core
