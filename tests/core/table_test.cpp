@@ -4,7 +4,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include "core/atomic_file.hpp"
 #include "core/resolver.hpp"
@@ -219,6 +222,27 @@ TEST(AtomicFile, FailedWriteLeavesTheOldFile) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, ErrorCode::kIo);
   EXPECT_EQ(st.error().where, path);
+  EXPECT_EQ(*read_file(path), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+}
+
+TEST(AtomicFile, WriteThatRunsOutOfSpaceLeavesTheOldFile) {
+  // A file-size limit makes write() fail mid-way (EFBIG), as a full disk would; works as root.
+  std::string const dir = fresh_dir("atomic_efbig");
+  std::string const path = dir + "/t.json";
+  ASSERT_TRUE(write_file_atomic(path, "old").ok());
+  struct rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto const old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = saved;
+  small.rlim_cur = 8;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  Status const st = write_file_atomic(path, std::string(4096, 'x'));
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().code, ErrorCode::kIo);
+  EXPECT_NE(st.error().message.find("write of"), std::string::npos);
   EXPECT_EQ(*read_file(path), "old");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
 }
