@@ -1,0 +1,145 @@
+// Lint: each finding class is caught, each with a negative twin, and a clean table is quiet.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "core/atomic_file.hpp"
+#include "core/lint.hpp"
+#include "core/resolver.hpp"
+
+namespace moetune::core {
+namespace {
+
+namespace fs = std::filesystem;
+
+MoeConfig bm(int block_m) {
+  KernelConfig k;
+  k.tile.block_m = block_m;
+  return uniform_config(k);
+}
+
+MoeConfig default_for(MoeProblem const& p) { return bm(p.num_tokens <= 32 ? 16 : 64); }
+
+Status can_produce(std::string const&, MoeProblem const&, MoeConfig const& c) {
+  if (c.gemm1.tile.block_m > 128) {
+    return make_error(ErrorCode::kUnsupported, "", "block_m > 128 is outside the search space");
+  }
+  return Status::Ok();
+}
+
+Source beats_default() {
+  Source s;
+  s.kind = "measured";
+  s.numbers = {{"time_us", 10.0}, {"default_us", 12.0}};
+  return s;
+}
+
+Table clean_table() {
+  Table t;
+  t.key = TableKey{.num_experts = 128, .intermediate_size = 768, .hidden_size = 2048,
+                   .top_k = 8, .activation = Activation::kSiluGated, .dtype = DType::kBf16,
+                   .dtype_tag = "", .block_shape = std::nullopt, .device_name = "NVIDIA_H200",
+                   .family = "sm90_gather", .family_version = 1, .toolchain = ""};
+  t.has_manifest = true;
+  t.rows[1].config = bm(16);                              // equal to the default
+  t.rows[16].config = bm(32);                             // differs, measured to win
+  t.rows[16].source = beats_default();
+  t.rows[256].config = bm(128);
+  return t;
+}
+
+std::vector<LintFinding> lint(Table const& t, LintOptions o = {}) {
+  return lint_table(t, "f.json", "sm90_gather", default_for, can_produce, o);
+}
+
+TEST(Lint, CleanTableIsQuiet) { EXPECT_TRUE(lint(clean_table()).empty()); }
+
+TEST(Lint, CatchesATinyMRowThatDiffersFromTheDefaultUnmeasured) {
+  Table t = clean_table();
+  t.rows[16].source->numbers["time_us"] = 13.0;  // negative twin: now slower than the default
+  auto f = lint(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, LintKind::kTinyMShadow);
+  EXPECT_EQ(f[0].bucket, 16);
+  t.rows[16].source.reset();
+  EXPECT_EQ(lint(t).size(), 1u);
+  // A row above the tiny-M range is not a tiny-M row.
+  Table big = clean_table();
+  big.rows[256].source.reset();
+  EXPECT_TRUE(lint(big).empty());
+}
+
+TEST(Lint, CatchesKeysShadowedByThePolicies) {
+  Table t = clean_table();
+  t.policy.tiny_m_threshold = 8;  // M <= 8 never reaches key 1
+  auto f = lint(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, LintKind::kUnreachableKey);
+  EXPECT_EQ(f[0].bucket, 1);
+  EXPECT_EQ(f[0].message,
+            "no M in [1, 256] resolves to key 1: the tiny-M gate or the beyond-range policy takes "
+            "every M nearest to it; remove the row or relax the policy");
+  Table u = clean_table();
+  u.policy.tiny_m_threshold = 7;  // twin: key 1 still serves M = 8
+  EXPECT_TRUE(lint(u).empty());
+}
+
+TEST(Lint, UnreachableKeysAgreeWithTheResolver) {
+  Table t = clean_table();
+  t.rows[20].config = bm(16);
+  t.rows[20].source = beats_default();
+  t.rows[4096].config = bm(64);
+  t.policy.tiny_m_threshold = 18;
+  t.policy.beyond_range_factor = 1.0;
+  int64_t const max_m = 5000;
+  std::set<int64_t> used;
+  for (int64_t m = 1; m <= max_m; ++m) {
+    auto r = resolve(t, m, [](int64_t) { return MoeConfig{}; });
+    if (r.key) used.insert(*r.key);
+  }
+  std::vector<int64_t> expected;
+  for (auto const& [k, row] : t.rows) {
+    if (!used.count(k)) expected.push_back(k);
+  }
+  EXPECT_EQ(unreachable_keys(t, max_m), expected);
+  EXPECT_EQ(expected, (std::vector<int64_t>{1, 16}));
+}
+
+TEST(Lint, CatchesRowsTheFamilyCannotProduce) {
+  Table t = clean_table();
+  t.rows[256].config = bm(256);
+  auto f = lint(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, LintKind::kFamilyCannotProduce);
+  EXPECT_EQ(f[0].bucket, 256);
+  EXPECT_NE(f[0].message.find("block_m > 128 is outside the search space"), std::string::npos);
+}
+
+TEST(Lint, CatchesManifestMismatchesInADirectory) {
+  fs::path const dir = fs::temp_directory_path() / "moetune_lint_dir";
+  fs::remove_all(dir);
+  auto path = save_table(clean_table(), dir.string());
+  ASSERT_TRUE(path.ok());
+  auto clean = lint_tables(dir.string(), std::nullopt, default_for, can_produce);
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->empty());
+  // Negative twin: one row dropped from the vLLM file only.
+  Table vllm_only = clean_table();
+  vllm_only.rows.erase(256);
+  ASSERT_TRUE(write_file_atomic(*path, format_vllm_table(vllm_only)).ok());
+  auto f = lint_tables(dir.string(), std::nullopt, default_for, can_produce);
+  ASSERT_TRUE(f.ok());
+  ASSERT_EQ(f->size(), 1u);
+  EXPECT_EQ(f->at(0).kind, LintKind::kManifestMismatch);
+  EXPECT_NE(f->at(0).message.find("rows[256] is in the manifest but not in the vLLM file"),
+            std::string::npos);
+  // An orphan manifest is a finding too.
+  fs::remove(*path);
+  auto orphan = lint_tables(dir.string(), std::nullopt, default_for, can_produce);
+  ASSERT_EQ(orphan->size(), 1u);
+  EXPECT_NE(orphan->at(0).message.find("manifest without its vLLM file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace moetune::core
