@@ -91,3 +91,28 @@ __global__ void __launch_bounds__(256) moe_l2_flush_kernel(const uint4* buf, lon
 }
 
 }  // namespace moetune_dev
+
+namespace moetune_dev {
+
+MOETUNE_DEVICE moe_u64 splitmix64(moe_u64 z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// out[i] = bf16(scale * N(0,1)), counter-based (seed, i): the same seed gives the same tensor on
+/// any grid. Box-Muller from two 24-bit uniforms in (0, 1].
+__global__ void __launch_bounds__(256) moe_fill_normal_kernel(moe_bf16* out, long long n,
+                                                              moe_u64 seed, float scale) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const moe_u64 r = splitmix64(seed ^ splitmix64((moe_u64)i));
+    const float u1 = ((float)((r >> 40) & 0xffffff) + 1.0f) * (1.0f / 16777216.0f);
+    const float u2 = (float)((r >> 8) & 0xffffff) * (1.0f / 16777216.0f);
+    const float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
+    out[i] = (moe_bf16)(pack_bf16x2(z * scale, 0.0f) & 0xffffu);
+  }
+}
+
+}  // namespace moetune_dev

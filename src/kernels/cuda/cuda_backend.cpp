@@ -1,0 +1,99 @@
+#include "kernels/cuda/cuda_backend.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/sm90_gather_geometry.hpp"
+
+namespace moetune::kernels::cuda {
+
+std::string CudaBackend::family() const { return kSm90GatherFamily; }
+int CudaBackend::family_version() const { return kSm90GatherVersion; }
+
+core::Status CudaBackend::can_implement(core::MoeProblem const& p, core::MoeConfig const& c) const {
+  return sm90_can_implement(p, c);
+}
+
+core::MoeConfig CudaBackend::default_config(core::MoeProblem const& p) const {
+  return sm90_default_config(p);
+}
+
+std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
+  const double per_expert =
+      p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+  if (per_expert <= 2) return {16};
+  if (per_expert <= 16) return {16, 32};
+  if (per_expert <= 48) return {32, 64};
+  if (per_expert <= 96) return {64, 128};
+  return {64, 128};
+}
+
+std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, int block_m,
+                                                     bool is_gemm1) {
+  std::vector<core::KernelConfig> out;
+  struct Shape { int bn, warps; };
+  std::vector<Shape> shapes;
+  if (block_m <= 32) {
+    shapes = {{16, 1}, {32, 2}, {64, 4}, {128, 4}, {128, 8}};
+  } else if (block_m == 64) {
+    shapes = {{64, 4}, {128, 4}, {128, 8}, {256, 8}};
+  } else {
+    shapes = {{64, 4}, {128, 8}, {256, 8}};
+  }
+  for (auto s : shapes) {
+    for (int bk : {64, 128}) {
+      for (int stages : {3, 4, 5}) {
+        for (int gm : {1, 8}) {
+          core::KernelConfig k;
+          k.tile = {.block_m = block_m, .block_n = s.bn, .block_k = bk, .group_m = gm};
+          k.pipeline = {.num_warps = s.warps, .num_stages = stages, .split_k = 1};
+          if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<core::MoeConfig> CudaBackend::search_space(core::MoeProblem const& p) const {
+  std::vector<core::MoeConfig> out;
+  for (int bm : sm90_block_m_candidates(p)) {
+    auto c1 = sm90_gemm_candidates(p, bm, true);
+    auto c2 = sm90_gemm_candidates(p, bm, false);
+    // Joint space: pair each GEMM1 candidate with the GEMM2 candidate of the same shape when
+    // there is one (the tuner tunes the GEMMs separately; this is the plain-sweep space).
+    for (auto const& a : c1) {
+      for (auto const& b : c2) {
+        if (a == b) out.push_back({.gemm1 = a, .gemm2 = b});
+      }
+    }
+  }
+  return out;
+}
+
+core::Result<core::DeviceInfo> query_cuda_device() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return core::make_error(core::ErrorCode::kNotFound, "cuda",
+                            "no CUDA device is visible; use --backend cpu");
+  }
+  cudaDeviceProp prop{};
+  MOETUNE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  core::DeviceInfo d;
+  d.name = prop.name;
+  d.arch = "sm_" + std::to_string(prop.major) + std::to_string(prop.minor) +
+           (prop.major == 9 ? "a" : "");
+  d.sm_count = prop.multiProcessorCount;
+  int drv = 0;
+  cudaDriverGetVersion(&drv);
+  d.driver = std::to_string(drv / 1000) + "." + std::to_string((drv % 1000) / 10);
+  d.toolchain = "nvrtc " + nvrtc_version();
+  d.l2_bytes = prop.l2CacheSize;
+  d.smem_per_block_bytes = prop.sharedMemPerBlockOptin;
+  return d;
+}
+
+}  // namespace moetune::kernels::cuda

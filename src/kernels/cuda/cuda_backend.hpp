@@ -1,0 +1,38 @@
+// CudaBackend: the sm90_gather family as a core::Backend (can_implement, default config, search
+// space) plus the device facts of GPU 0.
+#pragma once
+
+#include <vector>
+
+#include "core/backend.hpp"
+
+namespace moetune::kernels::cuda {
+
+class CudaBackend final : public core::Backend {
+ public:
+  /// Reads GPU 0's properties; `device` may be left default when no GPU is present (CI compile).
+  explicit CudaBackend(core::DeviceInfo device) : device_(std::move(device)) {}
+  std::string name() const override { return "cuda"; }
+  std::string family() const override;
+  int family_version() const override;
+  core::DeviceInfo device() const override { return device_; }
+  core::Status can_implement(core::MoeProblem const& problem,
+                             core::MoeConfig const& config) const override;
+  core::MoeConfig default_config(core::MoeProblem const& problem) const override;
+  /// Configs with both GEMMs sharing block_m; the space around the regime of M (see .cpp).
+  std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override;
+
+ private:
+  core::DeviceInfo device_;
+};
+
+/// GPU 0 as a DeviceInfo; error when no device.
+core::Result<core::DeviceInfo> query_cuda_device();
+
+/// Candidate KernelConfigs of one GEMM for block_m (used by search_space and the bench sweep).
+std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, int block_m,
+                                                     bool is_gemm1);
+/// block_m candidates for the regime of M.
+std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p);
+
+}  // namespace moetune::kernels::cuda

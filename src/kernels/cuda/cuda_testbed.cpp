@@ -1,0 +1,325 @@
+#include "kernels/cuda/cuda_testbed.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/jit.hpp"
+#include "kernels/cuda_factory.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+constexpr size_t kFlushBytes = size_t{256} << 20;  // > 4x the H200's 60 MB L2
+constexpr int64_t kFullCheckTokens = 256;           // check every token up to this M
+constexpr int64_t kSampleTokens = 192;              // else this many, evenly spaced
+
+struct RefParams {
+  const void* x;
+  const void* w1;
+  const void* w2;
+  const int32_t* topk_ids;
+  const float* topk_weights;
+  const int32_t* tokens;
+  float* h;
+  float* out;
+  int num_sample, k_dim, i_dim, top_k, act, gated;
+};
+
+uint64_t fnv1a_bytes(const void* data, size_t n) {
+  auto const* p = static_cast<const unsigned char*>(data);
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+float bf16_to_float(uint16_t v) {
+  uint32_t u = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+core::Status grow(void*& buf, size_t& cap, size_t bytes) {
+  if (bytes <= cap && buf) return core::Status::Ok();
+  if (buf) MOETUNE_CUDA_CHECK(cudaFree(buf));
+  buf = nullptr;
+  cap = 0;
+  cudaError_t rc = cudaMalloc(&buf, std::max<size_t>(bytes, 256));
+  if (rc == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    return core::make_error(core::ErrorCode::kInvalidArgument, "cuda testbed",
+                            "out of device memory allocating " + std::to_string(bytes) + " bytes");
+  }
+  MOETUNE_CUDA_CHECK(rc);
+  cap = bytes;
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Result<std::unique_ptr<CudaTestbed>> CudaTestbed::create() {
+  auto dev = query_cuda_device();
+  if (!dev.ok()) return dev.error();
+  MOETUNE_CUDA_CHECK(cudaSetDevice(0));
+  MOETUNE_CUDA_CHECK(cudaFree(nullptr));  // create the primary context for the driver API
+  std::unique_ptr<CudaTestbed> tb(new CudaTestbed());
+  tb->backend_ = std::make_unique<CudaBackend>(*dev);
+  MOETUNE_CU_CHECK(cuStreamCreate(&tb->stream_, CU_STREAM_NON_BLOCKING));
+  auto mod = compile_module({"&moetune_dev::moe_ref_gemm1_kernel", "&moetune_dev::moe_ref_gemm2_kernel",
+                             "&moetune_dev::moe_l2_flush_kernel", "&moetune_dev::moe_fill_normal_kernel"});
+  if (!mod.ok()) return mod.error();
+  CUmodule m;
+  MOETUNE_CU_CHECK(cuModuleLoadData(&m, mod->cubin.data()));
+  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->ref1_, m, mod->lowered["&moetune_dev::moe_ref_gemm1_kernel"].c_str()));
+  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->ref2_, m, mod->lowered["&moetune_dev::moe_ref_gemm2_kernel"].c_str()));
+  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->flush_, m, mod->lowered["&moetune_dev::moe_l2_flush_kernel"].c_str()));
+  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->fill_, m, mod->lowered["&moetune_dev::moe_fill_normal_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaMalloc(&tb->flush_buf_, kFlushBytes));
+  MOETUNE_CUDA_CHECK(cudaMemset(tb->flush_buf_, 1, kFlushBytes));
+  MOETUNE_CUDA_CHECK(cudaMalloc(&tb->sink_, 4096));
+  return tb;
+}
+
+CudaTestbed::~CudaTestbed() {
+  for (void* p : {x_, w1_, w2_, ids_, weights_, out_, ws_, flush_buf_, sink_}) {
+    if (p) cudaFree(p);
+  }
+  if (stream_) cuStreamDestroy(stream_);
+}
+
+core::Backend const& CudaTestbed::backend() const { return *backend_; }
+
+core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
+                                  core::RoutingProfile const& routing, uint64_t seed) {
+  MOETUNE_RETURN_IF_ERROR(core::validate(problem));
+  const bool same_weights = w1_ && problem_.num_experts == problem.num_experts &&
+                            problem_.hidden_size == problem.hidden_size &&
+                            problem_.intermediate_size == problem.intermediate_size &&
+                            problem_.activation == problem.activation;
+  problem_ = problem;
+  ref_valid_ = false;
+  const int64_t M = problem.num_tokens, K = problem.hidden_size, I = problem.intermediate_size;
+  const int64_t E = problem.num_experts, N1 = core::gemm1_n(problem);
+  auto fill = [&](void* buf, int64_t n, uint64_t s, float scale) -> core::Status {
+    if (n == 0) return core::Status::Ok();
+    long long nn = n;
+    unsigned long long ss = s;
+    void* params[] = {&buf, &nn, &ss, &scale};
+    MOETUNE_CU_CHECK(cuLaunchKernel(fill_, 132 * 8, 1, 1, 256, 1, 1, 0, stream_, params, nullptr));
+    return core::Status::Ok();
+  };
+  if (!same_weights) {
+    MOETUNE_RETURN_IF_ERROR(grow(w1_, w1_cap_, 2 * E * N1 * K));
+    MOETUNE_RETURN_IF_ERROR(grow(w2_, w2_cap_, 2 * E * K * I));
+    MOETUNE_RETURN_IF_ERROR(fill(w1_, E * N1 * K, seed * 3 + 1, 1.0f / std::sqrt(float(K))));
+    MOETUNE_RETURN_IF_ERROR(fill(w2_, E * K * I, seed * 3 + 2, 1.0f / std::sqrt(float(I))));
+  }
+  MOETUNE_RETURN_IF_ERROR(grow(x_, x_cap_, 2 * M * K));
+  MOETUNE_RETURN_IF_ERROR(grow(ids_, ids_cap_, 4 * M * problem.top_k));
+  MOETUNE_RETURN_IF_ERROR(grow(weights_, wts_cap_, 4 * M * problem.top_k));
+  MOETUNE_RETURN_IF_ERROR(grow(out_, out_cap_, 2 * M * K));
+  MOETUNE_RETURN_IF_ERROR(fill(x_, M * K, seed * 3 + 3, 1.0f));
+  auto r = core::generate_routing(routing, M, E, problem.top_k);
+  if (!r.ok()) return r.error();
+  experts_hit_ = core::experts_hit(*r, E);
+  if (M > 0) {
+    MOETUNE_CUDA_CHECK(cudaMemcpy(ids_, r->topk_ids.data(), 4 * M * problem.top_k, cudaMemcpyHostToDevice));
+    MOETUNE_CUDA_CHECK(cudaMemcpy(weights_, r->topk_weights.data(), 4 * M * problem.top_k,
+                                  cudaMemcpyHostToDevice));
+  }
+  sample_tokens_.clear();
+  if (M <= kFullCheckTokens) {
+    for (int64_t t = 0; t < M; ++t) sample_tokens_.push_back(static_cast<int32_t>(t));
+  } else {
+    for (int64_t s = 0; s < kSampleTokens; ++s) {
+      sample_tokens_.push_back(static_cast<int32_t>(s * (M - 1) / (kSampleTokens - 1)));
+    }
+  }
+  MOETUNE_CU_CHECK(cuStreamSynchronize(stream_));
+  return core::Status::Ok();
+}
+
+core::Status CudaTestbed::run_reference() {
+  if (ref_valid_) return core::Status::Ok();
+  const auto& p = problem_;
+  const int S = static_cast<int>(sample_tokens_.size());
+  ref_out_.assign(static_cast<size_t>(S) * p.hidden_size, 0.0f);
+  if (S == 0) {
+    ref_valid_ = true;
+    return core::Status::Ok();
+  }
+  void *tokens = nullptr, *h = nullptr, *out = nullptr;
+  MOETUNE_CUDA_CHECK(cudaMalloc(&tokens, 4 * S));
+  MOETUNE_CUDA_CHECK(cudaMalloc(&h, 4 * size_t(S) * p.top_k * p.intermediate_size));
+  MOETUNE_CUDA_CHECK(cudaMalloc(&out, 4 * size_t(S) * p.hidden_size));
+  MOETUNE_CUDA_CHECK(cudaMemcpy(tokens, sample_tokens_.data(), 4 * S, cudaMemcpyHostToDevice));
+  RefParams rp{x_, w1_, w2_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_),
+               static_cast<const int32_t*>(tokens), static_cast<float*>(h), static_cast<float*>(out),
+               S, static_cast<int>(p.hidden_size), static_cast<int>(p.intermediate_size),
+               static_cast<int>(p.top_k), act_id(p.activation), core::is_gated(p.activation) ? 1 : 0};
+  void* params[] = {&rp};
+  const long long w1n = (long long)S * p.top_k * p.intermediate_size;
+  MOETUNE_CU_CHECK(cuLaunchKernel(ref1_, static_cast<unsigned>((w1n * 32 + 255) / 256), 1, 1, 256, 1,
+                                  1, 0, stream_, params, nullptr));
+  const long long w2n = (long long)S * p.hidden_size;
+  MOETUNE_CU_CHECK(cuLaunchKernel(ref2_, static_cast<unsigned>((w2n * 32 + 255) / 256), 1, 1, 256, 1,
+                                  1, 0, stream_, params, nullptr));
+  MOETUNE_CU_CHECK(cuStreamSynchronize(stream_));
+  MOETUNE_CUDA_CHECK(cudaMemcpy(ref_out_.data(), out, ref_out_.size() * 4, cudaMemcpyDeviceToHost));
+  cudaFree(tokens);
+  cudaFree(h);
+  cudaFree(out);
+  ref_valid_ = true;
+  return core::Status::Ok();
+}
+
+core::Status CudaTestbed::ensure_workspace(size_t bytes) {
+  return grow(ws_, ws_bytes_, bytes);
+}
+
+core::Result<std::shared_ptr<Sm90GatherKernels const>> CudaTestbed::kernels_for(
+    core::MoeConfig const& c) {
+  auto k = load_sm90_gather(problem_, c);
+  if (k.ok()) last_ptxas_ = (*k)->ptxas_log;
+  return k;
+}
+
+core::Status CudaTestbed::compile(core::MoeConfig const& config) {
+  auto k = kernels_for(config);
+  return k.ok() ? core::Status::Ok() : core::Status(k.error());
+}
+
+core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
+  auto k = kernels_for(config);
+  if (!k.ok()) return k.error();
+  const auto& p = problem_;
+  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(p, config)));
+  const size_t n_out = static_cast<size_t>(p.num_tokens) * p.hidden_size;
+  if (n_out > 0) {
+    MOETUNE_CU_CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(out_), 0xFFFF, n_out, stream_));
+  }
+  MoeArgs args{x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_));
+  MOETUNE_CU_CHECK(cuStreamSynchronize(stream_));
+  MOETUNE_RETURN_IF_ERROR(run_reference());
+  std::vector<uint16_t> out(n_out);
+  if (n_out > 0) MOETUNE_CUDA_CHECK(cudaMemcpy(out.data(), out_, n_out * 2, cudaMemcpyDeviceToHost));
+  CheckResult r;
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx",
+                static_cast<unsigned long long>(fnv1a_bytes(out.data(), out.size() * 2)));
+  r.digest = buf;
+  for (size_t i = 0; i < n_out; ++i) {
+    if (out[i] == 0xFFFF) {
+      r.all_written = false;
+      if (r.first_bad < 0) r.first_bad = static_cast<int64_t>(i);
+    }
+    if (!std::isfinite(bf16_to_float(out[i]))) {
+      r.all_finite = false;
+      if (r.first_bad < 0) r.first_bad = static_cast<int64_t>(i);
+    }
+  }
+  double num = 0, den = 0;
+  for (size_t s = 0; s < sample_tokens_.size(); ++s) {
+    for (int64_t c = 0; c < p.hidden_size; ++c) {
+      const double ref = ref_out_[s * p.hidden_size + c];
+      const double got = bf16_to_float(out[static_cast<size_t>(sample_tokens_[s]) * p.hidden_size + c]);
+      num += (got - ref) * (got - ref);
+      den += ref * ref;
+    }
+  }
+  r.rel_l2_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  if (!std::isfinite(r.rel_l2_error)) r.rel_l2_error = INFINITY;
+  return r;
+}
+
+core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& config, unsigned stages,
+                                                    int warmup, int reps) {
+  auto k = kernels_for(config);
+  if (!k.ok()) return k.error();
+  const auto& p = problem_;
+  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(p, config)));
+  MoeArgs args{x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  TimingResult tr;
+  if (p.num_tokens == 0) {
+    tr.samples_us.assign(std::max(reps, 1), 0.0);
+    return tr;
+  }
+  // One full run fills the workspace that a partial stage set reads.
+  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_));
+  auto cs = reinterpret_cast<cudaStream_t>(stream_);
+  MOETUNE_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
+  core::Status st = launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, stages);
+  cudaGraph_t graph = nullptr;
+  cudaError_t end_rc = cudaStreamEndCapture(cs, &graph);
+  MOETUNE_RETURN_IF_ERROR(st);
+  MOETUNE_CUDA_CHECK(end_rc);
+  cudaGraphExec_t exec = nullptr;
+  MOETUNE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  cudaEvent_t e0, e1;
+  MOETUNE_CUDA_CHECK(cudaEventCreate(&e0));
+  MOETUNE_CUDA_CHECK(cudaEventCreate(&e1));
+  long long n_vec = static_cast<long long>(kFlushBytes / 16);
+  void* fparams[] = {&flush_buf_, &n_vec, &sink_};
+  for (int i = 0; i < warmup + reps; ++i) {
+    MOETUNE_CU_CHECK(cuLaunchKernel(flush_, 132 * 4, 1, 1, 256, 1, 1, 0, stream_, fparams, nullptr));
+    MOETUNE_CUDA_CHECK(cudaEventRecord(e0, cs));
+    MOETUNE_CUDA_CHECK(cudaGraphLaunch(exec, cs));
+    MOETUNE_CUDA_CHECK(cudaEventRecord(e1, cs));
+    MOETUNE_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    MOETUNE_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    if (i >= warmup) tr.samples_us.push_back(1000.0 * ms);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  MOETUNE_CUDA_CHECK(cudaGetLastError());
+  tr.median_us = median_of(tr.samples_us);
+  return tr;
+}
+
+core::Result<TimingResult> CudaTestbed::time(core::MoeConfig const& config, int warmup, int reps) {
+  return time_stages(config, kStageAll, warmup, reps);
+}
+
+}  // namespace moetune::kernels::cuda
+
+namespace moetune::kernels {
+
+bool cuda_device_present() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return count > 0;
+}
+
+core::Result<std::unique_ptr<core::Backend>> make_cuda_backend() {
+  auto dev = cuda::query_cuda_device();
+  if (!dev.ok()) return dev.error();
+  return std::unique_ptr<core::Backend>(std::make_unique<cuda::CudaBackend>(*dev));
+}
+
+core::Result<std::unique_ptr<Testbed>> make_cuda_testbed() {
+  auto tb = cuda::CudaTestbed::create();
+  if (!tb.ok()) return tb.error();
+  return std::unique_ptr<Testbed>(std::move(tb).value());
+}
+
+}  // namespace moetune::kernels

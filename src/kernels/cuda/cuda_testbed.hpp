@@ -1,0 +1,73 @@
+// CudaTestbed: the Testbed of the cuda backend (GPU 0). Inputs are generated on the device from a
+// counter-based RNG (same seed, same bits); outputs are poisoned before every checked run; the
+// reference is the fp32 GPU reference over a sample of tokens (all tokens when M <= 256), and the
+// full output is checked for unwritten or non-finite elements. Timing follows the bench protocol:
+// the pipeline captured in one CUDA graph, the L2 flushed (256 MiB read) before every replay,
+// warm-up, per-replay events.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/routing.hpp"
+#include "kernels/cuda/sm90_gather_launch.hpp"
+#include "kernels/testbed.hpp"
+
+namespace moetune::kernels::cuda {
+
+class CudaBackend;
+
+class CudaTestbed final : public Testbed {
+ public:
+  static core::Result<std::unique_ptr<CudaTestbed>> create();
+  ~CudaTestbed() override;
+
+  core::Backend const& backend() const override;
+  core::Status prepare(core::MoeProblem const& problem, core::RoutingProfile const& routing,
+                       uint64_t seed) override;
+  core::Result<CheckResult> check(core::MoeConfig const& config) override;
+  core::Result<TimingResult> time(core::MoeConfig const& config, int warmup, int reps) override;
+
+  /// Times only `stages` (a StageMask) of `config`, after one full run that fills the workspace.
+  core::Result<TimingResult> time_stages(core::MoeConfig const& config, unsigned stages,
+                                         int warmup, int reps);
+  /// Experts with at least one token in the prepared routing.
+  int64_t experts_hit() const { return experts_hit_; }
+  core::MoeProblem const& problem() const { return problem_; }
+  /// ptxas resource report of the last loaded config.
+  std::string const& last_ptxas_log() const { return last_ptxas_; }
+  /// JIT compile (or cache load) without running: for prewarm and parallel compiles.
+  core::Status compile(core::MoeConfig const& config);
+
+ private:
+  CudaTestbed() = default;
+  core::Status ensure_workspace(size_t bytes);
+  core::Status run_reference();
+  core::Result<std::shared_ptr<Sm90GatherKernels const>> kernels_for(core::MoeConfig const& c);
+
+  std::unique_ptr<CudaBackend> backend_;
+  core::MoeProblem problem_;
+  int64_t experts_hit_ = 0;
+  CUstream stream_ = nullptr;
+  CUfunction ref1_ = nullptr, ref2_ = nullptr, flush_ = nullptr, fill_ = nullptr;
+  void* x_ = nullptr;
+  void* w1_ = nullptr;
+  void* w2_ = nullptr;
+  void* ids_ = nullptr;
+  void* weights_ = nullptr;
+  void* out_ = nullptr;
+  void* ws_ = nullptr;
+  size_t ws_bytes_ = 0;
+  void* flush_buf_ = nullptr;
+  void* sink_ = nullptr;
+  std::vector<int32_t> sample_tokens_;
+  std::vector<float> ref_out_;  // [sample, K]
+  bool ref_valid_ = false;
+  std::string last_ptxas_;
+  size_t w1_cap_ = 0, w2_cap_ = 0, x_cap_ = 0, ids_cap_ = 0, wts_cap_ = 0, out_cap_ = 0;
+};
+
+}  // namespace moetune::kernels::cuda

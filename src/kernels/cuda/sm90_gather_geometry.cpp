@@ -1,0 +1,209 @@
+#include "kernels/cuda/sm90_gather_geometry.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace moetune::kernels::cuda {
+namespace {
+
+using core::ErrorCode;
+
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+core::Error reject(std::string_view gemm, std::string msg) {
+  return core::make_error(ErrorCode::kUnsupported, "sm90_gather", std::string(gemm) + "." + msg);
+}
+
+}  // namespace
+
+int act_id(core::Activation a) {
+  switch (a) {
+    case core::Activation::kSiluGated: return 0;
+    case core::Activation::kRelu2: return 1;
+    case core::Activation::kGelu: return 2;
+    case core::Activation::kGeluTanh: return 3;
+  }
+  return 0;
+}
+
+int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m) {
+  return (num_pairs + block_m - 1) / block_m + std::min(num_experts, num_pairs);
+}
+
+core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                         bool is_gemm1) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const int64_t k_dim = is_gemm1 ? p.hidden_size : p.intermediate_size;
+  const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
+  const auto& t = k.tile;
+  if (t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) {
+    return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
+                            " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256");
+  }
+  if (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n)) {
+    return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) +
+                            " is not supported; use 16, 32, 64, 128 or 256");
+  }
+  if (t.block_k != 32 && t.block_k != 64 && t.block_k != 128) {
+    return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
+                            " is not supported (swizzled smem rows); use 32, 64 or 128");
+  }
+  if (k_dim % t.block_k != 0) {
+    return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " does not divide " +
+                            (is_gemm1 ? "K = " : "I = ") + std::to_string(k_dim) +
+                            "; use a block_k that divides it (32 always does when it is a multiple of 32)");
+  }
+  if (k_dim % 32 != 0 || n_dim % 8 != 0) {
+    return reject(gemm, std::string("needs K and I to be multiples of 32 and 8; saw K = ") +
+                            std::to_string(p.hidden_size) + ", I = " + std::to_string(p.intermediate_size));
+  }
+  if (t.group_m < 1 || t.group_m > 64) {
+    return reject(gemm, "tile.group_m = " + std::to_string(t.group_m) + " is out of range; use 1..64");
+  }
+  const auto& pl = k.pipeline;
+  if (pl.split_k != 1) {
+    return reject(gemm, "pipeline.split_k = " + std::to_string(pl.split_k) +
+                            " is not implemented by sm90_gather v1 (no deterministic split-K "
+                            "reduction yet); use split_k = 1 and a smaller block_n for more CTAs");
+  }
+  if (pl.num_stages < 2 || pl.num_stages > 8) {
+    return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
+                            " is out of range; the cp.async pipeline needs 2..8 stages");
+  }
+  const auto& l = k.launch;
+  if (l.swap_ab) {
+    return reject(gemm, "launch.swap_ab = true is not implemented by sm90_gather v1; use false");
+  }
+  if (l.cluster_m != 1 || l.cluster_n != 1) {
+    return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
+                            std::to_string(l.cluster_n) + " is not used by sm90_gather v1; use 1x1");
+  }
+  if (l.schedule != core::Schedule::kAuto) {
+    return reject(gemm, "launch.schedule = " + std::string(core::to_string(l.schedule)) +
+                            " is not used by sm90_gather v1 (not warp-specialised); use auto");
+  }
+  if (l.num_threads != 0) {
+    return reject(gemm, "launch.num_threads = " + std::to_string(l.num_threads) +
+                            " is a cpu-family knob; use 0");
+  }
+  const int warps = pl.num_warps;
+  if (!is_pow2(warps) || warps > 16) {
+    return reject(gemm, "pipeline.num_warps = " + std::to_string(warps) + " is not 1, 2, 4, 8 or 16");
+  }
+  // Warp layout: the most square warp tile whose sides are multiples of 16.
+  GemmGeometry g;
+  g.block_m = t.block_m;
+  g.block_n = t.block_n;
+  g.block_k = t.block_k;
+  g.stages = pl.num_stages;
+  g.group_m = t.group_m;
+  g.gated = is_gemm1 && core::is_gated(p.activation);
+  double best = 1e9;
+  bool found = false;
+  for (int wm = 1; wm <= warps; wm *= 2) {
+    const int wn = warps / wm;
+    if (t.block_m % wm || t.block_n % wn) continue;
+    const int tm = t.block_m / wm, tn = t.block_n / wn;
+    if (tm < 16 || tm % 16 || tn < 16 || tn % 16) continue;
+    const double score = std::fabs(std::log2(static_cast<double>(tm) / tn));
+    if (score < best - 1e-9 || (std::fabs(score - best) < 1e-9 && wm > g.warps_m)) {
+      best = score;
+      g.warps_m = wm;
+      g.warps_n = wn;
+      found = true;
+    }
+  }
+  if (!found) {
+    return reject(gemm, "pipeline.num_warps = " + std::to_string(warps) + " cannot tile " +
+                            std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
+                            " with warp tiles of at least 16x16; use fewer warps or a larger tile");
+  }
+  const int reg_budget = std::min(255, 65536 / g.threads()) - 48;
+  if (g.acc_registers() > reg_budget) {
+    return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
+                            " needs " + std::to_string(g.acc_registers()) +
+                            " accumulator registers per thread with " + std::to_string(warps) +
+                            " warps, over the budget of " + std::to_string(reg_budget) +
+                            "; use more warps or a smaller tile");
+  }
+  const int smem = g.smem_bytes() + g.block_m * 12;
+  if (smem > kSm90MaxSmemBytes) {
+    return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
+                            std::to_string(g.stages) + " stages), over the sm_90 limit of " +
+                            std::to_string(kSm90MaxSmemBytes) + "; use fewer stages or a smaller tile");
+  }
+  return g;
+}
+
+core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const& c) {
+  MOETUNE_RETURN_IF_ERROR(core::validate(p));
+  if (p.dtype != core::DType::kBf16) {
+    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
+                            "dtype " + std::string(core::to_string(p.dtype)) +
+                                " is not implemented by sm90_gather v1; use bf16");
+  }
+  if (p.num_experts > 1024) {
+    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
+                            "E = " + std::to_string(p.num_experts) + " exceeds the align kernel's 1024 experts");
+  }
+  if (p.hidden_size % 8 != 0) {
+    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
+                            "K = " + std::to_string(p.hidden_size) + " is not a multiple of 8 (16-byte combine)");
+  }
+  if (c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
+    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
+                            "gemm1.tile.block_m = " + std::to_string(c.gemm1.tile.block_m) +
+                                " differs from gemm2.tile.block_m = " + std::to_string(c.gemm2.tile.block_m) +
+                                "; both GEMMs read the align step's padding, so they must be equal");
+  }
+  auto g1 = gemm_geometry(p, c.gemm1, true);
+  if (!g1.ok()) return g1.error();
+  auto g2 = gemm_geometry(p, c.gemm2, false);
+  if (!g2.ok()) return g2.error();
+  return core::Status::Ok();
+}
+
+std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
+         std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +
+         std::to_string(g.warps_m) + "," + std::to_string(g.warps_n) + "," +
+         std::to_string(g.stages) + "," + std::to_string(g.group_m) + "," +
+         std::to_string(is_gemm1 ? act : 0) + "," + (is_gemm1 ? "true" : "false") + ">";
+}
+
+// Default rule (measured on H200, see docs/kernels.md once tuned tables exist):
+//   pairs per expert p = M * top_k / E.
+//   p <= 1      tiny:  BM 16, GEMM1 BN 32 (2 warps) / GEMM2 BN 64 (4 warps), BK 128
+//   p <= 48     small: BM 16..64 matched to p, BN 64, BK 64, 4 warps, 4 stages
+//   otherwise   large: BM 128, BN 128, BK 64, 8 warps, 3-4 stages, group_m 8
+core::MoeConfig sm90_default_config(core::MoeProblem const& p) {
+  const double per_expert =
+      p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+  core::KernelConfig g1, g2;
+  auto set = [](core::KernelConfig& k, int bm, int bn, int bk, int warps, int stages, int gm) {
+    k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = gm};
+    k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
+  };
+  const int bk_small = (p.hidden_size % 128 == 0 && p.intermediate_size % 128 == 0) ? 128 : 64;
+  if (per_expert <= 1.0) {
+    set(g1, 16, 32, bk_small, 2, 4, 1);
+    set(g2, 16, 64, bk_small, 4, 4, 1);
+  } else if (per_expert <= 48.0) {
+    const int bm = per_expert <= 16 ? 16 : (per_expert <= 32 ? 32 : 64);
+    set(g1, bm, 64, 64, 4, 4, 8);
+    set(g2, bm, 64, 64, 4, 4, 8);
+  } else {
+    set(g1, 128, 128, 64, 8, 3, 8);
+    set(g2, 128, 128, 64, 8, 4, 8);
+  }
+  core::MoeConfig c{.gemm1 = g1, .gemm2 = g2};
+  // Fall back to the smallest safe block_k when the shape does not divide the choice.
+  for (auto* k : {&c.gemm1, &c.gemm2}) {
+    const bool is_g1 = k == &c.gemm1;
+    const int64_t kd = is_g1 ? p.hidden_size : p.intermediate_size;
+    while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
+  }
+  return c;
+}
+
+}  // namespace moetune::kernels::cuda

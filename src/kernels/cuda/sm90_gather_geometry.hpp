@@ -1,0 +1,56 @@
+// Geometry of the sm90_gather family: how a KernelConfig maps onto the kernel's template
+// parameters (warp layout, shared memory), and every rule can_implement enforces. Host-only,
+// no CUDA headers, so CI can check any table's configs without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+
+namespace moetune::kernels::cuda {
+
+inline constexpr const char* kSm90GatherFamily = "sm90_gather";
+inline constexpr int kSm90GatherVersion = 1;
+/// Opt-in shared memory per block on sm_90 (227 KB).
+inline constexpr int kSm90MaxSmemBytes = 232448;
+
+/// Template parameters of one GEMM kernel.
+struct GemmGeometry {
+  int block_m = 64, block_n = 64, block_k = 64;
+  int warps_m = 2, warps_n = 2;
+  int stages = 3, group_m = 1;
+  bool gated = false;  ///< GEMM1 with gate and up halves
+
+  int threads() const { return warps_m * warps_n * 32; }
+  int b_rows() const { return gated ? 2 * block_n : block_n; }
+  /// Dynamic shared memory: stages x (A tile + B tile), bf16.
+  int smem_bytes() const { return stages * (block_m + b_rows()) * block_k * 2; }
+  /// fp32 accumulator registers per thread.
+  int acc_registers() const {
+    return (gated ? 2 : 1) * (block_m / warps_m) * (block_n / warps_n) / 32;
+  }
+};
+
+/// Derives the geometry of GEMM1 (is_gemm1) or GEMM2 for `problem`, or says why the config
+/// cannot run: "gemm1.tile.block_k = 128 does not divide K = 2688; use 32 or 64".
+core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& problem,
+                                         core::KernelConfig const& k, bool is_gemm1);
+
+/// can_implement of the family for the whole layer.
+core::Status sm90_can_implement(core::MoeProblem const& problem, core::MoeConfig const& c);
+
+/// NVRTC name expression of a GEMM kernel instantiation.
+std::string gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
+/// Activation id shared with the device code (sm90_common.cuh ActId).
+int act_id(core::Activation a);
+
+/// Upper bound of kBlockM-row blocks after padding each expert: ceil(P / BM) + min(E, P).
+int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m);
+
+/// The documented default config of the family (see the .cpp for the rule per regime).
+core::MoeConfig sm90_default_config(core::MoeProblem const& problem);
+
+}  // namespace moetune::kernels::cuda

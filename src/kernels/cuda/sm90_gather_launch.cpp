@@ -1,0 +1,176 @@
+#include "kernels/cuda/sm90_gather_launch.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/jit.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+// Host mirrors of the device parameter structs (sm90_align_kernel.cuh, sm90_gather_kernel.cuh);
+// field order and types must match exactly.
+struct AlignParams {
+  const int32_t* topk_ids;
+  int32_t* sorted_pairs;
+  int32_t* block_expert;
+  int32_t* num_blocks;
+  int num_pairs, num_experts, max_blocks;
+};
+struct GemmParams {
+  const void* a;
+  const void* b;
+  void* out;
+  const int32_t* sorted_pairs;
+  const int32_t* block_expert;
+  const int32_t* num_blocks;
+  const float* topk_weights;
+  int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks;
+};
+struct CombineParams {
+  const void* y;
+  void* out;
+  int num_tokens, top_k, k_dim;
+};
+
+size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
+
+struct WorkspaceLayout {
+  size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, h = 0, y = 0, total = 0;
+};
+
+WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m) {
+  const int64_t pairs = core::num_pairs(p);
+  const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
+  WorkspaceLayout w;
+  size_t off = 0;
+  w.sorted_pairs = off;
+  off += align_up(sizeof(int32_t) * mb * block_m);
+  w.block_expert = off;
+  off += align_up(sizeof(int32_t) * mb);
+  w.num_blocks = off;
+  off += align_up(sizeof(int32_t));
+  w.h = off;
+  off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
+  w.y = off;
+  off += align_up(2 * static_cast<size_t>(pairs) * p.hidden_size);
+  w.total = off;
+  return w;
+}
+
+std::string align_expr(int block_m) {
+  return "&moetune_dev::moe_align_kernel<" + std::to_string(block_m) + ">";
+}
+constexpr const char* kCombineExpr = "&moetune_dev::moe_combine_kernel";
+
+std::mutex g_mutex;
+std::map<std::string, std::shared_ptr<Sm90GatherKernels const>> g_loaded;
+
+}  // namespace
+
+core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem const& p,
+                                                              core::MoeConfig const& c) {
+  MOETUNE_RETURN_IF_ERROR(sm90_can_implement(p, c));
+  auto g1 = gemm_geometry(p, c.gemm1, true);
+  auto g2 = gemm_geometry(p, c.gemm2, false);
+  const int act = act_id(p.activation);
+  return std::vector<std::string>{align_expr(g1->block_m), gemm_name_expr(*g1, act, true),
+                                  gemm_name_expr(*g2, act, false), kCombineExpr};
+}
+
+core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c) {
+  auto exprs = sm90_gather_name_exprs(p, c);
+  if (!exprs.ok()) return exprs.error();
+  std::string key;
+  for (auto const& e : *exprs) key += e + ";";
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (auto it = g_loaded.find(key); it != g_loaded.end()) return it->second;
+  }
+  auto mod = compile_module(*exprs, p.arch.empty() ? "sm_90a" : p.arch);
+  if (!mod.ok()) return mod.error();
+  CUmodule module;
+  MOETUNE_CU_CHECK(cuModuleLoadData(&module, mod->cubin.data()));
+  auto k = std::make_shared<Sm90GatherKernels>();
+  k->g1 = *gemm_geometry(p, c.gemm1, true);
+  k->g2 = *gemm_geometry(p, c.gemm2, false);
+  k->ptxas_log = mod->ptxas_log;
+  k->compile_ms = mod->compile_ms;
+  k->from_cache = mod->from_cache;
+  CUfunction* slots[] = {&k->align, &k->gemm1, &k->gemm2, &k->combine};
+  for (size_t i = 0; i < exprs->size(); ++i) {
+    MOETUNE_CU_CHECK(cuModuleGetFunction(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
+  }
+  MOETUNE_CU_CHECK(cuFuncSetAttribute(k->gemm1, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      k->g1.smem_bytes()));
+  MOETUNE_CU_CHECK(cuFuncSetAttribute(k->gemm2, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      k->g2.smem_bytes()));
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto [it, inserted] = g_loaded.emplace(key, k);
+  return it->second;
+}
+
+size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
+  return layout_for(p, c.gemm1.tile.block_m).total;
+}
+
+core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                                MoeArgs const& args, void* workspace, size_t workspace_bytes,
+                                CUstream stream, unsigned stages) {
+  if (p.num_tokens == 0) return core::Status::Ok();
+  const WorkspaceLayout w = layout_for(p, k.g1.block_m);
+  if (workspace_bytes < w.total) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
+                            "workspace of " + std::to_string(workspace_bytes) + " bytes is below the " +
+                                std::to_string(w.total) + " this M needs; size it with "
+                                "sm90_gather_workspace_bytes");
+  }
+  char* ws = static_cast<char*>(workspace);
+  auto* sorted_pairs = reinterpret_cast<int32_t*>(ws + w.sorted_pairs);
+  auto* block_expert = reinterpret_cast<int32_t*>(ws + w.block_expert);
+  auto* num_blocks = reinterpret_cast<int32_t*>(ws + w.num_blocks);
+  void* h = ws + w.h;
+  void* y = ws + w.y;
+  const int pairs = static_cast<int>(core::num_pairs(p));
+  const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, k.g1.block_m));
+
+  if (stages & kStageAlign) {
+    AlignParams ap{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
+                   static_cast<int>(p.num_experts), mb};
+    void* params[] = {&ap};
+    MOETUNE_CU_CHECK(cuLaunchKernel(k.align, 1, 1, 1, 1024, 1, 1, 0, stream, params, nullptr));
+  }
+  auto gemm = [&](CUfunction f, GemmGeometry const& g, GemmParams gp) -> core::Status {
+    const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
+    const unsigned grid = static_cast<unsigned>(mb) * n_blocks;
+    void* params[] = {&gp};
+    MOETUNE_CU_CHECK(cuLaunchKernel(f, grid, 1, 1, g.threads(), 1, 1, g.smem_bytes(), stream,
+                                    params, nullptr));
+    return core::Status::Ok();
+  };
+  if (stages & kStageGemm1) {
+    GemmParams gp{args.x, args.w1, h, sorted_pairs, block_expert, num_blocks, args.topk_weights,
+                  static_cast<int>(p.hidden_size), static_cast<int>(p.intermediate_size),
+                  static_cast<int>(core::gemm1_n(p)), static_cast<int>(p.top_k), mb};
+    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp));
+  }
+  if (stages & kStageGemm2) {
+    GemmParams gp{h, args.w2, y, sorted_pairs, block_expert, num_blocks, args.topk_weights,
+                  static_cast<int>(p.intermediate_size), static_cast<int>(p.hidden_size),
+                  static_cast<int>(p.hidden_size), static_cast<int>(p.top_k), mb};
+    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp));
+  }
+  if (stages & kStageCombine) {
+    CombineParams cp{y, args.out, static_cast<int>(p.num_tokens), static_cast<int>(p.top_k),
+                     static_cast<int>(p.hidden_size)};
+    const long long threads = p.num_tokens * (p.hidden_size / 8);
+    void* params[] = {&cp};
+    MOETUNE_CU_CHECK(cuLaunchKernel(k.combine, static_cast<unsigned>((threads + 255) / 256), 1, 1,
+                                    256, 1, 1, 0, stream, params, nullptr));
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace moetune::kernels::cuda
