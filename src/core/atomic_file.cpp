@@ -26,9 +26,9 @@ std::string dir_of(std::string const& path) {
 }
 
 Error io_error(std::string const& path, std::string const& step) {
-  return make_error(ErrorCode::kIo, path,
-                    step + " failed: " + errno_text() +
-                        "; check that the directory exists and is writable");
+  return make_error(
+      ErrorCode::kIo, path,
+      step + " failed: " + errno_text() + "; check that the directory exists and is writable");
 }
 
 }  // namespace
@@ -107,8 +107,9 @@ Status ensure_writable_dir(std::string const& dir) {
     return make_error(ErrorCode::kIo, dir, "exists but is not a directory");
   }
   if (::access(dir.c_str(), W_OK) != 0) {
-    return make_error(ErrorCode::kIo, dir,
-                      "directory is not writable: " + errno_text() + "; choose a writable location");
+    return make_error(
+        ErrorCode::kIo, dir,
+        "directory is not writable: " + errno_text() + "; choose a writable location");
   }
   return Status::Ok();
 }

@@ -87,8 +87,8 @@ std::string to_string(KernelConfig const& k) {
   auto const& t = k.tile;
   auto const& p = k.pipeline;
   auto const& l = k.launch;
-  return "KernelConfig(tile=(" + std::to_string(t.block_m) + "," + std::to_string(t.block_n) +
-         "," + std::to_string(t.block_k) + ",g" + std::to_string(t.group_m) + "), pipe=(w" +
+  return "KernelConfig(tile=(" + std::to_string(t.block_m) + "," + std::to_string(t.block_n) + "," +
+         std::to_string(t.block_k) + ",g" + std::to_string(t.group_m) + "), pipe=(w" +
          std::to_string(p.num_warps) + ",s" + std::to_string(p.num_stages) + ",sk" +
          std::to_string(p.split_k) + "), launch=(swap_ab=" + (l.swap_ab ? "1" : "0") +
          ",cluster=" + std::to_string(l.cluster_m) + "x" + std::to_string(l.cluster_n) + "," +

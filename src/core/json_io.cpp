@@ -92,8 +92,8 @@ Status read_integer(Json const& j, JsonAt const& at, Int* out, char const* expec
   if (j.is_number_unsigned()) {
     auto const v = j.get<uint64_t>();
     if (v > static_cast<uint64_t>(std::numeric_limits<Int>::max())) {
-      return json_error(ErrorCode::kParse, at, std::string("value ") + j.dump() +
-                                                   " does not fit " + expected);
+      return json_error(ErrorCode::kParse, at,
+                        std::string("value ") + j.dump() + " does not fit " + expected);
     }
     *out = static_cast<Int>(v);
     return Status::Ok();
@@ -101,9 +101,10 @@ Status read_integer(Json const& j, JsonAt const& at, Int* out, char const* expec
   if (j.is_number_integer()) {
     auto const v = j.get<int64_t>();
     if (v < static_cast<int64_t>(std::numeric_limits<Int>::min()) ||
-        (v > 0 && static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
-      return json_error(ErrorCode::kParse, at, std::string("value ") + j.dump() +
-                                                   " does not fit " + expected);
+        (v > 0 &&
+         static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<Int>::max()))) {
+      return json_error(ErrorCode::kParse, at,
+                        std::string("value ") + j.dump() + " does not fit " + expected);
     }
     *out = static_cast<Int>(v);
     return Status::Ok();

@@ -41,12 +41,10 @@ Result<MoeConfig> parse_moe_config_json(std::string_view text, std::string const
 Result<Source> parse_source_json(std::string_view text, std::string const& where) {
   return parse_json_as<Source>(text, where);
 }
-Result<RoutingProfile> parse_routing_profile_json(std::string_view text,
-                                                  std::string const& where) {
+Result<RoutingProfile> parse_routing_profile_json(std::string_view text, std::string const& where) {
   return parse_json_as<RoutingProfile>(text, where);
 }
-Result<ResolverPolicy> parse_resolver_policy_json(std::string_view text,
-                                                  std::string const& where) {
+Result<ResolverPolicy> parse_resolver_policy_json(std::string_view text, std::string const& where) {
   return parse_json_as<ResolverPolicy>(text, where);
 }
 Result<TableKey> parse_table_key_json(std::string_view text, std::string const& where) {

@@ -36,10 +36,8 @@ Result<MoeProblem> parse_moe_problem_json(std::string_view text, std::string con
 Result<KernelConfig> parse_kernel_config_json(std::string_view text, std::string const& where);
 Result<MoeConfig> parse_moe_config_json(std::string_view text, std::string const& where);
 Result<Source> parse_source_json(std::string_view text, std::string const& where);
-Result<RoutingProfile> parse_routing_profile_json(std::string_view text,
-                                                  std::string const& where);
-Result<ResolverPolicy> parse_resolver_policy_json(std::string_view text,
-                                                  std::string const& where);
+Result<RoutingProfile> parse_routing_profile_json(std::string_view text, std::string const& where);
+Result<ResolverPolicy> parse_resolver_policy_json(std::string_view text, std::string const& where);
 Result<TableKey> parse_table_key_json(std::string_view text, std::string const& where);
 Result<Resolution> parse_resolution_json(std::string_view text, std::string const& where);
 Result<DeviceInfo> parse_device_info_json(std::string_view text, std::string const& where);

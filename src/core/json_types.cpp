@@ -26,9 +26,9 @@ Status enum_from_names(Json const& j, JsonAt const& at, E* out, std::vector<E> c
   }
   std::string list;
   for (auto const& n : names) list += (list.empty() ? "" : ", ") + n;
-  return json_error(ErrorCode::kParse, at,
-                    "unknown value '" + text + "'; expected one of " + list +
-                        did_you_mean(text, names));
+  return json_error(
+      ErrorCode::kParse, at,
+      "unknown value '" + text + "'; expected one of " + list + did_you_mean(text, names));
 }
 
 template <class T>
@@ -47,10 +47,10 @@ Status from_json(Json const& j, JsonAt const& at, RoutingKind* out) {
 }
 
 Status from_json(Json const& j, JsonAt const& at, Rule* out) {
-  return enum_from_names<Rule>(j, at, out,
-                               {Rule::kExactKey, Rule::kNearestKey, Rule::kTinyMGate,
-                                Rule::kBeyondRange, Rule::kEmptyTable},
-                               to_string);
+  return enum_from_names<Rule>(
+      j, at, out,
+      {Rule::kExactKey, Rule::kNearestKey, Rule::kTinyMGate, Rule::kBeyondRange, Rule::kEmptyTable},
+      to_string);
 }
 
 Json to_json(MoeProblem const& p) {
@@ -65,8 +65,9 @@ Json to_json(MoeProblem const& p) {
 }
 
 Status from_json(Json const& j, JsonAt const& at, MoeProblem* out) {
-  auto r = ObjectReader::open(j, at, {"num_tokens", "hidden_size", "intermediate_size",
-                                      "num_experts", "top_k", "activation", "dtype", "arch"});
+  auto r = ObjectReader::open(j, at,
+                              {"num_tokens", "hidden_size", "intermediate_size", "num_experts",
+                               "top_k", "activation", "dtype", "arch"});
   if (!r.ok()) return r.error();
   MOETUNE_RETURN_IF_ERROR(r->optional("num_tokens", &out->num_tokens));
   MOETUNE_RETURN_IF_ERROR(r->optional("hidden_size", &out->hidden_size));
@@ -95,8 +96,7 @@ Status from_json(Json const& j, JsonAt const& at, TileConfig* out) {
 }
 
 Json to_json(PipelineConfig const& p) {
-  return Json{
-      {"num_warps", p.num_warps}, {"num_stages", p.num_stages}, {"split_k", p.split_k}};
+  return Json{{"num_warps", p.num_warps}, {"num_stages", p.num_stages}, {"split_k", p.split_k}};
 }
 
 Status from_json(Json const& j, JsonAt const& at, PipelineConfig* out) {
@@ -158,8 +158,8 @@ Status from_json(Json const& j, JsonAt const& at, MoeConfig* out) {
 Json to_json(Source const& s) {
   Json numbers = Json::object();
   for (auto const& [k, v] : s.numbers) numbers[k] = v;
-  return Json{{"kind", s.kind},         {"date", s.date},       {"device", s.device},
-              {"protocol", s.protocol}, {"numbers", numbers},   {"digest", s.digest},
+  return Json{{"kind", s.kind},         {"date", s.date},     {"device", s.device},
+              {"protocol", s.protocol}, {"numbers", numbers}, {"digest", s.digest},
               {"command", s.command}};
 }
 
@@ -186,8 +186,11 @@ Status from_json(Json const& j, JsonAt const& at, Source* out) {
 }
 
 Json to_json(RoutingProfile const& r) {
-  return Json{{"kind", to_string(r.kind)}, {"seed", r.seed},   {"zipf_s", r.zipf_s},
-              {"block", r.block},          {"trace_path", r.trace_path}};
+  return Json{{"kind", to_string(r.kind)},
+              {"seed", r.seed},
+              {"zipf_s", r.zipf_s},
+              {"block", r.block},
+              {"trace_path", r.trace_path}};
 }
 
 Status from_json(Json const& j, JsonAt const& at, RoutingProfile* out) {
@@ -214,21 +217,27 @@ Status from_json(Json const& j, JsonAt const& at, ResolverPolicy* out) {
 
 Json to_json(TableKey const& k) {
   Json act = k.activation ? Json(to_string(*k.activation)) : Json(nullptr);
-  Json block = k.block_shape ? Json::array({k.block_shape->first, k.block_shape->second})
-                             : Json(nullptr);
-  return Json{{"num_experts", k.num_experts}, {"intermediate_size", k.intermediate_size},
-              {"hidden_size", k.hidden_size}, {"top_k", k.top_k},
-              {"activation", act},            {"dtype", to_string(k.dtype)},
-              {"dtype_tag", k.dtype_tag},     {"block_shape", block},
-              {"device_name", k.device_name}, {"family", k.family},
-              {"family_version", k.family_version}, {"toolchain", k.toolchain}};
+  Json block =
+      k.block_shape ? Json::array({k.block_shape->first, k.block_shape->second}) : Json(nullptr);
+  return Json{{"num_experts", k.num_experts},
+              {"intermediate_size", k.intermediate_size},
+              {"hidden_size", k.hidden_size},
+              {"top_k", k.top_k},
+              {"activation", act},
+              {"dtype", to_string(k.dtype)},
+              {"dtype_tag", k.dtype_tag},
+              {"block_shape", block},
+              {"device_name", k.device_name},
+              {"family", k.family},
+              {"family_version", k.family_version},
+              {"toolchain", k.toolchain}};
 }
 
 Status from_json(Json const& j, JsonAt const& at, TableKey* out) {
-  auto r = ObjectReader::open(j, at,
-                              {"num_experts", "intermediate_size", "hidden_size", "top_k",
-                               "activation", "dtype", "dtype_tag", "block_shape", "device_name",
-                               "family", "family_version", "toolchain"});
+  auto r = ObjectReader::open(
+      j, at,
+      {"num_experts", "intermediate_size", "hidden_size", "top_k", "activation", "dtype",
+       "dtype_tag", "block_shape", "device_name", "family", "family_version", "toolchain"});
   if (!r.ok()) return r.error();
   MOETUNE_RETURN_IF_ERROR(r->optional("num_experts", &out->num_experts));
   MOETUNE_RETURN_IF_ERROR(r->optional("intermediate_size", &out->intermediate_size));
@@ -265,15 +274,19 @@ Status from_json(Json const& j, JsonAt const& at, Resolution* out) {
 }
 
 Json to_json(DeviceInfo const& d) {
-  return Json{{"name", d.name},           {"arch", d.arch},
-              {"sm_count", d.sm_count},   {"driver", d.driver},
-              {"toolchain", d.toolchain}, {"l2_bytes", d.l2_bytes},
+  return Json{{"name", d.name},
+              {"arch", d.arch},
+              {"sm_count", d.sm_count},
+              {"driver", d.driver},
+              {"toolchain", d.toolchain},
+              {"l2_bytes", d.l2_bytes},
               {"smem_per_block_bytes", d.smem_per_block_bytes}};
 }
 
 Status from_json(Json const& j, JsonAt const& at, DeviceInfo* out) {
-  auto r = ObjectReader::open(j, at, {"name", "arch", "sm_count", "driver", "toolchain",
-                                      "l2_bytes", "smem_per_block_bytes"});
+  auto r = ObjectReader::open(
+      j, at,
+      {"name", "arch", "sm_count", "driver", "toolchain", "l2_bytes", "smem_per_block_bytes"});
   if (!r.ok()) return r.error();
   MOETUNE_RETURN_IF_ERROR(r->optional("name", &out->name));
   MOETUNE_RETURN_IF_ERROR(r->optional("arch", &out->arch));

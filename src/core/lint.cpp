@@ -69,7 +69,8 @@ std::vector<int64_t> unreachable_keys(Table const& table, int64_t max_m) {
   if (max_m <= 0) max_m = largest;
   int64_t lo_limit = 1;
   int64_t hi_limit = max_m;
-  if (table.policy.tiny_m_threshold) lo_limit = std::max(lo_limit, *table.policy.tiny_m_threshold + 1);
+  if (table.policy.tiny_m_threshold)
+    lo_limit = std::max(lo_limit, *table.policy.tiny_m_threshold + 1);
   if (table.policy.beyond_range_factor) {
     double const cap = std::floor(*table.policy.beyond_range_factor * static_cast<double>(largest));
     if (cap < static_cast<double>(hi_limit)) hi_limit = static_cast<int64_t>(cap);
@@ -100,7 +101,8 @@ std::vector<LintFinding> lint_table(Table const& table, std::string const& file,
         LintKind::kTinyMShadow, file, m,
         "tiny-M row " + short_string(row.config) + " differs from the default " + short_string(d) +
             " but its source has no time_us < default_us; every M that snaps to key " +
-            std::to_string(m) + " runs it unmeasured. Measure it against the default "
+            std::to_string(m) +
+            " runs it unmeasured. Measure it against the default "
             "(numbers.time_us, numbers.default_us) or replace it with the default"));
   }
   int64_t const max_m = options.max_m;

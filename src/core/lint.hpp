@@ -41,13 +41,12 @@ struct LintFinding {
 /// The backend's default config for a problem (num_tokens = M).
 using ProblemDefaultFn = std::function<MoeConfig(MoeProblem const& problem)>;
 /// Ok when `family` can produce `config` for `problem`, else the reason.
-using FamilyCanProduceFn =
-    std::function<Status(std::string const& family, MoeProblem const& problem,
-                         MoeConfig const& config)>;
+using FamilyCanProduceFn = std::function<Status(
+    std::string const& family, MoeProblem const& problem, MoeConfig const& config)>;
 
 struct LintOptions {
-  int64_t max_m = 0;          ///< serving range is [1, max_m]; 0 = up to the largest key
-  int64_t tiny_m_bucket = 32; ///< buckets <= this (or <= the policy's threshold) are tiny-M rows
+  int64_t max_m = 0;           ///< serving range is [1, max_m]; 0 = up to the largest key
+  int64_t tiny_m_bucket = 32;  ///< buckets <= this (or <= the policy's threshold) are tiny-M rows
 };
 
 /// The problem a table's key describes, at M (unknown fields stay 0 / silu).

@@ -110,8 +110,8 @@ Status validate(MoeProblem const& p) {
   }
   if (p.num_experts < 1) return bad_field("num_experts (E)", p.num_experts, ">= 1");
   if (p.top_k < 1 || p.top_k > p.num_experts) {
-    return bad_field("top_k", p.top_k, "1 <= top_k <= num_experts (" +
-                                           std::to_string(p.num_experts) + ")");
+    return bad_field("top_k", p.top_k,
+                     "1 <= top_k <= num_experts (" + std::to_string(p.num_experts) + ")");
   }
   if (p.arch.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "problem",
@@ -160,9 +160,10 @@ Result<MoeProblem> parse_problem_spec(std::string_view spec) {
   }
   for (char const* required : {"E", "K", "I", "topk", "act"}) {
     if (values.count(required) == 0) {
-      return make_error(ErrorCode::kInvalidArgument, where,
-                        std::string("missing required key '") + required +
-                            "'; the form is E=128,K=2048,I=768,topk=8,act=silu[,dtype=bf16][,M=16]");
+      return make_error(
+          ErrorCode::kInvalidArgument, where,
+          std::string("missing required key '") + required +
+              "'; the form is E=128,K=2048,I=768,topk=8,act=silu[,dtype=bf16][,M=16]");
     }
   }
   auto parse_int = [&](char const* key, int64_t* out) -> Status {

@@ -18,7 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Error at_error(JsonAt const& at, std::string message, ErrorCode code = ErrorCode::kInvalidArgument) {
+Error at_error(JsonAt const& at, std::string message,
+               ErrorCode code = ErrorCode::kInvalidArgument) {
   return json_error(code, at, std::move(message));
 }
 
@@ -40,8 +41,9 @@ Status check_source(Source const& s, JsonAt const& at) {
 }
 
 Status parse_pinned_rows(Json const& j, JsonAt const& at, std::map<int64_t, PinnedRow>* out) {
-  if (!j.is_object()) return at_error(at, "expected an object keyed by M, got " + describe_json(j),
-                                      ErrorCode::kParse);
+  if (!j.is_object())
+    return at_error(at, "expected an object keyed by M, got " + describe_json(j),
+                    ErrorCode::kParse);
   for (auto it = j.begin(); it != j.end(); ++it) {
     char* end = nullptr;
     int64_t const m = std::strtoll(it.key().c_str(), &end, 10);
@@ -167,8 +169,8 @@ std::string recipe_to_json(Recipe const& recipe) {
   for (auto const& s : recipe.shapes) {
     Json pinned = Json::object();
     for (auto const& [m, row] : s.pinned_rows) {
-      pinned[std::to_string(m)] = Json{{"config", to_json(row.config)},
-                                       {"source", to_json(row.source)}};
+      pinned[std::to_string(m)] =
+          Json{{"config", to_json(row.config)}, {"source", to_json(row.source)}};
     }
     shapes.push_back(Json{{"name", s.name},
                           {"problem", to_json(s.problem)},
@@ -281,8 +283,9 @@ Result<std::vector<TableDiff>> check_recipe(Recipe const& recipe, std::string co
       if (it == have->rows.end()) {
         diffs.push_back({name, m, "missing row"});
       } else if (!(it->second.config == row.config)) {
-        diffs.push_back({name, m, "config differs: " + short_string(it->second.config) + " vs " +
-                                      short_string(row.config)});
+        diffs.push_back({name, m,
+                         "config differs: " + short_string(it->second.config) + " vs " +
+                             short_string(row.config)});
       } else if (have->has_manifest && !(it->second.source == row.source)) {
         diffs.push_back({name, m, "source differs"});
       }

@@ -78,8 +78,7 @@ Resolution resolve(Table const& table, int64_t m, DefaultConfigFn const& default
     char factor[32];
     std::snprintf(factor, sizeof factor, "%g", *policy.beyond_range_factor);
     return from_default(table, m, Rule::kBeyondRange,
-                        "M > " + std::string(factor) + " x largest key " +
-                            std::to_string(largest),
+                        "M > " + std::string(factor) + " x largest key " + std::to_string(largest),
                         default_config);
   }
   int64_t const key = *nearest_key(table, m);

@@ -112,9 +112,9 @@ Result<std::vector<std::vector<int32_t>>> read_trace(std::string const& path) {
       int64_t v = 0;
       auto [ptr, ec] = std::from_chars(s.data() + i, s.data() + s.size(), v);
       if (ec != std::errc() || v < 0 || v > INT32_MAX) {
-        return make_error(ErrorCode::kParse, path,
-                          "bad expert id near byte " + std::to_string(i) +
-                              "; expected non-negative integers");
+        return make_error(
+            ErrorCode::kParse, path,
+            "bad expert id near byte " + std::to_string(i) + "; expected non-negative integers");
       }
       row.push_back(static_cast<int32_t>(v));
       i = static_cast<size_t>(ptr - s.data());
@@ -256,9 +256,7 @@ Result<Routing> generate_routing(RoutingProfile const& profile, int64_t num_toke
     // Every kind draws the token's logits first, so weights are softmax probabilities always.
     softmax_of_randn(rng, probs);
     switch (profile.kind) {
-      case RoutingKind::kUniform:
-        pick_top_k(probs, top_k, ids);
-        break;
+      case RoutingKind::kUniform: pick_top_k(probs, top_k, ids); break;
       case RoutingKind::kBalanced:
         ids.clear();
         for (int64_t j = 0; j < top_k; ++j) ids.push_back((t * top_k + j) % num_experts);
@@ -292,8 +290,8 @@ Result<Routing> generate_routing(RoutingProfile const& profile, int64_t num_toke
       }
       case RoutingKind::kTrace: {
         auto const& row = trace[static_cast<size_t>(t) % trace.size()];
-        std::string const row_where = profile.trace_path + ": row " +
-                                      std::to_string(static_cast<size_t>(t) % trace.size());
+        std::string const row_where =
+            profile.trace_path + ": row " + std::to_string(static_cast<size_t>(t) % trace.size());
         if (static_cast<int64_t>(row.size()) != top_k) {
           return make_error(ErrorCode::kMismatch, row_where,
                             "has " + std::to_string(row.size()) + " ids but top_k is " +

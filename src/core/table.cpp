@@ -12,8 +12,7 @@ namespace moetune::core {
 
 namespace {
 
-Result<int64_t> parse_int_field(std::string_view text, std::string const& file,
-                                char const* field) {
+Result<int64_t> parse_int_field(std::string_view text, std::string const& file, char const* field) {
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || ptr != text.data() + text.size() || text.empty() || v < 1) {
@@ -157,8 +156,8 @@ Status check_key_matches(TableKey const& key, MoeProblem const& problem,
     return differ("dtype", key.dtype_tag, want_dtype, "dtype=" + want_dtype);
   }
   // vLLM names bf16 and fp16 tables alike, so a plain vLLM file (family unknown) serves both.
-  bool const half_pair = key.family.empty() && key.dtype != DType::kFp32 &&
-                         problem.dtype != DType::kFp32;
+  bool const half_pair =
+      key.family.empty() && key.dtype != DType::kFp32 && problem.dtype != DType::kFp32;
   if (key.dtype != problem.dtype && !half_pair) {
     return differ("dtype", std::string(to_string(key.dtype)), want_dtype, "dtype=" + want_dtype);
   }

@@ -20,15 +20,15 @@ constexpr char const* kVllmFields[] = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SI
 constexpr char const* kRocmFields[] = {"waves_per_eu", "matrix_instr_nonkdim", "kpack"};
 
 int* vllm_field(KernelConfig& k, int i) {
-  int* const fields[] = {&k.tile.block_m, &k.tile.block_n, &k.tile.block_k, &k.tile.group_m,
-                         &k.pipeline.num_warps, &k.pipeline.num_stages};
+  int* const fields[] = {&k.tile.block_m, &k.tile.block_n,       &k.tile.block_k,
+                         &k.tile.group_m, &k.pipeline.num_warps, &k.pipeline.num_stages};
   return fields[i];
 }
 
 /// The C++ path of vLLM field i, for messages.
-constexpr char const* kVllmFieldPaths[] = {"tile.block_m",        "tile.block_n",
-                                           "tile.block_k",        "tile.group_m",
-                                           "pipeline.num_warps",  "pipeline.num_stages"};
+constexpr char const* kVllmFieldPaths[] = {"tile.block_m",       "tile.block_n",
+                                           "tile.block_k",       "tile.group_m",
+                                           "pipeline.num_warps", "pipeline.num_stages"};
 
 std::optional<int64_t> parse_m(std::string const& key) {
   int64_t m = 0;
@@ -60,7 +60,8 @@ Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
                             "'; a vLLM row needs BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, "
                             "num_stages");
     }
-    MOETUNE_RETURN_IF_ERROR(from_json(j[kVllmFields[i]], at.field(kVllmFields[i]), vllm_field(k, i)));
+    MOETUNE_RETURN_IF_ERROR(
+        from_json(j[kVllmFields[i]], at.field(kVllmFields[i]), vllm_field(k, i)));
   }
   if (j.contains("SPLIT_K")) {
     MOETUNE_RETURN_IF_ERROR(from_json(j["SPLIT_K"], at.field("SPLIT_K"), &k.pipeline.split_k));
@@ -91,9 +92,9 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
     auto const m = parse_m(it.key());
     if (!m.has_value()) {
       if (it.value().is_object()) {
-        return json_error(ErrorCode::kParse, at,
-                          "key '" + it.key() +
-                              "' holds a row but is not a token count; keys are M as strings");
+        return json_error(
+            ErrorCode::kParse, at,
+            "key '" + it.key() + "' holds a row but is not a token count; keys are M as strings");
       }
       table.extra[it.key()] = it.value().dump();
       continue;

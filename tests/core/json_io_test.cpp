@@ -12,9 +12,14 @@ using testing::odd_kernel_config;
 using testing::odd_moe_config;
 
 TEST(JsonIo, MoeProblemRoundTripsEveryField) {
-  MoeProblem const p{.num_tokens = 77, .hidden_size = 2048, .intermediate_size = 768,
-                     .num_experts = 128, .top_k = 8, .activation = Activation::kGeluTanh,
-                     .dtype = DType::kFp16, .arch = "cpu"};
+  MoeProblem const p{.num_tokens = 77,
+                     .hidden_size = 2048,
+                     .intermediate_size = 768,
+                     .num_experts = 128,
+                     .top_k = 8,
+                     .activation = Activation::kGeluTanh,
+                     .dtype = DType::kFp16,
+                     .arch = "cpu"};
   auto back = parse_moe_problem_json(to_json_text(p), "t");
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(*back, p);
@@ -50,26 +55,40 @@ TEST(JsonIo, SourceRoutingPolicyKeyRoundTripEveryField) {
   Source const s = measured_source();
   EXPECT_EQ(*parse_source_json(to_json_text(s), "t"), s);
 
-  RoutingProfile const r{.kind = RoutingKind::kBlockPermutation, .seed = 18446744073709551615ull,
-                         .zipf_s = 0.1 + 0.2, .block = 17, .trace_path = "/tmp/x"};
+  RoutingProfile const r{.kind = RoutingKind::kBlockPermutation,
+                         .seed = 18446744073709551615ull,
+                         .zipf_s = 0.1 + 0.2,
+                         .block = 17,
+                         .trace_path = "/tmp/x"};
   EXPECT_EQ(*parse_routing_profile_json(to_json_text(r), "t"), r);
 
   ResolverPolicy const pol{.tiny_m_threshold = 8, .beyond_range_factor = 2.5};
   EXPECT_EQ(*parse_resolver_policy_json(to_json_text(pol), "t"), pol);
   EXPECT_EQ(*parse_resolver_policy_json(to_json_text(ResolverPolicy{}), "t"), ResolverPolicy{});
 
-  TableKey const key{.num_experts = 128, .intermediate_size = 768, .hidden_size = 2048,
-                     .top_k = 8, .activation = Activation::kRelu2, .dtype = DType::kFp32,
-                     .dtype_tag = "fp8_w8a8", .block_shape = std::make_pair(128, 64),
-                     .device_name = "NVIDIA_H200", .family = "sm90_gather",
-                     .family_version = 3, .toolchain = "nvcc 13.0"};
+  TableKey const key{.num_experts = 128,
+                     .intermediate_size = 768,
+                     .hidden_size = 2048,
+                     .top_k = 8,
+                     .activation = Activation::kRelu2,
+                     .dtype = DType::kFp32,
+                     .dtype_tag = "fp8_w8a8",
+                     .block_shape = std::make_pair(128, 64),
+                     .device_name = "NVIDIA_H200",
+                     .family = "sm90_gather",
+                     .family_version = 3,
+                     .toolchain = "nvcc 13.0"};
   EXPECT_EQ(*parse_table_key_json(to_json_text(key), "t"), key);
   EXPECT_EQ(*parse_table_key_json(to_json_text(TableKey{}), "t"), TableKey{});
 }
 
 TEST(JsonIo, ResolutionAndDeviceInfoRoundTripEveryField) {
-  Resolution const r{.m = 115, .key = 113, .rule = Rule::kNearestKey, .config = odd_moe_config(),
-                     .source = measured_source(), .explain = "M=115 -> key 113"};
+  Resolution const r{.m = 115,
+                     .key = 113,
+                     .rule = Rule::kNearestKey,
+                     .config = odd_moe_config(),
+                     .source = measured_source(),
+                     .explain = "M=115 -> key 113"};
   auto back = parse_resolution_json(to_json_text(r), "t");
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back->m, r.m);
@@ -83,8 +102,12 @@ TEST(JsonIo, ResolutionAndDeviceInfoRoundTripEveryField) {
   d.rule = Rule::kTinyMGate;
   EXPECT_FALSE(parse_resolution_json(to_json_text(d), "t")->key.has_value());
 
-  DeviceInfo const dev{.name = "NVIDIA H200", .arch = "sm_90a", .sm_count = 132,
-                       .driver = "580.159.04", .toolchain = "nvcc 13.0", .l2_bytes = 6.0e7,
+  DeviceInfo const dev{.name = "NVIDIA H200",
+                       .arch = "sm_90a",
+                       .sm_count = 132,
+                       .driver = "580.159.04",
+                       .toolchain = "nvcc 13.0",
+                       .l2_bytes = 6.0e7,
                        .smem_per_block_bytes = 232448};
   EXPECT_EQ(*parse_device_info_json(to_json_text(dev), "t"), dev);
 }

@@ -37,13 +37,21 @@ Source beats_default() {
 
 Table clean_table() {
   Table t;
-  t.key = TableKey{.num_experts = 128, .intermediate_size = 768, .hidden_size = 2048,
-                   .top_k = 8, .activation = Activation::kSiluGated, .dtype = DType::kBf16,
-                   .dtype_tag = "", .block_shape = std::nullopt, .device_name = "NVIDIA_H200",
-                   .family = "sm90_gather", .family_version = 1, .toolchain = ""};
+  t.key = TableKey{.num_experts = 128,
+                   .intermediate_size = 768,
+                   .hidden_size = 2048,
+                   .top_k = 8,
+                   .activation = Activation::kSiluGated,
+                   .dtype = DType::kBf16,
+                   .dtype_tag = "",
+                   .block_shape = std::nullopt,
+                   .device_name = "NVIDIA_H200",
+                   .family = "sm90_gather",
+                   .family_version = 1,
+                   .toolchain = ""};
   t.has_manifest = true;
-  t.rows[1].config = bm(16);                              // equal to the default
-  t.rows[16].config = bm(32);                             // differs, measured to win
+  t.rows[1].config = bm(16);   // equal to the default
+  t.rows[16].config = bm(32);  // differs, measured to win
   t.rows[16].source = beats_default();
   t.rows[256].config = bm(128);
   return t;

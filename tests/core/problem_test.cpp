@@ -14,9 +14,14 @@ TEST(Problem, SpecParseFormatRoundTrips) {
   EXPECT_EQ(p->intermediate_size, 768);
   EXPECT_EQ(p->top_k, 8);
   EXPECT_EQ(p->num_tokens, 16);
-  MoeProblem const q{.num_tokens = 3, .hidden_size = 7, .intermediate_size = 5,
-                     .num_experts = 4, .top_k = 2, .activation = Activation::kRelu2,
-                     .dtype = DType::kFp32, .arch = "cpu"};
+  MoeProblem const q{.num_tokens = 3,
+                     .hidden_size = 7,
+                     .intermediate_size = 5,
+                     .num_experts = 4,
+                     .top_k = 2,
+                     .activation = Activation::kRelu2,
+                     .dtype = DType::kFp32,
+                     .arch = "cpu"};
   EXPECT_EQ(*parse_problem_spec(format_problem_spec(q)), q);
 }
 
@@ -38,8 +43,8 @@ TEST(Problem, ValidateRejectsZeroNegativeAndAbsurdSizes) {
 }
 
 TEST(Problem, DerivedSizesFollowTheActivation) {
-  MoeProblem p{.num_tokens = 2, .hidden_size = 4, .intermediate_size = 3, .num_experts = 8,
-               .top_k = 2};
+  MoeProblem p{
+      .num_tokens = 2, .hidden_size = 4, .intermediate_size = 3, .num_experts = 8, .top_k = 2};
   EXPECT_EQ(gemm1_n(p), 6);
   EXPECT_EQ(num_pairs(p), 4);
   EXPECT_DOUBLE_EQ(flops(p), 2.0 * 4 * (6 * 4 + 4 * 3));
@@ -49,9 +54,14 @@ TEST(Problem, DerivedSizesFollowTheActivation) {
 }
 
 TEST(Problem, ToStringShowsEveryField) {
-  MoeProblem const p{.num_tokens = 16, .hidden_size = 2048, .intermediate_size = 768,
-                     .num_experts = 128, .top_k = 8, .activation = Activation::kGelu,
-                     .dtype = DType::kFp16, .arch = "sm_90a"};
+  MoeProblem const p{.num_tokens = 16,
+                     .hidden_size = 2048,
+                     .intermediate_size = 768,
+                     .num_experts = 128,
+                     .top_k = 8,
+                     .activation = Activation::kGelu,
+                     .dtype = DType::kFp16,
+                     .arch = "sm_90a"};
   EXPECT_EQ(to_string(p),
             "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=gelu, dtype=fp16, arch=sm_90a)");
 }

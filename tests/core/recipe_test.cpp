@@ -29,12 +29,13 @@ std::string recipe_text(std::string const& pinned_16, std::string const& extra_s
     "problem": {"hidden_size": 2048, "intermediate_size": 768, "num_experts": 128, "top_k": 8},
     "policy": {"tiny_m_threshold": null, "beyond_range_factor": null},)") +
          extra_shape_field + R"(
-    "pinned_rows": {"16": )" + pinned_16 + "}}]}";
+    "pinned_rows": {"16": )" +
+         pinned_16 + "}}]}";
 }
 
 std::string pinned(int block_n) {
-  return R"({"config": {"gemm1": {"tile": {"block_m": 16, "block_n": )" +
-         std::to_string(block_n) + R"(}}}, "source": )" + kSource + "}";
+  return R"({"config": {"gemm1": {"tile": {"block_m": 16, "block_n": )" + std::to_string(block_n) +
+         R"(}}}, "source": )" + kSource + "}";
 }
 
 Result<Recipe> load_text(std::string const& text, std::string const& name = "demo.json") {
@@ -61,8 +62,9 @@ TEST(Recipe, PinnedRowWithoutSourceNamesFileShapeAndBucket) {
   auto r = load_recipe(path);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().to_string(),
-            path + ": shapes[0] (demo) pinned_rows[16]: missing 'source'; a pinned row must "
-            "carry the measurement behind it (kind, date, device, protocol, numbers, digest)");
+            path +
+                ": shapes[0] (demo) pinned_rows[16]: missing 'source'; a pinned row must "
+                "carry the measurement behind it (kind, date, device, protocol, numbers, digest)");
 }
 
 TEST(Recipe, UnknownFieldGetsDidYouMean) {

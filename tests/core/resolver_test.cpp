@@ -105,7 +105,8 @@ TEST(Resolver, ExactKeyExplainsTheSource) {
   t.rows[16].source = s;
   Resolution const r = resolve(t, 16, default_fn);
   EXPECT_EQ(r.rule, Rule::kExactKey);
-  EXPECT_EQ(r.explain, "M=16 -> key 16 (exact key; row source: measured on NVIDIA H200 2026-09-19)");
+  EXPECT_EQ(r.explain,
+            "M=16 -> key 16 (exact key; row source: measured on NVIDIA H200 2026-09-19)");
 }
 
 }  // namespace

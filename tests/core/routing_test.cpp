@@ -82,11 +82,11 @@ TEST(Routing, BlockPermutationSharesTheExpertSetWithinABlock) {
   auto r = generate_routing(*parse_routing("block_permutation:block=8,seed=1"), 32, 64, 4);
   ASSERT_TRUE(r.ok());
   for (int64_t t = 1; t < 8; ++t) {
-    EXPECT_TRUE(std::equal(r->topk_ids.begin(), r->topk_ids.begin() + 4,
-                           r->topk_ids.begin() + t * 4));
+    EXPECT_TRUE(
+        std::equal(r->topk_ids.begin(), r->topk_ids.begin() + 4, r->topk_ids.begin() + t * 4));
   }
-  EXPECT_FALSE(std::equal(r->topk_ids.begin(), r->topk_ids.begin() + 4,
-                          r->topk_ids.begin() + 8 * 4));
+  EXPECT_FALSE(
+      std::equal(r->topk_ids.begin(), r->topk_ids.begin() + 4, r->topk_ids.begin() + 8 * 4));
 }
 
 TEST(Routing, SingleExpertSendsEveryFirstChoiceToExpertZero) {
@@ -114,8 +114,10 @@ TEST(Routing, TraceReadsPlainAndJsonRowsAndRejectsBadIds) {
 
 TEST(Routing, SpecFormatParseRoundTrips) {
   for (RoutingProfile const& r :
-       {RoutingProfile{}, RoutingProfile{.kind = RoutingKind::kZipf, .seed = 3, .zipf_s = 0.7, .trace_path = ""},
-        RoutingProfile{.kind = RoutingKind::kBlockPermutation, .seed = 1, .block = 5, .trace_path = ""},
+       {RoutingProfile{},
+        RoutingProfile{.kind = RoutingKind::kZipf, .seed = 3, .zipf_s = 0.7, .trace_path = ""},
+        RoutingProfile{
+            .kind = RoutingKind::kBlockPermutation, .seed = 1, .block = 5, .trace_path = ""},
         RoutingProfile{.kind = RoutingKind::kTrace, .seed = 4, .trace_path = "/a/b.txt"}}) {
     auto back = parse_routing(format_routing(r));
     ASSERT_TRUE(back.ok()) << format_routing(r);

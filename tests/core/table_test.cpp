@@ -66,8 +66,9 @@ TEST(Table, FileNameParseFormatRoundTripsWithDtypeAndBlockShape) {
     ASSERT_TRUE(key.ok()) << key.error().to_string();
     EXPECT_EQ(vllm_file_name(*key), name);
   }
-  auto k = parse_vllm_file_name("E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,"
-                                "block_shape=[128,64].json");
+  auto k = parse_vllm_file_name(
+      "E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,"
+      "block_shape=[128,64].json");
   EXPECT_EQ(k->num_experts, 256);
   EXPECT_EQ(k->dtype_tag, "fp8_w8a8");
   EXPECT_EQ(k->block_shape, std::make_pair(128, 64));
@@ -127,10 +128,18 @@ TEST(Table, KeepsRocmRowKeysAndRejectsUnknownOnes) {
 
 Table full_table() {
   Table t;
-  t.key = TableKey{.num_experts = 128, .intermediate_size = 768, .hidden_size = 2048,
-                   .top_k = 8, .activation = Activation::kSiluGated, .dtype = DType::kBf16,
-                   .dtype_tag = "", .block_shape = std::nullopt, .device_name = "NVIDIA_H200",
-                   .family = "sm90_gather", .family_version = 2, .toolchain = "nvcc 13.0"};
+  t.key = TableKey{.num_experts = 128,
+                   .intermediate_size = 768,
+                   .hidden_size = 2048,
+                   .top_k = 8,
+                   .activation = Activation::kSiluGated,
+                   .dtype = DType::kBf16,
+                   .dtype_tag = "",
+                   .block_shape = std::nullopt,
+                   .device_name = "NVIDIA_H200",
+                   .family = "sm90_gather",
+                   .family_version = 2,
+                   .toolchain = "nvcc 13.0"};
   t.policy.tiny_m_threshold = 4;
   t.has_manifest = true;
   t.extra["triton_version"] = "\"3.6.0\"";
@@ -164,10 +173,12 @@ TEST(Table, ManifestRowConfigMismatchNamesTheField) {
   auto t = load_table(*path);
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().code, ErrorCode::kMismatch);
-  EXPECT_EQ(t.error().to_string(),
-            *path + ".moetune: rows[16].config.gemm1.tile.block_n is 128 in the manifest but 64 "
-            "in the vLLM file; regenerate the pair with `moetune materialize` or delete the stale "
-            "manifest");
+  EXPECT_EQ(
+      t.error().to_string(),
+      *path +
+          ".moetune: rows[16].config.gemm1.tile.block_n is 128 in the manifest but 64 "
+          "in the vLLM file; regenerate the pair with `moetune materialize` or delete the stale "
+          "manifest");
 }
 
 TEST(Table, ManifestRowSetAndKeyMismatchesAreNamed) {
@@ -197,8 +208,11 @@ TEST(Table, TooNewManifestIsAVersionError) {
 
 TEST(Table, CheckKeyMatchesNamesTheFirstDifferingField) {
   Table const t = full_table();
-  MoeProblem p{.num_tokens = 1, .hidden_size = 2048, .intermediate_size = 768,
-               .num_experts = 128, .top_k = 8};
+  MoeProblem p{.num_tokens = 1,
+               .hidden_size = 2048,
+               .intermediate_size = 768,
+               .num_experts = 128,
+               .top_k = 8};
   EXPECT_TRUE(check_key_matches(t.key, p, "X").ok());
   p.hidden_size = 4096;
   Status const st = check_key_matches(t.key, p, "E=128,N=768,...");

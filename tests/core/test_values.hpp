@@ -8,14 +8,13 @@
 namespace moetune::core::testing {
 
 inline KernelConfig odd_kernel_config(int salt = 0) {
-  return KernelConfig{
-      .tile = {.block_m = 16, .block_n = 128 + salt, .block_k = 256, .group_m = 8},
-      .pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 4},
-      .launch = {.swap_ab = true,
-                 .cluster_m = 2,
-                 .cluster_n = 4,
-                 .schedule = Schedule::kPingpong,
-                 .num_threads = 12}};
+  return KernelConfig{.tile = {.block_m = 16, .block_n = 128 + salt, .block_k = 256, .group_m = 8},
+                      .pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 4},
+                      .launch = {.swap_ab = true,
+                                 .cluster_m = 2,
+                                 .cluster_n = 4,
+                                 .schedule = Schedule::kPingpong,
+                                 .num_threads = 12}};
 }
 
 inline MoeConfig odd_moe_config() {
