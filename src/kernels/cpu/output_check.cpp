@@ -84,7 +84,8 @@ CheckResult check_output(core::DType dtype, void const* out, std::span<double co
       worst_err = err;
       worst = i;
     }
-    if (result.first_bad < 0 && err > tolerance.rel_l2 * (std::abs(reference[i]) + ref_rms)) {
+    if (result.first_bad < 0 &&
+        err > kElementSlack * tolerance.rel_l2 * (std::abs(reference[i]) + ref_rms)) {
       result.first_bad = i;
     }
   }
