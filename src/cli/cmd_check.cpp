@@ -24,7 +24,7 @@ int run_check(CheckArgs const& args) {
     return kExitOk;
   }
   for (core::TableDiff const& d : diffs) {
-    std::cout << d.file;
+    std::cout << args.tables_dir << "/" << d.file;
     if (d.bucket >= 0) std::cout << ": bucket " << d.bucket;
     std::cout << ": " << d.what << "\n";
   }

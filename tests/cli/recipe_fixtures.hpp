@@ -30,7 +30,7 @@ inline std::string tiny_recipe_json() {
         "1": {
           "config": {"gemm1": {"tile": {"block_m": 8, "block_n": 32, "block_k": 64, "group_m": 1}}},
           "source": {"kind": "measured", "date": "2026-11-29", "device": "cpu",
-                     "protocol": "test fixture", "numbers": {"time_us": 1.5},
+                     "protocol": "test fixture", "numbers": {"time_us": 1.5, "default_us": 2.0},
                      "digest": "00ff", "command": "moetune tune --recipe recipe.json --buckets 1"}
         }
       }
