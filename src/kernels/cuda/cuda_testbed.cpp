@@ -77,16 +77,16 @@ core::Result<std::unique_ptr<CudaTestbed>> CudaTestbed::create() {
   MOETUNE_CUDA_CHECK(cudaFree(nullptr));  // create the primary context for the driver API
   std::unique_ptr<CudaTestbed> tb(new CudaTestbed());
   tb->backend_ = std::make_unique<CudaBackend>(*dev);
-  MOETUNE_CU_CHECK(cuStreamCreate(&tb->stream_, CU_STREAM_NON_BLOCKING));
+  MOETUNE_CUDA_CHECK(cudaStreamCreateWithFlags(&tb->stream_, cudaStreamNonBlocking));
   auto mod = compile_module({"&moetune_dev::moe_ref_gemm1_kernel", "&moetune_dev::moe_ref_gemm2_kernel",
                              "&moetune_dev::moe_l2_flush_kernel", "&moetune_dev::moe_fill_normal_kernel"});
   if (!mod.ok()) return mod.error();
-  CUmodule m;
-  MOETUNE_CU_CHECK(cuModuleLoadData(&m, mod->cubin.data()));
-  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->ref1_, m, mod->lowered["&moetune_dev::moe_ref_gemm1_kernel"].c_str()));
-  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->ref2_, m, mod->lowered["&moetune_dev::moe_ref_gemm2_kernel"].c_str()));
-  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->flush_, m, mod->lowered["&moetune_dev::moe_l2_flush_kernel"].c_str()));
-  MOETUNE_CU_CHECK(cuModuleGetFunction(&tb->fill_, m, mod->lowered["&moetune_dev::moe_fill_normal_kernel"].c_str()));
+  cudaLibrary_t m;
+  MOETUNE_CUDA_CHECK(cudaLibraryLoadData(&m, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->ref1_, m, mod->lowered["&moetune_dev::moe_ref_gemm1_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->ref2_, m, mod->lowered["&moetune_dev::moe_ref_gemm2_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->flush_, m, mod->lowered["&moetune_dev::moe_l2_flush_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->fill_, m, mod->lowered["&moetune_dev::moe_fill_normal_kernel"].c_str()));
   MOETUNE_CUDA_CHECK(cudaMalloc(&tb->flush_buf_, kFlushBytes));
   MOETUNE_CUDA_CHECK(cudaMemset(tb->flush_buf_, 1, kFlushBytes));
   MOETUNE_CUDA_CHECK(cudaMalloc(&tb->sink_, 4096));
@@ -97,7 +97,7 @@ CudaTestbed::~CudaTestbed() {
   for (void* p : {x_, w1_, w2_, ids_, weights_, out_, ws_, flush_buf_, sink_}) {
     if (p) cudaFree(p);
   }
-  if (stream_) cuStreamDestroy(stream_);
+  if (stream_) cudaStreamDestroy(stream_);
 }
 
 core::Backend const& CudaTestbed::backend() const { return *backend_; }
@@ -118,7 +118,7 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
     long long nn = n;
     unsigned long long ss = s;
     void* params[] = {&buf, &nn, &ss, &scale};
-    MOETUNE_CU_CHECK(cuLaunchKernel(fill_, 132 * 8, 1, 1, 256, 1, 1, 0, stream_, params, nullptr));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fill_), dim3(132 * 8), dim3(256), params, 0, stream_));
     return core::Status::Ok();
   };
   if (!same_weights) {
@@ -148,7 +148,7 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
       sample_tokens_.push_back(static_cast<int32_t>(s * (M - 1) / (kSampleTokens - 1)));
     }
   }
-  MOETUNE_CU_CHECK(cuStreamSynchronize(stream_));
+  MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   return core::Status::Ok();
 }
 
@@ -172,18 +172,43 @@ core::Status CudaTestbed::run_reference() {
                static_cast<int>(p.top_k), act_id(p.activation), core::is_gated(p.activation) ? 1 : 0};
   void* params[] = {&rp};
   const long long w1n = (long long)S * p.top_k * p.intermediate_size;
-  MOETUNE_CU_CHECK(cuLaunchKernel(ref1_, static_cast<unsigned>((w1n * 32 + 255) / 256), 1, 1, 256, 1,
-                                  1, 0, stream_, params, nullptr));
+  MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(ref1_),
+                                      dim3(static_cast<unsigned>((w1n * 32 + 255) / 256)), dim3(256),
+                                      params, 0, stream_));
   const long long w2n = (long long)S * p.hidden_size;
-  MOETUNE_CU_CHECK(cuLaunchKernel(ref2_, static_cast<unsigned>((w2n * 32 + 255) / 256), 1, 1, 256, 1,
-                                  1, 0, stream_, params, nullptr));
-  MOETUNE_CU_CHECK(cuStreamSynchronize(stream_));
+  MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(ref2_),
+                                      dim3(static_cast<unsigned>((w2n * 32 + 255) / 256)), dim3(256),
+                                      params, 0, stream_));
+  MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOETUNE_CUDA_CHECK(cudaMemcpy(ref_out_.data(), out, ref_out_.size() * 4, cudaMemcpyDeviceToHost));
   cudaFree(tokens);
   cudaFree(h);
   cudaFree(out);
   ref_valid_ = true;
   return core::Status::Ok();
+}
+
+core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
+  const auto& p = problem_;
+  HostInputs h;
+  auto grab = [](const void* dev, int64_t n, std::vector<float>& out) -> core::Status {
+    std::vector<uint16_t> bits(n);
+    if (n > 0) MOETUNE_CUDA_CHECK(cudaMemcpy(bits.data(), dev, 2 * n, cudaMemcpyDeviceToHost));
+    out.resize(n);
+    for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(bits[i]);
+    return core::Status::Ok();
+  };
+  const int64_t pairs = p.num_tokens * p.top_k;
+  MOETUNE_RETURN_IF_ERROR(grab(x_, p.num_tokens * p.hidden_size, h.x));
+  MOETUNE_RETURN_IF_ERROR(grab(w1_, p.num_experts * core::gemm1_n(p) * p.hidden_size, h.w1));
+  MOETUNE_RETURN_IF_ERROR(grab(w2_, p.num_experts * p.hidden_size * p.intermediate_size, h.w2));
+  h.topk_ids.resize(pairs);
+  h.topk_weights.resize(pairs);
+  if (pairs > 0) {
+    MOETUNE_CUDA_CHECK(cudaMemcpy(h.topk_ids.data(), ids_, 4 * pairs, cudaMemcpyDeviceToHost));
+    MOETUNE_CUDA_CHECK(cudaMemcpy(h.topk_weights.data(), weights_, 4 * pairs, cudaMemcpyDeviceToHost));
+  }
+  return h;
 }
 
 core::Status CudaTestbed::ensure_workspace(size_t bytes) {
@@ -209,11 +234,11 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(p, config)));
   const size_t n_out = static_cast<size_t>(p.num_tokens) * p.hidden_size;
   if (n_out > 0) {
-    MOETUNE_CU_CHECK(cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(out_), 0xFFFF, n_out, stream_));
+    MOETUNE_CUDA_CHECK(cudaMemsetAsync(out_, 0xFF, 2 * n_out, stream_));
   }
   MoeArgs args{x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
   MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_));
-  MOETUNE_CU_CHECK(cuStreamSynchronize(stream_));
+  MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOETUNE_RETURN_IF_ERROR(run_reference());
   std::vector<uint16_t> out(n_out);
   if (n_out > 0) MOETUNE_CUDA_CHECK(cudaMemcpy(out.data(), out_, n_out * 2, cudaMemcpyDeviceToHost));
@@ -243,6 +268,7 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   }
   r.rel_l2_error = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   if (!std::isfinite(r.rel_l2_error)) r.rel_l2_error = INFINITY;
+  last_out_ = std::move(out);
   return r;
 }
 
@@ -260,7 +286,7 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   }
   // One full run fills the workspace that a partial stage set reads.
   MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_));
-  auto cs = reinterpret_cast<cudaStream_t>(stream_);
+  cudaStream_t cs = stream_;
   MOETUNE_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
   core::Status st = launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, stages);
   cudaGraph_t graph = nullptr;
@@ -275,7 +301,7 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   long long n_vec = static_cast<long long>(kFlushBytes / 16);
   void* fparams[] = {&flush_buf_, &n_vec, &sink_};
   for (int i = 0; i < warmup + reps; ++i) {
-    MOETUNE_CU_CHECK(cuLaunchKernel(flush_, 132 * 4, 1, 1, 256, 1, 1, 0, stream_, fparams, nullptr));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(flush_), dim3(132 * 4), dim3(256), fparams, 0, stream_));
     MOETUNE_CUDA_CHECK(cudaEventRecord(e0, cs));
     MOETUNE_CUDA_CHECK(cudaGraphLaunch(exec, cs));
     MOETUNE_CUDA_CHECK(cudaEventRecord(e1, cs));

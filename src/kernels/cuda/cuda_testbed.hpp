@@ -6,7 +6,6 @@
 // warm-up, per-replay events.
 #pragma once
 
-#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -39,6 +38,14 @@ class CudaTestbed final : public Testbed {
   core::MoeProblem const& problem() const { return problem_; }
   /// ptxas resource report of the last loaded config.
   std::string const& last_ptxas_log() const { return last_ptxas_; }
+  /// Host copies (as float) of the prepared inputs, for the CPU fp64 reference in tests.
+  struct HostInputs {
+    std::vector<float> x, w1, w2, topk_weights;
+    std::vector<int32_t> topk_ids;
+  };
+  core::Result<HostInputs> download_inputs() const;
+  /// The output of the last check() as bf16 bits [M, K].
+  std::vector<uint16_t> const& last_output() const { return last_out_; }
   /// JIT compile (or cache load) without running: for prewarm and parallel compiles.
   core::Status compile(core::MoeConfig const& config);
 
@@ -51,8 +58,8 @@ class CudaTestbed final : public Testbed {
   std::unique_ptr<CudaBackend> backend_;
   core::MoeProblem problem_;
   int64_t experts_hit_ = 0;
-  CUstream stream_ = nullptr;
-  CUfunction ref1_ = nullptr, ref2_ = nullptr, flush_ = nullptr, fill_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  cudaKernel_t ref1_ = nullptr, ref2_ = nullptr, flush_ = nullptr, fill_ = nullptr;
   void* x_ = nullptr;
   void* w1_ = nullptr;
   void* w2_ = nullptr;
@@ -67,6 +74,7 @@ class CudaTestbed final : public Testbed {
   std::vector<float> ref_out_;  // [sample, K]
   bool ref_valid_ = false;
   std::string last_ptxas_;
+  std::vector<uint16_t> last_out_;
   size_t w1_cap_ = 0, w2_cap_ = 0, x_cap_ = 0, ids_cap_ = 0, wts_cap_ = 0, out_cap_ = 0;
 };
 

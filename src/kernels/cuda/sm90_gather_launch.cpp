@@ -91,21 +91,21 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   }
   auto mod = compile_module(*exprs, p.arch.empty() ? "sm_90a" : p.arch);
   if (!mod.ok()) return mod.error();
-  CUmodule module;
-  MOETUNE_CU_CHECK(cuModuleLoadData(&module, mod->cubin.data()));
+  cudaLibrary_t module;
+  MOETUNE_CUDA_CHECK(cudaLibraryLoadData(&module, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   auto k = std::make_shared<Sm90GatherKernels>();
   k->g1 = *gemm_geometry(p, c.gemm1, true);
   k->g2 = *gemm_geometry(p, c.gemm2, false);
   k->ptxas_log = mod->ptxas_log;
   k->compile_ms = mod->compile_ms;
   k->from_cache = mod->from_cache;
-  CUfunction* slots[] = {&k->align, &k->gemm1, &k->gemm2, &k->combine};
+  cudaKernel_t* slots[] = {&k->align, &k->gemm1, &k->gemm2, &k->combine};
   for (size_t i = 0; i < exprs->size(); ++i) {
-    MOETUNE_CU_CHECK(cuModuleGetFunction(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
+    MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
   }
-  MOETUNE_CU_CHECK(cuFuncSetAttribute(k->gemm1, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       k->g1.smem_bytes()));
-  MOETUNE_CU_CHECK(cuFuncSetAttribute(k->gemm2, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm2), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       k->g2.smem_bytes()));
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);
@@ -118,7 +118,7 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
-                                CUstream stream, unsigned stages) {
+                                cudaStream_t stream, unsigned stages) {
   if (p.num_tokens == 0) return core::Status::Ok();
   const WorkspaceLayout w = layout_for(p, k.g1.block_m);
   if (workspace_bytes < w.total) {
@@ -140,14 +140,13 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     AlignParams ap{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
                    static_cast<int>(p.num_experts), mb};
     void* params[] = {&ap};
-    MOETUNE_CU_CHECK(cuLaunchKernel(k.align, 1, 1, 1, 1024, 1, 1, 0, stream, params, nullptr));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align), dim3(1), dim3(1024), params, 0, stream));
   }
-  auto gemm = [&](CUfunction f, GemmGeometry const& g, GemmParams gp) -> core::Status {
+  auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp) -> core::Status {
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
     const unsigned grid = static_cast<unsigned>(mb) * n_blocks;
     void* params[] = {&gp};
-    MOETUNE_CU_CHECK(cuLaunchKernel(f, grid, 1, 1, g.threads(), 1, 1, g.smem_bytes(), stream,
-                                    params, nullptr));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream));
     return core::Status::Ok();
   };
   if (stages & kStageGemm1) {
@@ -167,8 +166,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                      static_cast<int>(p.hidden_size)};
     const long long threads = p.num_tokens * (p.hidden_size / 8);
     void* params[] = {&cp};
-    MOETUNE_CU_CHECK(cuLaunchKernel(k.combine, static_cast<unsigned>((threads + 255) / 256), 1, 1,
-                                    256, 1, 1, 0, stream, params, nullptr));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.combine), dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), params, 0, stream));
   }
   return core::Status::Ok();
 }

@@ -3,7 +3,8 @@
 // host synchronisation. No allocation on this path: the caller sizes the workspace up front.
 #pragma once
 
-#include <cuda.h>
+
+#include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -36,7 +37,7 @@ enum StageMask : unsigned { kStageAlign = 1, kStageGemm1 = 2, kStageGemm2 = 4, k
 /// The loaded kernels of one (activation, config).
 struct Sm90GatherKernels {
   GemmGeometry g1, g2;
-  CUfunction align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
+  cudaKernel_t align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
   std::string ptxas_log;  ///< registers / smem per kernel
   double compile_ms = 0;
   bool from_cache = false;
@@ -56,6 +57,6 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
 /// Launches the layer for M = p.num_tokens. M == 0 launches nothing.
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
-                                CUstream stream, unsigned stages = kStageAll);
+                                cudaStream_t stream, unsigned stages = kStageAll);
 
 }  // namespace moetune::kernels::cuda

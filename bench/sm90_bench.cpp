@@ -1,0 +1,302 @@
+// moetune_sm90_bench: the kernel benchmark of the cuda backend (issue: Hopper fused-MoE kernels).
+// In one run: measures the ceilings (copy bandwidth, cuBLAS bf16 matmul rate), then for each
+// shape and M: prepares uniform routing (top-k of softmax(randn), seed = M), finds the best config
+// of a sweep per GEMM (or takes the config given by --config-file), checks it against the fp32
+// GPU reference (sampled tokens) with poisoned outputs, times the whole layer (graph replay, L2
+// flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median) and each
+// stage, and writes bench/results-style CSV plus the winners as JSON. Prints a short table last.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/routing.hpp"
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_testbed.hpp"
+#include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/nvml_telemetry.hpp"
+#include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "sm90_ceilings.hpp"
+
+using namespace moetune;
+using kernels::cuda::CudaTestbed;
+
+namespace {
+
+struct Shape {
+  std::string name;
+  core::MoeProblem p;
+};
+
+std::vector<Shape> all_shapes() {
+  auto mk = [](const char* n, int64_t e, int64_t k, int64_t i, int64_t topk, core::Activation a) {
+    core::MoeProblem p;
+    p.num_experts = e;
+    p.hidden_size = k;
+    p.intermediate_size = i;
+    p.top_k = topk;
+    p.activation = a;
+    return Shape{n, p};
+  };
+  return {mk("S1", 128, 2688, 1856, 6, core::Activation::kRelu2),
+          mk("S2", 128, 2048, 768, 8, core::Activation::kSiluGated),
+          mk("S3", 8, 4096, 14336, 2, core::Activation::kSiluGated)};
+}
+
+std::vector<std::string> split(std::string const& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, sep)) if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+int reps_for(double t_us) {
+  return std::clamp(static_cast<int>(30000.0 / std::max(t_us, 1.0)), 10, 200);
+}
+
+[[noreturn]] void die(std::string const& what) {
+  std::fprintf(stderr, "moetune_sm90_bench: %s\n", what.c_str());
+  std::exit(1);
+}
+
+template <class T>
+T must(core::Result<T> r, std::string const& ctx) {
+  if (!r.ok()) die(ctx + ": " + r.error().to_string());
+  return std::move(r).value();
+}
+
+struct Point {
+  std::string shape;
+  core::MoeProblem p;
+  int64_t hit = 0;
+  double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
+  double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
+  double clock_mhz = 0, power_w = 0, rel_err = 0;
+  std::string bound, digest, config, config_json;
+  int candidates = 0;
+};
+
+double pct(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
+}
+
+// Compiles every candidate config in parallel (NVRTC is thread-safe; results land in the cubin
+// cache, so the sequential loads that follow are cache hits).
+void precompile(core::MoeProblem const& p, std::vector<core::MoeConfig> const& cfgs) {
+  std::vector<std::vector<std::string>> jobs;
+  for (auto const& c : cfgs) {
+    auto e = kernels::cuda::sm90_gather_name_exprs(p, c);
+    if (e.ok()) jobs.push_back(*e);
+  }
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned t = 0; t < n; ++t) {
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < jobs.size(); i = next++) (void)kernels::cuda::compile_module(jobs[i]);
+    });
+  }
+  for (auto& th : pool) th.join();
+}
+
+std::string cfg_json(core::KernelConfig const& k) {
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "{\"block_m\":%d,\"block_n\":%d,\"block_k\":%d,\"group_m\":%d,\"num_warps\":%d,"
+                "\"num_stages\":%d}",
+                k.tile.block_m, k.tile.block_n, k.tile.block_k, k.tile.group_m, k.pipeline.num_warps,
+                k.pipeline.num_stages);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string out_dir = "bench/results", shapes_arg = "S1,S2,S3", m_arg =
+      "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
+  bool sweep = true;
+  int sweep_reps = 5;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> std::string { if (i + 1 >= argc) die(a + " needs a value"); return argv[++i]; };
+    if (a == "--out") out_dir = next();
+    else if (a == "--shapes") shapes_arg = next();
+    else if (a == "--m") m_arg = next();
+    else if (a == "--no-sweep") sweep = false;
+    else if (a == "--sweep-reps") sweep_reps = std::stoi(next());
+    else die("unknown option " + a + " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N)");
+  }
+  auto tb = must(CudaTestbed::create(), "cuda testbed");
+  kernels::cuda::NvmlTelemetry nvml;
+  const auto dev = tb->backend().device();
+  std::fprintf(stderr, "device %s, %d SMs, driver %s\n", dev.name.c_str(), dev.sm_count,
+               nvml.driver_version().c_str());
+  const Ceilings ceil = measure_ceilings();
+  std::fprintf(stderr, "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s)\n", ceil.copy_GBps,
+               ceil.matmul_TFLOPs, ceil.matmul_source.c_str());
+  const double peak = ceil.matmul_TFLOPs > 0 ? ceil.matmul_TFLOPs : 680.0;
+
+  std::vector<Point> points;
+  auto wanted = split(shapes_arg, ',');
+  std::vector<int64_t> ms;
+  for (auto const& m : split(m_arg, ',')) ms.push_back(std::stoll(m));
+  for (auto const& shape : all_shapes()) {
+    if (std::find(wanted.begin(), wanted.end(), shape.name) == wanted.end()) continue;
+    for (int64_t M : ms) {
+      auto t_start = std::chrono::steady_clock::now();
+      core::MoeProblem p = shape.p;
+      p.num_tokens = M;
+      core::RoutingProfile routing;
+      routing.seed = static_cast<uint64_t>(M);
+      if (auto st = tb->prepare(p, routing, 1000 + M); !st.ok()) die(st.error().to_string());
+      Point pt;
+      pt.shape = shape.name;
+      pt.p = p;
+      pt.hit = tb->experts_hit();
+      const double n1 = core::gemm1_n(p);
+      pt.bytes = pt.hit * (n1 * p.hidden_size + double(p.hidden_size) * p.intermediate_size) * 2 +
+                 2.0 * M * p.hidden_size * 2 + 8.0 * M * p.top_k;
+      pt.flops = core::flops(p);
+      const double t_bw = pt.bytes / (ceil.copy_GBps * 1e9) * 1e6;
+      const double t_fl = pt.flops / (peak * 1e12) * 1e6;
+      pt.floor_us = std::max(t_bw, t_fl);
+      pt.bound = t_bw >= t_fl ? "bw" : "compute";
+
+      core::MoeConfig best = tb->backend().default_config(p);
+      if (sweep) {
+        // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone, then GEMM2 candidates.
+        double best_total = 1e30;
+        for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
+          auto c1 = kernels::cuda::sm90_gemm_candidates(p, bm, true);
+          auto c2 = kernels::cuda::sm90_gemm_candidates(p, bm, false);
+          if (c1.empty() || c2.empty()) continue;
+          std::vector<core::MoeConfig> all;
+          for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = c2.front()});
+          for (auto const& b : c2) all.push_back({.gemm1 = c1.front(), .gemm2 = b});
+          precompile(p, all);
+          pt.candidates += static_cast<int>(all.size());
+          auto pick = [&](std::vector<core::KernelConfig> const& cands, bool first,
+                          double& best_us) -> core::KernelConfig {
+            core::KernelConfig win = cands.front();
+            best_us = 1e30;
+            for (auto const& k : cands) {
+              core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = c2.front()}
+                                        : core::MoeConfig{.gemm1 = c1.front(), .gemm2 = k};
+              auto t = tb->time_stages(c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2,
+                                       1, sweep_reps);
+              if (t.ok() && t->median_us < best_us) {
+                best_us = t->median_us;
+                win = k;
+              }
+            }
+            return win;
+          };
+          double t1 = 0, t2 = 0;
+          auto w1 = pick(c1, true, t1);
+          auto w2 = pick(c2, false, t2);
+          if (t1 + t2 < best_total) {
+            best_total = t1 + t2;
+            best = {.gemm1 = w1, .gemm2 = w2};
+          }
+        }
+      }
+      auto chk = must(tb->check(best), shape.name + " M=" + std::to_string(M) + " check");
+      const auto tol = kernels::tolerance_for(p.dtype);
+      if (!chk.all_written || !chk.all_finite || chk.rel_l2_error > tol.rel_l2) {
+        std::fprintf(stderr, "FAIL %s M=%lld %s: rel_err %.3g written %d finite %d first_bad %lld\n",
+                     shape.name.c_str(), (long long)M, core::short_string(best).c_str(),
+                     chk.rel_l2_error, chk.all_written, chk.all_finite, (long long)chk.first_bad);
+      }
+      auto chk2 = must(tb->check(best), "second check");
+      if (chk2.digest != chk.digest) {
+        std::fprintf(stderr, "NONDETERMINISTIC %s M=%lld: %s vs %s\n", shape.name.c_str(),
+                     (long long)M, chk.digest.c_str(), chk2.digest.c_str());
+      }
+      pt.rel_err = chk.rel_l2_error;
+      pt.digest = chk.digest;
+      auto quick = must(tb->time(best, 1, 3), "quick time");
+      const int reps = reps_for(quick.median_us);
+      nvml.start(5);
+      auto full = must(tb->time(best, 3, reps), "time");
+      nvml.stop();
+      pt.time_us = full.median_us;
+      pt.p10 = pct(full.samples_us, 0.1);
+      pt.p90 = pct(full.samples_us, 0.9);
+      pt.clock_mhz = nvml.median_sm_clock_mhz();
+      pt.power_w = nvml.max_power_w();
+      const int sreps = std::clamp(reps, 10, 50);
+      pt.align_us = must(tb->time_stages(best, kernels::cuda::kStageAlign, 2, sreps), "t").median_us;
+      pt.gemm1_us = must(tb->time_stages(best, kernels::cuda::kStageGemm1, 2, sreps), "t").median_us;
+      pt.gemm2_us = must(tb->time_stages(best, kernels::cuda::kStageGemm2, 2, sreps), "t").median_us;
+      pt.combine_us = must(tb->time_stages(best, kernels::cuda::kStageCombine, 2, sreps), "t").median_us;
+      pt.config = core::short_string(best);
+      pt.config_json = "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      std::fprintf(stderr, "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f err %.2e [%s] (%d cands, %.1fs)\n",
+                   shape.name.c_str(), (long long)M, pt.time_us, pt.floor_us, pt.time_us / pt.floor_us,
+                   pt.rel_err, pt.config.c_str(), pt.candidates, secs);
+      points.push_back(pt);
+    }
+  }
+
+  // CSV + winners.
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  const std::string commit = MOETUNE_GIT_COMMIT;
+  const std::string csv_path = out_dir + "/" + date + "-" + commit + ".csv";
+  std::ofstream csv(csv_path);
+  csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
+         "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
+         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config\n";
+  for (auto const& pt : points) {
+    csv << commit << "," << date << "," << dev.name << "," << nvml.driver_version() << ","
+        << ceil.copy_GBps << "," << peak << "," << pt.shape << "," << pt.p.num_experts << ","
+        << pt.p.hidden_size << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
+        << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << "," << pt.hit << ","
+        << pt.time_us << "," << pt.p10 << "," << pt.p90 << "," << pt.floor_us << "," << pt.bound
+        << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
+        << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
+        << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
+        << pt.rel_err << "," << pt.digest << "," << pt.config << "\n";
+  }
+  csv.close();
+  std::ofstream win(out_dir + "/" + date + "-" + commit + "-winners.json");
+  win << "[\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    auto const& pt = points[i];
+    win << "  {\"shape\":\"" << pt.shape << "\",\"M\":" << pt.p.num_tokens << ",\"time_us\":"
+        << pt.time_us << ",\"floor_us\":" << pt.floor_us << ",\"digest\":\"" << pt.digest
+        << "\",\"rel_err\":" << pt.rel_err << ",\"config\":" << pt.config_json << "}"
+        << (i + 1 < points.size() ? "," : "") << "\n";
+  }
+  win << "]\n";
+  // Short table last.
+  std::printf("\n%-3s %6s %10s %10s %6s %5s %8s %8s %8s  %s\n", "shp", "M", "time_us", "floor_us",
+              "ratio", "bound", "gemm1", "gemm2", "err", "config");
+  std::map<std::string, std::pair<double, int>> geo;
+  for (auto const& pt : points) {
+    const double r = pt.time_us / pt.floor_us;
+    geo[pt.shape].first += std::log(r);
+    geo[pt.shape].second += 1;
+    std::printf("%-3s %6lld %10.1f %10.1f %6.3f %5s %8.1f %8.1f %8.1e  %s\n", pt.shape.c_str(),
+                (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r, pt.bound.c_str(), pt.gemm1_us,
+                pt.gemm2_us, pt.rel_err, pt.config.c_str());
+  }
+  for (auto const& [s, g] : geo) std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second), g.second);
+  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s; csv %s\n", ceil.copy_GBps, peak, csv_path.c_str());
+  return 0;
+}

@@ -1,0 +1,98 @@
+// CPU-side tests of the cuda backend (label cpu: they need nvcc's NVRTC, not a GPU):
+// can_implement reasons, the default config, and NVRTC compiles of configs tables name.
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "kernels/cuda/sm90_gather_launch.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+core::MoeProblem s1() {
+  core::MoeProblem p;
+  p.num_experts = 128;
+  p.hidden_size = 2688;
+  p.intermediate_size = 1856;
+  p.top_k = 6;
+  p.activation = core::Activation::kRelu2;
+  return p;
+}
+
+TEST(Sm90Geometry, RejectsBlockKThatDoesNotDivideK) {
+  core::MoeConfig c = sm90_default_config(s1());
+  c.gemm2.tile.block_k = 128;
+  auto st = sm90_can_implement(s1(), c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "gemm2.tile.block_k = 128 does not divide I = 1856; use a block_k that divides it (32 "
+            "always does when it is a multiple of 32)");
+}
+
+TEST(Sm90Geometry, RejectsDifferentBlockMAcrossGemms) {
+  core::MoeConfig c = sm90_default_config(s1());
+  c.gemm2.tile.block_m = c.gemm1.tile.block_m * 2;
+  auto st = sm90_can_implement(s1(), c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("must be equal"), std::string::npos);
+}
+
+TEST(Sm90Geometry, RejectsKnobsTheFamilyLacksWithTheirNames) {
+  core::MoeConfig c = sm90_default_config(s1());
+  c.gemm2.launch.swap_ab = true;
+  EXPECT_NE(sm90_can_implement(s1(), c).error().message.find("gemm2.launch.swap_ab"), std::string::npos);
+  c = sm90_default_config(s1());
+  c.gemm1.pipeline.split_k = 2;
+  EXPECT_NE(sm90_can_implement(s1(), c).error().message.find("split_k"), std::string::npos);
+  c = sm90_default_config(s1());
+  c.gemm1.pipeline.num_stages = 8;
+  c.gemm1.tile = {.block_m = 64, .block_n = 128, .block_k = 128, .group_m = 1};
+  c.gemm1.pipeline.num_warps = 4;
+  c.gemm2.tile.block_m = 64;
+  EXPECT_NE(sm90_can_implement(s1(), c).error().message.find("shared memory"), std::string::npos);
+}
+
+TEST(Sm90Geometry, DefaultConfigIsImplementableForManyShapesAndM) {
+  for (int64_t e : {8, 60, 128, 256}) {
+    for (int64_t k : {256, 2048, 2688, 4096}) {
+      for (int64_t i : {64, 768, 1856, 14336}) {
+        for (int64_t m : {0, 1, 5, 64, 1000, 16384}) {
+          core::MoeProblem p = s1();
+          p.num_experts = e;
+          p.hidden_size = k;
+          p.intermediate_size = i;
+          p.num_tokens = m;
+          p.top_k = std::min<int64_t>(e, 8);
+          auto st = sm90_can_implement(p, sm90_default_config(p));
+          EXPECT_TRUE(st.ok()) << core::to_string(p) << ": " << st.error().to_string();
+        }
+      }
+    }
+  }
+}
+
+TEST(Sm90Jit, CompilesTheDefaultConfigWithoutAGpu) {
+  core::MoeProblem p = s1();
+  p.num_tokens = 64;
+  auto exprs = sm90_gather_name_exprs(p, sm90_default_config(p));
+  ASSERT_TRUE(exprs.ok());
+  auto m = compile_module(*exprs);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_GT(m->cubin.size(), 1000u);
+  for (auto const& e : *exprs) EXPECT_FALSE(m->lowered[e].empty()) << e;
+  auto again = compile_module(*exprs);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->from_cache);
+  EXPECT_EQ(again->cubin, m->cubin);
+}
+
+TEST(Sm90Jit, ReportsACompileErrorForAnInvalidInstantiation) {
+  // Negative twin: an instantiation the static_asserts reject must fail with NVRTC's reason.
+  auto m = compile_module({"&moetune_dev::moe_gemm_kernel<64,64,48,2,2,3,1,0,true>"});
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.error().message.find("block_k must be 32, 64 or 128"), std::string::npos)
+      << m.error().message;
+}
+
+}  // namespace
+}  // namespace moetune::kernels::cuda

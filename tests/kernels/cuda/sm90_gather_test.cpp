@@ -1,0 +1,191 @@
+// Device tests of the sm90_gather family (label gpu; each skips with a reason without a GPU).
+// Small shapes are checked element by element against the CPU fp64 reference; the benchmark
+// shapes S1-S3 against the fp32 GPU reference on sampled tokens. Every run poisons the output
+// first; every config also runs twice and must give identical bits.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/cpu/reference.hpp"
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/cuda_testbed.hpp"
+#include "kernels/cuda_factory.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+using core::Activation;
+using core::MoeConfig;
+using core::MoeProblem;
+
+MoeProblem shape(int64_t e, int64_t k, int64_t i, int64_t topk, Activation a) {
+  MoeProblem p;
+  p.num_experts = e;
+  p.hidden_size = k;
+  p.intermediate_size = i;
+  p.top_k = topk;
+  p.activation = a;
+  return p;
+}
+
+class Sm90Gather : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!cuda_device_present()) return;
+    auto tb = CudaTestbed::create();
+    if (tb.ok()) tb_ = std::move(tb).value().release();
+  }
+  static void TearDownTestSuite() {
+    delete tb_;
+    tb_ = nullptr;
+  }
+  void SetUp() override {
+    if (!tb_) GTEST_SKIP() << "no CUDA device visible: sm90_gather tests run on the device machine";
+  }
+  static CudaTestbed* tb_;
+};
+CudaTestbed* Sm90Gather::tb_ = nullptr;
+
+float bf16f(uint16_t v) {
+  uint32_t u = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Checks `cfg` on the prepared problem against the CPU fp64 reference, all elements.
+void expect_matches_fp64(CudaTestbed& tb, MoeConfig const& cfg, std::string const& what) {
+  auto chk = tb.check(cfg);
+  ASSERT_TRUE(chk.ok()) << what << ": " << chk.error().to_string();
+  EXPECT_TRUE(chk->all_written) << what << " first unwritten " << chk->first_bad;
+  EXPECT_TRUE(chk->all_finite) << what;
+  auto in = tb.download_inputs();
+  ASSERT_TRUE(in.ok());
+  cpu::MoeInputsView view{in->x, in->topk_ids, in->topk_weights, in->w1, in->w2};
+  auto ref = cpu::reference_moe(tb.problem(), view);
+  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
+  auto const& out = tb.last_output();
+  ASSERT_EQ(out.size(), ref->size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double d = bf16f(out[i]) - (*ref)[i];
+    num += d * d;
+    den += (*ref)[i] * (*ref)[i];
+  }
+  const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  EXPECT_LE(err, tolerance_for(core::DType::kBf16).rel_l2) << what << " " << core::short_string(cfg);
+  auto again = tb.check(cfg);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->digest, chk->digest) << what << ": two runs differ in bits";
+}
+
+TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
+  const MoeProblem shapes[] = {
+      shape(8, 256, 128, 2, Activation::kSiluGated),
+      shape(12, 320, 192, 3, Activation::kRelu2),  // E not a power of two, K/I not multiples of 128
+      shape(6, 192, 64, 2, Activation::kGelu),
+      shape(10, 448, 320, 4, Activation::kGeluTanh)};
+  for (auto base : shapes) {
+    for (int64_t m : {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255, 256}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 7 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 11 + m).ok());
+      std::vector<MoeConfig> cfgs = {tb_->backend().default_config(p)};
+      for (int bm : {16, 64, 128}) {
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = bm, .block_n = 64, .block_k = 64, .group_m = 4};
+        c.gemm1.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = 32;
+        c.gemm2.pipeline.num_warps = 2;
+        cfgs.push_back(c);
+      }
+      for (auto const& c : cfgs) {
+        if (!tb_->backend().can_implement(p, c).ok()) continue;
+        expect_matches_fp64(*tb_, c, core::to_string(p));
+      }
+    }
+  }
+}
+
+TEST_F(Sm90Gather, HandlesAllTokensOnOneExpertAndTopK1) {
+  MoeProblem p = shape(16, 256, 128, 1, Activation::kSiluGated);
+  for (int64_t m : {1, 17, 300}) {
+    p.num_tokens = m;
+    core::RoutingProfile r;
+    r.kind = core::RoutingKind::kSingleExpert;
+    ASSERT_TRUE(tb_->prepare(p, r, 3).ok());
+    expect_matches_fp64(*tb_, tb_->backend().default_config(p), "single expert top1 M=" + std::to_string(m));
+  }
+  p.top_k = 4;
+  p.num_tokens = 129;
+  core::RoutingProfile r;
+  r.kind = core::RoutingKind::kZipf;  // many experts with zero tokens
+  ASSERT_TRUE(tb_->prepare(p, r, 5).ok());
+  expect_matches_fp64(*tb_, tb_->backend().default_config(p), "zipf top4");
+}
+
+TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
+  const MoeProblem shapes[] = {shape(128, 2688, 1856, 6, Activation::kRelu2),
+                               shape(128, 2048, 768, 8, Activation::kSiluGated),
+                               shape(8, 4096, 14336, 2, Activation::kSiluGated)};
+  for (auto base : shapes) {
+    for (int64_t m : {1, 64, 1000, 4096}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = m;
+      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
+      auto cfg = tb_->backend().default_config(p);
+      auto a = tb_->check(cfg);
+      ASSERT_TRUE(a.ok()) << a.error().to_string();
+      EXPECT_TRUE(a->all_written && a->all_finite) << core::to_string(p);
+      EXPECT_LE(a->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2) << core::to_string(p);
+      auto b = tb_->check(cfg);
+      ASSERT_TRUE(b.ok());
+      EXPECT_EQ(a->digest, b->digest) << core::to_string(p);
+    }
+  }
+}
+
+TEST_F(Sm90Gather, CheckerCatchesOneCorruptedElement) {
+  // Negative twin of the checks above: the same comparison on an output with one element changed.
+  MoeProblem p = shape(8, 256, 128, 2, Activation::kSiluGated);
+  p.num_tokens = 9;
+  ASSERT_TRUE(tb_->prepare(p, {}, 1).ok());
+  auto chk = tb_->check(tb_->backend().default_config(p));
+  ASSERT_TRUE(chk.ok());
+  auto in = tb_->download_inputs();
+  ASSERT_TRUE(in.ok());
+  cpu::MoeInputsView view{in->x, in->topk_ids, in->topk_weights, in->w1, in->w2};
+  auto ref = cpu::reference_moe(p, view);
+  ASSERT_TRUE(ref.ok());
+  auto out = tb_->last_output();
+  out[5 * 256 + 17] ^= 0x4000;  // flip an exponent bit
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double d = bf16f(out[i]) - (*ref)[i];
+    num += d * d;
+    den += (*ref)[i] * (*ref)[i];
+  }
+  EXPECT_GT(std::sqrt(num / den), tolerance_for(core::DType::kBf16).rel_l2);
+}
+
+TEST_F(Sm90Gather, EveryDefaultAndSearchSpaceConfigCompilesForS2) {
+  MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
+  for (int64_t m : {1, 64, 4096}) {
+    p.num_tokens = m;
+    ASSERT_TRUE(tb_->prepare(p, {}, 1).ok());
+    auto space = tb_->backend().search_space(p);
+    EXPECT_FALSE(space.empty());
+    for (size_t i = 0; i < space.size(); i += 7) {
+      EXPECT_TRUE(tb_->compile(space[i]).ok()) << core::short_string(space[i]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moetune::kernels::cuda
