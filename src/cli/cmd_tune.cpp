@@ -25,6 +25,7 @@ struct TuneArgs {
   std::string out_dir;  ///< empty = tables/<device>
   bool merge = false;
   bool json = false;
+  bool measure_pinned = false;  ///< also sweep pinned buckets (report only; the pin still wins)
   int reps = 5;
   int warmup = 2;
 };
@@ -187,12 +188,15 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
   options.seed = shape.routing.seed;
   bool all_ok = true;
   for (int64_t bucket : plan.buckets) {
-    if (auto pin = shape.pinned_rows.find(bucket); pin != shape.pinned_rows.end()) {
-      if (!args.json) {
-        std::cout << "bucket " << bucket << ": pinned " << core::short_string(pin->second.config)
-                  << " (" << pin->second.source.kind << " " << pin->second.source.date
-                  << "), not tuned" << std::endl;
-      }
+    auto pin = shape.pinned_rows.find(bucket);
+    bool const pinned = pin != shape.pinned_rows.end();
+    if (pinned && !args.json) {
+      std::cout << "bucket " << bucket << ": pinned " << core::short_string(pin->second.config)
+                << " (" << pin->second.source.kind << " " << pin->second.source.date << ")"
+                << (args.measure_pinned ? "; the sweep, for comparison only:" : ", not tuned")
+                << std::endl;
+    }
+    if (pinned && !args.measure_pinned) {
       json.pinned_bucket(bucket, pin->second.config);
       continue;
     }
@@ -205,7 +209,11 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
       all_ok = false;
       continue;
     }
-    if (!args.json) std::cout << bucket_line(*result) << std::endl;
+    if (!args.json) std::cout << (pinned ? "  " : "") << bucket_line(*result) << std::endl;
+    if (pinned) {
+      json.pinned_bucket(bucket, pin->second.config);
+      continue;
+    }
     json.tuned_bucket(*result);
     plan.table.rows[bucket] = core::TableRow{
         .config = result->winner,
@@ -250,6 +258,8 @@ void setup_tune(CLI::App& app, int& exit_code) {
   app.add_option("--out", args->out_dir, "directory the tables go to (default: tables/<device>)");
   app.add_flag("--merge", args->merge, "keep rows of the existing table that this run does not tune");
   app.add_flag("--json", args->json, "print the per-bucket results as one JSON object");
+  app.add_flag("--measure-pinned", args->measure_pinned,
+               "sweep pinned buckets too and print the result next to the pin (the pin still wins)");
   app.add_option("--reps", args->reps, "timed runs per candidate (median decides)")
       ->capture_default_str();
   app.add_option("--warmup", args->warmup, "untimed runs per candidate before timing")

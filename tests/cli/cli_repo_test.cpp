@@ -1,0 +1,42 @@
+// The repository's own artefacts through the binary: the shipped tables equal what the demo recipe
+// generates and lint clean, and the README documents every subcommand and env var `--help` lists.
+#include <string>
+
+#include "cli/cli_test_util.hpp"
+
+namespace moetune::cli::testing {
+namespace {
+
+using CliRepo = CliTest;
+
+std::string const kSource = MOETUNE_SOURCE_DIR;
+
+TEST_F(CliRepo, ShippedCpuTablesMatchTheDemoRecipe) {
+  RunResult r = run({"check", "--recipe", kSource + "/recipes/demo.json", "--tables",
+                     kSource + "/tables/cpu"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(CliRepo, ShippedCpuTablesLintClean) {
+  RunResult r = run({"lint", "--tables", kSource + "/tables/cpu", "--recipe",
+                     kSource + "/recipes/demo.json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(CliRepo, ReadmeDocumentsEverySubcommandAndEnvVarInHelp) {
+  std::string const readme = read_text(kSource + "/README.md");
+  ASSERT_EQ(readme.rfind("```sh\n./scripts/demo.sh", 0), 0u) << "README must start with the demo";
+  RunResult help = run({"--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  for (char const* cmd : {"tune", "resolve", "materialize", "check", "lint", "show"}) {
+    EXPECT_NE(help.out.find(cmd), std::string::npos) << cmd;
+    EXPECT_NE(readme.find(std::string("moetune ") + cmd), std::string::npos) << cmd;
+  }
+  for (char const* var : {"MOETUNE_BACKEND", "MOETUNE_CACHE_DIR"}) {
+    EXPECT_NE(help.out.find(var), std::string::npos) << var;
+    EXPECT_NE(readme.find(var), std::string::npos) << var;
+  }
+}
+
+}  // namespace
+}  // namespace moetune::cli::testing
