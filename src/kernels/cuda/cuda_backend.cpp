@@ -54,6 +54,20 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
       }
     }
   }
+  // wgmma main loop (schedule cooperative): one warpgroup per 64 rows, block_k 64.
+  if (block_m == 64 || block_m == 128) {
+    for (int bn : {64, 128, 256}) {
+      for (int stages : {3, 4, 5}) {
+        for (int gm : {1, 8}) {
+          core::KernelConfig k;
+          k.tile = {.block_m = block_m, .block_n = bn, .block_k = 64, .group_m = gm};
+          k.pipeline = {.num_warps = block_m / 16, .num_stages = stages, .split_k = 1};
+          k.launch.schedule = core::Schedule::kCooperative;
+          if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+        }
+      }
+    }
+  }
   return out;
 }
 

@@ -125,6 +125,7 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   nvrtcGetProgramLogSize(prog, &log_size);
   std::string log(log_size, '\0');
   if (log_size > 0) nvrtcGetProgramLog(prog, log.data());
+  if (auto nul = log.find('\0'); nul != std::string::npos) log.resize(nul);
   if (rc != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
     std::string first = log.substr(0, std::min<size_t>(log.size(), 2000));

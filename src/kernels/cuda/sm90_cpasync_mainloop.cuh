@@ -29,8 +29,13 @@ struct CpAsyncMainloop {
   static_assert(kWarpTileN % 16 == 0, "warp tile N must be a multiple of 16 (ldmatrix x4 on B)");
   static_assert(kStages >= 2, "the cp.async pipeline needs at least two stages");
 
+  static constexpr int kWarpColumns = kWarpsN;  // warps along N (epilogue view)
+
   // (kNumAcc, kMmaM, kMmaN, 4) fp32 accumulators; [0] gate (or the only one), [1] up.
   float acc[kNumAcc][kMmaM][kMmaN][4];
+
+  /// Accumulator i (0..3) of m16n8 fragment (mm, nn) of GEMM half h (epilogue accessor).
+  MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const { return acc[h][mm][nn][i]; }
 
   /// Issues the cp.async copies of K-tile `kt` into stage `stage`.
   /// a_off: [kBlockM] element offsets of A rows (-1 = zero row); b_base: expert's B rows;

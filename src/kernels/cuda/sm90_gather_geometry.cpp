@@ -78,9 +78,29 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
                             std::to_string(l.cluster_n) + " is not used by sm90_gather v1; use 1x1");
   }
-  if (l.schedule != core::Schedule::kAuto) {
-    return reject(gemm, "launch.schedule = " + std::string(core::to_string(l.schedule)) +
-                            " is not used by sm90_gather v1 (not warp-specialised); use auto");
+  if (l.schedule == core::Schedule::kPingpong) {
+    return reject(gemm, "launch.schedule = pingpong is not implemented by sm90_gather v1; use auto "
+                        "(mma.sync) or cooperative (wgmma)");
+  }
+  const bool wgmma = l.schedule == core::Schedule::kCooperative;
+  if (wgmma) {
+    if (t.block_k != 64) {
+      return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
+                              " with schedule cooperative (wgmma); use 64 (one 128-byte swizzle atom)");
+    }
+    if (t.block_m != 64 && t.block_m != 128) {
+      return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
+                              " with schedule cooperative (wgmma); use 64 or 128");
+    }
+    if (pl.num_warps != t.block_m / 16) {
+      return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
+                              " with schedule cooperative needs one warpgroup per 64 rows; use " +
+                              std::to_string(t.block_m / 16));
+    }
+    if (t.block_n < 32 || (is_gemm1 && core::is_gated(p.activation) && t.block_n > 128)) {
+      return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) +
+                              " with schedule cooperative; use 32..256 (gated GEMM1: 32..128)");
+    }
   }
   if (l.num_threads != 0) {
     return reject(gemm, "launch.num_threads = " + std::to_string(l.num_threads) +
@@ -98,6 +118,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   g.stages = pl.num_stages;
   g.group_m = t.group_m;
   g.gated = is_gemm1 && core::is_gated(p.activation);
+  g.mma = wgmma ? 1 : 0;
   double best = 1e9;
   bool found = false;
   for (int wm = 1; wm <= warps; wm *= 2) {
@@ -113,12 +134,17 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
       found = true;
     }
   }
+  if (wgmma) {
+    g.warps_m = t.block_m / 16;
+    g.warps_n = 1;
+    found = true;
+  }
   if (!found) {
     return reject(gemm, "pipeline.num_warps = " + std::to_string(warps) + " cannot tile " +
                             std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
                             " with warp tiles of at least 16x16; use fewer warps or a larger tile");
   }
-  const int reg_budget = std::min(255, 65536 / g.threads()) - 48;
+  const int reg_budget = std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48);
   if (g.acc_registers() > reg_budget) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
                             " needs " + std::to_string(g.acc_registers()) +
@@ -168,7 +194,8 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +
          std::to_string(g.warps_m) + "," + std::to_string(g.warps_n) + "," +
          std::to_string(g.stages) + "," + std::to_string(g.group_m) + "," +
-         std::to_string(is_gemm1 ? act : 0) + "," + (is_gemm1 ? "true" : "false") + ">";
+         std::to_string(is_gemm1 ? act : 0) + "," + (is_gemm1 ? "true" : "false") + "," +
+         std::to_string(g.mma) + ">";
 }
 
 // Default rule (measured on H200, see docs/kernels.md once tuned tables exist):

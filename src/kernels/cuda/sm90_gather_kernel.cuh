@@ -11,6 +11,7 @@
 #include "sm90_common.cuh"
 #include "sm90_cpasync_mainloop.cuh"
 #include "sm90_moe_epilogue.cuh"
+#include "sm90_wgmma_mainloop.cuh"
 
 namespace moetune_dev {
 
@@ -29,12 +30,26 @@ struct GemmParams {
   int max_blocks;
 };
 
+/// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
+template <int kMma, int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages,
+          bool kGated>
+struct SelectMainloop {
+  using type = CpAsyncMainloop<kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kGated>;
+};
+template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages, bool kGated>
+struct SelectMainloop<1, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kGated> {
+  static_assert(kBlockK == 64, "wgmma path: block_k must be 64 (one 128-byte swizzle atom)");
+  static_assert(kWarpsM * kWarpsN * 32 == kBlockM * 2, "wgmma path: one warpgroup per 64 rows");
+  using type = WgmmaMainloop<kBlockM, kBlockN, kStages, kGated>;
+};
+
 template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages,
-          int kGroupM, int kAct, bool kIsGemm1>
-__global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
+          int kGroupM, int kAct, bool kIsGemm1, int kMma>
+__global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1)
     moe_gemm_kernel(GemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
-  using Mainloop = CpAsyncMainloop<kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kGated>;
+  using Mainloop =
+      typename SelectMainloop<kMma, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kGated>::type;
   static_assert(kGroupM >= 1, "group_m must be >= 1");
   extern __shared__ __align__(1024) char smem[];
   __shared__ long long a_off[kBlockM];
@@ -69,8 +84,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32)
   const moe_bf16* b_base = p.b + (long long)expert * p.b_rows_per_expert * p.k_dim;
   Mainloop ml;
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
-  moe_epilogue_store<Mainloop, kWarpsN, kAct, kIsGemm1>(ml, p.out, row_pair, row0, n0, p.n_dim,
-                                                         p.topk_weights);
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, p.out, row_pair, row0, n0, p.n_dim,
+                                                p.topk_weights);
 }
 
 struct CombineParams {

@@ -12,12 +12,13 @@ namespace moetune_dev {
 
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
 /// row_pair: [kBlockM] pair id of each tile row (-1 = padding).
-template <class Mainloop, int kWarpsN, int kAct, bool kIsGemm1>
+template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, moe_bf16* out, const int* row_pair,
                                        long long row0, int n0, int n_dim,
                                        const float* topk_weights) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
+  constexpr int kWarpsN = Mainloop::kWarpColumns;
   const int warp_m = warp / kWarpsN;
   const int warp_n = warp % kWarpsN;
 #pragma unroll
@@ -34,12 +35,12 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, moe_bf16* out, const 
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
         const int col = n0 + warp_n * Mainloop::kWarpTileN + nn * 8 + (lane & 3) * 2;
         if (col >= n_dim) continue;
-        float v0 = ml.acc[0][mm][nn][half * 2 + 0];
-        float v1 = ml.acc[0][mm][nn][half * 2 + 1];
+        float v0 = ml.acc_at(0, mm, nn, half * 2 + 0);
+        float v1 = ml.acc_at(0, mm, nn, half * 2 + 1);
         if (kIsGemm1) {
           if (kAct == kActSiluGated) {
-            v0 = act_silu(v0) * ml.acc[Mainloop::kNumAcc - 1][mm][nn][half * 2 + 0];
-            v1 = act_silu(v1) * ml.acc[Mainloop::kNumAcc - 1][mm][nn][half * 2 + 1];
+            v0 = act_silu(v0) * ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, half * 2 + 0);
+            v1 = act_silu(v1) * ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, half * 2 + 1);
           } else {
             v0 = apply_act<kAct>(v0);
             v1 = apply_act<kAct>(v1);

@@ -88,7 +88,7 @@ TEST(Sm90Jit, CompilesTheDefaultConfigWithoutAGpu) {
 
 TEST(Sm90Jit, ReportsACompileErrorForAnInvalidInstantiation) {
   // Negative twin: an instantiation the static_asserts reject must fail with NVRTC's reason.
-  auto m = compile_module({"&moetune_dev::moe_gemm_kernel<64,64,48,2,2,3,1,0,true>"});
+  auto m = compile_module({"&moetune_dev::moe_gemm_kernel<64,64,48,2,2,3,1,0,true,0>"});
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.error().message.find("block_k must be 32, 64 or 128"), std::string::npos)
       << m.error().message;

@@ -103,6 +103,15 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.pipeline.num_warps = 2;
         cfgs.push_back(c);
       }
+      for (int bm : {64, 128}) {  // wgmma main loop (schedule cooperative)
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = bm, .block_n = 64, .block_k = 64, .group_m = 2};
+        c.gemm1.pipeline = {.num_warps = bm / 16, .num_stages = 3, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kCooperative;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = bm == 64 ? 128 : 32;
+        cfgs.push_back(c);
+      }
       for (auto const& c : cfgs) {
         if (!tb_->backend().can_implement(p, c).ok()) continue;
         expect_matches_fp64(*tb_, c, core::to_string(p));
@@ -140,6 +149,14 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
       r.seed = m;
       ASSERT_TRUE(tb_->prepare(p, r, m).ok());
       auto cfg = tb_->backend().default_config(p);
+      if (m >= 1000) {  // the wgmma path at the sizes it serves
+        for (auto* k : {&cfg.gemm1, &cfg.gemm2}) {
+          k->tile = {.block_m = 128, .block_n = k == &cfg.gemm1 ? 128 : 256, .block_k = 64, .group_m = 8};
+          k->pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
+          k->launch.schedule = core::Schedule::kCooperative;
+        }
+        if (core::is_gated(p.activation)) cfg.gemm1.tile.block_n = 128;
+      }
       auto a = tb_->check(cfg);
       ASSERT_TRUE(a.ok()) << a.error().to_string();
       EXPECT_TRUE(a->all_written && a->all_finite) << core::to_string(p);
