@@ -112,6 +112,21 @@ TEST_F(CliTables, ResolveAgreesWithVllmNearestKeyRule) {
   EXPECT_NE(text.out.find("M=115 -> key 113"), std::string::npos) << text.out;
 }
 
+TEST_F(CliTables, PolicyDefaultsComeFromTheBackendOfTheTablesFamily) {
+  std::string text = tiny_recipe_json();
+  replace_once(text, "\"buckets\": [1, 4, 16],",
+               "\"buckets\": [1, 4, 16], \"policy\": {\"tiny_m_threshold\": 2},");
+  write("recipe.json", text);
+  ASSERT_EQ(run({"materialize", "--recipe", "recipe.json", "--out", "tables"}).exit_code, 0);
+  RunResult r = run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "1",
+                     "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json_field(r.out, "rule"), "\"tiny_m_gate\"") << r.out;
+  EXPECT_EQ(json_field(r.out, "key"), "null") << r.out;
+  // cpu_tiled's documented default at M=1, E=4, top_k=2: one pair per expert -> block_m 8.
+  EXPECT_NE(r.out.find("\"block_m\": 8"), std::string::npos) << r.out;
+}
+
 TEST_F(CliTables, ShowPrintsEveryRowAsTextAndJson) {
   write("recipe.json", tiny_recipe_json());
   ASSERT_EQ(run({"materialize", "--recipe", "recipe.json", "--out", "tables"}).exit_code, 0);
