@@ -23,8 +23,7 @@ void check_backend_name(std::string const& name, std::string const& where) {
   for (auto const& known : kBackendNames) {
     if (name == known) return;
   }
-  throw CliExit{kExitBadInput, where + ": unknown backend '" + name +
-                                   "'; expected cpu or cuda" +
+  throw CliExit{kExitBadInput, where + ": unknown backend '" + name + "'; expected cpu or cuda" +
                                    core::did_you_mean(name, kBackendNames)};
 }
 
@@ -63,16 +62,19 @@ void check_m(int64_t m, std::string const& option) {
   }
 }
 
-core::Recipe load_recipe_or_exit(std::string const& path) { return unwrap(core::load_recipe(path)); }
+core::Recipe load_recipe_or_exit(std::string const& path) {
+  return unwrap(core::load_recipe(path));
+}
 
 core::Table load_table_or_exit(std::string const& path) { return unwrap(core::load_table(path)); }
 
 core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::string const& file) {
   if (key.hidden_size <= 0 || key.top_k <= 0 || !key.activation.has_value()) {
     throw CliExit{kExitBadInput,
-                  file + ": the table has no manifest with K, top_k and activation, so the "
-                         "backend's default config cannot be chosen; pass --problem "
-                         "E=..,K=..,I=..,topk=..,act=..,dtype=.."};
+                  file +
+                      ": the table has no manifest with K, top_k and activation, so the "
+                      "backend's default config cannot be chosen; pass --problem "
+                      "E=..,K=..,I=..,topk=..,act=..,dtype=.."};
   }
   core::MoeProblem p;
   p.num_tokens = m;
@@ -90,7 +92,8 @@ std::string backend_for_family(std::string const& family) {
   return family == "cpu_tiled" ? "cpu" : "cuda";
 }
 
-std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key, std::string const& file) {
+std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key,
+                                                 std::string const& file) {
   std::string const name = backend_for_family(key.family);
   auto backend = kernels::make_backend(name);
   if (!backend.ok()) {
@@ -119,8 +122,8 @@ std::string format_source(std::optional<core::Source> const& source) {
   if (!source->date.empty()) out << " " << source->date;
   if (!source->device.empty()) out << " on " << source->device;
   for (auto const& [name, value] : source->numbers) {
-    out << " " << name << "=" << (name.ends_with("_us") ? format_us(value) : std::to_string(
-                                                                                  int64_t(value)));
+    out << " " << name << "="
+        << (name.ends_with("_us") ? format_us(value) : std::to_string(int64_t(value)));
   }
   return out.str();
 }

@@ -49,7 +49,8 @@ core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::str
 std::string backend_for_family(std::string const& family);
 /// The backend that serves a table's family (its default config), or CliExit(2) naming the file,
 /// the family and why that backend is unavailable here.
-std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key, std::string const& file);
+std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key,
+                                                 std::string const& file);
 
 /// Human-readable table: key line, policy, then one line per row (bucket, config, source).
 std::string format_table_text(core::Table const& table, std::string const& path);

@@ -31,8 +31,8 @@ int run_check(CheckArgs const& args) {
   std::cerr << "moetune check: " << diffs.size()
             << (diffs.size() == 1 ? " difference" : " differences") << " between "
             << args.tables_dir << " and " << args.recipe_path
-            << "; regenerate with 'moetune materialize --recipe " << args.recipe_path
-            << " --out " << args.tables_dir << " --merge'\n";
+            << "; regenerate with 'moetune materialize --recipe " << args.recipe_path << " --out "
+            << args.tables_dir << " --merge'\n";
   return kExitFindings;
 }
 

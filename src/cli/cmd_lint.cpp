@@ -58,7 +58,8 @@ Backends find_backends(LintArgs const& args, std::optional<core::Recipe> const& 
   for (auto const& [id, family] : b.family_of) {
     if (b.by_family.count(family) != 0) continue;
     auto backend = kernels::make_backend(backend_for_family(family));
-    b.by_family[family] = backend.ok() ? std::shared_ptr<core::Backend>(std::move(*backend)) : nullptr;
+    b.by_family[family] =
+        backend.ok() ? std::shared_ptr<core::Backend>(std::move(*backend)) : nullptr;
     if (!backend.ok()) {
       std::cerr << "moetune lint: note: family " << family << " needs the "
                 << backend_for_family(family) << " backend for its default config, which is "
@@ -74,8 +75,9 @@ int run_lint(LintArgs const& args) {
   std::optional<core::Recipe> recipe;
   if (!args.recipe_path.empty()) recipe = load_recipe_or_exit(args.recipe_path);
   if (!std::filesystem::is_directory(args.tables_dir)) {
-    throw CliExit{kExitBadInput, args.tables_dir + ": not a directory; pass the folder that holds "
-                                                   "the tables (e.g. --tables tables/cpu)"};
+    throw CliExit{kExitBadInput, args.tables_dir +
+                                     ": not a directory; pass the folder that holds "
+                                     "the tables (e.g. --tables tables/cpu)"};
   }
   Backends backends = find_backends(args, recipe);
   std::set<ShapeId> unavailable;
@@ -92,7 +94,8 @@ int run_lint(LintArgs const& args) {
   auto can_produce = [&](std::string const& family, core::MoeProblem const& problem,
                          core::MoeConfig const& config) -> core::Status {
     auto backend = backends.by_family.find(family);
-    if (backend == backends.by_family.end() || backend->second == nullptr) return core::Status::Ok();
+    if (backend == backends.by_family.end() || backend->second == nullptr)
+      return core::Status::Ok();
     return backend->second->can_implement(problem, config);
   };
   core::LintOptions options;
@@ -104,7 +107,8 @@ int run_lint(LintArgs const& args) {
   for (core::LintFinding const& f : findings) {
     if (f.kind == core::LintKind::kTinyMShadow && f.bucket) {
       auto table = core::load_table(f.file);
-      ShapeId const id = shape_id(core::problem_for_key(table.ok() ? table->key : core::TableKey{}, 1));
+      ShapeId const id =
+          shape_id(core::problem_for_key(table.ok() ? table->key : core::TableKey{}, 1));
       if (table.ok() && unavailable.count(id) != 0) {
         // No default to judge against on this machine: say so once per file instead of guessing.
         if (backends.family_of.count(id) == 0 && noted.insert(f.file).second) {
@@ -133,8 +137,8 @@ int run_lint(LintArgs const& args) {
     if (!args.json) std::cout << "lint: " << args.tables_dir << ": no findings\n";
     return kExitOk;
   }
-  std::cerr << "moetune lint: " << shown.size() << (shown.size() == 1 ? " finding" : " findings") << " in "
-            << args.tables_dir << "\n";
+  std::cerr << "moetune lint: " << shown.size() << (shown.size() == 1 ? " finding" : " findings")
+            << " in " << args.tables_dir << "\n";
   return kExitFindings;
 }
 
@@ -147,8 +151,9 @@ void setup_lint(CLI::App& app, int& exit_code) {
                  "the recipe that writes these tables (its families override the manifests')");
   app.add_option("--max-m", args->max_m,
                  "serving range [1, max-m] for the unreachable-key check (default: largest key)");
-  app.add_flag("--json", args->json, "print the findings as a JSON array of {kind, file, bucket, "
-                                     "message}");
+  app.add_flag("--json", args->json,
+               "print the findings as a JSON array of {kind, file, bucket, "
+               "message}");
   app.callback([args, &exit_code] { exit_code = run_lint(*args); });
 }
 

@@ -67,7 +67,8 @@ void setup_resolve(CLI::App& app, int& exit_code) {
   app.add_option("--table", args->table_path, "the vLLM table file (its .moetune manifest is read)")
       ->required();
   app.add_option("--m", args->m, "token count M to resolve")->required();
-  app.add_flag("--json", args->json, "print one JSON object: m, key, rule, config, source, explain");
+  app.add_flag("--json", args->json,
+               "print one JSON object: m, key, rule, config, source, explain");
   add_problem_option(app, &args->problem_spec);
   app.callback([args, &exit_code] {
     run_resolve(*args);

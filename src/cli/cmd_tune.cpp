@@ -78,10 +78,10 @@ std::string pick_backend(TuneArgs const& args, core::RecipeShape const& shape,
   check_backend_name(wanted, where + ": backend");
   auto probe = kernels::make_backend(wanted);
   if (!probe.ok()) {
-    throw CliExit{kExitBadInput,
-                  where + ": the recipe's backend is " + wanted + ", which is unavailable here (" +
-                      probe.error().to_string() + "); run on a machine with a GPU, or tune a " +
-                      "recipe whose backend is cpu (e.g. recipes/demo.json)"};
+    throw CliExit{kExitBadInput, where + ": the recipe's backend is " + wanted +
+                                     ", which is unavailable here (" + probe.error().to_string() +
+                                     "); run on a machine with a GPU, or tune a " +
+                                     "recipe whose backend is cpu (e.g. recipes/demo.json)"};
   }
   return wanted;
 }
@@ -99,9 +99,9 @@ core::Source tuned_source(TuneArgs const& args, tuner::BucketResult const& r,
   s.kind = "tuned";
   s.date = today_utc();
   s.device = device;
-  s.protocol = "moetune-sweep-v1: in-process, " + std::to_string(args.warmup) + " warm-up, median of " +
-               std::to_string(args.reps) + ", default kept unless beaten by >2%, routing " +
-               core::format_routing(routing);
+  s.protocol = "moetune-sweep-v1: in-process, " + std::to_string(args.warmup) +
+               " warm-up, median of " + std::to_string(args.reps) +
+               ", default kept unless beaten by >2%, routing " + core::format_routing(routing);
   s.numbers = {{"time_us", r.time_us},
                {"default_us", r.default_us},
                {"candidates", double(r.candidates)},
@@ -215,10 +215,10 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
       continue;
     }
     json.tuned_bucket(*result);
-    plan.table.rows[bucket] = core::TableRow{
-        .config = result->winner,
-        .source = tuned_source(args, *result, plan.device.name, plan.backend_name, plan.out_dir,
-                               shape.routing)};
+    plan.table.rows[bucket] =
+        core::TableRow{.config = result->winner,
+                       .source = tuned_source(args, *result, plan.device.name, plan.backend_name,
+                                              plan.out_dir, shape.routing)};
   }
   for (auto const& [bucket, pin] : shape.pinned_rows) {
     plan.table.rows[bucket] = core::TableRow{.config = pin.config, .source = pin.source};
@@ -256,10 +256,12 @@ void setup_tune(CLI::App& app, int& exit_code) {
                  "token counts to tune, e.g. 1,4,16 (default: the recipe's buckets)");
   add_backend_option(app, &args->backend);
   app.add_option("--out", args->out_dir, "directory the tables go to (default: tables/<device>)");
-  app.add_flag("--merge", args->merge, "keep rows of the existing table that this run does not tune");
+  app.add_flag("--merge", args->merge,
+               "keep rows of the existing table that this run does not tune");
   app.add_flag("--json", args->json, "print the per-bucket results as one JSON object");
-  app.add_flag("--measure-pinned", args->measure_pinned,
-               "sweep pinned buckets too and print the result next to the pin (the pin still wins)");
+  app.add_flag(
+      "--measure-pinned", args->measure_pinned,
+      "sweep pinned buckets too and print the result next to the pin (the pin still wins)");
   app.add_option("--reps", args->reps, "timed runs per candidate (median decides)")
       ->capture_default_str();
   app.add_option("--warmup", args->warmup, "untimed runs per candidate before timing")

@@ -1,6 +1,7 @@
 // The moetune CLI: one table of subcommands (STYLE 18). Each subcommand lives in cmd_<name>.cpp
 // and registers its options and callback on a CLI11 sub-app. Exit codes (documented in README):
-//   0 ok, 1 findings / failed check / all candidates failed, 2 bad input or usage, 3 internal error.
+//   0 ok, 1 findings / failed check / all candidates failed, 2 bad input or usage, 3 internal
+//   error.
 #pragma once
 
 #include <string>

@@ -61,8 +61,8 @@ std::string table_json_text(core::Table const& table, std::string const& path) {
   return "{\n  \"file\": " + json_quote(path) +
          ",\n  \"key\": " + core::to_json_text(table.key, -1) +
          ",\n  \"policy\": " + core::to_json_text(table.policy, -1) +
-         ",\n  \"has_manifest\": " + (table.has_manifest ? "true" : "false") +
-         ",\n  \"rows\": [" + (rows.empty() ? "" : "\n" + join(rows, ",\n") + "\n  ") + "]\n}\n";
+         ",\n  \"has_manifest\": " + (table.has_manifest ? "true" : "false") + ",\n  \"rows\": [" +
+         (rows.empty() ? "" : "\n" + join(rows, ",\n") + "\n  ") + "]\n}\n";
 }
 
 void JsonOut::begin_shape(std::string const& name, std::string const& table,
@@ -83,10 +83,10 @@ void JsonOut::pinned_bucket(int64_t bucket, core::MoeConfig const& config) {
 void JsonOut::tuned_bucket(tuner::BucketResult const& r) {
   if (!enabled_) return;
   buckets_.push_back(
-      "{\"bucket\": " + std::to_string(r.bucket) + ", \"outcome\": \"tuned\", \"winner\": " +
-      core::to_json_text(r.winner, -1) + ", \"winner_short\": " +
-      json_quote(core::short_string(r.winner)) + ", \"time_us\": " + json_number(r.time_us) +
-      ", \"default_us\": " + json_number(r.default_us) +
+      "{\"bucket\": " + std::to_string(r.bucket) +
+      ", \"outcome\": \"tuned\", \"winner\": " + core::to_json_text(r.winner, -1) +
+      ", \"winner_short\": " + json_quote(core::short_string(r.winner)) + ", \"time_us\": " +
+      json_number(r.time_us) + ", \"default_us\": " + json_number(r.default_us) +
       ", \"margin\": " + json_number(tuner::margin(r.default_us, r.time_us)) +
       ", \"incumbent_kept\": " + (r.incumbent_kept ? "true" : "false") +
       ", \"candidates\": " + std::to_string(r.candidates) +

@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   for (auto const& v : env_var_table()) {
     footer += std::string("  ") + v.name + " (default: " + v.default_value + "): " + v.help + "\n";
   }
-  footer += "\nExit codes: 0 ok, 1 findings or failed check, 2 bad input or usage, 3 internal error.";
+  footer +=
+      "\nExit codes: 0 ok, 1 findings or failed check, 2 bad input or usage, 3 internal error.";
   app.footer(footer);
   int exit_code = kExitOk;
   std::string current = "";
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
   } catch (CLI::ParseError const& e) {
     std::string sub = argc > 1 ? argv[1] : "";
     std::cerr << "moetune" << (sub.empty() || sub[0] == '-' ? "" : " " + sub) << ": " << e.what()
-              << "; see 'moetune " << (sub.empty() || sub[0] == '-' ? "" : sub + " ") << "--help'\n";
+              << "; see 'moetune " << (sub.empty() || sub[0] == '-' ? "" : sub + " ")
+              << "--help'\n";
     return kExitBadInput;
   } catch (CliExit const& e) {
     if (!e.message.empty()) {
@@ -93,7 +95,8 @@ int main(int argc, char** argv) {
     }
     return e.code;
   } catch (std::exception const& e) {
-    std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": internal error: " << e.what() << "\n";
+    std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": internal error: " << e.what()
+              << "\n";
     return kExitInternal;
   }
   return exit_code;

@@ -100,11 +100,11 @@ core::Result<BucketResult> sweep_bucket(kernels::Testbed& testbed, core::MoeProb
     if (best == nullptr || r.median_us < best->median_us) best = &r;
   }
   if (best == nullptr) {
-    return core::make_error(
-        core::ErrorCode::kUnsupported, "bucket " + std::to_string(bucket),
-        "no candidate survived (" + std::to_string(out.candidates) + " candidates: " +
-            std::to_string(out.rejected) + " rejected, " + std::to_string(out.failed) +
-            " failed, " + std::to_string(out.wrong) + " wrong results)");
+    return core::make_error(core::ErrorCode::kUnsupported, "bucket " + std::to_string(bucket),
+                            "no candidate survived (" + std::to_string(out.candidates) +
+                                " candidates: " + std::to_string(out.rejected) + " rejected, " +
+                                std::to_string(out.failed) + " failed, " +
+                                std::to_string(out.wrong) + " wrong results)");
   }
   CandidateResult const* winner = best;
   if (incumbent_result != nullptr) {

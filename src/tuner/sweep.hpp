@@ -20,10 +20,10 @@ namespace moetune::tuner {
 
 /// How one bucket is swept.
 struct SweepOptions {
-  int warmup = 2;              ///< untimed runs before timing each survivor
-  int reps = 5;                ///< timed runs per survivor; the median decides
-  double keep_margin = 0.02;   ///< a challenger must be faster than the incumbent by > 2%
-  uint64_t seed = 0;           ///< data seed for Testbed::prepare
+  int warmup = 2;             ///< untimed runs before timing each survivor
+  int reps = 5;               ///< timed runs per survivor; the median decides
+  double keep_margin = 0.02;  ///< a challenger must be faster than the incumbent by > 2%
+  uint64_t seed = 0;          ///< data seed for Testbed::prepare
 };
 
 /// The one outcome of a candidate.
@@ -34,9 +34,9 @@ const char* to_string(Outcome o);
 struct CandidateResult {
   core::MoeConfig config;
   Outcome outcome = Outcome::kOk;
-  std::string reason;        ///< why it was rejected/failed/wrong; "" when ok
-  double median_us = 0;      ///< ok only
-  std::string digest;        ///< output digest of the checked run; ok only
+  std::string reason;    ///< why it was rejected/failed/wrong; "" when ok
+  double median_us = 0;  ///< ok only
+  std::string digest;    ///< output digest of the checked run; ok only
 };
 
 /// The answer for one bucket.

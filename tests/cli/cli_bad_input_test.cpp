@@ -26,7 +26,8 @@ class CliBadInput : public CliTest {
   void expect_bad(RunResult const& r, std::vector<std::string> const& needles) const {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
-    for (auto const& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << n << " in " << r.err;
+    for (auto const& n : needles)
+      EXPECT_NE(r.err.find(n), std::string::npos) << n << " in " << r.err;
     EXPECT_EQ(read(table_), table_bytes_);
     EXPECT_EQ(read(table_ + ".moetune"), manifest_bytes_);
   }

@@ -46,8 +46,8 @@ TEST_F(CliLint, WithoutARecipeAPlainVllmFileIsNotJudgedAgainstAGuessedDefault) {
 
 TEST_F(CliLint, IsQuietOnACleanTunedTable) {
   write("recipe.json", tiny_recipe_json());
-  RunResult t = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--reps", "1",
-                     "--warmup", "0"});
+  RunResult t =
+      run({"tune", "--recipe", "recipe.json", "--out", "tables", "--reps", "1", "--warmup", "0"});
   ASSERT_EQ(t.exit_code, 0) << t.err;
   RunResult r = run({"lint", "--tables", "tables", "--recipe", "recipe.json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;

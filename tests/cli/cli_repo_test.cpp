@@ -12,14 +12,14 @@ using CliRepo = CliTest;
 std::string const kSource = MOETUNE_SOURCE_DIR;
 
 TEST_F(CliRepo, ShippedCpuTablesMatchTheDemoRecipe) {
-  RunResult r = run({"check", "--recipe", kSource + "/recipes/demo.json", "--tables",
-                     kSource + "/tables/cpu"});
+  RunResult r = run(
+      {"check", "--recipe", kSource + "/recipes/demo.json", "--tables", kSource + "/tables/cpu"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 TEST_F(CliRepo, ShippedCpuTablesLintClean) {
-  RunResult r = run({"lint", "--tables", kSource + "/tables/cpu", "--recipe",
-                     kSource + "/recipes/demo.json"});
+  RunResult r = run(
+      {"lint", "--tables", kSource + "/tables/cpu", "--recipe", kSource + "/recipes/demo.json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 

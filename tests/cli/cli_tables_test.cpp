@@ -72,8 +72,9 @@ TEST_F(CliTables, CheckFindsAChangedRowAndNamesFileAndBucket) {
 TEST_F(CliTables, MaterializeWithoutMergeDropsUnpinnedRowsAndWithMergeKeepsThem) {
   write("recipe.json", tiny_recipe_json());
   std::string const table = std::string("tables/") + kTinyTableName;
-  write(table, "{\"64\": {\"BLOCK_SIZE_M\": 16, \"BLOCK_SIZE_N\": 32, \"BLOCK_SIZE_K\": 64, "
-               "\"GROUP_SIZE_M\": 1, \"num_warps\": 4, \"num_stages\": 2}}\n");
+  write(table,
+        "{\"64\": {\"BLOCK_SIZE_M\": 16, \"BLOCK_SIZE_N\": 32, \"BLOCK_SIZE_K\": 64, "
+        "\"GROUP_SIZE_M\": 1, \"num_warps\": 4, \"num_stages\": 2}}\n");
   ASSERT_EQ(run({"materialize", "--recipe", "recipe.json", "--out", "tables", "--merge"}).exit_code,
             0);
   EXPECT_NE(read(table).find("\"64\""), std::string::npos);
@@ -85,8 +86,8 @@ TEST_F(CliTables, MaterializeWithoutMergeDropsUnpinnedRowsAndWithMergeKeepsThem)
 TEST_F(CliTables, ResolveJsonHasExactlyTheContractFields) {
   write("recipe.json", tiny_recipe_json());
   ASSERT_EQ(run({"materialize", "--recipe", "recipe.json", "--out", "tables"}).exit_code, 0);
-  RunResult r = run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "3",
-                     "--json"});
+  RunResult r =
+      run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(top_level_keys(r.out),
             (std::vector<std::string>{"m", "key", "rule", "config", "source", "explain"}))
@@ -100,8 +101,8 @@ TEST_F(CliTables, ResolveAgreesWithVllmNearestKeyRule) {
   std::string const table = "vllm/E=128,N=1856,device_name=MTT_S5000.json";
   write(table, seed000_vllm_table());
   std::vector<int> const keys = {16, 49, 80, 113, 144, 511, 512, 513};
-  std::vector<int> ms = {0, 1, 7, 14, 21, 28, 32, 33, 64, 65, 96, 97, 115, 120, 128, 129,
-                         327, 328, 511, 512, 513, 514, 4096};
+  std::vector<int> ms = {0,   1,   7,   14,  21,  28,  32,  33,  64,  65,  96,  97,
+                         115, 120, 128, 129, 327, 328, 511, 512, 513, 514, 4096};
   for (int m : ms) {
     RunResult r = run({"resolve", "--table", table, "--m", std::to_string(m), "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -118,8 +119,8 @@ TEST_F(CliTables, PolicyDefaultsComeFromTheBackendOfTheTablesFamily) {
                "\"buckets\": [1, 4, 16], \"policy\": {\"tiny_m_threshold\": 2},");
   write("recipe.json", text);
   ASSERT_EQ(run({"materialize", "--recipe", "recipe.json", "--out", "tables"}).exit_code, 0);
-  RunResult r = run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "1",
-                     "--json"});
+  RunResult r =
+      run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "1", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(json_field(r.out, "rule"), "\"tiny_m_gate\"") << r.out;
   EXPECT_EQ(json_field(r.out, "key"), "null") << r.out;

@@ -72,7 +72,9 @@ class CliTest : public ::testing::Test {
   }
 
   std::filesystem::path path(std::string const& rel) const { return dir_ / rel; }
-  void write(std::string const& rel, std::string const& text) const { write_text(dir_ / rel, text); }
+  void write(std::string const& rel, std::string const& text) const {
+    write_text(dir_ / rel, text);
+  }
   std::string read(std::string const& rel) const { return read_text(dir_ / rel); }
 
   std::filesystem::path dir_;

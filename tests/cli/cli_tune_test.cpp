@@ -46,8 +46,8 @@ TEST_F(CliTune, TuneOnCpuWritesATableThatLoads) {
 
   RunResult c = run({"check", "--recipe", "recipe.json", "--tables", "tables"});
   EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
-  RunResult resolve = run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m",
-                           "5"});
+  RunResult resolve =
+      run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "5"});
   EXPECT_EQ(resolve.exit_code, 0) << resolve.err;
   EXPECT_NE(resolve.out.find("M=5 -> key 4"), std::string::npos) << resolve.out;
 }
