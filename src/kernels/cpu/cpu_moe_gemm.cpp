@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "kernels/cpu/bf16.hpp"
+#include "kernels/cpu/microkernel.hpp"
 
 namespace moetune::kernels::cpu::detail {
 namespace {
@@ -36,41 +37,6 @@ float activate(core::Activation act, float h) {
 }
 
 float silu_mul(float gate, float up) { return gate / (1.0f + std::exp(-gate)) * up; }
-
-/// acc[rows, width] += a[rows, depth] * b[depth, width]; four rows share each load of b.
-void microkernel(float const* a, int rows, int depth, float const* b, int width, float* acc) {
-  int i = 0;
-  for (; i + 4 <= rows; i += 4) {
-    float* __restrict c0 = acc + (i + 0) * width;
-    float* __restrict c1 = acc + (i + 1) * width;
-    float* __restrict c2 = acc + (i + 2) * width;
-    float* __restrict c3 = acc + (i + 3) * width;
-    for (int kk = 0; kk < depth; ++kk) {
-      float const a0 = a[(i + 0) * depth + kk];
-      float const a1 = a[(i + 1) * depth + kk];
-      float const a2 = a[(i + 2) * depth + kk];
-      float const a3 = a[(i + 3) * depth + kk];
-      float const* __restrict bk = b + static_cast<int64_t>(kk) * width;
-      for (int j = 0; j < width; ++j) {
-        float const bj = bk[j];
-        c0[j] += a0 * bj;
-        c1[j] += a1 * bj;
-        c2[j] += a2 * bj;
-        c3[j] += a3 * bj;
-      }
-    }
-  }
-  for (; i < rows; ++i) {
-    float* __restrict c = acc + i * width;
-    for (int kk = 0; kk < depth; ++kk) {
-      float const av = a[i * depth + kk];
-      float const* __restrict bk = b + static_cast<int64_t>(kk) * width;
-      for (int j = 0; j < width; ++j) {
-        c[j] += av * bk[j];
-      }
-    }
-  }
-}
 
 /// Zeroes the accumulator, then adds A * B^T over depth [k_begin, k_end) in block_k steps.
 /// a_rows[i] and b_rows[j] point at row starts of depth-long rows of T.

@@ -65,7 +65,7 @@ TEST(ReferenceMoe, ComputesAHandWorkedTwoExpertCase) {
 TEST(ReferenceMoe, RejectsWrongLengthNamingTheArray) {
   core::MoeProblem const p = testing::small_problem(1, 2, 2, 1, 2, core::Activation::kRelu2);
   std::vector<float> const x = {1.0f};
-  auto out = reference_moe(p, {.x = x});
+  auto out = reference_moe(p, {.x = x, .topk_ids = {}, .topk_weights = {}, .w1 = {}, .w2 = {}});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.error().message,
             "x has 1 elements, expected 2; pass arrays shaped as documented in reference.hpp");
