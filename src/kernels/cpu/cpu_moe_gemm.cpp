@@ -38,6 +38,9 @@ float activate(core::Activation act, float h) {
 
 float silu_mul(float gate, float up) { return gate / (1.0f + std::exp(-gate)) * up; }
 
+/// Depth rows of packed B written per pass over the columns (see accumulate).
+constexpr int kPackDepth = 16;
+
 /// Zeroes the accumulator, then adds A * B^T over depth [k_begin, k_end) in block_k steps.
 /// a_rows[i] and b_rows[j] point at row starts of depth-long rows of T.
 template <class T>
@@ -51,10 +54,16 @@ void accumulate(CpuThreadScratch& s, int rows, int width, int64_t k_begin, int64
       float* dst = s.a_pack.data() + static_cast<size_t>(i) * depth;
       for (int kk = 0; kk < depth; ++kk) dst[kk] = to_f32(src[kk]);
     }
-    for (int j = 0; j < width; ++j) {
-      T const* src = static_cast<T const*>(s.b_rows[j]) + k0;
-      float* dst = s.b_pack.data() + j;
-      for (int kk = 0; kk < depth; ++kk) dst[static_cast<size_t>(kk) * width] = to_f32(src[kk]);
+    // NOTE: transposed in slabs of kPackDepth rows: writing a whole column at once strides by
+    // width floats, and at block_k >= 128 those lines alias in L1 and miss on every store (4x
+    // slower). A slab's kPackDepth lines stay in L1 while every column fills them.
+    for (int kk0 = 0; kk0 < depth; kk0 += kPackDepth) {
+      int const kk1 = std::min(depth, kk0 + kPackDepth);
+      for (int j = 0; j < width; ++j) {
+        T const* src = static_cast<T const*>(s.b_rows[j]) + k0;
+        float* dst = s.b_pack.data() + j;
+        for (int kk = kk0; kk < kk1; ++kk) dst[static_cast<size_t>(kk) * width] = to_f32(src[kk]);
+      }
     }
     microkernel(s.a_pack.data(), rows, depth, s.b_pack.data(), width, s.acc.data());
   }

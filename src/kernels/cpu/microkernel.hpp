@@ -5,7 +5,7 @@ namespace moetune::kernels::cpu::detail {
 
 /// acc[rows, width] += a[rows, depth] * b[depth, width] (row-major, packed fp32). Every element
 /// is updated as acc = acc + a * b for kk = 0, 1, ..., depth - 1 in that order, with no fused
-/// multiply-add, so the bits are the same on every path and every x86-64 machine.
+/// multiply-add in the default build, so the bits are the same on every path and x86-64 machine.
 void microkernel(float const* a, int rows, int depth, float const* b, int width, float* acc);
 
 }  // namespace moetune::kernels::cpu::detail
