@@ -130,8 +130,10 @@ core::MoeConfig cpu_tiled_default_config(core::MoeProblem const& problem) {
   }
   int const group_m = p >= 256 ? 8 : 1;
   core::MoeConfig c;
-  c.gemm1 = tile_config(block_m, 64, block_k_for(problem.hidden_size, 128), group_m, 1, 0);
-  c.gemm2 = tile_config(block_m, 64, block_k_for(problem.intermediate_size, 128), group_m, 1, 0);
+  int const threads = core::flops(problem) < kSingleThreadFlops ? 1 : 0;
+  c.gemm1 = tile_config(block_m, 64, block_k_for(problem.hidden_size, 128), group_m, 1, threads);
+  c.gemm2 =
+      tile_config(block_m, 64, block_k_for(problem.intermediate_size, 128), group_m, 1, threads);
   return c;
 }
 

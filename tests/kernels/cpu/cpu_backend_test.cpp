@@ -132,6 +132,14 @@ TEST(CpuTiledDefaultConfig, FollowsTheDocumentedBlockMRule) {
   EXPECT_EQ(cpu_tiled_default_config(demo_problem(64)).gemm2.tile.group_m, 1);
 }
 
+TEST(CpuTiledDefaultConfig, RunsTinyProblemsOnOneThreadAndTheRestOnAll) {
+  // 2 * M * top_k * (N1*K + K*I) = M * 786432 flops: M = 10 is below 8 MFLOP, M = 11 above.
+  EXPECT_EQ(cpu_tiled_default_config(demo_problem(1)).gemm1.launch.num_threads, 1);
+  EXPECT_EQ(cpu_tiled_default_config(demo_problem(10)).gemm2.launch.num_threads, 1);
+  EXPECT_EQ(cpu_tiled_default_config(demo_problem(11)).gemm1.launch.num_threads, 0);
+  EXPECT_EQ(cpu_tiled_default_config(demo_problem(4096)).gemm2.launch.num_threads, 0);
+}
+
 TEST(CpuTiledSearchSpace, EntriesAreDistinctAndSurvivorsOfPruningRunCorrectly) {
   auto testbed = make_testbed("cpu");
   ASSERT_TRUE(testbed.ok());
