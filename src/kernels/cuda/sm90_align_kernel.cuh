@@ -6,6 +6,7 @@
 // One CTA of 1024 threads; E <= kMaxExperts. Pair order inside an expert follows shared-memory
 // atomics and may vary between runs: every row's GEMM result is independent of its position, so
 // the layer's output bits do not (tests assert equal digests across runs).
+// Large M uses the three-launch multi-CTA variant at the end of this file (same outputs).
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
@@ -88,6 +89,94 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
       int pos = offsets[e] + atomicAdd(&counts[e], 1);
       p.sorted_pairs[pos] = i;
     }
+  }
+}
+
+// ---- Multi-CTA align for large M (three launches, each fully parallel) ----
+// count:   hist[c][e] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk pairs)
+// scan:    one CTA: padded expert offsets, block_expert, num_blocks, sorted_pairs = -1, and
+//          hist[c][e] := offset[e] + sum_{c' < c} hist[c'][e] (each chunk's first slot per expert)
+// scatter: one CTA per chunk places its pairs from those bases (smem atomics inside the chunk).
+constexpr int kAlignChunk = 4096;
+
+struct AlignMultiParams {
+  AlignParams base;
+  int* hist;  // [num_chunks * num_experts]
+  int num_chunks;
+};
+
+__global__ void __launch_bounds__(512) moe_align_count_kernel(AlignMultiParams p) {
+  __shared__ int counts[kMaxExperts];
+  for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+  const int begin = blockIdx.x * kAlignChunk;
+  const int end = min(begin + kAlignChunk, p.base.num_pairs);
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int e = p.base.topk_ids[i];
+    if (e >= 0 && e < p.base.num_experts) atomicAdd(&counts[e], 1);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) {
+    p.hist[blockIdx.x * p.base.num_experts + e] = counts[e];
+  }
+}
+
+template <int kBlockM>
+__global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p) {
+  __shared__ int counts[kMaxExperts];
+  __shared__ int offsets[kMaxExperts + 1];
+  const int E = p.base.num_experts;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int total = 0;
+    for (int c = 0; c < p.num_chunks; ++c) total += p.hist[c * E + e];
+    counts[e] = total;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int run = 0;
+    for (int e = 0; e < E; ++e) {
+      offsets[e] = run;
+      run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+    }
+    offsets[E] = run;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = offsets[e];
+    for (int c = 0; c < p.num_chunks; ++c) {
+      const int n = p.hist[c * E + e];
+      p.hist[c * E + e] = run;
+      run += n;
+    }
+  }
+  const int total_rows = offsets[E];
+  const int total_blocks = total_rows / kBlockM;
+  if (threadIdx.x == 0) *p.base.num_blocks = total_blocks;
+  for (int b = threadIdx.x; b < p.base.max_blocks; b += blockDim.x) {
+    int e = -1;
+    if (b < total_blocks) {
+      int lo = 0, hi = E - 1, row = b * kBlockM;
+      while (lo < hi) {
+        int mid = (lo + hi + 1) >> 1;
+        if (offsets[mid] <= row) lo = mid; else hi = mid - 1;
+      }
+      e = lo;
+    }
+    p.base.block_expert[b] = e;
+  }
+  for (int r = threadIdx.x; r < total_rows; r += blockDim.x) p.base.sorted_pairs[r] = -1;
+}
+
+__global__ void __launch_bounds__(512) moe_align_scatter_kernel(AlignMultiParams p) {
+  __shared__ int cursor[kMaxExperts];
+  const int E = p.base.num_experts;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
+  __syncthreads();
+  const int begin = blockIdx.x * kAlignChunk;
+  const int end = min(begin + kAlignChunk, p.base.num_pairs);
+  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    const int e = p.base.topk_ids[i];
+    if (e >= 0 && e < E) p.base.sorted_pairs[atomicAdd(&cursor[e], 1)] = i;
   }
 }
 

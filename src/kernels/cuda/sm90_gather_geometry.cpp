@@ -92,6 +92,10 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
       return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
                               " with schedule cooperative (wgmma); use 64 or 128");
     }
+    if (pl.num_stages < 3) {
+      return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
+                              " with schedule cooperative; use 3..8 (two tiles stay in flight)");
+    }
     if (pl.num_warps != t.block_m / 16) {
       return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
                               " with schedule cooperative needs one warpgroup per 64 rows; use " +
@@ -202,7 +206,8 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
 //   pairs per expert p = M * top_k / E.
 //   p <= 1      tiny:  BM 16, GEMM1 BN 32 (2 warps) / GEMM2 BN 64 (4 warps), BK 128
 //   p <= 48     small: BM 16..64 matched to p, BN 64, BK 64, 4 warps, 4 stages
-//   otherwise   large: BM 128, BN 128, BK 64, 8 warps, 3-4 stages, group_m 8
+//   otherwise   large: wgmma (cooperative) BM 128, BN 128 (gated GEMM1) / 256, BK 64, 8 warps,
+//               4 stages, group_m 8
 core::MoeConfig sm90_default_config(core::MoeProblem const& p) {
   const double per_expert =
       p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
@@ -220,8 +225,11 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p) {
     set(g1, bm, 64, 64, 4, 4, 8);
     set(g2, bm, 64, 64, 4, 4, 8);
   } else {
-    set(g1, 128, 128, 64, 8, 3, 8);
-    set(g2, 128, 128, 64, 8, 4, 8);
+    // wgmma (schedule cooperative), one warpgroup per 64 rows.
+    set(g1, 128, core::is_gated(p.activation) ? 128 : 256, 64, 8, 4, 8);
+    set(g2, 128, 256, 64, 8, 4, 8);
+    g1.launch.schedule = core::Schedule::kCooperative;
+    g2.launch.schedule = core::Schedule::kCooperative;
   }
   core::MoeConfig c{.gemm1 = g1, .gemm2 = g2};
   // Fall back to the smallest safe block_k when the shape does not divide the choice.
@@ -229,6 +237,10 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p) {
     const bool is_g1 = k == &c.gemm1;
     const int64_t kd = is_g1 ? p.hidden_size : p.intermediate_size;
     while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
+    if (k->launch.schedule == core::Schedule::kCooperative && k->tile.block_k != 64) {
+      k->launch.schedule = core::Schedule::kAuto;  // wgmma needs block_k 64; mma.sync does not
+      k->tile.block_n = std::min(k->tile.block_n, 128);
+    }
   }
   return c;
 }

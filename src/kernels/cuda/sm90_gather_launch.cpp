@@ -18,6 +18,13 @@ struct AlignParams {
   int32_t* num_blocks;
   int num_pairs, num_experts, max_blocks;
 };
+struct AlignMultiParams {
+  AlignParams base;
+  int32_t* hist;
+  int num_chunks;
+};
+constexpr int kAlignChunk = 4096;           // sm90_align_kernel.cuh
+constexpr int kSingleCtaAlignPairs = 8192;  // above this, the multi-CTA align is faster
 struct GemmParams {
   const void* a;
   const void* b;
@@ -37,7 +44,7 @@ struct CombineParams {
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 struct WorkspaceLayout {
-  size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, h = 0, y = 0, total = 0;
+  size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, hist = 0, h = 0, y = 0, total = 0;
 };
 
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m) {
@@ -51,6 +58,8 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m) {
   off += align_up(sizeof(int32_t) * mb);
   w.num_blocks = off;
   off += align_up(sizeof(int32_t));
+  w.hist = off;
+  off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
@@ -76,7 +85,10 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   auto g2 = gemm_geometry(p, c.gemm2, false);
   const int act = act_id(p.activation);
   return std::vector<std::string>{align_expr(g1->block_m), gemm_name_expr(*g1, act, true),
-                                  gemm_name_expr(*g2, act, false), kCombineExpr};
+                                  gemm_name_expr(*g2, act, false), kCombineExpr,
+                                  "&moetune_dev::moe_align_count_kernel",
+                                  "&moetune_dev::moe_align_scan_kernel<" + std::to_string(g1->block_m) + ">",
+                                  "&moetune_dev::moe_align_scatter_kernel"};
 }
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
@@ -99,7 +111,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   k->ptxas_log = mod->ptxas_log;
   k->compile_ms = mod->compile_ms;
   k->from_cache = mod->from_cache;
-  cudaKernel_t* slots[] = {&k->align, &k->gemm1, &k->gemm2, &k->combine};
+  cudaKernel_t* slots[] = {&k->align, &k->gemm1, &k->gemm2, &k->combine, &k->align_count,
+                           &k->align_scan, &k->align_scatter};
   for (size_t i = 0; i < exprs->size(); ++i) {
     MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
   }
@@ -136,7 +149,17 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const int pairs = static_cast<int>(core::num_pairs(p));
   const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, k.g1.block_m));
 
-  if (stages & kStageAlign) {
+  if ((stages & kStageAlign) && pairs > kSingleCtaAlignPairs) {
+    AlignMultiParams mp{{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
+                         static_cast<int>(p.num_experts), mb},
+                        reinterpret_cast<int32_t*>(ws + w.hist),
+                        (pairs + kAlignChunk - 1) / kAlignChunk};
+    void* params[] = {&mp};
+    const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align_count), chunks, dim3(512), params, 0, stream));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align_scan), dim3(1), dim3(1024), params, 0, stream));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align_scatter), chunks, dim3(512), params, 0, stream));
+  } else if (stages & kStageAlign) {
     AlignParams ap{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
                    static_cast<int>(p.num_experts), mb};
     void* params[] = {&ap};

@@ -38,6 +38,7 @@ enum StageMask : unsigned { kStageAlign = 1, kStageGemm1 = 2, kStageGemm2 = 4, k
 struct Sm90GatherKernels {
   GemmGeometry g1, g2;
   cudaKernel_t align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
+  cudaKernel_t align_count = nullptr, align_scan = nullptr, align_scatter = nullptr;
   std::string ptxas_log;  ///< registers / smem per kernel
   double compile_ms = 0;
   bool from_cache = false;

@@ -27,7 +27,9 @@ struct WgmmaMainloop {
   static constexpr int kWarpTileN = kBlockN;
   static constexpr int kMmaM = 1;
   static constexpr int kMmaN = kBlockN / 8;
-  static constexpr int kAccPerThread = kBlockN / 2;
+  // Gated GEMM1 issues one m64 x (2 kBlockN) wgmma over the contiguous [gate | up] B rows.
+  static constexpr int kMmaWidth = kGated ? 2 * kBlockN : kBlockN;
+  static constexpr int kAccPerThread = kMmaWidth / 2;
   // Reuses the cp.async tile loader (same swizzle, same zero-fill rules).
   using Loader = CpAsyncMainloop<kBlockM, kBlockN, kBlockK, kBlockM / 16, 1, kStages, kGated>;
   static constexpr int kStageBytes = Loader::kStageBytes;
@@ -35,21 +37,20 @@ struct WgmmaMainloop {
   static constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + alignment slack
   static_assert(kBlockM == 64 || kBlockM == 128, "wgmma path: block_m must be 64 or 128");
   static_assert(!kGated || kBlockN <= 128, "wgmma path: gated block_n must be <= 128");
+  static_assert(kStages >= 3, "wgmma path: at least 3 stages (two tiles in flight)");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
 
-  float acc[kNumAcc][kAccPerThread];
+  float acc[kAccPerThread];  // (n8 fragment, 4); gated: gate fragments first, then up
 
   MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
     (void)mm;
-    return acc[h][nn * 4 + i];
+    return acc[(h * (kBlockN / 8) + nn) * 4 + i];
   }
 
   MOETUNE_DEVICE void fence_all() {
 #pragma unroll
-    for (int h = 0; h < kNumAcc; ++h)
-#pragma unroll
-      for (int i = 0; i < kAccPerThread; ++i) fence_operand(acc[h][i]);
+    for (int i = 0; i < kAccPerThread; ++i) fence_operand(acc[i]);
   }
 
   MOETUNE_DEVICE void compute_stage(char* smem, int stage) {
@@ -58,11 +59,8 @@ struct WgmmaMainloop {
     const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes);
 #pragma unroll
     for (int kk = 0; kk < kBlockK / 16; ++kk) {
-      const moe_u64 da = wgmma_desc_sw128(a_base + kk * 32);
-      Wgmma<kBlockN>::mma(acc[0], da, wgmma_desc_sw128(b_base + kk * 32), 1);
-      if (kGated) {
-        Wgmma<kBlockN>::mma(acc[kNumAcc - 1], da, wgmma_desc_sw128(b_base + kBlockN * 128 + kk * 32), 1);
-      }
+      Wgmma<kMmaWidth>::mma(acc, wgmma_desc_sw128(a_base + kk * 32),
+                            wgmma_desc_sw128(b_base + kk * 32), 1);
     }
   }
 
@@ -73,33 +71,35 @@ struct WgmmaMainloop {
     char* smem = reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) &
                                          ~1023ull);
 #pragma unroll
-    for (int h = 0; h < kNumAcc; ++h)
-#pragma unroll
-      for (int i = 0; i < kAccPerThread; ++i) acc[h][i] = 0.0f;
+    for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
     const int num_k_tiles = k_dim / kBlockK;
+    // Tiles are fetched kStages - 2 ahead so that one wgmma group can stay in flight across the
+    // barrier: at iteration kt the stage being refilled last held tile kt - 2, whose MMAs every
+    // warpgroup finished (wait<1> in iteration kt - 1) before reaching this iteration's barrier.
 #pragma unroll
-    for (int s = 0; s < kStages - 1; ++s) {
+    for (int s = 0; s < kStages - 2; ++s) {
       if (s < num_k_tiles) {
         Loader::load_stage(smem, s, s, a, a_off, b_base, b_gate_row0, b_up_row0, valid_n, k_dim);
       }
       cp_async_commit();
     }
     for (int kt = 0; kt < num_k_tiles; ++kt) {
-      cp_async_wait<kStages - 2>();
+      cp_async_wait<kStages - 3>();  // tile kt landed (this thread's copies)
       fence_proxy_async();  // NOTE: cp.async writes are generic-proxy; wgmma reads async-proxy
-      fence_all();
-      wgmma_wait<0>();      // MMAs of stage kt-1 are done before anyone overwrites that stage
-      fence_all();
-      __syncthreads();
-      const int next = kt + kStages - 1;
+      __syncthreads();      // ... and every thread's copies are visible
+      const int next = kt + kStages - 2;
       if (next < num_k_tiles) {
         Loader::load_stage(smem, next % kStages, next, a, a_off, b_base, b_gate_row0, b_up_row0,
                            valid_n, k_dim);
       }
       cp_async_commit();
+      fence_all();
       wgmma_fence();
       compute_stage(smem, kt % kStages);
       wgmma_commit();
+      fence_all();
+      wgmma_wait<1>();  // MMAs of tile kt-1 are done; tile kt may still run
+      fence_all();
     }
     fence_all();
     wgmma_wait<0>();

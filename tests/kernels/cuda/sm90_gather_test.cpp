@@ -87,7 +87,7 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
       shape(6, 192, 64, 2, Activation::kGelu),
       shape(10, 448, 320, 4, Activation::kGeluTanh)};
   for (auto base : shapes) {
-    for (int64_t m : {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255, 256}) {
+    for (int64_t m : {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255, 256, 1000, 3000}) {
       MoeProblem p = base;
       p.num_tokens = m;
       core::RoutingProfile r;
