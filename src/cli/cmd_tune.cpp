@@ -211,7 +211,14 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
     }
     if (!args.json) std::cout << (pinned ? "  " : "") << bucket_line(*result) << std::endl;
     if (pinned) {
-      json.pinned_bucket(bucket, pin->second.config);
+      double const pinned_us = pinned_time_us(*result, pin->second.config);
+      if (!args.json) {
+        std::cout << "  the pin itself: "
+                  << (pinned_us > 0 ? format_us(pinned_us) + " us"
+                                    : std::string("not in the search space (or failed)"))
+                  << std::endl;
+      }
+      json.pinned_bucket(bucket, pin->second.config, &*result);
       continue;
     }
     json.tuned_bucket(*result);

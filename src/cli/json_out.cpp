@@ -51,6 +51,13 @@ std::string json_number(double v) {
   return buf;
 }
 
+double pinned_time_us(tuner::BucketResult const& sweep, core::MoeConfig const& pinned) {
+  for (tuner::CandidateResult const& c : sweep.results) {
+    if (c.config == pinned && c.outcome == tuner::Outcome::kOk) return c.median_us;
+  }
+  return 0;
+}
+
 std::string table_json_text(core::Table const& table, std::string const& path) {
   std::vector<std::string> rows;
   for (auto const& [bucket, row] : table.rows) {
@@ -73,11 +80,19 @@ void JsonOut::begin_shape(std::string const& name, std::string const& table,
   buckets_.clear();
 }
 
-void JsonOut::pinned_bucket(int64_t bucket, core::MoeConfig const& config) {
+void JsonOut::pinned_bucket(int64_t bucket, core::MoeConfig const& config,
+                            tuner::BucketResult const* sweep) {
   if (!enabled_) return;
-  buckets_.push_back("{\"bucket\": " + std::to_string(bucket) +
-                     ", \"outcome\": \"pinned\", \"winner\": " + core::to_json_text(config, -1) +
-                     "}");
+  std::string text = "{\"bucket\": " + std::to_string(bucket) +
+                     ", \"outcome\": \"pinned\", \"winner\": " + core::to_json_text(config, -1);
+  if (sweep != nullptr) {
+    double const pinned_us = pinned_time_us(*sweep, config);
+    text += ", \"pinned_us\": " + (pinned_us > 0 ? json_number(pinned_us) : "null") +
+            ", \"sweep_winner\": " + json_quote(core::short_string(sweep->winner)) +
+            ", \"sweep_us\": " + json_number(sweep->time_us) +
+            ", \"default_us\": " + json_number(sweep->default_us);
+  }
+  buckets_.push_back(text + "}");
 }
 
 void JsonOut::tuned_bucket(tuner::BucketResult const& r) {

@@ -20,6 +20,9 @@ std::string json_quote(std::string_view s);
 /// A JSON number for `v` (shortest round-trip form; non-finite values become null).
 std::string json_number(double v);
 
+/// The pinned config's median in a sweep's results; 0 when it was not measured ok.
+double pinned_time_us(tuner::BucketResult const& sweep, core::MoeConfig const& pinned);
+
 /// A table as one JSON object: {"file", "key", "policy", "has_manifest", "rows": [{"bucket",
 /// "config", "source"}]}.
 std::string table_json_text(core::Table const& table, std::string const& path);
@@ -30,7 +33,10 @@ class JsonOut {
  public:
   explicit JsonOut(bool enabled) : enabled_(enabled) {}
   void begin_shape(std::string const& name, std::string const& table, std::string const& backend);
-  void pinned_bucket(int64_t bucket, core::MoeConfig const& config);
+  /// A pinned bucket; with `sweep` (tune --measure-pinned) also the sweep's answer and the pin's
+  /// own time in it ("pinned_us", null when the pin is outside the search space or failed).
+  void pinned_bucket(int64_t bucket, core::MoeConfig const& config,
+                     tuner::BucketResult const* sweep = nullptr);
   void tuned_bucket(tuner::BucketResult const& r);
   void failed_bucket(int64_t bucket, std::string const& reason);
   void end_shape();
