@@ -13,11 +13,11 @@ std::string CudaBackend::family() const { return kSm90GatherFamily; }
 int CudaBackend::family_version() const { return kSm90GatherVersion; }
 
 core::Status CudaBackend::can_implement(core::MoeProblem const& p, core::MoeConfig const& c) const {
-  return sm90_can_implement(p, c);
+  return sm90_can_implement(p, c, fast_paths_);
 }
 
 core::MoeConfig CudaBackend::default_config(core::MoeProblem const& p) const {
-  return sm90_default_config(p);
+  return sm90_default_config(p, fast_paths_);
 }
 
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {

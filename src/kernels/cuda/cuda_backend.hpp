@@ -5,13 +5,17 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels::cuda {
 
 class CudaBackend final : public core::Backend {
  public:
   /// Reads GPU 0's properties; `device` may be left default when no GPU is present (CI compile).
-  explicit CudaBackend(core::DeviceInfo device) : device_(std::move(device)) {}
+  explicit CudaBackend(core::DeviceInfo device, FastPaths fast_paths = {})
+      : device_(std::move(device)), fast_paths_(fast_paths) {}
+  FastPaths const& fast_paths() const { return fast_paths_; }
+  void set_fast_paths(FastPaths fp) { fast_paths_ = fp; }
   std::string name() const override { return "cuda"; }
   std::string family() const override;
   int family_version() const override;
@@ -24,6 +28,7 @@ class CudaBackend final : public core::Backend {
 
  private:
   core::DeviceInfo device_;
+  FastPaths fast_paths_;
 };
 
 /// GPU 0 as a DeviceInfo; error when no device.

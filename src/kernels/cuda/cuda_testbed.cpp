@@ -102,6 +102,11 @@ CudaTestbed::~CudaTestbed() {
 
 core::Backend const& CudaTestbed::backend() const { return *backend_; }
 
+void CudaTestbed::set_fast_paths(FastPaths fp) {
+  fast_paths_ = fp;
+  backend_->set_fast_paths(fp);
+}
+
 core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                                   core::RoutingProfile const& routing, uint64_t seed) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
@@ -217,6 +222,7 @@ core::Status CudaTestbed::ensure_workspace(size_t bytes) {
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> CudaTestbed::kernels_for(
     core::MoeConfig const& c) {
+  MOETUNE_RETURN_IF_ERROR(sm90_can_implement(problem_, c, fast_paths_));
   auto k = load_sm90_gather(problem_, c);
   if (k.ok()) last_ptxas_ = (*k)->ptxas_log;
   return k;
@@ -237,7 +243,7 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
     MOETUNE_CUDA_CHECK(cudaMemsetAsync(out_, 0xFF, 2 * n_out, stream_));
   }
   MoeArgs args{x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
-  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_));
+  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
   MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOETUNE_RETURN_IF_ERROR(run_reference());
   std::vector<uint16_t> out(n_out);
@@ -285,10 +291,10 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
     return tr;
   }
   // One full run fills the workspace that a partial stage set reads.
-  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_));
+  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
   cudaStream_t cs = stream_;
   MOETUNE_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
-  core::Status st = launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, stages);
+  core::Status st = launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, stages, fast_paths_);
   cudaGraph_t graph = nullptr;
   cudaError_t end_rc = cudaStreamEndCapture(cs, &graph);
   MOETUNE_RETURN_IF_ERROR(st);

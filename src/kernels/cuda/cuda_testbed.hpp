@@ -33,6 +33,8 @@ class CudaTestbed final : public Testbed {
   /// Times only `stages` (a StageMask) of `config`, after one full run that fills the workspace.
   core::Result<TimingResult> time_stages(core::MoeConfig const& config, unsigned stages,
                                          int warmup, int reps);
+  /// The fast paths launches take (levers); also applied to the backend's can_implement.
+  void set_fast_paths(FastPaths fp);
   /// Experts with at least one token in the prepared routing.
   int64_t experts_hit() const { return experts_hit_; }
   core::MoeProblem const& problem() const { return problem_; }
@@ -75,6 +77,7 @@ class CudaTestbed final : public Testbed {
   bool ref_valid_ = false;
   std::string last_ptxas_;
   std::vector<uint16_t> last_out_;
+  FastPaths fast_paths_;
   size_t w1_cap_ = 0, w2_cap_ = 0, x_cap_ = 0, ids_cap_ = 0, wts_cap_ = 0, out_cap_ = 0;
 };
 

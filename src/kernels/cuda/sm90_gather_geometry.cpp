@@ -165,7 +165,18 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   return g;
 }
 
-core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const& c) {
+core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const& c,
+                                FastPaths const& fast_paths) {
+  if (!fast_paths.wgmma_mainloop) {
+    for (auto const* k : {&c.gemm1, &c.gemm2}) {
+      if (k->launch.schedule == core::Schedule::kCooperative) {
+        return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
+                                std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
+                                    ".launch.schedule = cooperative needs the wgmma_mainloop fast "
+                                    "path, which is off here; use schedule auto or turn the lever on");
+      }
+    }
+  }
   MOETUNE_RETURN_IF_ERROR(core::validate(p));
   if (p.dtype != core::DType::kBf16) {
     return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
@@ -208,7 +219,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
 //   p <= 48     small: BM 16..64 matched to p, BN 64, BK 64, 4 warps, 4 stages
 //   otherwise   large: wgmma (cooperative) BM 128, BN 128 (gated GEMM1) / 256, BK 64, 8 warps,
 //               4 stages, group_m 8
-core::MoeConfig sm90_default_config(core::MoeProblem const& p) {
+core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
   const double per_expert =
       p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
   core::KernelConfig g1, g2;
@@ -237,7 +248,8 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p) {
     const bool is_g1 = k == &c.gemm1;
     const int64_t kd = is_g1 ? p.hidden_size : p.intermediate_size;
     while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
-    if (k->launch.schedule == core::Schedule::kCooperative && k->tile.block_k != 64) {
+    if (k->launch.schedule == core::Schedule::kCooperative &&
+        (k->tile.block_k != 64 || !fast_paths.wgmma_mainloop)) {
       k->launch.schedule = core::Schedule::kAuto;  // wgmma needs block_k 64; mma.sync does not
       k->tile.block_n = std::min(k->tile.block_n, 128);
     }

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "core/result.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels::cuda {
 
@@ -40,8 +41,10 @@ struct GemmGeometry {
 core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& problem,
                                          core::KernelConfig const& k, bool is_gemm1);
 
-/// can_implement of the family for the whole layer.
-core::Status sm90_can_implement(core::MoeProblem const& problem, core::MoeConfig const& c);
+/// can_implement of the family for the whole layer (configs needing a fast path that is off are
+/// refused, naming the lever).
+core::Status sm90_can_implement(core::MoeProblem const& problem, core::MoeConfig const& c,
+                                FastPaths const& fast_paths = {});
 
 /// NVRTC name expression of a GEMM kernel instantiation.
 std::string gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
@@ -52,6 +55,7 @@ int act_id(core::Activation a);
 int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m);
 
 /// The documented default config of the family (see the .cpp for the rule per regime).
-core::MoeConfig sm90_default_config(core::MoeProblem const& problem);
+core::MoeConfig sm90_default_config(core::MoeProblem const& problem,
+                                    FastPaths const& fast_paths = {});
 
 }  // namespace moetune::kernels::cuda

@@ -131,7 +131,8 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
-                                cudaStream_t stream, unsigned stages) {
+                                cudaStream_t stream, unsigned stages,
+                                FastPaths const& fast_paths) {
   if (p.num_tokens == 0) return core::Status::Ok();
   const WorkspaceLayout w = layout_for(p, k.g1.block_m);
   if (workspace_bytes < w.total) {
@@ -149,7 +150,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const int pairs = static_cast<int>(core::num_pairs(p));
   const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, k.g1.block_m));
 
-  if ((stages & kStageAlign) && pairs > kSingleCtaAlignPairs) {
+  if ((stages & kStageAlign) && fast_paths.align_multi_cta && pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
                          static_cast<int>(p.num_experts), mb},
                         reinterpret_cast<int32_t*>(ws + w.hist),

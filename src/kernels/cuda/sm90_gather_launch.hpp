@@ -16,6 +16,7 @@
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels::cuda {
 
@@ -58,6 +59,7 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
 /// Launches the layer for M = p.num_tokens. M == 0 launches nothing.
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
-                                cudaStream_t stream, unsigned stages = kStageAll);
+                                cudaStream_t stream, unsigned stages = kStageAll,
+                                FastPaths const& fast_paths = {});
 
 }  // namespace moetune::kernels::cuda

@@ -206,3 +206,62 @@ TEST_F(Sm90Gather, EveryDefaultAndSearchSpaceConfigCompilesForS2) {
 
 }  // namespace
 }  // namespace moetune::kernels::cuda
+
+namespace moetune::kernels::cuda {
+namespace {
+
+// Lever evidence (docs/levers.md): align_multi_cta is bitwise, wgmma_mainloop is numeric.
+TEST_F(Sm90Gather, MultiCtaAlignLeverGivesTheSameBitsAsTheSingleCtaAlign) {
+  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated), shape(60, 512, 256, 6, Activation::kRelu2)}) {
+    for (int64_t m : {1100, 5000}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 40 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
+      auto cfg = tb_->backend().default_config(p);
+      tb_->set_fast_paths({.align_multi_cta = true});
+      auto on = tb_->check(cfg);
+      tb_->set_fast_paths({.align_multi_cta = false});
+      auto off = tb_->check(cfg);
+      tb_->set_fast_paths({});
+      ASSERT_TRUE(on.ok() && off.ok());
+      EXPECT_EQ(on->digest, off->digest) << core::to_string(p);
+      EXPECT_LE(on->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+    }
+  }
+}
+
+TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
+  MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
+  p.num_tokens = 2048;
+  ASSERT_TRUE(tb_->prepare(p, {}, 9).ok());
+  auto wg = tb_->backend().default_config(p);
+  ASSERT_EQ(wg.gemm1.launch.schedule, core::Schedule::kCooperative);
+  auto a = tb_->check(wg);
+  ASSERT_TRUE(a.ok());
+  auto out_wg = tb_->last_output();
+  tb_->set_fast_paths({.wgmma_mainloop = false});
+  EXPECT_FALSE(tb_->check(wg).ok());  // refused with the lever off
+  auto ms = tb_->backend().default_config(p);
+  EXPECT_EQ(ms.gemm1.launch.schedule, core::Schedule::kAuto);
+  auto b = tb_->check(ms);
+  tb_->set_fast_paths({});
+  ASSERT_TRUE(b.ok());
+  auto const& out_ms = tb_->last_output();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out_ms.size(); ++i) {
+    const double d = bf16f(out_wg[i]) - bf16f(out_ms[i]);
+    num += d * d;
+    den += double(bf16f(out_ms[i])) * bf16f(out_ms[i]);
+  }
+  const double rel = std::sqrt(num / den);
+  RecordProperty("wgmma_vs_mma_sync_rel_l2", std::to_string(rel));
+  std::printf("lever wgmma_mainloop: rel L2 vs mma.sync path %.3e\n", rel);
+  EXPECT_LE(rel, tolerance_for(core::DType::kBf16).rel_l2);
+  EXPECT_LE(a->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+  EXPECT_LE(b->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+}
+
+}  // namespace
+}  // namespace moetune::kernels::cuda

@@ -1,0 +1,20 @@
+// FastPaths: the resolved set of kernel fast paths a launch may take. The lever table
+// (core/levers, `moetune levers`) resolves a Deployment + environment into this struct; kernels
+// only read it. Every field is a real code path with a check behind its class (docs/levers.md).
+#pragma once
+
+namespace moetune::kernels {
+
+struct FastPaths {
+  /// cuda: route/align with three parallel launches (count, scan, scatter) instead of one CTA
+  /// when M * top_k > 8192. Class bitwise: the output bits equal the single-CTA path's.
+  bool align_multi_cta = true;
+  /// cuda: configs with schedule = cooperative run the wgmma main loop; when off, such configs
+  /// are refused by can_implement and defaults use the mma.sync main loop. Class numeric: a
+  /// different fp32 accumulation order (max relative error recorded by the lever check).
+  bool wgmma_mainloop = true;
+
+  bool operator==(FastPaths const&) const = default;
+};
+
+}  // namespace moetune::kernels
