@@ -1,6 +1,8 @@
 // Lint: each finding class is caught, each with a negative twin, and a clean table is quiet.
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <filesystem>
 #include <set>
 
@@ -125,8 +127,7 @@ TEST(Lint, CatchesRowsTheFamilyCannotProduce) {
 }
 
 TEST(Lint, CatchesManifestMismatchesInADirectory) {
-  fs::path const dir = fs::temp_directory_path() / "moetune_lint_dir";
-  fs::remove_all(dir);
+  fs::path const dir = moetune::testing::unique_temp_dir("lint_dir");
   auto path = save_table(clean_table(), dir.string());
   ASSERT_TRUE(path.ok());
   auto clean = lint_tables(dir.string(), std::nullopt, default_for, can_produce);

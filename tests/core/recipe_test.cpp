@@ -1,6 +1,8 @@
 // Recipes: strict loading errors, materialize with and without merge, check.
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <filesystem>
 
 #include "core/atomic_file.hpp"
@@ -12,10 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string fresh_dir(std::string const& name) {
-  fs::path const dir = fs::temp_directory_path() / ("moetune_recipe_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
+  return moetune::testing::unique_temp_dir("recipe_" + name);
 }
 
 constexpr char const* kSource = R"({"kind": "measured", "date": "2026-09-19",

@@ -1,6 +1,8 @@
 // Routing: seeded determinism, distinct ids per token, and the shape of each profile.
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -97,7 +99,7 @@ TEST(Routing, SingleExpertSendsEveryFirstChoiceToExpertZero) {
 }
 
 TEST(Routing, TraceReadsPlainAndJsonRowsAndRejectsBadIds) {
-  auto const dir = std::filesystem::temp_directory_path();
+  auto const dir = std::filesystem::path(moetune::testing::unique_temp_dir("trace"));
   std::string const plain = (dir / "moetune_trace_plain.txt").string();
   std::string const json = (dir / "moetune_trace.json").string();
   std::ofstream(plain) << "0 3\n5 1\n";

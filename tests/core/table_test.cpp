@@ -1,6 +1,8 @@
 // Tables: vLLM file names, a real-looking vLLM H200 file, manifest round trip and mismatches.
 #include <gtest/gtest.h>
 
+#include "temp_dir.hpp"
+
 #include <filesystem>
 #include <fstream>
 
@@ -20,10 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string fresh_dir(std::string const& name) {
-  fs::path const dir = fs::temp_directory_path() / ("moetune_core_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir.string();
+  return moetune::testing::unique_temp_dir("core_" + name);
 }
 
 constexpr char const* kVllmH200 = R"({
