@@ -12,7 +12,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,po
   --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
 if [ "${1:-}" != "--no-tests" ]; then
   "$BIN/cuda_kernel_tests" > "$OUT/gpu_tests.log" 2>&1
-  echo "gpu tests exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gpu_tests.log" | head -30
+  rc=$?
+  echo "gpu tests exit $rc"; grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure|lever" "$OUT/gpu_tests.log" | head -30
+  if [ $rc -ne 0 ]; then echo "GPU tests failed: no benchmark on a wrong kernel"; exit $rc; fi
 else
   shift
 fi

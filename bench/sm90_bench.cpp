@@ -149,6 +149,18 @@ int main(int argc, char** argv) {
                ceil.matmul_TFLOPs, ceil.matmul_source.c_str());
   const double peak = ceil.matmul_TFLOPs > 0 ? ceil.matmul_TFLOPs : 680.0;
 
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  const std::string commit = MOETUNE_GIT_COMMIT;
+  const std::string csv_path = out_dir + "/" + date + "-" + commit + ".csv";
+  // Rows are appended and flushed per point, so a run cut short keeps what it measured.
+  std::ofstream csv(csv_path);
+  csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
+         "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
+         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config\n";
+  csv.flush();
+  const std::string driver = nvml.driver_version();
   std::vector<Point> points;
   auto wanted = split(shapes_arg, ',');
   std::vector<int64_t> ms;
@@ -248,31 +260,19 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f err %.2e [%s] (%d cands, %.1fs)\n",
                    shape.name.c_str(), (long long)M, pt.time_us, pt.floor_us, pt.time_us / pt.floor_us,
                    pt.rel_err, pt.config.c_str(), pt.candidates, secs);
+      csv << commit << "," << date << "," << dev.name << "," << driver << "," << ceil.copy_GBps
+          << "," << peak << "," << pt.shape << "," << pt.p.num_experts << "," << pt.p.hidden_size
+          << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
+          << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << "," << pt.hit << ","
+          << pt.time_us << "," << pt.p10 << "," << pt.p90 << "," << pt.floor_us << "," << pt.bound
+          << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
+          << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
+          << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
+          << pt.rel_err << "," << pt.digest << "," << pt.config << std::endl;
       points.push_back(pt);
     }
   }
 
-  // CSV + winners.
-  char date[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  const std::string commit = MOETUNE_GIT_COMMIT;
-  const std::string csv_path = out_dir + "/" + date + "-" + commit + ".csv";
-  std::ofstream csv(csv_path);
-  csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
-         "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
-         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config\n";
-  for (auto const& pt : points) {
-    csv << commit << "," << date << "," << dev.name << "," << nvml.driver_version() << ","
-        << ceil.copy_GBps << "," << peak << "," << pt.shape << "," << pt.p.num_experts << ","
-        << pt.p.hidden_size << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
-        << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << "," << pt.hit << ","
-        << pt.time_us << "," << pt.p10 << "," << pt.p90 << "," << pt.floor_us << "," << pt.bound
-        << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
-        << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
-        << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
-        << pt.rel_err << "," << pt.digest << "," << pt.config << "\n";
-  }
   csv.close();
   std::ofstream win(out_dir + "/" + date + "-" + commit + "-winners.json");
   win << "[\n";

@@ -13,6 +13,10 @@ struct FastPaths {
   /// are refused by can_implement and defaults use the mma.sync main loop. Class numeric: a
   /// different fp32 accumulation order (max relative error recorded by the lever check).
   bool wgmma_mainloop = true;
+  /// cuda: launch every kernel of the layer with programmatic dependent launch, so each one's
+  /// launch and prologue overlap the previous kernel's tail (griddepcontrol). Class bitwise: the
+  /// same kernels compute the same values; only launch timing changes.
+  bool pdl = true;
 
   bool operator==(FastPaths const&) const = default;
 };

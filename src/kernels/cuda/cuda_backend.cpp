@@ -56,7 +56,17 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
   }
   // wgmma main loop (schedule cooperative): one warpgroup per 64 rows, block_k 64.
   if (block_m == 64 || block_m == 128) {
-    for (int bn : {64, 128, 256}) {
+    // Powers of two, plus the largest multiple of 8 that divides the output width exactly.
+    std::vector<int> widths = {64, 128, 256};
+    const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
+    const int max_bn = (is_gemm1 && core::is_gated(p.activation)) ? 128 : 256;
+    for (int bn = max_bn; bn >= max_bn * 5 / 8; bn -= 8) {
+      if (n_dim % bn == 0) {
+        if ((bn & (bn - 1)) != 0) widths.push_back(bn);
+        break;
+      }
+    }
+    for (int bn : widths) {
       for (int stages : {3, 4, 5}) {
         for (int gm : {1, 8}) {
           core::KernelConfig k;

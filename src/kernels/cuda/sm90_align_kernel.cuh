@@ -31,6 +31,8 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
   const int tid = threadIdx.x;
+  pdl_launch_dependents();
+  pdl_wait();
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
@@ -107,6 +109,8 @@ struct AlignMultiParams {
 
 __global__ void __launch_bounds__(512) moe_align_count_kernel(AlignMultiParams p) {
   __shared__ int counts[kMaxExperts];
+  pdl_launch_dependents();
+  pdl_wait();
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
   const int begin = blockIdx.x * kAlignChunk;
@@ -126,6 +130,8 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
   const int E = p.base.num_experts;
+  pdl_launch_dependents();
+  pdl_wait();
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int total = 0;
     for (int c = 0; c < p.num_chunks; ++c) total += p.hist[c * E + e];
@@ -170,6 +176,8 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
 __global__ void __launch_bounds__(512) moe_align_scatter_kernel(AlignMultiParams p) {
   __shared__ int cursor[kMaxExperts];
   const int E = p.base.num_experts;
+  pdl_launch_dependents();
+  pdl_wait();
   for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
   __syncthreads();
   const int begin = blockIdx.x * kAlignChunk;

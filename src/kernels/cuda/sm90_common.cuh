@@ -68,6 +68,12 @@ MOETUNE_DEVICE int swizzled_offset(int row, int chunk) {
   return row * (kBlockK * 2) + phys * 16;
 }
 
+/// Programmatic dependent launch (PDL): let the next kernel in the stream start its launch now
+/// (it still waits for this grid's results in pdl_wait), and wait for the previous grid's results.
+/// Both are no-ops when the launch carries no programmatic edge.
+MOETUNE_DEVICE void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 MOETUNE_DEVICE float act_silu(float g) { return g / (1.0f + __expf(-g)); }
 MOETUNE_DEVICE float act_relu2(float h) {
   float r = h > 0.0f ? h : 0.0f;

@@ -25,8 +25,6 @@ struct CpAsyncMainloop {
   static constexpr int kBBytes = kBRows * kBlockK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kSmemBytes = kStages * kStageBytes;
-  static_assert(kWarpTileM % 16 == 0, "warp tile M must be a multiple of 16 (mma m16)");
-  static_assert(kWarpTileN % 16 == 0, "warp tile N must be a multiple of 16 (ldmatrix x4 on B)");
   static_assert(kStages >= 2, "the cp.async pipeline needs at least two stages");
 
   static constexpr int kWarpColumns = kWarpsN;  // warps along N (epilogue view)
@@ -75,6 +73,9 @@ struct CpAsyncMainloop {
 
   /// Multiplies the tiles of one stage into the accumulators.
   MOETUNE_DEVICE void compute_stage(const char* smem, int stage, int warp_m, int warp_n, int lane) {
+    // Checked here, not at class scope: the wgmma main loop reuses load_stage with other warp shapes.
+    static_assert(kWarpTileM % 16 == 0, "warp tile M must be a multiple of 16 (mma m16)");
+    static_assert(kWarpTileN % 16 == 0, "warp tile N must be a multiple of 16 (ldmatrix x4 on B)");
     const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
     const moe_u32 sb = sa + kABytes;
 #pragma unroll

@@ -40,9 +40,16 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
                             " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256");
   }
-  if (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n)) {
+  const bool coop = k.launch.schedule == core::Schedule::kCooperative;
+  // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
+  // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
+  if (coop ? (t.block_n < 32 || t.block_n > 256 || t.block_n % 8 != 0)
+           : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
     return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) +
-                            " is not supported; use 16, 32, 64, 128 or 256");
+                            (coop ? " is not supported with schedule cooperative; use a multiple of 8 "
+                                    "in 32..256"
+                                  : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
+                                    "of 8 need schedule cooperative)"));
   }
   if (t.block_k != 32 && t.block_k != 64 && t.block_k != 128) {
     return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
@@ -101,7 +108,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                               " with schedule cooperative needs one warpgroup per 64 rows; use " +
                               std::to_string(t.block_m / 16));
     }
-    if (t.block_n < 32 || (is_gemm1 && core::is_gated(p.activation) && t.block_n > 128)) {
+    if (is_gemm1 && core::is_gated(p.activation) && t.block_n > 128) {
       return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) +
                               " with schedule cooperative; use 32..256 (gated GEMM1: 32..128)");
     }

@@ -56,6 +56,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1)
   __shared__ int row_pair[kBlockM];
 
   // Group-M raster (as Triton's GROUP_SIZE_M): consecutive CTAs share the weight tile (pid_n).
+  pdl_launch_dependents();
+  pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
   const int num_pid_n = (p.n_dim + kBlockN - 1) / kBlockN;
   const int pid = blockIdx.x;
   const int num_pid_in_group = kGroupM * num_pid_n;
@@ -98,6 +100,7 @@ struct CombineParams {
 
 /// out[t] = sum_j y[t*top_k + j] in fp32, j ascending. One thread per 8 columns (16-byte loads).
 __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
+  pdl_wait();
   const int vec_per_row = p.k_dim / 8;
   const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (idx >= (long long)p.num_tokens * vec_per_row) return;

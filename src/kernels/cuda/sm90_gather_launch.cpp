@@ -73,6 +73,22 @@ std::string align_expr(int block_m) {
 }
 constexpr const char* kCombineExpr = "&moetune_dev::moe_combine_kernel";
 
+// Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
+cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
+                   cudaStream_t stream, bool pdl) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(k), params);
+}
+
 std::mutex g_mutex;
 std::map<std::string, std::shared_ptr<Sm90GatherKernels const>> g_loaded;
 
@@ -157,20 +173,20 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                         (pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align_count), chunks, dim3(512), params, 0, stream));
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align_scan), dim3(1), dim3(1024), params, 0, stream));
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align_scatter), chunks, dim3(512), params, 0, stream));
+    MOETUNE_CUDA_CHECK(launch(k.align_count, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
   } else if (stages & kStageAlign) {
     AlignParams ap{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
                    static_cast<int>(p.num_experts), mb};
     void* params[] = {&ap};
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.align), dim3(1), dim3(1024), params, 0, stream));
+    MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
   }
   auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp) -> core::Status {
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
     const unsigned grid = static_cast<unsigned>(mb) * n_blocks;
     void* params[] = {&gp};
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(f), dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream));
+    MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
     return core::Status::Ok();
   };
   if (stages & kStageGemm1) {
@@ -190,7 +206,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                      static_cast<int>(p.hidden_size)};
     const long long threads = p.num_tokens * (p.hidden_size / 8);
     void* params[] = {&cp};
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k.combine), dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), params, 0, stream));
+    MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), params, 0, stream, fast_paths.pdl));
   }
   return core::Status::Ok();
 }

@@ -54,24 +54,30 @@ float bf16f(uint16_t v) {
   return f;
 }
 
-// Checks `cfg` on the prepared problem against the CPU fp64 reference, all elements.
-void expect_matches_fp64(CudaTestbed& tb, MoeConfig const& cfg, std::string const& what) {
+// The CPU fp64 reference of the prepared problem (computed once per prepare).
+std::vector<double> fp64_reference(CudaTestbed& tb) {
+  auto in = tb.download_inputs();
+  EXPECT_TRUE(in.ok());
+  cpu::MoeInputsView view{in->x, in->topk_ids, in->topk_weights, in->w1, in->w2};
+  auto ref = cpu::reference_moe(tb.problem(), view);
+  EXPECT_TRUE(ref.ok()) << ref.error().to_string();
+  return ref.ok() ? *ref : std::vector<double>{};
+}
+
+// Checks `cfg` on the prepared problem against `ref`, all elements, and runs it twice.
+void expect_matches_fp64(CudaTestbed& tb, MoeConfig const& cfg, std::vector<double> const& ref,
+                         std::string const& what) {
   auto chk = tb.check(cfg);
   ASSERT_TRUE(chk.ok()) << what << ": " << chk.error().to_string();
   EXPECT_TRUE(chk->all_written) << what << " first unwritten " << chk->first_bad;
   EXPECT_TRUE(chk->all_finite) << what;
-  auto in = tb.download_inputs();
-  ASSERT_TRUE(in.ok());
-  cpu::MoeInputsView view{in->x, in->topk_ids, in->topk_weights, in->w1, in->w2};
-  auto ref = cpu::reference_moe(tb.problem(), view);
-  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
   auto const& out = tb.last_output();
-  ASSERT_EQ(out.size(), ref->size());
+  ASSERT_EQ(out.size(), ref.size());
   double num = 0, den = 0;
   for (size_t i = 0; i < out.size(); ++i) {
-    const double d = bf16f(out[i]) - (*ref)[i];
+    const double d = bf16f(out[i]) - ref[i];
     num += d * d;
-    den += (*ref)[i] * (*ref)[i];
+    den += ref[i] * ref[i];
   }
   const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
   EXPECT_LE(err, tolerance_for(core::DType::kBf16).rel_l2) << what << " " << core::short_string(cfg);
@@ -112,9 +118,19 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.tile.block_n = bm == 64 ? 128 : 32;
         cfgs.push_back(c);
       }
+      {  // wgmma with block_n a multiple of 8 that is not a power of two (partial tiles too)
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = 128, .block_n = 40, .block_k = 64, .group_m = 8};
+        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kCooperative;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = 200;
+        cfgs.push_back(c);
+      }
+      const auto ref = fp64_reference(*tb_);
       for (auto const& c : cfgs) {
         if (!tb_->backend().can_implement(p, c).ok()) continue;
-        expect_matches_fp64(*tb_, c, core::to_string(p));
+        expect_matches_fp64(*tb_, c, ref, core::to_string(p));
       }
     }
   }
@@ -127,14 +143,15 @@ TEST_F(Sm90Gather, HandlesAllTokensOnOneExpertAndTopK1) {
     core::RoutingProfile r;
     r.kind = core::RoutingKind::kSingleExpert;
     ASSERT_TRUE(tb_->prepare(p, r, 3).ok());
-    expect_matches_fp64(*tb_, tb_->backend().default_config(p), "single expert top1 M=" + std::to_string(m));
+    expect_matches_fp64(*tb_, tb_->backend().default_config(p), fp64_reference(*tb_),
+                        "single expert top1 M=" + std::to_string(m));
   }
   p.top_k = 4;
   p.num_tokens = 129;
   core::RoutingProfile r;
   r.kind = core::RoutingKind::kZipf;  // many experts with zero tokens
   ASSERT_TRUE(tb_->prepare(p, r, 5).ok());
-  expect_matches_fp64(*tb_, tb_->backend().default_config(p), "zipf top4");
+  expect_matches_fp64(*tb_, tb_->backend().default_config(p), fp64_reference(*tb_), "zipf top4");
 }
 
 TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
@@ -211,7 +228,7 @@ namespace moetune::kernels::cuda {
 namespace {
 
 // Lever evidence (docs/levers.md): align_multi_cta is bitwise, wgmma_mainloop is numeric.
-TEST_F(Sm90Gather, MultiCtaAlignLeverGivesTheSameBitsAsTheSingleCtaAlign) {
+TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
   for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated), shape(60, 512, 256, 6, Activation::kRelu2)}) {
     for (int64_t m : {1100, 5000}) {
       MoeProblem p = base;
@@ -224,9 +241,12 @@ TEST_F(Sm90Gather, MultiCtaAlignLeverGivesTheSameBitsAsTheSingleCtaAlign) {
       auto on = tb_->check(cfg);
       tb_->set_fast_paths({.align_multi_cta = false});
       auto off = tb_->check(cfg);
+      tb_->set_fast_paths({.pdl = false});
+      auto no_pdl = tb_->check(cfg);
       tb_->set_fast_paths({});
-      ASSERT_TRUE(on.ok() && off.ok());
+      ASSERT_TRUE(on.ok() && off.ok() && no_pdl.ok());
       EXPECT_EQ(on->digest, off->digest) << core::to_string(p);
+      EXPECT_EQ(on->digest, no_pdl->digest) << "pdl lever " << core::to_string(p);
       EXPECT_LE(on->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
     }
   }
