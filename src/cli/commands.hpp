@@ -63,5 +63,6 @@ void setup_materialize(CLI::App& app, int& exit_code);
 void setup_check(CLI::App& app, int& exit_code);
 void setup_lint(CLI::App& app, int& exit_code);
 void setup_show(CLI::App& app, int& exit_code);
+void setup_levers(CLI::App& app, int& exit_code);
 
 }  // namespace moetune::cli

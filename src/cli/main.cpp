@@ -16,6 +16,7 @@ std::vector<CommandSpec> const& command_table() {
       {"check", "regenerate a recipe's tables and diff them with what ships", setup_check},
       {"lint", "find stale, unreachable or mismatched rows in tables", setup_lint},
       {"show", "print a table (rows, configs, sources)", setup_show},
+      {"levers", "list, show, resolve and diff the kernel fast-path levers", setup_levers},
   };
   return table;
 }
@@ -26,6 +27,14 @@ std::vector<EnvVarSpec> const& env_var_table() {
        "default for --backend on every command that runs kernels"},
       {"MOETUNE_CACHE_DIR", "$XDG_CACHE_HOME/moetune or ~/.cache/moetune",
        "where compiled kernels (cubins) are cached"},
+      {"MOETUNE_LEVER_<NAME>", "the lever's default rule at the deployment",
+       "on|off: force one fast path (moetune levers list; docs/levers.md)"},
+      {"MOETUNE_TEST_SEED", "20240611", "tests: seed of the generated cpu kernel cases"},
+      {"MOETUNE_BUILD_DIR", "build", "scripts: the build directory"},
+      {"MOETUNE_CUDA", "ON when nvcc is found", "scripts/build.sh: OFF builds without CUDA"},
+      {"MOETUNE_JOBS", "$(nproc)", "scripts/build.sh: parallel build jobs"},
+      {"MOETUNE_DEMO_OUT", "build/demo-tables", "scripts/demo.sh: where the demo writes tables"},
+      {"MOETUNE_CI_FORMAT", "unset (report)", "ci: strict fails on clang-format drift"},
   };
   return table;
 }
