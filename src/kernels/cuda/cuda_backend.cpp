@@ -23,7 +23,7 @@ core::MoeConfig CudaBackend::default_config(core::MoeProblem const& p) const {
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
   const double per_expert =
       p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
-  if (per_expert <= 2) return {16};
+  if (per_expert <= 2) return {16, 64};  // 64: wgmma tiles sized to spread weights over all SMs
   if (per_expert <= 16) return {16, 32};
   if (per_expert <= 48) return {32, 64};
   if (per_expert <= 96) return {64, 128};
@@ -35,7 +35,11 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
   std::vector<core::KernelConfig> out;
   struct Shape { int bn, warps; };
   std::vector<Shape> shapes;
-  if (block_m <= 32) {
+  const double pairs_per_expert =
+      p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+  if (pairs_per_expert <= 2 && block_m >= 64) {
+    // Decode at block_m 64: only the wgmma tiles below (mma.sync would waste the A tile).
+  } else if (block_m <= 32) {
     shapes = {{16, 1}, {32, 2}, {64, 4}, {128, 4}, {128, 8}};
   } else if (block_m == 64) {
     shapes = {{64, 4}, {128, 4}, {128, 8}, {256, 8}};
@@ -66,8 +70,18 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
         break;
       }
     }
+    const double per_expert =
+        p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+    const bool tiny = per_expert <= 2;
+    if (tiny) {
+      // Bandwidth-bound decode: narrow tiles so experts_hit x n_tiles lands near a multiple of
+      // the SM count, and deep pipelines to keep bytes in flight.
+      widths = {32, 48, 64, 96, 128};
+    }
+    std::vector<int> stage_list = tiny ? std::vector<int>{4, 6, 8} : std::vector<int>{3, 4, 5};
     for (int bn : widths) {
-      for (int stages : {3, 4, 5}) {
+      if (bn > max_bn) continue;
+      for (int stages : stage_list) {
         for (int gm : {1, 8}) {
           core::KernelConfig k;
           k.tile = {.block_m = block_m, .block_n = bn, .block_k = 64, .group_m = gm};
