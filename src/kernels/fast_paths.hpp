@@ -13,6 +13,10 @@ struct FastPaths {
   /// are refused by can_implement and defaults use the mma.sync main loop. Class numeric: a
   /// different fp32 accumulation order (max relative error recorded by the lever check).
   bool wgmma_mainloop = true;
+  /// cpu: cpu_tiled multiplies packed panels with the 4 x 16 register-tiled microkernel; when
+  /// off, with the plain row-by-column loop (microkernel_plain). Class bitwise: both add a * b in
+  /// the same depth order without FMA (tests/kernels/cpu/cpu_lever_test.cpp).
+  bool cpu_register_tiles = true;
   /// cuda: launch every kernel of the layer with programmatic dependent launch, so each one's
   /// launch and prologue overlap the previous kernel's tail (griddepcontrol). Class bitwise: the
   /// same kernels compute the same values; only launch timing changes.

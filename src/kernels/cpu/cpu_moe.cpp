@@ -125,7 +125,7 @@ void run_phases(detail::MoeRunContext<T> const& ctx, int num_threads, int thread
 
 template <class T>
 void run_typed(core::MoeProblem const& p, core::MoeConfig const& config, CpuMoeArgs const& args,
-               CpuMoeWorkspace& ws) {
+               CpuMoeWorkspace& ws, FastPaths const& fast_paths) {
   bool const gated = p.activation == core::Activation::kSiluGated;
   detail::MoeRunContext<T> ctx;
   ctx.activation = p.activation;
@@ -135,6 +135,7 @@ void run_typed(core::MoeProblem const& p, core::MoeConfig const& config, CpuMoeA
   ctx.top_k = p.top_k;
   ctx.padded_rows = ws.expert_offsets.back();
   ctx.config = config;
+  ctx.fast_paths = fast_paths;
   ctx.x = static_cast<T const*>(args.x);
   ctx.w1 = static_cast<T const*>(args.w1);
   ctx.w2 = static_cast<T const*>(args.w2);
@@ -177,7 +178,7 @@ int resolve_num_threads(core::KernelConfig const& k) {
 }
 
 core::Status run_cpu_moe(core::MoeProblem const& problem, core::MoeConfig const& config,
-                         CpuMoeArgs const& args, CpuMoeWorkspace& ws) {
+                         CpuMoeArgs const& args, CpuMoeWorkspace& ws, FastPaths const& fast_paths) {
   MOETUNE_RETURN_IF_ERROR(cpu_tiled_can_implement(problem, config));
   if (problem.num_tokens == 0) {
     return core::Status::Ok();
@@ -192,9 +193,9 @@ core::Status run_cpu_moe(core::MoeProblem const& problem, core::MoeConfig const&
   build_tiles(ws, config.gemm1.tile, problem.intermediate_size, ws.tiles1);
   build_tiles(ws, config.gemm2.tile, problem.hidden_size, ws.tiles2);
   if (problem.dtype == core::DType::kBf16) {
-    run_typed<uint16_t>(problem, config, args, ws);
+    run_typed<uint16_t>(problem, config, args, ws, fast_paths);
   } else {
-    run_typed<float>(problem, config, args, ws);
+    run_typed<float>(problem, config, args, ws, fast_paths);
   }
   return core::Status::Ok();
 }

@@ -23,6 +23,7 @@
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "core/result.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels::cpu {
 
@@ -78,8 +79,10 @@ int resolve_num_threads(core::KernelConfig const& k);
 
 /// Runs the layer. Fails with cpu_tiled_can_implement's reason when the config is not
 /// supported, and kInvalidArgument when a pointer is null (M > 0) or an expert id is outside
-/// [0, E) (the message names the token, slot and id).
+/// [0, E) (the message names the token, slot and id). `fast_paths` are the resolved levers
+/// (cpu_register_tiles; the cuda fields are ignored).
 core::Status run_cpu_moe(core::MoeProblem const& problem, core::MoeConfig const& config,
-                         CpuMoeArgs const& args, CpuMoeWorkspace& workspace);
+                         CpuMoeArgs const& args, CpuMoeWorkspace& workspace,
+                         FastPaths const& fast_paths = {});
 
 }  // namespace moetune::kernels::cpu

@@ -45,7 +45,7 @@ constexpr int kPackDepth = 16;
 /// a_rows[i] and b_rows[j] point at row starts of depth-long rows of T.
 template <class T>
 void accumulate(CpuThreadScratch& s, int rows, int width, int64_t k_begin, int64_t k_end,
-                int block_k) {
+                int block_k, bool register_tiles) {
   std::fill_n(s.acc.data(), static_cast<size_t>(rows) * width, 0.0f);
   for (int64_t k0 = k_begin; k0 < k_end; k0 += block_k) {
     int const depth = static_cast<int>(std::min<int64_t>(block_k, k_end - k0));
@@ -65,7 +65,8 @@ void accumulate(CpuThreadScratch& s, int rows, int width, int64_t k_begin, int64
         for (int kk = kk0; kk < kk1; ++kk) dst[static_cast<size_t>(kk) * width] = to_f32(src[kk]);
       }
     }
-    microkernel(s.a_pack.data(), rows, depth, s.b_pack.data(), width, s.acc.data());
+    (register_tiles ? microkernel : microkernel_plain)(s.a_pack.data(), rows, depth,
+                                                       s.b_pack.data(), width, s.acc.data());
   }
 }
 
@@ -181,7 +182,7 @@ void gemm1_item(MoeRunContext<T> const& ctx, int64_t item, CpuThreadScratch& s) 
   int const block_k = ctx.config.gemm1.tile.block_k;
   gemm1_pointers(ctx, t, s);
   auto const [k_begin, k_end] = split_range(ctx.hidden, block_k, split, num_splits);
-  accumulate<T>(s, t.rows, width, k_begin, k_end, block_k);
+  accumulate<T>(s, t.rows, width, k_begin, k_end, block_k, ctx.fast_paths.cpu_register_tiles);
   if (num_splits == 1) {
     gemm1_epilogue(ctx, t, s);
     return;
@@ -206,7 +207,7 @@ void gemm2_item(MoeRunContext<T> const& ctx, int64_t item, CpuThreadScratch& s) 
   int const block_k = ctx.config.gemm2.tile.block_k;
   gemm2_pointers(ctx, t, s);
   auto const [k_begin, k_end] = split_range(ctx.inter_size, block_k, split, num_splits);
-  accumulate<T>(s, t.rows, t.cols, k_begin, k_end, block_k);
+  accumulate<T>(s, t.rows, t.cols, k_begin, k_end, block_k, ctx.fast_paths.cpu_register_tiles);
   if (num_splits == 1) {
     gemm2_epilogue(ctx, t, s);
     return;

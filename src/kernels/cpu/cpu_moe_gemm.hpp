@@ -21,6 +21,7 @@ struct MoeRunContext {
   int64_t top_k = 1;
   int64_t padded_rows = 0;  ///< sum over experts of counts padded to block_m
   core::MoeConfig config;
+  FastPaths fast_paths;  ///< cpu_register_tiles picks the microkernel
   T const* x = nullptr;
   T const* w1 = nullptr;
   T const* w2 = nullptr;

@@ -65,7 +65,7 @@ core::Status CpuTestbed::run_once(core::MoeConfig const& config) {
   args.w1 = data_->w1_data();
   args.w2 = data_->w2_data();
   args.out = const_cast<void*>(output());
-  return run_cpu_moe(data_->problem, config, args, workspace_);
+  return run_cpu_moe(data_->problem, config, args, workspace_, fast_paths_);
 }
 
 core::Result<CheckResult> CpuTestbed::check(core::MoeConfig const& config) {

@@ -34,6 +34,8 @@ class CpuTestbed final : public Testbed {
   core::Result<std::span<double const>> reference();
   /// The output of the last run, in the problem dtype (bf16 bits or float).
   void const* output() const;
+  /// The fast paths later runs take (levers: cpu_register_tiles).
+  void set_fast_paths(FastPaths fp) { fast_paths_ = fp; }
 
  private:
   core::Status ready(core::MoeConfig const& config, char const* where) const;
@@ -45,6 +47,7 @@ class CpuTestbed final : public Testbed {
   std::vector<uint16_t> out_bf16_;
   std::vector<float> out_fp32_;
   CpuMoeWorkspace workspace_;
+  FastPaths fast_paths_;
 };
 
 }  // namespace moetune::kernels::cpu

@@ -77,4 +77,15 @@ void microkernel(float const* a, int rows, int depth, float const* b, int width,
   }
 }
 
+void microkernel_plain(float const* a, int rows, int depth, float const* b, int width, float* acc) {
+  for (int r = 0; r < rows; ++r) {
+    float* c = acc + static_cast<int64_t>(r) * width;
+    for (int kk = 0; kk < depth; ++kk) {
+      float const ar = a[static_cast<int64_t>(r) * depth + kk];
+      float const* bk = b + static_cast<int64_t>(kk) * width;
+      for (int j = 0; j < width; ++j) c[j] += ar * bk[j];
+    }
+  }
+}
+
 }  // namespace moetune::kernels::cpu::detail
