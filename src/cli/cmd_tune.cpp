@@ -1,33 +1,51 @@
-// moetune tune: sweep a recipe's buckets on a backend (tuner/sweep.hpp), write the winners into
-// each shape's table with their measurement as the source, and print the table. Pinned rows always
-// win over tuned ones; --merge keeps the table's other rows. Exit 1 when a bucket had no surviving
-// candidate (its row is left as it was), 2 on bad input, before any kernel runs.
+// moetune tune: tune a recipe's buckets through a worker process per backend (tuner/search.hpp),
+// record every measurement in the store, and write the winners into each shape's table with their
+// measurement and the command that reproduces them. Pinned rows always win over tuned ones;
+// --merge keeps the table's other rows. Exit 1 when every candidate of a bucket failed (the run
+// stops there with a summary; rows tuned so far are written), 2 on bad input, before any kernel
+// runs.
+#include <unistd.h>
+
 #include <chrono>
 #include <ctime>
+#include <fstream>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
-#include "cli/json_out.hpp"
+#include "cli/tune_report.hpp"
 #include "core/atomic_file.hpp"
-#include "kernels/testbed.hpp"
-#include "tuner/sweep.hpp"
+#include "core/json_text.hpp"
+#include "tuner/search.hpp"
+#include "tuner/store.hpp"
+#include "tuner/worker.hpp"
 
 namespace moetune::cli {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 struct TuneArgs {
   std::string recipe_path;
   std::string buckets;  ///< "1,4,16"; empty = the recipe's
   std::string backend;  ///< empty = the shape's backend
   std::string out_dir;  ///< empty = tables/<device>
+  std::string store;    ///< empty = in memory (no resume)
   bool merge = false;
   bool json = false;
-  bool measure_pinned = false;  ///< also sweep pinned buckets (report only; the pin still wins)
-  int reps = 5;
-  int warmup = 2;
+  bool measure_pinned = false;  ///< also tune pinned buckets (report only; the pin still wins)
+  int reps = 15;                ///< final-round reps
+  int warmup = 1;
+  int repeat = 0;
+  double margin = 0.01;
+  double timeout_s = 10;
+  double budget_min = 0;  ///< 0 = no budget
+  std::string inject_fault;
+  tuner::FaultPlan faults;
+  std::string command_line;
 };
 
 std::vector<int64_t> parse_buckets(std::string const& list) {
@@ -49,15 +67,6 @@ std::vector<int64_t> parse_buckets(std::string const& list) {
   return out;
 }
 
-std::string today_utc() {
-  std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[16];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
-  return buf;
-}
-
 /// The backend a shape is tuned on: --backend / $MOETUNE_BACKEND when given, else the shape's.
 /// A table's family is fixed by its recipe, so a mismatch is an error, not a silent switch.
 std::string pick_backend(TuneArgs const& args, core::RecipeShape const& shape,
@@ -76,75 +85,62 @@ std::string pick_backend(TuneArgs const& args, core::RecipeShape const& shape,
                                      chosen};
   }
   check_backend_name(wanted, where + ": backend");
-  auto probe = kernels::make_backend(wanted);
-  if (!probe.ok()) {
-    throw CliExit{kExitBadInput, where + ": the recipe's backend is " + wanted +
-                                     ", which is unavailable here (" + probe.error().to_string() +
-                                     "); run on a machine with a GPU, or tune a " +
-                                     "recipe whose backend is cpu (e.g. recipes/demo.json)"};
-  }
   return wanted;
 }
 
 std::string reproduce_command(TuneArgs const& args, std::string const& backend, int64_t bucket,
                               std::string const& out_dir) {
-  return "moetune tune --recipe " + args.recipe_path + " --buckets " + std::to_string(bucket) +
-         " --backend " + backend + " --out " + out_dir + " --merge";
-}
-
-core::Source tuned_source(TuneArgs const& args, tuner::BucketResult const& r,
-                          std::string const& device, std::string const& backend,
-                          std::string const& out_dir, core::RoutingProfile const& routing) {
-  core::Source s;
-  s.kind = "tuned";
-  s.date = today_utc();
-  s.device = device;
-  s.protocol = "moetune-sweep-v1: in-process, " + std::to_string(args.warmup) +
-               " warm-up, median of " + std::to_string(args.reps) +
-               ", default kept unless beaten by >2%, routing " + core::format_routing(routing);
-  s.numbers = {{"time_us", r.time_us},
-               {"default_us", r.default_us},
-               {"candidates", double(r.candidates)},
-               {"rejected", double(r.rejected)}};
-  s.digest = r.digest;
-  s.command = reproduce_command(args, backend, r.bucket, out_dir);
-  return s;
-}
-
-std::string bucket_line(tuner::BucketResult const& r) {
   std::ostringstream out;
-  out << "bucket " << r.bucket << ": " << core::short_string(r.winner) << "  "
-      << format_us(r.time_us) << " us";
-  if (r.default_ok) {
-    char m[32];
-    std::snprintf(m, sizeof(m), "%+.1f%%", 100 * tuner::margin(r.default_us, r.time_us));
-    out << "  default " << format_us(r.default_us) << " us  margin " << m
-        << (r.incumbent_kept ? "  (default kept)" : "");
-  } else {
-    out << "  (default config failed its check)";
-  }
-  out << "  [" << r.candidates << " candidates, " << r.rejected << " rejected";
-  if (r.wrong > 0) out << ", " << r.wrong << " wrong";
-  if (r.failed > 0) out << ", " << r.failed << " failed";
-  out << "]";
+  out << "moetune tune --recipe " << args.recipe_path << " --buckets " << bucket << " --backend "
+      << backend << " --out " << out_dir << " --merge --reps " << args.reps << " --warmup "
+      << args.warmup << " --margin " << args.margin << " --timeout-s " << args.timeout_s;
   return out.str();
 }
 
 /// Everything a shape needs before any kernel runs; building it checks all bad input (backend,
-/// out dir, an existing table under --merge, buckets) so a failure changes no file.
+/// out dir, an existing table under --merge) so a failure changes no file.
 struct ShapePlan {
   core::RecipeShape const* shape = nullptr;
   std::string where;
   std::string backend_name;
   std::string out_dir;
-  std::unique_ptr<kernels::Testbed> testbed;
+  tuner::WorkerClient* worker = nullptr;
   core::DeviceInfo device;
   core::Table table;
   std::string path;
   std::vector<int64_t> buckets;
+  std::string tune_hash;
 };
 
-ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index) {
+/// One worker per backend, started on first use; its hello says whether the backend works here.
+tuner::WorkerClient& worker_for(std::map<std::string, std::unique_ptr<tuner::WorkerClient>>& pool,
+                                std::string const& backend, std::string const& where,
+                                core::DeviceInfo* device) {
+  auto& slot = pool[backend];
+  if (!slot) slot = std::make_unique<tuner::WorkerClient>(tuner::WorkerOptions{.backend = backend});
+  auto hello = slot->hello();
+  if (!hello.ok()) {
+    throw CliExit{kExitBadInput, where + ": the recipe's backend is " + backend +
+                                     ", which is unavailable here (" + hello.error().to_string() +
+                                     "); run on a machine with a GPU, or tune a " +
+                                     "recipe whose backend is cpu (e.g. recipes/demo.json)"};
+  }
+  *device = hello->device;
+  return *slot;
+}
+
+std::string tune_hash(TuneArgs const& args, core::RecipeShape const& shape,
+                      std::string const& backend) {
+  // Everything that changes a measurement; the store reads back only what matches it.
+  return tuner::hash_text(core::to_json_text(shape.problem, -1) + "|" +
+                          core::format_routing(shape.routing) + "|" + backend + "|" +
+                          shape.family + "|" + std::to_string(shape.family_version) + "|w" +
+                          std::to_string(args.warmup) + "|r" + std::to_string(args.reps) +
+                          "|protocol" + std::to_string(tuner::kProtocolVersion));
+}
+
+ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index,
+                     std::map<std::string, std::unique_ptr<tuner::WorkerClient>>& pool) {
   ShapePlan plan;
   plan.shape = &recipe.shapes[index];
   core::RecipeShape const& shape = *plan.shape;
@@ -153,8 +149,7 @@ ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t in
   plan.out_dir =
       args.out_dir.empty() ? "tables/" + core::vllm_device_name(shape.device) : args.out_dir;
   unwrap(core::ensure_writable_dir(plan.out_dir));
-  plan.testbed = unwrap(kernels::make_testbed(plan.backend_name));
-  plan.device = plan.testbed->backend().device();
+  plan.worker = &worker_for(pool, plan.backend_name, plan.where, &plan.device);
 
   core::TableKey const key = core::table_key_for(shape, plan.device.toolchain);
   plan.path = plan.out_dir + "/" + core::vllm_file_name(key);
@@ -170,22 +165,124 @@ ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t in
   plan.table.policy = shape.policy;
   plan.table.has_manifest = true;
   plan.buckets = args.buckets.empty() ? shape.buckets : parse_buckets(args.buckets);
+  plan.tune_hash = tune_hash(args, shape, plan.backend_name);
   return plan;
 }
 
-/// Tunes one planned shape and writes its table. Returns false when a bucket had no surviving
-/// candidate.
-bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
+core::Source tuned_source(TuneArgs const& args, tuner::BucketResult const& r,
+                          ShapePlan const& plan, std::string const& command) {
+  core::Source s;
+  s.kind = "tuned";
+  s.date = tuner::utc_now().substr(0, 10);
+  s.device = plan.device.name;
+  std::ostringstream protocol;
+  protocol << "moetune-tune-v2: worker process, check vs fp64 reference, successive halving "
+           << "(3 reps, x3 per round) to 3 finalists, final " << args.reps << " reps in "
+           << tuner::kFinalPasses << " interleaved passes after " << args.warmup
+           << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
+           << args.margin * 100 << "%, routing " << core::format_routing(plan.shape->routing)
+           << "; verdict " << r.verdict;
+  if (r.tie) protocol << " with " << core::short_string(r.challenger) << " (both in the store)";
+  s.protocol = protocol.str();
+  double const challenger_us = r.has_challenger ? r.challenger_stats.median_us : 0;
+  s.numbers = {{"time_us", r.winner_stats.median_us},
+               {"ci_low_us", r.winner_stats.ci_low_us},
+               {"ci_high_us", r.winner_stats.ci_high_us},
+               {"default_us", r.incumbent_ok ? r.incumbent_stats.median_us : 0},
+               {"challenger_us", challenger_us},
+               {"tie", r.tie ? 1.0 : 0.0},
+               {"candidates", double(r.candidates)},
+               {"rejected", double(r.outcomes.count(tuner::Outcome::kRejected)
+                                       ? r.outcomes.at(tuner::Outcome::kRejected)
+                                       : 0)}};
+  if (r.repeats > 0) s.numbers["agreement"] = double(r.agreeing) / r.repeats;
+  s.digest = r.digest;
+  s.command = command;
+  return s;
+}
+
+/// Seeds for a bucket: winners of buckets already tuned in this shape, nearest first.
+std::vector<core::MoeConfig> neighbour_seeds(std::map<int64_t, core::MoeConfig> const& winners,
+                                             int64_t bucket) {
+  std::vector<std::pair<double, core::MoeConfig>> near;
+  for (auto const& [b, config] : winners) {
+    near.push_back({std::abs(std::log2(double(b)) - std::log2(double(bucket))), config});
+  }
+  std::stable_sort(near.begin(), near.end(),
+                   [](auto const& a, auto const& b) { return a.first < b.first; });
+  std::vector<core::MoeConfig> out;
+  for (auto const& [distance, config] : near) out.push_back(config);
+  return out;
+}
+
+struct RunContext {
+  tuner::Store* store = nullptr;
+  int64_t run = 0;
+  ProgressBar* progress = nullptr;
+  int bucket_index = 0;  ///< buckets started so far over all shapes
+  int buckets_total = 0;
+  Clock::time_point deadline = Clock::time_point::max();
+};
+
+tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx) {
+  tuner::SearchOptions o;
+  o.timeout_s = args.timeout_s;
+  o.margin = args.margin;
+  o.warmup = args.warmup;
+  o.final_reps = args.reps;
+  o.first_reps = std::min(3, args.reps);
+  o.repeat = args.repeat;
+  o.faults = args.faults;
+  if (ctx.deadline != Clock::time_point::max()) {
+    // The budget left is shared evenly by the buckets left.
+    int const left = std::max(1, ctx.buckets_total - ctx.bucket_index + 1);
+    o.deadline = Clock::now() + (ctx.deadline - Clock::now()) / left;
+  }
+  return o;
+}
+
+/// Tunes one bucket; prints its line. Returns the result (ok = a winner exists).
+tuner::BucketResult tune_one(TuneArgs const& args, ShapePlan const& plan, RunContext& ctx,
+                             int64_t bucket, std::optional<core::MoeConfig> incumbent,
+                             std::vector<core::MoeConfig> seeds) {
+  ++ctx.bucket_index;
+  tuner::BucketTask task;
+  task.problem = plan.shape->problem;
+  task.problem.num_tokens = bucket;
+  task.routing = plan.shape->routing;
+  task.seed = plan.shape->routing.seed;
+  task.bucket = bucket;
+  task.incumbent = std::move(incumbent);
+  task.seeds = std::move(seeds);
+  task.run = ctx.run;
+  task.tune_hash = plan.tune_hash;
+  task.shape = core::vllm_file_name(plan.table.key);
+  task.device = plan.device.name;
+  int const index = ctx.bucket_index;
+  auto progress = [&](double f) { ctx.progress->update(bucket, index, f); };
+  tuner::BucketResult r =
+      unwrap(tuner::tune_bucket(*plan.worker, *ctx.store, task, search_options(args, ctx), progress));
+  if (r.ok) {
+    (void)ctx.store->record_decision(tuner::Decision{
+        .run = ctx.run, .tune_hash = plan.tune_hash, .shape = task.shape, .bucket = bucket,
+        .winner = r.winner, .incumbent = r.incumbent, .challenger = r.challenger,
+        .verdict = r.verdict, .winner_us = r.winner_stats.median_us,
+        .incumbent_us = r.incumbent_stats.median_us, .challenger_us = r.challenger_stats.median_us,
+        .agreement = r.repeats > 0 ? double(r.agreeing) / r.repeats : 1.0});
+  }
+  return r;
+}
+
+/// Tunes one planned shape and writes its table. Returns false when every candidate of a bucket
+/// failed (the run stops there).
+bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson& json) {
   core::RecipeShape const& shape = *plan.shape;
   if (!args.json) {
     std::cout << "tuning " << shape.name << " on " << plan.backend_name << " (" << plan.device.name
-              << "): " << core::to_string(shape.problem) << "\n";
+              << "): " << core::to_string(shape.problem) << std::endl;
   }
   json.begin_shape(shape.name, plan.path, plan.backend_name);
-  tuner::SweepOptions options;
-  options.warmup = args.warmup;
-  options.reps = args.reps;
-  options.seed = shape.routing.seed;
+  std::map<int64_t, core::MoeConfig> winners;
   bool all_ok = true;
   for (int64_t bucket : plan.buckets) {
     auto pin = shape.pinned_rows.find(bucket);
@@ -193,39 +290,47 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
     if (pinned && !args.json) {
       std::cout << "bucket " << bucket << ": pinned " << core::short_string(pin->second.config)
                 << " (" << pin->second.source.kind << " " << pin->second.source.date << ")"
-                << (args.measure_pinned ? "; the sweep, for comparison only:" : ", not tuned")
+                << (args.measure_pinned ? "; tuned with the pin as incumbent, for comparison:"
+                                        : ", not tuned")
                 << std::endl;
     }
     if (pinned && !args.measure_pinned) {
       json.pinned_bucket(bucket, pin->second.config);
       continue;
     }
-    auto result = tuner::sweep_bucket(*plan.testbed, shape.problem, shape.routing, bucket, options);
-    if (!result.ok()) {
-      if (result.error().code != core::ErrorCode::kUnsupported) fail(result.error());
-      std::cerr << "moetune tune: " << plan.where << ": " << result.error().to_string()
-                << "; the bucket keeps its current row\n";
-      json.failed_bucket(bucket, result.error().to_string());
-      all_ok = false;
-      continue;
-    }
-    if (!args.json) std::cout << (pinned ? "  " : "") << bucket_line(*result) << std::endl;
+    std::optional<core::MoeConfig> incumbent;
     if (pinned) {
-      double const pinned_us = pinned_time_us(*result, pin->second.config);
-      if (!args.json) {
-        std::cout << "  the pin itself: "
-                  << (pinned_us > 0 ? format_us(pinned_us) + " us"
-                                    : std::string("not in the search space (or failed)"))
-                  << std::endl;
-      }
-      json.pinned_bucket(bucket, pin->second.config, &*result);
+      incumbent = pin->second.config;
+    } else if (auto row = plan.table.rows.find(bucket); row != plan.table.rows.end()) {
+      incumbent = row->second.config;  // --merge: the current row defends its place
+    }
+    tuner::BucketResult r =
+        tune_one(args, plan, ctx, bucket, incumbent, neighbour_seeds(winners, bucket));
+    if (!r.ok) {
+      ctx.progress->done();
+      std::cerr << "moetune tune: " << plan.where << ": bucket " << bucket
+                << ": every candidate failed (" << r.summary << ")"
+                << (r.aborted ? ", none passed within --timeout-s + 3 s" : "")
+                << "; stopping the run (rows tuned so far are written)\n";
+      json.failed_bucket(r);
+      all_ok = false;
+      break;
+    }
+    std::string const command = reproduce_command(args, plan.backend_name, bucket, plan.out_dir);
+    if (!args.json) {
+      ctx.progress->done();
+      std::cout << (pinned ? "  " : "") << bucket_line(r) << "\n";
+      if (std::string p = pruned_line(r); !p.empty()) std::cout << p << "\n";
+      std::cout << std::flush;
+    }
+    if (pinned) {
+      json.pinned_bucket(bucket, pin->second.config, &r);
       continue;
     }
-    json.tuned_bucket(*result);
+    winners[bucket] = r.winner;
+    json.tuned_bucket(r, command);
     plan.table.rows[bucket] =
-        core::TableRow{.config = result->winner,
-                       .source = tuned_source(args, *result, plan.device.name, plan.backend_name,
-                                              plan.out_dir, shape.routing)};
+        core::TableRow{.config = r.winner, .source = tuned_source(args, r, plan, command)};
   }
   for (auto const& [bucket, pin] : shape.pinned_rows) {
     plan.table.rows[bucket] = core::TableRow{.config = pin.config, .source = pin.source};
@@ -236,21 +341,77 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, JsonOut& json) {
   return all_ok;
 }
 
-int run_tune(TuneArgs const& args) {
+void check_args(TuneArgs& args) {
+  auto bad = [](std::string m) { throw CliExit{kExitBadInput, std::move(m)}; };
   if (args.reps < 1 || args.warmup < 0) {
-    throw CliExit{kExitBadInput, "--reps must be >= 1 and --warmup >= 0; seen --reps " +
-                                     std::to_string(args.reps) + " --warmup " +
-                                     std::to_string(args.warmup)};
+    bad("--reps must be >= 1 and --warmup >= 0; seen --reps " + std::to_string(args.reps) +
+        " --warmup " + std::to_string(args.warmup));
+  }
+  if (args.repeat < 0) bad("--repeat " + std::to_string(args.repeat) + " is negative; use 0..10");
+  if (!(args.timeout_s > 0)) bad("--timeout-s must be > 0 seconds; e.g. --timeout-s 10");
+  if (!(args.margin >= 0 && args.margin < 1)) bad("--margin must be in [0, 1); e.g. 0.01 = 1%");
+  if (!(args.budget_min >= 0)) bad("--budget-min must be >= 0 minutes (0 = no budget)");
+  if (!args.inject_fault.empty()) {
+    auto plan = tuner::parse_fault_plan(args.inject_fault);
+    if (!plan.ok()) bad(plan.error().to_string());
+    args.faults = *plan;
   }
   if (!args.buckets.empty()) parse_buckets(args.buckets);  // bad input fails before any run
   if (!args.backend.empty()) check_backend_name(args.backend, "--backend");
+}
+
+/// The command line as given (from /proc/self/cmdline), for the run's provenance in the store.
+std::string own_command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (char& c : text) c = c == '\0' ? ' ' : c;
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+int run_tune(TuneArgs& args) {
+  check_args(args);
+  args.command_line = own_command_line();
+  auto const started = Clock::now();
   core::Recipe recipe = load_recipe_or_exit(args.recipe_path);
+  std::map<std::string, std::unique_ptr<tuner::WorkerClient>> pool;
   std::vector<ShapePlan> plans;
-  for (size_t i = 0; i < recipe.shapes.size(); ++i) plans.push_back(plan_shape(args, recipe, i));
-  JsonOut json(args.json);
+  for (size_t i = 0; i < recipe.shapes.size(); ++i) {
+    plans.push_back(plan_shape(args, recipe, i, pool));
+  }
+  auto store = unwrap(tuner::Store::open(args.store.empty() ? ":memory:" : args.store));
+  tuner::RunInfo info{.started = tuner::utc_now(),
+                      .recipe_path = args.recipe_path,
+                      .recipe_hash = tuner::hash_text(unwrap(core::read_file(args.recipe_path))),
+                      .commit = MOETUNE_GIT_COMMIT,
+                      .device = plans.empty() ? "" : plans[0].device.name,
+                      .driver = plans.empty() ? "" : plans[0].device.driver,
+                      .toolchain = plans.empty() ? "" : plans[0].device.toolchain,
+                      .seed = plans.empty() ? 0 : plans[0].shape->routing.seed,
+                      .routing = plans.empty() ? "" : core::format_routing(plans[0].shape->routing),
+                      .command = args.command_line};
+  RunContext ctx;
+  ctx.store = store.get();
+  ctx.run = unwrap(store->begin_run(info));
+  for (ShapePlan const& plan : plans) {
+    for (int64_t b : plan.buckets) {
+      ctx.buckets_total += !plan.shape->pinned_rows.count(b) || args.measure_pinned;
+    }
+  }
+  if (args.budget_min > 0) {
+    ctx.deadline = started + std::chrono::milliseconds(int64_t(args.budget_min * 60e3));
+  }
+  ProgressBar progress(ctx.buckets_total, ::isatty(2) == 1);
+  ctx.progress = &progress;
+  TuneJson json(args.json);
   bool all_ok = true;
-  for (ShapePlan& plan : plans) all_ok = tune_shape(args, plan, json) && all_ok;
-  json.finish(std::cout);
+  for (ShapePlan& plan : plans) {
+    all_ok = tune_shape(args, plan, ctx, json);
+    if (!all_ok) break;
+  }
+  progress.done();
+  json.finish(std::cout, store->path(), ctx.run,
+              std::chrono::duration<double>(Clock::now() - started).count());
   return all_ok ? kExitOk : kExitFindings;
 }
 
@@ -263,16 +424,38 @@ void setup_tune(CLI::App& app, int& exit_code) {
                  "token counts to tune, e.g. 1,4,16 (default: the recipe's buckets)");
   add_backend_option(app, &args->backend);
   app.add_option("--out", args->out_dir, "directory the tables go to (default: tables/<device>)");
+  app.add_option("--store", args->store,
+                 "SQLite store of every measurement (default: in memory, no resume); a killed run "
+                 "given the same store resumes where it stopped");
   app.add_flag("--merge", args->merge,
-               "keep rows of the existing table that this run does not tune");
+               "keep rows of the existing table that this run does not tune (and let each "
+               "tuned bucket's current row defend its place as the incumbent)");
   app.add_flag("--json", args->json, "print the per-bucket results as one JSON object");
-  app.add_flag(
-      "--measure-pinned", args->measure_pinned,
-      "sweep pinned buckets too and print the result next to the pin (the pin still wins)");
-  app.add_option("--reps", args->reps, "timed runs per candidate (median decides)")
+  app.add_flag("--measure-pinned", args->measure_pinned,
+               "tune pinned buckets too, the pin as incumbent, and print the result next to the "
+               "pin (the pin still wins)");
+  app.add_option("--reps", args->reps, "timed runs per finalist in the final round")
       ->capture_default_str();
-  app.add_option("--warmup", args->warmup, "untimed runs per candidate before timing")
+  app.add_option("--warmup", args->warmup, "untimed runs before each timing")
       ->capture_default_str();
+  app.add_option("--repeat", args->repeat,
+                 "re-run the final round N times and report winner agreement per bucket")
+      ->capture_default_str();
+  app.add_option("--margin", args->margin,
+                 "a challenger's CI upper bound must sit this fraction below the incumbent's CI "
+                 "lower bound to replace it; else a tie and the incumbent stays")
+      ->capture_default_str();
+  app.add_option("--timeout-s", args->timeout_s,
+                 "per-candidate timeout (one check or one timing); the worker is killed and "
+                 "restarted after it")
+      ->capture_default_str();
+  app.add_option("--budget-min", args->budget_min,
+                 "time budget in minutes for the whole run (0 = none): past a bucket's share, "
+                 "new candidates are not run and halving jumps to the final round")
+      ->capture_default_str();
+  app.add_option("--inject-fault", args->inject_fault,
+                 "TEST ONLY: KIND@N[,KIND@N...] makes candidate N (search order; or 'all') fail: "
+                 "compile, launch, crash, wrong, nan, hang or oom");
   app.callback([args, &exit_code] { exit_code = run_tune(*args); });
 }
 

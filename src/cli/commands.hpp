@@ -43,6 +43,7 @@ struct CommandSpec {
   const char* name;
   const char* help;
   void (*setup)(CLI::App& app, int& exit_code);
+  bool hidden = false;  ///< internal (the tuner's worker): left out of help and suggestions
 };
 
 /// The subcommand table, in help order.
@@ -63,6 +64,7 @@ void setup_materialize(CLI::App& app, int& exit_code);
 void setup_check(CLI::App& app, int& exit_code);
 void setup_lint(CLI::App& app, int& exit_code);
 void setup_show(CLI::App& app, int& exit_code);
+void setup_worker(CLI::App& app, int& exit_code);
 void setup_levers(CLI::App& app, int& exit_code);
 
 }  // namespace moetune::cli

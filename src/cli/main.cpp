@@ -16,6 +16,7 @@ std::vector<CommandSpec> const& command_table() {
       {"check", "regenerate a recipe's tables and diff them with what ships", setup_check},
       {"lint", "find stale, unreachable or mismatched rows in tables", setup_lint},
       {"show", "print a table (rows, configs, sources)", setup_show},
+      {"worker", "internal: the tuner's device process (tuner/worker.hpp)", setup_worker, true},
       {"levers", "list, show, resolve and diff the kernel fast-path levers", setup_levers},
   };
   return table;
@@ -57,7 +58,7 @@ bool reject_unknown_subcommand(int argc, char** argv) {
   std::vector<std::string> names;
   for (auto const& cmd : command_table()) {
     if (std::string_view(argv[1]) == cmd.name) return false;
-    names.push_back(cmd.name);
+    if (!cmd.hidden) names.push_back(cmd.name);
   }
   std::string list;
   for (auto const& n : names) list += (list.empty() ? "" : ", ") + n;
@@ -84,6 +85,7 @@ int main(int argc, char** argv) {
   std::string current = "";
   for (auto const& cmd : command_table()) {
     CLI::App* sub = app.add_subcommand(cmd.name, cmd.help);
+    if (cmd.hidden) sub->group("");
     cmd.setup(*sub, exit_code);
   }
   try {

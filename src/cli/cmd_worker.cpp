@@ -1,0 +1,33 @@
+// moetune worker (hidden): the device side of `moetune tune`. The tuner starts one per device with
+// fork + exec of this binary and speaks the line protocol of tuner/protocol.hpp on two inherited
+// file descriptors; people never run it by hand.
+#include <memory>
+
+#include "cli/cli_common.hpp"
+#include "cli/commands.hpp"
+#include "tuner/worker.hpp"
+
+namespace moetune::cli {
+namespace {
+
+struct WorkerArgs {
+  std::string backend = "cpu";
+  int fd_in = 0;
+  int fd_out = 1;
+};
+
+}  // namespace
+
+void setup_worker(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<WorkerArgs>();
+  app.add_option("--backend", args->backend, "cpu or cuda")->capture_default_str();
+  app.add_option("--fd-in", args->fd_in, "file descriptor requests arrive on")
+      ->capture_default_str();
+  app.add_option("--fd-out", args->fd_out, "file descriptor answers go to")->capture_default_str();
+  app.callback([args, &exit_code] {
+    check_backend_name(args->backend, "--backend");
+    exit_code = tuner::run_worker(args->backend, args->fd_in, args->fd_out);
+  });
+}
+
+}  // namespace moetune::cli

@@ -1,0 +1,108 @@
+// The worker protocol: one JSON object per line over pipes, parent -> worker requests and one
+// response line per request. Nested values (problem, routing, configs, device) use core's JSON
+// text; this file only frames them, with a small scanner for the flat top-level object (STYLE 3:
+// no JSON library outside core/json_io).
+//
+//   {"op":"hello"}                                  -> backend, family, family_version, device
+//   {"op":"space","problem":P}                      -> default_config, configs (the search space)
+//   {"op":"feasible","problem":P,"configs":[C..]}   -> reasons ("" = can_implement ok)
+//   {"op":"prepare","problem":P,"routing":R,"seed":N}
+//   {"op":"check","config":C,"fault":"crash"}       -> rel_l2_error, all_finite, ..., digest
+//   {"op":"time","config":C,"warmup":1,"reps":5,"fault":""} -> samples_us
+//   {"op":"quit"}
+// A failed request answers {"ok":false,"outcome":"launch_failed","message":"..."}.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/device_info.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "core/routing.hpp"
+#include "kernels/testbed.hpp"
+#include "tuner/outcome.hpp"
+
+namespace moetune::tuner {
+
+/// Bumped when a message changes; hello answers it and the parent refuses a mismatch.
+inline constexpr int kProtocolVersion = 1;
+
+struct Request {
+  std::string op{};  ///< hello | space | feasible | prepare | check | time | quit
+  core::MoeProblem problem{};
+  core::RoutingProfile routing{};
+  uint64_t seed = 0;
+  core::MoeConfig config{};
+  std::vector<core::MoeConfig> configs{};
+  int warmup = 0;
+  int reps = 1;
+  FaultKind fault = FaultKind::kNone;
+};
+
+struct Response {
+  bool ok = true;
+  Outcome outcome = Outcome::kOk;  ///< the failure class when !ok
+  std::string message;             ///< why, when !ok
+  // hello
+  int protocol_version = kProtocolVersion;
+  std::string backend;
+  std::string family;
+  int family_version = 0;
+  core::DeviceInfo device;
+  // space / feasible
+  core::MoeConfig default_config;
+  std::vector<core::MoeConfig> configs;
+  std::vector<std::string> reasons;
+  // check / time
+  bool has_check = false;  ///< `check` holds a check's answer (a gate never reads a default)
+  kernels::CheckResult check;
+  std::vector<double> samples_us;
+};
+
+/// One line, without the trailing newline. Only the fields `op` uses are written.
+std::string encode(Request const& r);
+std::string encode(Response const& r);
+/// Strict inverses of encode; errors name `where`, the field and what was seen.
+core::Result<Request> decode_request(std::string_view line, std::string const& where);
+core::Result<Response> decode_response(std::string_view line, std::string const& where);
+
+/// A JSON string literal (quotes, backslashes and control characters escaped).
+std::string json_string(std::string_view s);
+/// A JSON number that reads back to the same double; non-finite values become null.
+std::string json_double(double v);
+/// A JSON array of numbers.
+std::string json_doubles(std::vector<double> const& v);
+/// Parses json_doubles' text (null elements read as NaN).
+core::Result<std::vector<double>> parse_doubles(std::string_view raw, std::string const& where);
+
+/// The members of one flat JSON object, each kept as its raw text (a scanner, not a parser of
+/// nested values: those go to core's parse_*_json).
+class FlatJson {
+ public:
+  /// Fails (kParse) on anything but one object with unique string keys.
+  static core::Result<FlatJson> parse(std::string_view text, std::string const& where);
+  /// The elements of a JSON array's raw text, each raw.
+  static core::Result<std::vector<std::string>> split_array(std::string_view raw,
+                                                            std::string const& where);
+  /// A JSON string literal's value (escapes decoded).
+  static core::Result<std::string> unquote(std::string_view raw, std::string const& where);
+
+  bool has(std::string const& key) const { return fields_.count(key) > 0; }
+  std::string const& raw(std::string const& key) const { return fields_.at(key); }
+  core::Result<std::string> string(std::string const& key) const;
+  /// A number; null reads as NaN (json_number writes non-finite values as null).
+  core::Result<double> number(std::string const& key) const;
+  core::Result<bool> boolean(std::string const& key) const;
+
+ private:
+  core::Error missing(std::string const& key) const;
+  std::map<std::string, std::string> fields_;
+  std::string where_;
+};
+
+}  // namespace moetune::tuner

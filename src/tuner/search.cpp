@@ -1,0 +1,246 @@
+// tune_bucket: space, pruning, round 0 and successive halving; the final round and selection are
+// in select.cpp. See search.hpp for the whole procedure.
+#include "tuner/search.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/testbed.hpp"
+#include "tuner/search_internal.hpp"
+
+namespace moetune::tuner {
+
+std::string prune_key(std::string const& reason) {
+  size_t const eq = reason.find(" = ");
+  return eq == std::string::npos ? reason : reason.substr(0, eq);
+}
+
+std::string outcome_summary(std::map<Outcome, int> const& counts) {
+  std::string out;
+  for (auto const& [outcome, n] : counts) {
+    if (n == 0) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + std::string(to_string(outcome));
+  }
+  return out.empty() ? "no candidates" : out;
+}
+
+namespace detail {
+
+double BucketSearch::elapsed_s() const {
+  return std::chrono::duration<double>(Clock::now() - start_).count();
+}
+
+/// The request timeout: timeout_s, cut to what is left of the fail-fast window while nothing
+/// has passed. <= 0 means the window is spent.
+double BucketSearch::request_timeout() const {
+  if (any_ok_) return options_.timeout_s;
+  double const window = options_.timeout_s + options_.fail_fast_extra_s;
+  return std::min(options_.timeout_s, window - elapsed_s());
+}
+
+MeasurementKey BucketSearch::key(CandidateResult const& c, int round) const {
+  return MeasurementKey{.tune_hash = task_.tune_hash,
+                        .bucket = task_.bucket,
+                        .round = round,
+                        .config = c.config,
+                        .seed = task_.seed,
+                        .fault = std::string(to_string(options_.faults.at(c.index))),
+                        .device = task_.device};
+}
+
+core::Status BucketSearch::save(CandidateResult const& c, int round,
+                                std::vector<double> const& samples) {
+  Measurement m;
+  m.key = key(c, round);
+  m.run = task_.run;
+  m.shape = task_.shape;
+  m.outcome = c.outcome;
+  m.reason = c.reason;
+  m.samples_us = samples;
+  m.median_us = c.stats.median_us;
+  m.ci_low_us = c.stats.ci_low_us;
+  m.ci_high_us = c.stats.ci_high_us;
+  m.digest = c.digest;
+  m.rel_err = c.rel_err;
+  return store_.record(m);
+}
+
+/// The correctness gate: the check must have run, every element written and finite, and the
+/// relative L2 error within the dtype's tolerance. "" when it passes, else why not.
+std::string BucketSearch::gate(kernels::CheckResult const& check) const {
+  double const tol = kernels::tolerance_for(task_.problem.dtype).rel_l2;
+  // NOTE: a NaN error compares false against the tolerance, so test "not <=" rather than ">".
+  if (check.all_finite && check.all_written && check.rel_l2_error <= tol) return "";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "rel_l2_error %.3g (tolerance %.3g)", check.rel_l2_error, tol);
+  return std::string(buf) + (check.all_finite ? "" : ", non-finite output") +
+         (check.all_written ? "" : ", unwritten output") + ", first bad index " +
+         std::to_string(check.first_bad);
+}
+
+/// Sends one check or time request for `c` and folds a failure into c.outcome. True when ok.
+bool BucketSearch::request(CandidateResult& c, Request req, Reply* reply) {
+  req.config = c.config;
+  req.fault = options_.faults.at(c.index);
+  double const timeout = request_timeout();
+  if (timeout <= 0) {
+    c.outcome = Outcome::kTimedOut;
+    c.reason = "not run: the fail-fast window (timeout + " + std::to_string(int(options_.fail_fast_extra_s)) + " s) was spent";
+    return false;
+  }
+  *reply = worker_.call(req, timeout);
+  if (reply->ok()) return true;
+  c.outcome = reply->outcome;
+  c.reason = reply->reason;
+  return false;
+}
+
+/// Times `c` with `reps` in round `round` (read back from the store when measured before).
+core::Status BucketSearch::time(CandidateResult& c, int round, int reps,
+                                std::vector<double>* samples) {
+  auto found = store_.find(key(c, round));
+  if (!found.ok()) return found.error();
+  if (*found) {
+    ++result_.resumed;
+    c.outcome = (*found)->outcome;
+    c.reason = (*found)->reason;
+    *samples = (*found)->samples_us;
+    if (c.outcome == Outcome::kOk) c.stats = stats_of(c, *samples);
+    return core::Status::Ok();
+  }
+  Reply reply;
+  if (request(c, Request{.op = "time", .warmup = options_.warmup, .reps = reps}, &reply)) {
+    *samples = reply.response.samples_us;
+    c.stats = stats_of(c, *samples);
+  } else {
+    samples->clear();
+  }
+  return save(c, round, *samples);
+}
+
+TimingStats BucketSearch::stats_of(CandidateResult const& c, std::vector<double> const& s) const {
+  uint64_t const seed = std::hash<std::string>{}(core::short_string(c.config)) ^
+                        static_cast<uint64_t>(task_.bucket);
+  return bootstrap_median(s, seed, options_.resamples);
+}
+
+/// Round 0 for one candidate: check, gate, cheap timing; or the stored answer.
+core::Status BucketSearch::round0(CandidateResult& c) {
+  auto found = store_.find(key(c, 0));
+  if (!found.ok()) return found.error();
+  if (*found) {
+    ++result_.resumed;
+    c.outcome = (*found)->outcome;
+    c.reason = (*found)->reason;
+    c.digest = (*found)->digest;
+    c.rel_err = (*found)->rel_err;
+    if (c.outcome == Outcome::kOk) c.stats = stats_of(c, (*found)->samples_us);
+    return core::Status::Ok();
+  }
+  Reply reply;
+  std::vector<double> samples;
+  if (request(c, Request{.op = "check"}, &reply)) {
+    if (!reply.response.has_check) {
+      c.outcome = Outcome::kLaunchFailed;
+      c.reason = "the worker answered check without a result";
+    } else {
+      c.digest = reply.response.check.digest;
+      c.rel_err = reply.response.check.rel_l2_error;
+      std::string const why = gate(reply.response.check);
+      if (!why.empty()) {
+        c.outcome = Outcome::kWrongResult;
+        c.reason = why;
+      } else if (request(c, Request{.op = "time", .warmup = options_.warmup,
+                                    .reps = options_.first_reps},
+                         &reply)) {
+        samples = reply.response.samples_us;
+        c.stats = stats_of(c, samples);
+      }
+    }
+  }
+  return save(c, 0, samples);
+}
+
+core::Status BucketSearch::run_round0() {
+  int const total = static_cast<int>(result_.results.size());
+  int done = 0;
+  for (CandidateResult& c : result_.results) {
+    ++done;
+    if (c.outcome == Outcome::kRejected) continue;
+    bool const over_budget = Clock::now() >= options_.deadline && any_ok_;
+    if (over_budget || (!any_ok_ && request_timeout() <= 0)) {
+      result_.aborted = !any_ok_;
+      c.outcome = Outcome::kTimedOut;
+      c.reason = over_budget ? "not run: the --budget-min budget was spent"
+                             : "not run: the fail-fast window was spent with no candidate passing";
+      c.rounds = -1;  // marks "not run"
+      ++result_.not_run;
+      continue;
+    }
+    MOETUNE_RETURN_IF_ERROR(round0(c));
+    c.rounds = 1;
+    any_ok_ = any_ok_ || c.outcome == Outcome::kOk;
+    if (progress_) progress_(0.7 * done / total);
+  }
+  return core::Status::Ok();
+}
+
+std::vector<CandidateResult*> BucketSearch::ok_sorted() {
+  std::vector<CandidateResult*> out;
+  for (CandidateResult& c : result_.results) {
+    if (c.outcome == Outcome::kOk) out.push_back(&c);
+  }
+  std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) {
+    return a->stats.median_us < b->stats.median_us;
+  });
+  return out;
+}
+
+/// Keeps the best `keep` of `ranked` plus the incumbent when it is still ok.
+std::vector<CandidateResult*> BucketSearch::keep_best(std::vector<CandidateResult*> ranked,
+                                                      size_t keep) {
+  std::vector<CandidateResult*> out(ranked.begin(), ranked.begin() + std::min(keep, ranked.size()));
+  CandidateResult& inc = result_.results.front();
+  if (inc.outcome == Outcome::kOk && std::find(out.begin(), out.end(), &inc) == out.end()) {
+    out.push_back(&inc);
+  }
+  return out;
+}
+
+core::Result<std::vector<CandidateResult*>> BucketSearch::run_halving() {
+  std::vector<CandidateResult*> alive = ok_sorted();
+  size_t const final_keep = static_cast<size_t>(std::max(1, options_.final_keep));
+  int reps = options_.first_reps;
+  for (int round = 1; alive.size() > final_keep + 1; ++round) {
+    if (Clock::now() >= options_.deadline) break;
+    size_t const keep = std::max(final_keep, (alive.size() + 2) / 3);
+    alive = keep_best(alive, keep);
+    reps *= 3;
+    for (CandidateResult* c : alive) {
+      std::vector<double> samples;
+      MOETUNE_RETURN_IF_ERROR(time(*c, round, reps, &samples));
+      ++c->rounds;
+    }
+    alive = ok_sorted_among(alive);
+    if (progress_) progress_(std::min(0.9, 0.7 + 0.1 * round));
+  }
+  return keep_best(alive, final_keep);
+}
+
+std::vector<CandidateResult*> BucketSearch::ok_sorted_among(std::vector<CandidateResult*> set) {
+  std::erase_if(set, [](auto* c) { return c->outcome != Outcome::kOk; });
+  std::stable_sort(set.begin(), set.end(), [](auto* a, auto* b) {
+    return a->stats.median_us < b->stats.median_us;
+  });
+  return set;
+}
+
+}  // namespace detail
+
+core::Result<BucketResult> tune_bucket(WorkerClient& worker, Store& store, BucketTask const& task,
+                                       SearchOptions const& options, Progress const& progress) {
+  detail::BucketSearch search(worker, store, task, options, progress);
+  return search.run();
+}
+
+}  // namespace moetune::tuner

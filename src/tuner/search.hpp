@@ -1,0 +1,132 @@
+// Search: tunes one (shape, bucket) through a worker into the store.
+//   1. space: the backend's search space (asked of the worker: the parent never touches the
+//      device), ordered incumbent first, then neighbouring buckets' winners, then the rest; that
+//      order's positions are the candidate indices --inject-fault names;
+//   2. pruning: can_implement per candidate; each rejection is recorded with its reason and
+//      counted per field (no silent exclusions);
+//   3. round 0: every feasible candidate is checked against the reference on fresh random data
+//      (all written, finite, relative L2 error within tolerance_for(dtype): else wrong_result) and
+//      timed cheaply (first_reps);
+//   4. successive halving: the best third (at least final_keep, the incumbent always kept) is
+//      re-timed with 3x the reps, until final_keep remain;
+//   5. final: the finalists are timed in interleaved passes (final_reps in all); median and
+//      bootstrap CI; the incumbent stays unless a challenger's CI upper bound is below the
+//      incumbent's CI lower bound by `margin` (else a tie: the table keeps the incumbent, both are
+//      recorded); the winner is checked again and must reproduce its digest;
+//   6. --repeat N: the final round again N times; agreement = share naming the same winner.
+// Every measurement is looked up in the store first (resume) and recorded after.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "core/routing.hpp"
+#include "tuner/outcome.hpp"
+#include "tuner/stats.hpp"
+#include "tuner/store.hpp"
+#include "tuner/worker.hpp"
+
+namespace moetune::tuner {
+
+/// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
+/// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check
+/// kRecheckRound.
+inline constexpr int kFinalRound = 100;
+inline constexpr int kFinalPasses = 3;
+inline constexpr int kRecheckRound = 99;
+
+struct SearchOptions {
+  double timeout_s = 10;       ///< per request (one check, or one timing)
+  double prepare_timeout_s = 120;
+  double margin = 0.01;        ///< a challenger's CI must clear the incumbent's by this fraction
+  int warmup = 1;              ///< untimed runs before each timing
+  int first_reps = 3;          ///< round 0 reps; x3 per halving round
+  int final_reps = 15;         ///< final round reps, over kFinalPasses interleaved passes
+  int final_keep = 3;          ///< finalists (the incumbent joins them when it survived round 0)
+  int repeat = 0;              ///< extra final rounds for the agreement report
+  int resamples = 1000;        ///< bootstrap resamples
+  /// While no candidate of a bucket has passed, the bucket gives up after timeout_s + this:
+  /// every candidate failing must end the run within timeout + 5 s.
+  double fail_fast_extra_s = 3;
+  FaultPlan faults;
+  /// Budget: past it, round 0 stops taking new candidates and halving jumps to the final.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+};
+
+/// One bucket to tune.
+struct BucketTask {
+  core::MoeProblem problem;  ///< num_tokens is set to bucket
+  core::RoutingProfile routing;
+  uint64_t seed = 0;
+  int64_t bucket = 0;
+  std::optional<core::MoeConfig> incumbent;  ///< the table's current row; else the default
+  std::vector<core::MoeConfig> seeds;        ///< neighbouring buckets' winners, nearest first
+  // Store keys and provenance.
+  int64_t run = 0;
+  std::string tune_hash;
+  std::string shape;
+  std::string device;
+};
+
+struct CandidateResult {
+  int index = 0;  ///< position in search order (0 = the incumbent)
+  core::MoeConfig config;
+  Outcome outcome = Outcome::kOk;
+  std::string reason;
+  TimingStats stats;    ///< of the latest round it was timed in
+  std::string digest;   ///< of its round-0 check
+  double rel_err = 0;
+  int rounds = 0;       ///< timing rounds it took part in
+};
+
+struct BucketResult {
+  int64_t bucket = 0;
+  bool ok = false;  ///< a winner exists
+  core::MoeConfig winner;
+  TimingStats winner_stats;
+  core::MoeConfig incumbent;
+  bool incumbent_ok = false;
+  TimingStats incumbent_stats;
+  bool has_challenger = false;
+  core::MoeConfig challenger;  ///< the fastest finalist other than the incumbent
+  TimingStats challenger_stats;
+  std::string verdict;  ///< Verdict name, or "no_incumbent"
+  bool incumbent_kept = false;
+  bool tie = false;
+  int repeats = 0;
+  int agreeing = 0;  ///< repeats naming the same winner
+  std::string digest;
+  int candidates = 0;  ///< in search order, rejected ones included
+  std::map<Outcome, int> outcomes;
+  std::map<std::string, int> pruned;  ///< can_implement reason (field) -> count
+  int resumed = 0;                    ///< measurements read back from the store
+  int not_run = 0;                    ///< left out by the budget or fail-fast
+  bool aborted = false;               ///< fail-fast: nothing passed in time
+  std::string summary;                ///< one line of outcome counts (why, when !ok)
+  std::vector<CandidateResult> results;  ///< in search order
+};
+
+/// Progress: the share of this bucket done so far, in [0, 1].
+using Progress = std::function<void(double fraction)>;
+
+/// Tunes one bucket. Fails only when the worker cannot serve the bucket at all (space, prepare)
+/// or the store fails; a bucket where every candidate failed is a result with ok = false.
+core::Result<BucketResult> tune_bucket(WorkerClient& worker, Store& store, BucketTask const& task,
+                                       SearchOptions const& options,
+                                       Progress const& progress = {});
+
+/// "gemm1.pipeline.split_k" from "gemm1.pipeline.split_k = 2 exceeds ..." (the text before " = ",
+/// else the whole reason): what pruning counts by.
+std::string prune_key(std::string const& reason);
+/// "12 ok, 76 crashed, 3 rejected" (nonzero counts, in Outcome order).
+std::string outcome_summary(std::map<Outcome, int> const& counts);
+
+}  // namespace moetune::tuner

@@ -1,0 +1,227 @@
+// tune_bucket's plan (space, order, pruning), final round, selection, winner recheck and repeats;
+// see search.hpp for the whole procedure.
+#include <algorithm>
+
+#include "tuner/search_internal.hpp"
+
+namespace moetune::tuner::detail {
+namespace {
+
+void push_unique(std::vector<core::MoeConfig>& order, core::MoeConfig const& c) {
+  if (std::find(order.begin(), order.end(), c) == order.end()) order.push_back(c);
+}
+
+core::Error worker_error(BucketTask const& task, std::string const& what, Reply const& reply) {
+  return core::make_error(core::ErrorCode::kInternal, task.shape + " bucket " +
+                                                          std::to_string(task.bucket),
+                          "the worker could not " + what + ": " +
+                              std::string(to_string(reply.outcome)) + ": " + reply.reason);
+}
+
+}  // namespace
+
+/// Space from the worker, search order (incumbent, neighbours' winners, default, the rest),
+/// can_implement pruning with reasons, then prepare.
+core::Status BucketSearch::plan() {
+  Request space{.op = "space", .problem = task_.problem};
+  Reply reply = worker_.call(space, options_.prepare_timeout_s);
+  if (!reply.ok()) return worker_error(task_, "list the search space", reply);
+  result_.incumbent = task_.incumbent.value_or(reply.response.default_config);
+  std::vector<core::MoeConfig> order = {result_.incumbent};
+  for (core::MoeConfig const& c : task_.seeds) push_unique(order, c);
+  push_unique(order, reply.response.default_config);
+  for (core::MoeConfig const& c : reply.response.configs) push_unique(order, c);
+
+  Reply feasible =
+      worker_.call(Request{.op = "feasible", .problem = task_.problem, .configs = order},
+                   options_.prepare_timeout_s);
+  if (!feasible.ok() || feasible.response.reasons.size() != order.size()) {
+    return worker_error(task_, "check feasibility", feasible);
+  }
+  for (size_t i = 0; i < order.size(); ++i) {
+    CandidateResult c;
+    c.index = static_cast<int>(i);
+    c.config = order[i];
+    std::string const& why = feasible.response.reasons[i];
+    if (!why.empty()) {
+      c.outcome = Outcome::kRejected;
+      c.reason = why;
+      ++result_.pruned[prune_key(why)];
+      MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
+    }
+    result_.results.push_back(c);
+  }
+  result_.candidates = static_cast<int>(order.size());
+  Reply prepared = worker_.call(Request{.op = "prepare",
+                                        .problem = task_.problem,
+                                        .routing = task_.routing,
+                                        .seed = task_.seed},
+                                options_.prepare_timeout_s);
+  if (!prepared.ok()) return worker_error(task_, "prepare the bucket's data", prepared);
+  start_ = Clock::now();  // the fail-fast window counts candidates, not setup
+  return core::Status::Ok();
+}
+
+/// Times every finalist in kFinalPasses interleaved passes (drift hits all alike); each
+/// finalist's stats come from all its samples of this round.
+core::Status BucketSearch::final_round(std::vector<CandidateResult*> const& finalists,
+                                       int base_round) {
+  int const per_pass = std::max(1, (options_.final_reps + kFinalPasses - 1) / kFinalPasses);
+  std::vector<std::vector<double>> all(finalists.size());
+  for (int pass = 0; pass < kFinalPasses; ++pass) {
+    for (size_t i = 0; i < finalists.size(); ++i) {
+      CandidateResult& c = *finalists[i];
+      if (c.outcome != Outcome::kOk) continue;
+      std::vector<double> samples;
+      MOETUNE_RETURN_IF_ERROR(time(c, base_round + pass, per_pass, &samples));
+      all[i].insert(all[i].end(), samples.begin(), samples.end());
+    }
+  }
+  for (size_t i = 0; i < finalists.size(); ++i) {
+    CandidateResult& c = *finalists[i];
+    if (c.outcome == Outcome::kOk) c.stats = stats_of(c, all[i]);
+    ++c.rounds;
+  }
+  return core::Status::Ok();
+}
+
+/// Selection among the ok finalists: the incumbent stays unless beaten beyond the intervals.
+void BucketSearch::decide(std::vector<CandidateResult*> const& finalists) {
+  std::vector<CandidateResult*> ranked = ok_sorted_among(finalists);
+  result_.ok = !ranked.empty();
+  if (!result_.ok) return;
+  CandidateResult const& inc = result_.results.front();
+  CandidateResult const* challenger = nullptr;
+  for (CandidateResult* c : ranked) {
+    if (c->index != 0) {
+      challenger = c;
+      break;
+    }
+  }
+  result_.has_challenger = challenger != nullptr;
+  if (challenger != nullptr) {
+    result_.challenger = challenger->config;
+    result_.challenger_stats = challenger->stats;
+  }
+  result_.incumbent_ok = inc.outcome == Outcome::kOk;
+  CandidateResult const* winner = ranked.front();
+  result_.tie = false;
+  if (result_.incumbent_ok) {
+    result_.incumbent_stats = inc.stats;
+    Verdict const v = challenger == nullptr
+                          ? Verdict::kIncumbentFaster
+                          : tuner::decide(inc.stats, challenger->stats, options_.margin);
+    result_.verdict = std::string(to_string(v));
+    result_.tie = v == Verdict::kTie;
+    winner = v == Verdict::kChallengerWins ? challenger : &inc;
+  } else {
+    result_.verdict = "no_incumbent";
+  }
+  result_.incumbent_kept = winner->index == 0;
+  result_.winner = winner->config;
+  result_.winner_stats = winner->stats;
+  result_.digest = winner->digest;
+}
+
+void BucketSearch::restore_decision(BucketResult const& from) {
+  for (size_t i = 0; i < result_.results.size(); ++i) {
+    result_.results[i].stats = from.results[i].stats;
+    result_.results[i].outcome = from.results[i].outcome;
+    result_.results[i].reason = from.results[i].reason;
+  }
+  result_.ok = from.ok;
+  result_.winner = from.winner;
+  result_.winner_stats = from.winner_stats;
+  result_.incumbent_ok = from.incumbent_ok;
+  result_.incumbent_stats = from.incumbent_stats;
+  result_.has_challenger = from.has_challenger;
+  result_.challenger = from.challenger;
+  result_.challenger_stats = from.challenger_stats;
+  result_.verdict = from.verdict;
+  result_.incumbent_kept = from.incumbent_kept;
+  result_.tie = from.tie;
+  result_.digest = from.digest;
+}
+
+/// Checks the winner a second time: it must still pass the gate and reproduce its round-0
+/// digest. False (with the candidate marked wrong_result) when it does not.
+core::Result<bool> BucketSearch::recheck_winner() {
+  auto it = std::find_if(result_.results.begin(), result_.results.end(),
+                         [&](CandidateResult const& c) { return c.config == result_.winner; });
+  CandidateResult& c = *it;
+  CandidateResult probe = c;
+  auto found = store_.find(key(c, kRecheckRound));
+  if (!found.ok()) return found.error();
+  if (*found) {
+    probe.outcome = (*found)->outcome;
+    probe.reason = (*found)->reason;
+    probe.digest = (*found)->digest;
+  } else {
+    Reply reply;
+    if (request(probe, Request{.op = "check"}, &reply)) {
+      probe.digest = reply.response.check.digest;
+      std::string const why = reply.response.has_check ? gate(reply.response.check)
+                                                       : std::string("no check result");
+      if (!why.empty()) {
+        probe.outcome = Outcome::kWrongResult;
+        probe.reason = "second check: " + why;
+      } else if (probe.digest != c.digest) {
+        probe.outcome = Outcome::kWrongResult;
+        probe.reason = "nondeterministic: digest " + c.digest + " then " + probe.digest;
+      }
+    }
+    MOETUNE_RETURN_IF_ERROR(save(probe, kRecheckRound, {}));
+  }
+  if (probe.outcome == Outcome::kOk) return true;
+  c.outcome = probe.outcome;
+  c.reason = probe.reason;
+  return false;
+}
+
+/// The final round again `repeat` times; each repeat's decision is compared with the main one,
+/// which stays the answer.
+core::Status BucketSearch::run_repeats(std::vector<CandidateResult*> const& finalists) {
+  BucketResult const main = result_;
+  for (int k = 1; k <= options_.repeat; ++k) {
+    MOETUNE_RETURN_IF_ERROR(final_round(finalists, kFinalRound + k * kFinalPasses));
+    decide(finalists);
+    ++result_.repeats;
+    if (result_.ok && result_.winner == main.winner) ++result_.agreeing;
+    restore_decision(main);
+  }
+  return core::Status::Ok();
+}
+
+void BucketSearch::finish() {
+  for (CandidateResult const& c : result_.results) {
+    if (c.rounds >= 0) ++result_.outcomes[c.outcome];
+  }
+  std::string counts = outcome_summary(result_.outcomes);
+  if (result_.not_run > 0) counts += ", " + std::to_string(result_.not_run) + " not run";
+  result_.summary = std::to_string(result_.candidates) + " candidates: " + counts;
+  if (progress_) progress_(1.0);
+}
+
+core::Result<BucketResult> BucketSearch::run() {
+  result_.bucket = task_.bucket;
+  MOETUNE_RETURN_IF_ERROR(plan());
+  MOETUNE_RETURN_IF_ERROR(run_round0());
+  auto finalists = run_halving();
+  if (!finalists.ok()) return finalists.error();
+  MOETUNE_RETURN_IF_ERROR(final_round(*finalists, kFinalRound));
+  while (true) {
+    decide(*finalists);
+    if (!result_.ok) break;
+    auto same = recheck_winner();
+    if (!same.ok()) return same.error();
+    if (*same) break;  // else the winner turned wrong: decide again among the rest
+  }
+  if (result_.ok) {
+    if (progress_) progress_(0.95);
+    MOETUNE_RETURN_IF_ERROR(run_repeats(*finalists));
+  }
+  finish();
+  return result_;
+}
+
+}  // namespace moetune::tuner::detail

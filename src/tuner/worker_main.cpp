@@ -1,0 +1,182 @@
+// The worker side of the protocol (`moetune worker`): one testbed, one request at a time. Testbed
+// errors are classified into outcomes here (compile_failed, launch_failed, oom, rejected); a
+// crash or a hang is left to the parent to observe. Injected faults (test only, --inject-fault)
+// act here, at the boundary the real failures cross:
+//   compile, launch -> the error a failed NVRTC compile / kernel launch returns;
+//   oom             -> std::bad_alloc thrown inside the request (caught like a real one);
+//   crash           -> raise(SIGSEGV) (a real segfault of the worker process);
+//   hang            -> the worker sleeps forever (the parent's timeout must fire);
+//   wrong, nan      -> the kernel runs, then the check answers as if one output element were
+//                      corrupted (off by 1.0 relative L2) or NaN; its timing is reported 100x
+//                      faster, so a gate that let it through would make it win.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <memory>
+#include <new>
+
+#include "kernels/testbed.hpp"
+#include "tuner/worker.hpp"
+
+namespace moetune::tuner {
+namespace {
+
+Response failure(Outcome outcome, std::string message) {
+  Response r;
+  r.ok = false;
+  r.outcome = outcome;
+  r.message = std::move(message);
+  return r;
+}
+
+/// The outcome of a testbed error: compile (NVRTC, the jit), rejected (can_implement), oom,
+/// else launch_failed.
+Response classify(core::Error const& e) {
+  std::string const text = e.to_string();
+  if (e.where == "jit" || text.find("NVRTC") != std::string::npos) {
+    return failure(Outcome::kCompileFailed, text);
+  }
+  if (text.find("MemoryAllocation") != std::string::npos ||
+      text.find("out of memory") != std::string::npos) {
+    return failure(Outcome::kOom, text);
+  }
+  if (e.code == core::ErrorCode::kUnsupported) return failure(Outcome::kRejected, text);
+  return failure(Outcome::kLaunchFailed, text);
+}
+
+std::string injected(FaultKind f) {
+  return "injected " + std::string(to_string(f)) + " fault (test-only --inject-fault)";
+}
+
+/// Faults that act before the kernel runs; returns true with *out set when one did.
+bool inject_before(FaultKind fault, Response* out) {
+  switch (fault) {
+    case FaultKind::kCompile: *out = failure(Outcome::kCompileFailed, injected(fault)); return true;
+    case FaultKind::kLaunch: *out = failure(Outcome::kLaunchFailed, injected(fault)); return true;
+    case FaultKind::kOom: throw std::bad_alloc();
+    case FaultKind::kCrash: ::raise(SIGSEGV); return false;
+    case FaultKind::kHang:
+      while (true) ::pause();
+    default: return false;
+  }
+}
+
+Response answer(kernels::Testbed& bed, Request const& req) {
+  Response r;
+  core::Backend const& backend = bed.backend();
+  if (req.op == "hello") {
+    r.backend = backend.name();
+    r.family = backend.family();
+    r.family_version = backend.family_version();
+    r.device = backend.device();
+    return r;
+  }
+  if (req.op == "space") {
+    r.default_config = backend.default_config(req.problem);
+    r.configs = backend.search_space(req.problem);
+    return r;
+  }
+  if (req.op == "feasible") {
+    for (core::MoeConfig const& c : req.configs) {
+      core::Status s = backend.can_implement(req.problem, c);
+      r.reasons.push_back(s.ok() ? "" : s.error().message);
+    }
+    return r;
+  }
+  if (req.op == "prepare") {
+    core::Status s = bed.prepare(req.problem, req.routing, req.seed);
+    return s.ok() ? r : classify(s.error());
+  }
+  if (req.op == "check" || req.op == "time") {
+    if (inject_before(req.fault, &r)) return r;
+    bool const corrupt = req.fault == FaultKind::kWrong || req.fault == FaultKind::kNan;
+    if (req.op == "check") {
+      auto check = bed.check(req.config);
+      if (!check.ok()) return classify(check.error());
+      r.has_check = true;
+      r.check = *check;
+      if (req.fault == FaultKind::kWrong) {
+        r.check.rel_l2_error += 1.0;
+        r.check.first_bad = 0;
+        r.check.digest += "-corrupt";
+      } else if (req.fault == FaultKind::kNan) {
+        r.check.rel_l2_error = NAN;
+        r.check.all_finite = false;
+        r.check.first_bad = 0;
+        r.check.digest += "-nan";
+      }
+      return r;
+    }
+    auto timing = bed.time(req.config, req.warmup, req.reps);
+    if (!timing.ok()) return classify(timing.error());
+    r.samples_us = timing->samples_us;
+    if (corrupt) {
+      for (double& s : r.samples_us) s *= 0.01;
+    }
+    return r;
+  }
+  return failure(Outcome::kLaunchFailed, "unknown request op '" + req.op + "'");
+}
+
+bool read_line(int fd, std::string& buffer, std::string* line) {
+  while (true) {
+    size_t const eol = buffer.find('\n');
+    if (eol != std::string::npos) {
+      *line = buffer.substr(0, eol);
+      buffer.erase(0, eol + 1);
+      return true;
+    }
+    char chunk[65536];
+    ssize_t const n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    buffer.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+bool write_line(int fd, std::string text) {
+  text += "\n";
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t const n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+int run_worker(std::string const& backend, int in_fd, int out_fd) {
+  auto bed = kernels::make_testbed(backend);
+  std::string buffer;
+  std::string line;
+  while (read_line(in_fd, buffer, &line)) {
+    auto req = decode_request(line, "worker request");
+    Response r;
+    if (!req.ok()) {
+      r = failure(Outcome::kLaunchFailed, req.error().to_string());
+    } else if (req->op == "quit") {
+      return 0;
+    } else if (!bed.ok()) {
+      r = failure(Outcome::kLaunchFailed, bed.error().to_string());
+    } else {
+      try {
+        r = answer(**bed, *req);
+      } catch (std::bad_alloc const&) {
+        r = failure(Outcome::kOom, req->fault == FaultKind::kOom
+                                       ? injected(FaultKind::kOom)
+                                       : "std::bad_alloc: host memory exhausted");
+      } catch (std::exception const& e) {
+        r = failure(Outcome::kLaunchFailed, std::string("exception: ") + e.what());
+      }
+    }
+    if (!write_line(out_fd, encode(r))) return 0;
+  }
+  return 0;
+}
+
+}  // namespace moetune::tuner
