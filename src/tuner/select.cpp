@@ -47,7 +47,9 @@ core::Status BucketSearch::plan() {
       c.outcome = Outcome::kRejected;
       c.reason = why;
       ++result_.pruned[prune_key(why)];
-      MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
+      auto found = store_.find(key(c, 0));
+      if (!found.ok()) return found.error();
+      if (!*found) MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
     }
     result_.results.push_back(c);
   }
@@ -199,7 +201,7 @@ void BucketSearch::finish() {
   std::string counts = outcome_summary(result_.outcomes);
   if (result_.not_run > 0) counts += ", " + std::to_string(result_.not_run) + " not run";
   result_.summary = std::to_string(result_.candidates) + " candidates: " + counts;
-  if (progress_) progress_(1.0);
+  if (progress_ && result_.ok) progress_(1.0);
 }
 
 core::Result<BucketResult> BucketSearch::run() {

@@ -36,7 +36,8 @@ TEST_F(CliTune, TuneOnCpuWritesATableThatLoads) {
     ASSERT_TRUE(source.has_value()) << bucket;
     EXPECT_EQ(source->kind, "tuned");
     EXPECT_EQ(source->device.rfind("cpu", 0), 0u) << source->device;
-    for (char const* n : {"time_us", "default_us", "candidates", "rejected"}) {
+    for (char const* n :
+         {"time_us", "ci_low_us", "ci_high_us", "default_us", "tie", "candidates", "rejected"}) {
       EXPECT_EQ(source->numbers.count(n), 1u) << bucket << " lacks " << n;
     }
     EXPECT_GT(source->numbers.at("time_us"), 0);
@@ -62,7 +63,9 @@ TEST_F(CliTune, MergeKeepsRowsTheRunDoesNotTune) {
   RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--reps", "1",
                      "--warmup", "0", "--buckets", "4", "--merge", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(top_level_keys(r.out), std::vector<std::string>{"shapes"}) << r.out;
+  EXPECT_EQ(top_level_keys(r.out),
+            (std::vector<std::string>{"shapes", "store", "run", "elapsed_s"}))
+      << r.out;
   auto merged = core::load_table(path(table).string());
   ASSERT_TRUE(merged.ok()) << merged.error().to_string();
   EXPECT_EQ(merged->rows.count(16), 1u);
@@ -92,6 +95,55 @@ TEST_F(CliTune, CudaRecipeWithoutAGpuSaysSo) {
                            "unavailable here"),
             std::string::npos)
       << probe.err;
+}
+
+TEST_F(CliTune, EachRowCarriesTheCommandThatReproducesIt) {
+  write("recipe.json", tiny_recipe_json());
+  RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--buckets", "4",
+                     "--reps", "3", "--warmup", "0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto table = core::load_table(path(std::string("tables/") + kTinyTableName).string());
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ(table->rows.at(4).source->command,
+            "moetune tune --recipe recipe.json --buckets 4 --backend cpu --out tables --merge "
+            "--reps 3 --warmup 0 --margin 0.01 --timeout-s 10");
+  // One result line per bucket: winner, its time and CI, the incumbent's, the verdict.
+  EXPECT_NE(r.out.find("bucket 4: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" incumbent "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" us ["), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pruned "), std::string::npos) << r.out;
+}
+
+TEST_F(CliTune, ARerunOnTheSameStoreReadsItsMeasurementsBack) {
+  write("recipe.json", tiny_recipe_json());
+  std::vector<std::string> args = {"tune",    "--recipe", "recipe.json", "--out", "tables",
+                                   "--store", "s.db",     "--buckets",   "4",     "--reps",
+                                   "3",       "--json"};
+  RunResult first = run(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_NE(first.out.find("\"resumed\": 0,"), std::string::npos) << first.out;
+  RunResult second = run(args);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out.find("\"resumed\": 0,"), std::string::npos) << second.out;
+  EXPECT_NE(second.out.find("\"run\": 2"), std::string::npos) << second.out;
+}
+
+TEST_F(CliTune, BadFaultSpecIsAUsageErrorBeforeAnyRun) {
+  write("recipe.json", tiny_recipe_json());
+  RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--inject-fault",
+                     "segv@1"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err,
+            "moetune tune: --inject-fault 'segv@1': 'segv@1' names unknown fault kind 'segv'; "
+            "expected compile, launch, crash, wrong, nan, hang or oom\n");
+  EXPECT_FALSE(std::filesystem::exists(path("tables")));
+}
+
+TEST_F(CliTune, WorkerIsHiddenFromHelp) {
+  RunResult r = run({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("tune"), std::string::npos);
+  EXPECT_EQ(r.out.find("worker"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,0 +1,206 @@
+// tuner/search end to end on the cpu backend through a real worker: pruning is reported, every
+// candidate ends in one outcome, each injected fault ends in its own outcome and never wins, a
+// bucket where everything fails ends in time, and a rerun on the same store measures nothing.
+#include "tuner/search.hpp"
+
+#include <chrono>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "kernels/testbed.hpp"
+#include "tuner/tuner_test_util.hpp"
+
+namespace moetune::tuner {
+namespace {
+
+using testing::cpu_worker;
+using testing::fast_options;
+using testing::tiny_task;
+
+class SearchTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // One clean run: the baseline winner and which indices are feasible.
+    WorkerClient worker(cpu_worker());
+    auto store = Store::open(":memory:");
+    auto r = tune_bucket(worker, **store, tiny_task(), fast_options());
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    clean_ = new BucketResult(*r);
+  }
+  static void TearDownTestSuite() { delete clean_; }
+
+  /// The index of the clean winner, and a feasible non-incumbent index that is not it.
+  static int winner_index() {
+    for (CandidateResult const& c : clean_->results) {
+      if (c.config == clean_->winner) return c.index;
+    }
+    return -1;
+  }
+  static int other_feasible_index() {
+    for (CandidateResult const& c : clean_->results) {
+      if (c.outcome == Outcome::kOk && c.index != 0 && c.config != clean_->winner) return c.index;
+    }
+    return -1;
+  }
+
+  BucketResult run_with(std::string const& faults, SearchOptions options = fast_options()) {
+    options.faults = *parse_fault_plan(faults);
+    WorkerClient worker(cpu_worker());
+    auto store = Store::open(":memory:");
+    auto r = tune_bucket(worker, **store, tiny_task(), options);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return r.ok() ? *r : BucketResult{};
+  }
+
+  static BucketResult* clean_;
+};
+BucketResult* SearchTest::clean_ = nullptr;
+
+TEST_F(SearchTest, EveryCandidateEndsInOneOutcomeAndPruningIsCountedByReason) {
+  BucketResult const& r = *clean_;
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.results.size(), static_cast<size_t>(r.candidates));
+  int counted = 0;
+  for (auto const& [outcome, n] : r.outcomes) counted += n;
+  EXPECT_EQ(counted, r.candidates);
+  int pruned = 0;
+  for (auto const& [why, n] : r.pruned) pruned += n;
+  EXPECT_EQ(pruned, r.outcomes.count(Outcome::kRejected) ? r.outcomes.at(Outcome::kRejected) : 0);
+  EXPECT_GT(pruned, 0);  // K = 64 leaves split_k 2 with block_k 64 nothing to split
+  EXPECT_EQ(r.pruned.count("gemm1.pipeline.split_k"), 1u);
+  for (CandidateResult const& c : r.results) {
+    if (c.outcome == Outcome::kRejected) EXPECT_FALSE(c.reason.empty()) << c.index;
+  }
+  EXPECT_EQ(r.results.front().index, 0);  // the incumbent leads the search order
+  EXPECT_TRUE(r.incumbent_ok);
+  EXPECT_LE(r.winner_stats.ci_low_us, r.winner_stats.median_us);
+  EXPECT_FALSE(r.digest.empty());
+}
+
+TEST_F(SearchTest, EachInjectedFaultEndsInItsOutcomeAndNeverWins) {
+  int const w = winner_index();
+  int const other = other_feasible_index();
+  ASSERT_GE(w, 0);
+  ASSERT_GT(other, 0);
+  struct Case {
+    char const* kind;
+    Outcome outcome;
+  };
+  for (Case c : {Case{"compile", Outcome::kCompileFailed}, Case{"launch", Outcome::kLaunchFailed},
+                 Case{"crash", Outcome::kCrashed}, Case{"wrong", Outcome::kWrongResult},
+                 Case{"nan", Outcome::kWrongResult}, Case{"oom", Outcome::kOom},
+                 Case{"hang", Outcome::kTimedOut}}) {
+    SCOPED_TRACE(c.kind);
+    // The clean winner and one other candidate fail; the rest still decides the bucket.
+    std::string const spec = std::string(c.kind) + "@" + std::to_string(w) + "," + c.kind + "@" +
+                             std::to_string(other);
+    SearchOptions options = fast_options();
+    options.timeout_s = 0.5;
+    BucketResult r = run_with(spec, options);
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.results[w].outcome, c.outcome) << r.results[w].reason;
+    EXPECT_EQ(r.results[other].outcome, c.outcome) << r.results[other].reason;
+    EXPECT_NE(r.winner, r.results[w].config);
+    EXPECT_NE(r.winner, r.results[other].config);
+    EXPECT_EQ(r.outcomes.at(c.outcome), 2 + (clean_->outcomes.count(c.outcome)
+                                                 ? clean_->outcomes.at(c.outcome)
+                                                 : 0));
+  }
+}
+
+TEST_F(SearchTest, AFaultyIncumbentLosesItsPlace) {
+  BucketResult r = run_with("crash@0");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.results[0].outcome, Outcome::kCrashed);
+  EXPECT_FALSE(r.incumbent_ok);
+  EXPECT_EQ(r.verdict, "no_incumbent");
+  EXPECT_NE(r.winner, r.results[0].config);
+}
+
+TEST_F(SearchTest, WhenEveryCandidateFailsThereIsNoWinnerAndASummary) {
+  BucketResult r = run_with("launch@all");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.outcomes.count(Outcome::kOk), 0u);
+  EXPECT_NE(r.summary.find("launch_failed"), std::string::npos) << r.summary;
+  EXPECT_NE(r.summary.find("rejected"), std::string::npos) << r.summary;
+}
+
+TEST_F(SearchTest, AllHangingEndsWithinTimeoutPlusFiveSeconds) {
+  SearchOptions options = fast_options();
+  options.timeout_s = 1;
+  auto const start = std::chrono::steady_clock::now();
+  BucketResult r = run_with("hang@all", options);
+  double const took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(r.ok);
+  EXPECT_TRUE(r.aborted);
+  EXPECT_GT(r.not_run, 0);
+  EXPECT_LT(took, options.timeout_s + 5);
+  EXPECT_GE(r.outcomes.at(Outcome::kTimedOut), 1);
+}
+
+TEST_F(SearchTest, AllCrashingEndsWithinTimeoutPlusFiveSeconds) {
+  SearchOptions options = fast_options();
+  options.timeout_s = 1;
+  auto const start = std::chrono::steady_clock::now();
+  BucketResult r = run_with("crash@all", options);
+  double const took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(r.ok);
+  EXPECT_LT(took, options.timeout_s + 5);
+  EXPECT_GE(r.outcomes.at(Outcome::kCrashed), 1);
+}
+
+TEST_F(SearchTest, ARerunOnTheSameStoreReadsEverythingBack) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "moetune-resume-XXXXXX").string();
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  std::string const db = tmpl + "/s.db";
+  auto store = Store::open(db);
+  ASSERT_TRUE(store.ok());
+  // A run cut short by its budget (as a killed run would be): round 0 stops after the first pass.
+  SearchOptions cut = fast_options();
+  cut.deadline = std::chrono::steady_clock::now();
+  {
+    WorkerClient worker(cpu_worker());
+    ASSERT_TRUE(tune_bucket(worker, **store, tiny_task(), cut).ok());
+  }
+  size_t const after_cut = (*store)->measurements()->size();
+  WorkerClient worker(cpu_worker());
+  auto full = tune_bucket(worker, **store, tiny_task(), fast_options());
+  ASSERT_TRUE(full.ok());
+  EXPECT_GT(full->resumed, 0);  // what the cut run measured was read back
+  size_t const after_full = (*store)->measurements()->size();
+  EXPECT_GT(after_full, after_cut);
+  auto again = tune_bucket(worker, **store, tiny_task(), fast_options());
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*store)->measurements()->size(), after_full);  // nothing was measured again
+  EXPECT_EQ(again->winner, full->winner);
+  std::filesystem::remove_all(tmpl);
+}
+
+TEST_F(SearchTest, RepeatReportsAgreementAndNeighbourSeedsComeFirst) {
+  SearchOptions options = fast_options();
+  options.repeat = 2;
+  WorkerClient worker(cpu_worker());
+  auto store = Store::open(":memory:");
+  BucketTask task = tiny_task();
+  task.seeds = {clean_->winner};
+  auto r = tune_bucket(worker, **store, task, options);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->repeats, 2);
+  EXPECT_GE(r->agreeing, 0);
+  EXPECT_LE(r->agreeing, 2);
+  if (clean_->winner != r->incumbent) EXPECT_EQ(r->results[1].config, clean_->winner);
+}
+
+TEST(Search, PruneKeyIsTheFieldBeforeTheValue) {
+  EXPECT_EQ(prune_key("gemm1.pipeline.split_k = 2 exceeds ceil(K / block_k) = 1"),
+            "gemm1.pipeline.split_k");
+  EXPECT_EQ(prune_key("no equals sign"), "no equals sign");
+  EXPECT_EQ(outcome_summary({{Outcome::kOk, 3}, {Outcome::kCrashed, 1}, {Outcome::kOom, 0}}),
+            "3 ok, 1 crashed");
+}
+
+}  // namespace
+}  // namespace moetune::tuner

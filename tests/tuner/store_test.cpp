@@ -1,0 +1,156 @@
+// tuner/store: measurements round-trip with their key, an unknown schema version is refused by
+// name, a non-database file is an error, and two writers on one store lose nothing.
+#include "tuner/store.hpp"
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace moetune::tuner {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "moetune-store-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string path(char const* name) const { return (dir_ / name).string(); }
+  std::filesystem::path dir_;
+};
+
+Measurement sample_measurement(int64_t run, int round) {
+  Measurement m;
+  m.run = run;
+  m.key.tune_hash = "abc";
+  m.key.bucket = 16;
+  m.key.round = round;
+  m.key.config.gemm1.tile.block_m = 32;
+  m.key.config.gemm2.tile.block_m = 32;
+  m.key.seed = 7;
+  m.key.device = "cpu";
+  m.shape = "E=4,N=32,device_name=cpu.json";
+  m.outcome = Outcome::kOk;
+  m.samples_us = {10.5, 11, 10.75};
+  m.median_us = 10.75;
+  m.ci_low_us = 10.5;
+  m.ci_high_us = 11;
+  m.digest = "feed";
+  m.rel_err = 1e-3;
+  return m;
+}
+
+TEST_F(StoreTest, AMeasurementIsFoundByItsKeyAndOnlyByIt) {
+  auto store = Store::open(path("s.db"));
+  ASSERT_TRUE(store.ok()) << store.error().to_string();
+  auto run = (*store)->begin_run(RunInfo{.recipe_path = "r.json", .seed = 7});
+  ASSERT_TRUE(run.ok());
+  Measurement const m = sample_measurement(*run, 0);
+  ASSERT_TRUE((*store)->record(m).ok());
+  auto found = (*store)->find(m.key);
+  ASSERT_TRUE(found.ok());
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((**found).samples_us, m.samples_us);
+  EXPECT_EQ((**found).key.config, m.key.config);
+  EXPECT_EQ((**found).digest, "feed");
+  EXPECT_EQ((**found).outcome, Outcome::kOk);
+  EXPECT_FALSE((**found).created.empty());
+  // Negative twins: one key field changed each time finds nothing.
+  MeasurementKey k = m.key;
+  k.seed = 8;
+  EXPECT_FALSE((*store)->find(k)->has_value());
+  k = m.key;
+  k.fault = "crash";
+  EXPECT_FALSE((*store)->find(k)->has_value());
+  k = m.key;
+  k.config.gemm2.pipeline.split_k = 2;
+  EXPECT_FALSE((*store)->find(k)->has_value());
+}
+
+TEST_F(StoreTest, ReopeningKeepsEverythingAndWritesWal) {
+  {
+    auto store = Store::open(path("s.db"));
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->record(sample_measurement(0, 0)).ok());
+    ASSERT_TRUE((*store)->record_decision(Decision{.bucket = 16, .verdict = "tie"}).ok());
+    EXPECT_TRUE(std::filesystem::exists(path("s.db-wal")));
+  }
+  auto store = Store::open(path("s.db"));
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ((*store)->measurements()->size(), 1u);
+  ASSERT_EQ((*store)->decisions()->size(), 1u);
+  EXPECT_EQ((*store)->decisions()->front().verdict, "tie");
+}
+
+TEST_F(StoreTest, ANewerSchemaVersionIsRefusedByName) {
+  ASSERT_TRUE(Store::open(path("s.db")).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path("s.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE schema_version SET version = 3", nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto store = Store::open(path("s.db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.error().code, core::ErrorCode::kVersion);
+  EXPECT_EQ(store.error().message, "store " + path("s.db") +
+                                       " has schema version 3; this moetune reads 1..1; use a "
+                                       "newer moetune or a new --store");
+}
+
+TEST_F(StoreTest, AFileThatIsNotADatabaseIsAnError) {
+  std::ofstream(path("junk.db")) << "this is not sqlite, just text long enough to have a header";
+  auto store = Store::open(path("junk.db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.error().code, core::ErrorCode::kIo);
+  EXPECT_NE(store.error().to_string().find("junk.db"), std::string::npos);
+}
+
+TEST_F(StoreTest, TwoWritersOnOneStoreLoseNothing) {
+  constexpr int kPerWriter = 150;
+  auto writer = [&](int id) {
+    auto store = Store::open(path("shared.db"));  // its own connection
+    ASSERT_TRUE(store.ok()) << store.error().to_string();
+    for (int i = 0; i < kPerWriter; ++i) {
+      Measurement m = sample_measurement(id, i);
+      ASSERT_TRUE((*store)->record(m).ok());
+    }
+  };
+  std::thread a(writer, 1);
+  std::thread b(writer, 2);
+  a.join();
+  b.join();
+  auto store = Store::open(path("shared.db"));
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ((*store)->measurements(1)->size(), size_t{kPerWriter});
+  EXPECT_EQ((*store)->measurements(2)->size(), size_t{kPerWriter});
+}
+
+TEST_F(StoreTest, TwoProcessesWritingOneStoreLoseNothing) {
+  constexpr int kPerWriter = 100;
+  pid_t const child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = Store::open(path("shared.db"));
+    bool ok = store.ok();
+    for (int i = 0; ok && i < kPerWriter; ++i) ok = (*store)->record(sample_measurement(2, i)).ok();
+    _exit(ok ? 0 : 1);
+  }
+  auto store = Store::open(path("shared.db"));
+  ASSERT_TRUE(store.ok()) << store.error().to_string();
+  for (int i = 0; i < kPerWriter; ++i) ASSERT_TRUE((*store)->record(sample_measurement(1, i)).ok());
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ((*store)->measurements()->size(), size_t{2 * kPerWriter});
+}
+
+}  // namespace
+}  // namespace moetune::tuner
