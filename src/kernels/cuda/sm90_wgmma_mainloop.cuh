@@ -73,11 +73,7 @@ struct WgmmaMainloop {
 #pragma unroll
     for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
     const int num_k_tiles = k_dim / kBlockK;
-    // A warpgroup whose 64 rows are all padding (the tail block of an expert) issues no MMAs:
-    // the other warpgroup then has the SM's tensor cores to itself.
-    const int wg = threadIdx.x >> 7;
-    bool active = false;
-    for (int r = 0; r < 64; ++r) active |= a_off[wg * 64 + r] >= 0;
+
     // Tiles are fetched kStages - 2 ahead so that one wgmma group can stay in flight across the
     // barrier: at iteration kt the stage being refilled last held tile kt - 2, whose MMAs every
     // warpgroup finished (wait<1> in iteration kt - 1) before reaching this iteration's barrier.
@@ -98,11 +94,11 @@ struct WgmmaMainloop {
                            valid_n, k_dim);
       }
       cp_async_commit();
-      if (active) {
-        fence_all();
-        wgmma_fence();
-        compute_stage(smem, kt % kStages);
-      }
+      // NOTE: no data-dependent branch around the wgmma: skipping all-padding warpgroups this way
+      // cost 15-20% at large M on H200 (bench/results/raw/2026-11-29-c9e8108-wg-skip-regression.csv).
+      fence_all();
+      wgmma_fence();
+      compute_stage(smem, kt % kStages);
       wgmma_commit();
       fence_all();
       wgmma_wait<1>();  // MMAs of tile kt-1 are done; tile kt may still run
