@@ -113,12 +113,12 @@ void precompile(core::MoeProblem const& p, std::vector<core::MoeConfig> const& c
 }
 
 std::string cfg_json(core::KernelConfig const& k) {
-  char buf[256];
+  char buf[320];
   std::snprintf(buf, sizeof(buf),
                 "{\"block_m\":%d,\"block_n\":%d,\"block_k\":%d,\"group_m\":%d,\"num_warps\":%d,"
-                "\"num_stages\":%d}",
+                "\"num_stages\":%d,\"schedule\":\"%s\"}",
                 k.tile.block_m, k.tile.block_n, k.tile.block_k, k.tile.group_m, k.pipeline.num_warps,
-                k.pipeline.num_stages);
+                k.pipeline.num_stages, std::string(core::to_string(k.launch.schedule)).c_str());
   return buf;
 }
 

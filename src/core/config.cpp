@@ -52,7 +52,12 @@ MoeConfig uniform_config(KernelConfig const& k) { return MoeConfig{.gemm1 = k, .
 Status validate(KernelConfig const& k, std::string_view where) {
   std::string const pow2 = "a power of two in [1, 512]";
   if (!is_pow2_in(k.tile.block_m, 1, 512)) return bad(where, "tile.block_m", k.tile.block_m, pow2);
-  if (!is_pow2_in(k.tile.block_n, 1, 512)) return bad(where, "tile.block_n", k.tile.block_n, pow2);
+  // block_n may also be any multiple of 8 (wgmma takes N in steps of 8: exact tiles for 1856).
+  if (!is_pow2_in(k.tile.block_n, 1, 512) &&
+      !(k.tile.block_n % 8 == 0 && k.tile.block_n >= 8 && k.tile.block_n <= 512)) {
+    return bad(where, "tile.block_n", k.tile.block_n,
+               "a power of two in [1, 512] or a multiple of 8 in [8, 512]");
+  }
   if (!is_pow2_in(k.tile.block_k, 1, 512)) return bad(where, "tile.block_k", k.tile.block_k, pow2);
   if (k.tile.group_m < 1) return bad(where, "tile.group_m", k.tile.group_m, ">= 1");
   if (!one_of(k.pipeline.num_warps, {1, 2, 4, 8, 16})) {
