@@ -96,3 +96,40 @@ TEST(Sm90Jit, ReportsACompileErrorForAnInvalidInstantiation) {
 
 }  // namespace
 }  // namespace moetune::kernels::cuda
+
+#include <filesystem>
+
+#include "core/lint.hpp"
+#include "core/table.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+// CI has nvcc but no GPU: every config a shipped sm90_gather table names must pass can_implement
+// and compile with NVRTC for sm_90a.
+TEST(Sm90Jit, EveryConfigAShippedTableNamesCompiles) {
+  const std::string dir = std::string(MOETUNE_SOURCE_DIR) + "/tables/NVIDIA_H200";
+  auto files = core::list_table_files(dir);
+  ASSERT_TRUE(files.ok()) << files.error().to_string();
+  ASSERT_FALSE(files->empty()) << "no shipped H200 tables in " << dir;
+  int compiled = 0;
+  for (auto const& f : *files) {
+    auto t = core::load_table(f);
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    ASSERT_EQ(t->key.family, kSm90GatherFamily) << f;
+    for (auto const& [m, row] : t->rows) {
+      core::MoeProblem p = core::problem_for_key(t->key, m);
+      auto st = sm90_can_implement(p, row.config);
+      EXPECT_TRUE(st.ok()) << f << " M=" << m << ": " << st.error().to_string();
+      auto exprs = sm90_gather_name_exprs(p, row.config);
+      ASSERT_TRUE(exprs.ok());
+      auto mod = compile_module(*exprs);
+      EXPECT_TRUE(mod.ok()) << f << " M=" << m << ": " << (mod.ok() ? "" : mod.error().to_string());
+      ++compiled;
+    }
+  }
+  EXPECT_EQ(compiled, 36);
+}
+
+}  // namespace
+}  // namespace moetune::kernels::cuda
