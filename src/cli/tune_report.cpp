@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "cli/cli_common.hpp"
 #include "cli/json_out.hpp"
 #include "core/json_text.hpp"
+#include "tuner/store.hpp"
 
 namespace moetune::cli {
 namespace {
@@ -36,7 +38,8 @@ std::string counts_json(tuner::BucketResult const& r) {
     outcomes.push_back(json_quote(tuner::to_string(o)) + ": " + std::to_string(n));
   }
   std::vector<std::string> pruned;
-  for (auto const& [why, n] : r.pruned) pruned.push_back(json_quote(why) + ": " + std::to_string(n));
+  for (auto const& [why, n] : r.pruned)
+    pruned.push_back(json_quote(why) + ": " + std::to_string(n));
   return "\"candidates\": " + std::to_string(r.candidates) + ", \"outcomes\": {" +
          join(outcomes, ", ") + "}, \"pruned\": {" + join(pruned, ", ") +
          "}, \"resumed\": " + std::to_string(r.resumed) +
@@ -70,6 +73,35 @@ std::string bucket_line(tuner::BucketResult const& r) {
   }
   if (r.resumed > 0) out += "; " + std::to_string(r.resumed) + " from the store";
   return out + "]";
+}
+
+core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& info) {
+  core::Source s;
+  s.kind = "tuned";
+  s.date = tuner::utc_now().substr(0, 10);
+  s.device = info.device;
+  std::ostringstream protocol;
+  protocol << "moetune-tune-v2: worker process, check vs fp64 reference, successive halving "
+           << "(x3 reps per round) to 3 finalists, final " << info.reps << " reps in "
+           << tuner::kFinalPasses << " interleaved passes after " << info.warmup
+           << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
+           << info.margin * 100 << "%, routing " << core::format_routing(info.routing)
+           << "; verdict " << r.verdict;
+  if (r.tie) protocol << " with " << core::short_string(r.challenger) << " (both in the store)";
+  s.protocol = protocol.str();
+  auto const rejected = r.outcomes.find(tuner::Outcome::kRejected);
+  s.numbers = {{"time_us", r.winner_stats.median_us},
+               {"ci_low_us", r.winner_stats.ci_low_us},
+               {"ci_high_us", r.winner_stats.ci_high_us},
+               {"default_us", r.incumbent_ok ? r.incumbent_stats.median_us : 0},
+               {"challenger_us", r.has_challenger ? r.challenger_stats.median_us : 0},
+               {"tie", r.tie ? 1.0 : 0.0},
+               {"candidates", double(r.candidates)},
+               {"rejected", double(rejected == r.outcomes.end() ? 0 : rejected->second)}};
+  if (r.repeats > 0) s.numbers["agreement"] = double(r.agreeing) / r.repeats;
+  s.digest = r.digest;
+  s.command = info.command;
+  return s;
 }
 
 std::string pruned_line(tuner::BucketResult const& r) {
@@ -113,15 +145,15 @@ void TuneJson::tuned_bucket(tuner::BucketResult const& r, std::string const& com
   buckets_.push_back(
       "{\"bucket\": " + std::to_string(r.bucket) +
       ", \"outcome\": \"tuned\", \"winner\": " + core::to_json_text(r.winner, -1) +
-      ", \"winner_short\": " + json_quote(core::short_string(r.winner)) +
-      ", \"time_us\": " + json_number(r.winner_stats.median_us) +
-      ", \"winner_stats\": " + stats_json(r.winner_stats) +
+      ", \"winner_short\": " + json_quote(core::short_string(r.winner)) + ", \"time_us\": " +
+      json_number(r.winner_stats.median_us) + ", \"winner_stats\": " + stats_json(r.winner_stats) +
       ", \"incumbent\": " + core::to_json_text(r.incumbent, -1) +
       ", \"incumbent_ok\": " + (r.incumbent_ok ? "true" : "false") +
       ", \"incumbent_stats\": " + (r.incumbent_ok ? stats_json(r.incumbent_stats) : "null") +
       ", \"challenger\": " + (r.has_challenger ? core::to_json_text(r.challenger, -1) : "null") +
       ", \"challenger_stats\": " + (r.has_challenger ? stats_json(r.challenger_stats) : "null") +
-      ", \"margin\": " + json_number(tuner::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
+      ", \"margin\": " +
+      json_number(tuner::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
       ", \"verdict\": " + json_quote(r.verdict) + ", \"tie\": " + (r.tie ? "true" : "false") +
       ", \"incumbent_kept\": " + (r.incumbent_kept ? "true" : "false") +
       ", \"repeats\": " + std::to_string(r.repeats) +
@@ -131,10 +163,10 @@ void TuneJson::tuned_bucket(tuner::BucketResult const& r, std::string const& com
 
 void TuneJson::failed_bucket(tuner::BucketResult const& r) {
   if (!enabled_) return;
-  buckets_.push_back("{\"bucket\": " + std::to_string(r.bucket) +
-                     ", \"outcome\": \"all_failed\", \"aborted\": " +
-                     (r.aborted ? "true" : "false") + ", \"summary\": " + json_quote(r.summary) +
-                     ", " + counts_json(r) + "}");
+  buckets_.push_back(
+      "{\"bucket\": " + std::to_string(r.bucket) +
+      ", \"outcome\": \"all_failed\", \"aborted\": " + (r.aborted ? "true" : "false") +
+      ", \"summary\": " + json_quote(r.summary) + ", " + counts_json(r) + "}");
 }
 
 void TuneJson::end_shape() {

@@ -11,10 +11,10 @@ namespace moetune::tuner {
 namespace {
 
 constexpr std::array<std::string_view, kNumOutcomes> kOutcomeNames = {
-    "ok", "rejected", "compile_failed", "launch_failed", "crashed", "timed_out", "wrong_result",
-    "oom"};
-constexpr std::array<std::string_view, 8> kFaultNames = {"",     "compile", "launch", "crash",
-                                                          "wrong", "nan",     "hang",   "oom"};
+    "ok",      "rejected",  "compile_failed", "launch_failed",
+    "crashed", "timed_out", "wrong_result",   "oom"};
+constexpr std::array<std::string_view, 8> kFaultNames = {"",      "compile", "launch", "crash",
+                                                         "wrong", "nan",     "hang",   "oom"};
 
 core::Error bad_fault(std::string_view spec, std::string_view item, std::string message) {
   return core::make_error(core::ErrorCode::kInvalidArgument,

@@ -10,6 +10,19 @@
 
 namespace moetune::tuner {
 
+std::vector<core::MoeConfig> neighbour_seeds(std::map<int64_t, core::MoeConfig> const& winners,
+                                             int64_t bucket) {
+  std::vector<std::pair<double, core::MoeConfig>> near;
+  for (auto const& [b, config] : winners) {
+    near.push_back({std::abs(std::log2(double(b)) - std::log2(double(bucket))), config});
+  }
+  std::stable_sort(near.begin(), near.end(),
+                   [](auto const& x, auto const& y) { return x.first < y.first; });
+  std::vector<core::MoeConfig> out;
+  for (auto const& [distance, config] : near) out.push_back(config);
+  return out;
+}
+
 std::string prune_key(std::string const& reason) {
   size_t const eq = reason.find(" = ");
   return eq == std::string::npos ? reason : reason.substr(0, eq);
@@ -50,6 +63,7 @@ MeasurementKey BucketSearch::key(CandidateResult const& c, int round) const {
 
 core::Status BucketSearch::save(CandidateResult const& c, int round,
                                 std::vector<double> const& samples) {
+  if (c.rounds == kNotRun) return core::Status::Ok();  // never measured: nothing to resume
   Measurement m;
   m.key = key(c, round);
   m.run = task_.run;
@@ -85,13 +99,16 @@ bool BucketSearch::request(CandidateResult& c, Request req, Reply* reply) {
   double const timeout = request_timeout();
   if (timeout <= 0) {
     c.outcome = Outcome::kTimedOut;
-    c.reason = "not run: the fail-fast window (timeout + " + std::to_string(int(options_.fail_fast_extra_s)) + " s) was spent";
+    c.reason = "not run: the fail-fast window was spent with no candidate passing";
+    c.rounds = kNotRun;
     return false;
   }
   *reply = worker_.call(req, timeout);
   if (reply->ok()) return true;
   c.outcome = reply->outcome;
   c.reason = reply->reason;
+  // A timeout cut short by the fail-fast window says nothing about the candidate: not stored.
+  if (c.outcome == Outcome::kTimedOut && timeout < options_.timeout_s) c.rounds = kNotRun;
   return false;
 }
 
@@ -119,8 +136,8 @@ core::Status BucketSearch::time(CandidateResult& c, int round, int reps,
 }
 
 TimingStats BucketSearch::stats_of(CandidateResult const& c, std::vector<double> const& s) const {
-  uint64_t const seed = std::hash<std::string>{}(core::short_string(c.config)) ^
-                        static_cast<uint64_t>(task_.bucket);
+  uint64_t const seed =
+      std::hash<std::string>{}(core::short_string(c.config)) ^ static_cast<uint64_t>(task_.bucket);
   return bootstrap_median(s, seed, options_.resamples);
 }
 
@@ -150,9 +167,10 @@ core::Status BucketSearch::round0(CandidateResult& c) {
       if (!why.empty()) {
         c.outcome = Outcome::kWrongResult;
         c.reason = why;
-      } else if (request(c, Request{.op = "time", .warmup = options_.warmup,
-                                    .reps = options_.first_reps},
-                         &reply)) {
+      } else if (request(
+                     c,
+                     Request{.op = "time", .warmup = options_.warmup, .reps = options_.first_reps},
+                     &reply)) {
         samples = reply.response.samples_us;
         c.stats = stats_of(c, samples);
       }
@@ -173,11 +191,15 @@ core::Status BucketSearch::run_round0() {
       c.outcome = Outcome::kTimedOut;
       c.reason = over_budget ? "not run: the --budget-min budget was spent"
                              : "not run: the fail-fast window was spent with no candidate passing";
-      c.rounds = -1;  // marks "not run"
+      c.rounds = kNotRun;
       ++result_.not_run;
       continue;
     }
     MOETUNE_RETURN_IF_ERROR(round0(c));
+    if (c.rounds == kNotRun) {
+      ++result_.not_run;
+      continue;
+    }
     c.rounds = 1;
     any_ok_ = any_ok_ || c.outcome == Outcome::kOk;
     if (progress_) progress_(0.7 * done / total);
@@ -190,9 +212,8 @@ std::vector<CandidateResult*> BucketSearch::ok_sorted() {
   for (CandidateResult& c : result_.results) {
     if (c.outcome == Outcome::kOk) out.push_back(&c);
   }
-  std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) {
-    return a->stats.median_us < b->stats.median_us;
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [](auto* a, auto* b) { return a->stats.median_us < b->stats.median_us; });
   return out;
 }
 
@@ -215,7 +236,7 @@ core::Result<std::vector<CandidateResult*>> BucketSearch::run_halving() {
     if (Clock::now() >= options_.deadline) break;
     size_t const keep = std::max(final_keep, (alive.size() + 2) / 3);
     alive = keep_best(alive, keep);
-    reps *= 3;
+    reps = std::min(reps * 3, std::max(options_.final_reps, options_.first_reps));
     for (CandidateResult* c : alive) {
       std::vector<double> samples;
       MOETUNE_RETURN_IF_ERROR(time(*c, round, reps, &samples));
@@ -229,9 +250,8 @@ core::Result<std::vector<CandidateResult*>> BucketSearch::run_halving() {
 
 std::vector<CandidateResult*> BucketSearch::ok_sorted_among(std::vector<CandidateResult*> set) {
   std::erase_if(set, [](auto* c) { return c->outcome != Outcome::kOk; });
-  std::stable_sort(set.begin(), set.end(), [](auto* a, auto* b) {
-    return a->stats.median_us < b->stats.median_us;
-  });
+  std::stable_sort(set.begin(), set.end(),
+                   [](auto* a, auto* b) { return a->stats.median_us < b->stats.median_us; });
   return set;
 }
 

@@ -8,7 +8,7 @@
 //      (all written, finite, relative L2 error within tolerance_for(dtype): else wrong_result) and
 //      timed cheaply (first_reps);
 //   4. successive halving: the best third (at least final_keep, the incumbent always kept) is
-//      re-timed with 3x the reps, until final_keep remain;
+//      re-timed with 3x the reps (at most final_reps), until final_keep remain;
 //   5. final: the finalists are timed in interleaved passes (final_reps in all); median and
 //      bootstrap CI; the incumbent stays unless a challenger's CI upper bound is below the
 //      incumbent's CI lower bound by `margin` (else a tie: the table keeps the incumbent, both are
@@ -42,17 +42,19 @@ namespace moetune::tuner {
 inline constexpr int kFinalRound = 100;
 inline constexpr int kFinalPasses = 3;
 inline constexpr int kRecheckRound = 99;
+/// CandidateResult::rounds of a candidate the budget or the fail-fast window left out.
+inline constexpr int kNotRun = -1;
 
 struct SearchOptions {
-  double timeout_s = 10;       ///< per request (one check, or one timing)
+  double timeout_s = 10;  ///< per request (one check, or one timing)
   double prepare_timeout_s = 120;
-  double margin = 0.01;        ///< a challenger's CI must clear the incumbent's by this fraction
-  int warmup = 1;              ///< untimed runs before each timing
-  int first_reps = 3;          ///< round 0 reps; x3 per halving round
-  int final_reps = 15;         ///< final round reps, over kFinalPasses interleaved passes
-  int final_keep = 3;          ///< finalists (the incumbent joins them when it survived round 0)
-  int repeat = 0;              ///< extra final rounds for the agreement report
-  int resamples = 1000;        ///< bootstrap resamples
+  double margin = 0.01;  ///< a challenger's CI must clear the incumbent's by this fraction
+  int warmup = 1;        ///< untimed runs before each timing
+  int first_reps = 3;    ///< round 0 reps; x3 per halving round
+  int final_reps = 15;   ///< final round reps, over kFinalPasses interleaved passes
+  int final_keep = 3;    ///< finalists (the incumbent joins them when it survived round 0)
+  int repeat = 0;        ///< extra final rounds for the agreement report
+  int resamples = 1000;  ///< bootstrap resamples
   /// While no candidate of a bucket has passed, the bucket gives up after timeout_s + this:
   /// every candidate failing must end the run within timeout + 5 s.
   double fail_fast_extra_s = 3;
@@ -81,10 +83,11 @@ struct CandidateResult {
   core::MoeConfig config;
   Outcome outcome = Outcome::kOk;
   std::string reason;
-  TimingStats stats;    ///< of the latest round it was timed in
-  std::string digest;   ///< of its round-0 check
+  TimingStats stats;   ///< of the latest round it was timed in
+  std::string digest;  ///< of its round-0 check
   double rel_err = 0;
-  int rounds = 0;       ///< timing rounds it took part in
+  int rounds = 0;  ///< timing rounds it took part in; kNotRun: never measured (budget or
+                   ///< fail-fast), its outcome is then only a placeholder
 };
 
 struct BucketResult {
@@ -106,11 +109,11 @@ struct BucketResult {
   std::string digest;
   int candidates = 0;  ///< in search order, rejected ones included
   std::map<Outcome, int> outcomes;
-  std::map<std::string, int> pruned;  ///< can_implement reason (field) -> count
-  int resumed = 0;                    ///< measurements read back from the store
-  int not_run = 0;                    ///< left out by the budget or fail-fast
-  bool aborted = false;               ///< fail-fast: nothing passed in time
-  std::string summary;                ///< one line of outcome counts (why, when !ok)
+  std::map<std::string, int> pruned;     ///< can_implement reason (field) -> count
+  int resumed = 0;                       ///< measurements read back from the store
+  int not_run = 0;                       ///< left out by the budget or fail-fast
+  bool aborted = false;                  ///< fail-fast: nothing passed in time
+  std::string summary;                   ///< one line of outcome counts (why, when !ok)
   std::vector<CandidateResult> results;  ///< in search order
 };
 
@@ -120,8 +123,11 @@ using Progress = std::function<void(double fraction)>;
 /// Tunes one bucket. Fails only when the worker cannot serve the bucket at all (space, prepare)
 /// or the store fails; a bucket where every candidate failed is a result with ok = false.
 core::Result<BucketResult> tune_bucket(WorkerClient& worker, Store& store, BucketTask const& task,
-                                       SearchOptions const& options,
-                                       Progress const& progress = {});
+                                       SearchOptions const& options, Progress const& progress = {});
+
+/// Seeds for `bucket`: the winners of buckets already tuned, nearest (in log2 M) first.
+std::vector<core::MoeConfig> neighbour_seeds(std::map<int64_t, core::MoeConfig> const& winners,
+                                             int64_t bucket);
 
 /// "gemm1.pipeline.split_k" from "gemm1.pipeline.split_k = 2 exceeds ..." (the text before " = ",
 /// else the whole reason): what pruning counts by.

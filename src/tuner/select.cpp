@@ -12,8 +12,8 @@ void push_unique(std::vector<core::MoeConfig>& order, core::MoeConfig const& c) 
 }
 
 core::Error worker_error(BucketTask const& task, std::string const& what, Reply const& reply) {
-  return core::make_error(core::ErrorCode::kInternal, task.shape + " bucket " +
-                                                          std::to_string(task.bucket),
+  return core::make_error(core::ErrorCode::kInternal,
+                          task.shape + " bucket " + std::to_string(task.bucket),
                           "the worker could not " + what + ": " +
                               std::string(to_string(reply.outcome)) + ": " + reply.reason);
 }
@@ -54,11 +54,10 @@ core::Status BucketSearch::plan() {
     result_.results.push_back(c);
   }
   result_.candidates = static_cast<int>(order.size());
-  Reply prepared = worker_.call(Request{.op = "prepare",
-                                        .problem = task_.problem,
-                                        .routing = task_.routing,
-                                        .seed = task_.seed},
-                                options_.prepare_timeout_s);
+  Reply prepared = worker_.call(
+      Request{
+          .op = "prepare", .problem = task_.problem, .routing = task_.routing, .seed = task_.seed},
+      options_.prepare_timeout_s);
   if (!prepared.ok()) return worker_error(task_, "prepare the bucket's data", prepared);
   start_ = Clock::now();  // the fail-fast window counts candidates, not setup
   return core::Status::Ok();
@@ -162,8 +161,8 @@ core::Result<bool> BucketSearch::recheck_winner() {
     Reply reply;
     if (request(probe, Request{.op = "check"}, &reply)) {
       probe.digest = reply.response.check.digest;
-      std::string const why = reply.response.has_check ? gate(reply.response.check)
-                                                       : std::string("no check result");
+      std::string const why =
+          reply.response.has_check ? gate(reply.response.check) : std::string("no check result");
       if (!why.empty()) {
         probe.outcome = Outcome::kWrongResult;
         probe.reason = "second check: " + why;
@@ -196,7 +195,7 @@ core::Status BucketSearch::run_repeats(std::vector<CandidateResult*> const& fina
 
 void BucketSearch::finish() {
   for (CandidateResult const& c : result_.results) {
-    if (c.rounds >= 0) ++result_.outcomes[c.outcome];
+    if (c.rounds != kNotRun) ++result_.outcomes[c.outcome];
   }
   std::string counts = outcome_summary(result_.outcomes);
   if (result_.not_run > 0) counts += ", " + std::to_string(result_.not_run) + " not run";

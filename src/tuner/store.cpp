@@ -114,9 +114,9 @@ std::string utc_now() {
 }
 
 core::Error Store::error(std::string const& what) const {
-  return core::make_error(core::ErrorCode::kIo, "store " + path_,
-                          what + ": " + sqlite3_errmsg(db_) +
-                              "; check the file, or use a new --store");
+  return core::make_error(
+      core::ErrorCode::kIo, "store " + path_,
+      what + ": " + sqlite3_errmsg(db_) + "; check the file, or use a new --store");
 }
 
 core::Status Store::exec(char const* sql) {
@@ -125,17 +125,17 @@ core::Status Store::exec(char const* sql) {
     std::string text = message ? message : "unknown error";
     sqlite3_free(message);
     return core::make_error(core::ErrorCode::kIo, "store " + path_,
-                            std::string("'") + std::string(sql).substr(0, 40) + "' failed: " +
-                                text + "; check the file, or use a new --store");
+                            std::string("'") + std::string(sql).substr(0, 40) +
+                                "' failed: " + text + "; check the file, or use a new --store");
   }
   return core::Status::Ok();
 }
 
 core::Result<std::unique_ptr<Store>> Store::open(std::string const& path) {
   sqlite3* db = nullptr;
-  int const rc = sqlite3_open_v2(path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  int const rc =
+      sqlite3_open_v2(path.c_str(), &db,
+                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr);
   std::unique_ptr<Store> store(new Store(db, path));
   if (rc != SQLITE_OK) return store->error("cannot open");
   sqlite3_busy_timeout(db, kStoreBusyTimeoutMs);

@@ -29,7 +29,7 @@ inline constexpr int kStoreBusyTimeoutMs = 30000;
 
 /// One tune run's provenance.
 struct RunInfo {
-  std::string started;      ///< ISO-8601 UTC time
+  std::string started;  ///< ISO-8601 UTC time
   std::string recipe_path;
   std::string recipe_hash;  ///< hash of the recipe file's bytes
   std::string commit;       ///< moetune's git commit
@@ -37,18 +37,18 @@ struct RunInfo {
   std::string driver;
   std::string toolchain;
   uint64_t seed = 0;
-  std::string routing;      ///< core::format_routing
-  std::string command;      ///< the command line that started the run
+  std::string routing;  ///< core::format_routing
+  std::string command;  ///< the command line that started the run
 };
 
 /// What identifies a measurement for resumption: the same key is never measured twice.
 struct MeasurementKey {
   std::string tune_hash{};  ///< hash of what changes a measurement (problem, routing, family, ...)
   int64_t bucket = 0;
-  int round = 0;          ///< successive-halving round; kFinalRound.. for the final and repeats
+  int round = 0;  ///< successive-halving round; kFinalRound.. for the final and repeats
   core::MoeConfig config{};
   uint64_t seed = 0;
-  std::string fault{};      ///< the injected fault ("" none): a faulty run never feeds a clean one
+  std::string fault{};  ///< the injected fault ("" none): a faulty run never feeds a clean one
   std::string device{};
 };
 
@@ -81,7 +81,7 @@ struct Decision {
   double winner_us = 0;
   double incumbent_us = 0;
   double challenger_us = 0;
-  double agreement = 1;        ///< fraction of --repeat rounds naming the same winner
+  double agreement = 1;  ///< fraction of --repeat rounds naming the same winner
 };
 
 class Store {

@@ -108,15 +108,17 @@ core::Status WorkerClient::start() {
   int to_child[2];
   int from_child[2];
   if (::pipe2(to_child, O_CLOEXEC) != 0) {
-    return core::make_error(core::ErrorCode::kIo, "worker", std::string("pipe2: ") + strerror(errno));
+    return core::make_error(core::ErrorCode::kIo, "worker",
+                            std::string("pipe2: ") + strerror(errno));
   }
   if (::pipe2(from_child, O_CLOEXEC) != 0) {
     ::close(to_child[0]);
     ::close(to_child[1]);
-    return core::make_error(core::ErrorCode::kIo, "worker", std::string("pipe2: ") + strerror(errno));
+    return core::make_error(core::ErrorCode::kIo, "worker",
+                            std::string("pipe2: ") + strerror(errno));
   }
   std::vector<std::string> args = {options_.exe, "worker", "--backend", options_.backend,
-                                   "--fd-in", "3", "--fd-out", "4"};
+                                   "--fd-in",    "3",      "--fd-out",  "4"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -139,7 +141,8 @@ core::Status WorkerClient::start() {
   if (pid < 0) {
     ::close(to_child[1]);
     ::close(from_child[0]);
-    return core::make_error(core::ErrorCode::kIo, "worker", std::string("fork: ") + strerror(errno));
+    return core::make_error(core::ErrorCode::kIo, "worker",
+                            std::string("fork: ") + strerror(errno));
   }
   pid_ = pid;
   to_worker_ = to_child[1];

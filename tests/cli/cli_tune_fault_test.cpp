@@ -28,9 +28,10 @@ class CliTuneFault : public CliTest {
 };
 
 std::vector<std::string> tune_args(std::string const& faults, std::string const& timeout) {
-  return {"tune",    "--recipe", "recipe.json",    "--out",  "tables", "--buckets",
-          "4",       "--reps",   "3",              "--warmup", "0",    "--timeout-s",
-          timeout,   "--json",   "--inject-fault", faults};
+  return {"tune",      "--recipe",    "recipe.json", "--out",  "tables",
+          "--buckets", "4",           "--reps",      "3",      "--warmup",
+          "0",         "--timeout-s", timeout,       "--json", "--inject-fault",
+          faults};
 }
 
 TEST_F(CliTuneFault, ACrashingIncumbentCostsOneCandidateNotTheRun) {

@@ -116,9 +116,9 @@ TEST_F(CliTune, EachRowCarriesTheCommandThatReproducesIt) {
 
 TEST_F(CliTune, ARerunOnTheSameStoreReadsItsMeasurementsBack) {
   write("recipe.json", tiny_recipe_json());
-  std::vector<std::string> args = {"tune",    "--recipe", "recipe.json", "--out", "tables",
-                                   "--store", "s.db",     "--buckets",   "4",     "--reps",
-                                   "3",       "--json"};
+  std::vector<std::string> args = {"tune",   "--recipe", "recipe.json", "--out",
+                                   "tables", "--store",  "s.db",        "--buckets",
+                                   "4",      "--reps",   "3",           "--json"};
   RunResult first = run(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.out.find("\"resumed\": 0,"), std::string::npos) << first.out;
@@ -130,8 +130,8 @@ TEST_F(CliTune, ARerunOnTheSameStoreReadsItsMeasurementsBack) {
 
 TEST_F(CliTune, BadFaultSpecIsAUsageErrorBeforeAnyRun) {
   write("recipe.json", tiny_recipe_json());
-  RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--inject-fault",
-                     "segv@1"});
+  RunResult r =
+      run({"tune", "--recipe", "recipe.json", "--out", "tables", "--inject-fault", "segv@1"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "moetune tune: --inject-fault 'segv@1': 'segv@1' names unknown fault kind 'segv'; "

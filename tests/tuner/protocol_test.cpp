@@ -19,8 +19,8 @@ core::MoeConfig odd_config() {
 }
 
 TEST(Protocol, RequestsRoundTrip) {
-  Request r{.op = "time", .config = odd_config(), .warmup = 2, .reps = 7,
-            .fault = FaultKind::kHang};
+  Request r{
+      .op = "time", .config = odd_config(), .warmup = 2, .reps = 7, .fault = FaultKind::kHang};
   auto back = decode_request(encode(r), "test");
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back->op, "time");
@@ -93,7 +93,8 @@ TEST(Protocol, MalformedLinesAreErrors) {
   EXPECT_FALSE(decode_request("[1, 2]", "t").ok());
   EXPECT_FALSE(decode_request("{\"op\": \"a\", \"op\": \"b\"}", "t").ok());
   EXPECT_FALSE(decode_response("{\"ok\": maybe}", "t").ok());
-  auto bad_outcome = decode_response("{\"ok\": false, \"outcome\": \"exploded\", \"message\": \"\"}", "t");
+  auto bad_outcome =
+      decode_response("{\"ok\": false, \"outcome\": \"exploded\", \"message\": \"\"}", "t");
   ASSERT_FALSE(bad_outcome.ok());
   EXPECT_NE(bad_outcome.error().message.find("unknown outcome 'exploded'"), std::string::npos);
 }

@@ -93,8 +93,8 @@ TEST_F(SearchTest, EachInjectedFaultEndsInItsOutcomeAndNeverWins) {
                  Case{"hang", Outcome::kTimedOut}}) {
     SCOPED_TRACE(c.kind);
     // The clean winner and one other candidate fail; the rest still decides the bucket.
-    std::string const spec = std::string(c.kind) + "@" + std::to_string(w) + "," + c.kind + "@" +
-                             std::to_string(other);
+    std::string const spec =
+        std::string(c.kind) + "@" + std::to_string(w) + "," + c.kind + "@" + std::to_string(other);
     SearchOptions options = fast_options();
     options.timeout_s = 0.5;
     BucketResult r = run_with(spec, options);
@@ -103,9 +103,8 @@ TEST_F(SearchTest, EachInjectedFaultEndsInItsOutcomeAndNeverWins) {
     EXPECT_EQ(r.results[other].outcome, c.outcome) << r.results[other].reason;
     EXPECT_NE(r.winner, r.results[w].config);
     EXPECT_NE(r.winner, r.results[other].config);
-    EXPECT_EQ(r.outcomes.at(c.outcome), 2 + (clean_->outcomes.count(c.outcome)
-                                                 ? clean_->outcomes.at(c.outcome)
-                                                 : 0));
+    EXPECT_EQ(r.outcomes.at(c.outcome),
+              2 + (clean_->outcomes.count(c.outcome) ? clean_->outcomes.at(c.outcome) : 0));
   }
 }
 

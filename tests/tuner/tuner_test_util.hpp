@@ -11,9 +11,8 @@
 namespace moetune::tuner::testing {
 
 inline WorkerOptions cpu_worker() {
-  return WorkerOptions{.exe = std::string(MOETUNE_BINARY_DIR) + "/moetune",
-                       .backend = "cpu",
-                       .start_timeout_s = 30};
+  return WorkerOptions{
+      .exe = std::string(MOETUNE_BINARY_DIR) + "/moetune", .backend = "cpu", .start_timeout_s = 30};
 }
 
 /// E=4, K=64, I=32, top_k=2, bf16 on the cpu family.

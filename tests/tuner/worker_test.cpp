@@ -17,9 +17,7 @@ namespace {
 using testing::cpu_worker;
 using testing::tiny_problem;
 
-Request prepare_request() {
-  return Request{.op = "prepare", .problem = tiny_problem(), .seed = 3};
-}
+Request prepare_request() { return Request{.op = "prepare", .problem = tiny_problem(), .seed = 3}; }
 
 core::MoeConfig default_like() {
   core::KernelConfig k;
