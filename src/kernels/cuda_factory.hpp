@@ -10,7 +10,7 @@
 
 namespace moetune::kernels {
 
-/// The sm90_gather backend; fails when no Hopper GPU is visible.
+/// The sm90_gather backend (config logic only; works without a GPU, its device() then says so).
 core::Result<std::unique_ptr<core::Backend>> make_cuda_backend();
 /// A Testbed on GPU 0; fails with the reason when no GPU is usable.
 core::Result<std::unique_ptr<Testbed>> make_cuda_testbed();
