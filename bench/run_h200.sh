@@ -20,3 +20,4 @@ else
 fi
 [ "${1:-}" = "--tests-only" ] && exit 0
 "$BIN/moetune_sm90_bench" --out "$OUT" "$@"
+# Bring the recipe-mode CSV home: bench/csv_to_recipe.py turns it into recipes/h200.json.

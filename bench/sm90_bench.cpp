@@ -13,6 +13,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -20,6 +21,7 @@
 
 #include "core/config.hpp"
 #include "core/problem.hpp"
+#include "core/recipe.hpp"
 #include "core/routing.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_testbed.hpp"
@@ -82,7 +84,7 @@ struct Point {
   int64_t hit = 0;
   double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
   double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
-  double clock_mhz = 0, power_w = 0, rel_err = 0;
+  double clock_mhz = 0, power_w = 0, rel_err = 0, default_us = 0;
   std::string bound, digest, config, config_json;
   int candidates = 0;
 };
@@ -128,6 +130,7 @@ int main(int argc, char** argv) {
   std::string out_dir = "bench/results", shapes_arg = "S1,S2,S3", m_arg =
       "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
   bool sweep = true;
+  std::string recipe_path;  // --recipe: time the recipe's pinned rows instead of sweeping
   int sweep_reps = 5;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -137,8 +140,11 @@ int main(int argc, char** argv) {
     else if (a == "--m") m_arg = next();
     else if (a == "--no-sweep") sweep = false;
     else if (a == "--sweep-reps") sweep_reps = std::stoi(next());
-    else die("unknown option " + a + " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N)");
+    else if (a == "--recipe") recipe_path = next();
+    else die("unknown option " + a + " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R)");
   }
+  std::optional<core::Recipe> recipe;
+  if (!recipe_path.empty()) recipe = must(core::load_recipe(recipe_path), "recipe");
   auto tb = must(CudaTestbed::create(), "cuda testbed");
   kernels::cuda::NvmlTelemetry nvml;
   const auto dev = tb->backend().device();
@@ -158,7 +164,7 @@ int main(int argc, char** argv) {
   std::ofstream csv(csv_path);
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
-         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config\n";
+         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,default_config\n";
   csv.flush();
   const std::string driver = nvml.driver_version();
   std::vector<Point> points;
@@ -188,7 +194,20 @@ int main(int argc, char** argv) {
       pt.bound = t_bw >= t_fl ? "bw" : "compute";
 
       core::MoeConfig best = tb->backend().default_config(p);
-      if (sweep) {
+      const core::MoeConfig dflt = best;
+      bool pinned = false;
+      if (recipe) {
+        for (auto const& rs : recipe->shapes) {
+          if (rs.problem.num_experts == p.num_experts && rs.problem.hidden_size == p.hidden_size &&
+              rs.problem.intermediate_size == p.intermediate_size) {
+            if (auto it = rs.pinned_rows.find(M); it != rs.pinned_rows.end()) {
+              best = it->second.config;
+              pinned = true;
+            }
+          }
+        }
+      }
+      if (sweep && !pinned) {
         // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone, then GEMM2 candidates.
         double best_total = 1e30;
         for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
@@ -249,6 +268,16 @@ int main(int argc, char** argv) {
       pt.p90 = pct(full.samples_us, 0.9);
       pt.clock_mhz = nvml.median_sm_clock_mhz();
       pt.power_w = nvml.max_power_w();
+      // The default config at the same point, same protocol: a tuned row must beat it to ship.
+      pt.default_us = pt.time_us;
+      if (!(dflt == best)) {
+        auto dchk = tb->check(dflt);
+        if (dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2) {
+          pt.default_us = must(tb->time(dflt, 3, reps), "time default").median_us;
+        } else {
+          pt.default_us = -1;  // the default failed its check here: reported, never silently used
+        }
+      }
       const int sreps = std::clamp(reps, 10, 50);
       pt.align_us = must(tb->time_stages(best, kernels::cuda::kStageAlign, 2, sreps), "t").median_us;
       pt.gemm1_us = must(tb->time_stages(best, kernels::cuda::kStageGemm1, 2, sreps), "t").median_us;
@@ -257,9 +286,9 @@ int main(int argc, char** argv) {
       pt.config = core::short_string(best);
       pt.config_json = "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      std::fprintf(stderr, "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f err %.2e [%s] (%d cands, %.1fs)\n",
+      std::fprintf(stderr, "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d cands, %.1fs)\n",
                    shape.name.c_str(), (long long)M, pt.time_us, pt.floor_us, pt.time_us / pt.floor_us,
-                   pt.rel_err, pt.config.c_str(), pt.candidates, secs);
+                   pt.default_us, pt.rel_err, pt.config.c_str(), pt.candidates, secs);
       csv << commit << "," << date << "," << dev.name << "," << driver << "," << ceil.copy_GBps
           << "," << peak << "," << pt.shape << "," << pt.p.num_experts << "," << pt.p.hidden_size
           << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
@@ -268,7 +297,8 @@ int main(int argc, char** argv) {
           << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
           << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
           << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
-          << pt.rel_err << "," << pt.digest << "," << pt.config << std::endl;
+          << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
+          << core::short_string(dflt) << std::endl;
       points.push_back(pt);
     }
   }

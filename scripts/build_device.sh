@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cmake -S . -B build-cuda -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build-cuda -j2 cuda_kernel_tests moetune_sm90_bench moetune
+ninja -C build-cuda -j2 cuda_kernel_tests moetune_sm90_bench
 mkdir -p .devbin
-cp build-cuda/tests/cuda_kernel_tests build-cuda/moetune_sm90_bench build-cuda/moetune .devbin/
+cp build-cuda/tests/cuda_kernel_tests build-cuda/moetune_sm90_bench .devbin/
 strip .devbin/* 2>/dev/null || true
 du -sh .devbin
