@@ -59,7 +59,8 @@ std::vector<std::string> split(std::string const& s, char sep) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, sep)) if (!item.empty()) out.push_back(item);
+  while (std::getline(ss, item, sep))
+    if (!item.empty()) out.push_back(item);
   return out;
 }
 
@@ -108,7 +109,8 @@ void precompile(core::MoeProblem const& p, std::vector<core::MoeConfig> const& c
   const unsigned n = std::max(1u, std::thread::hardware_concurrency());
   for (unsigned t = 0; t < n; ++t) {
     pool.emplace_back([&] {
-      for (size_t i = next++; i < jobs.size(); i = next++) (void)kernels::cuda::compile_module(jobs[i]);
+      for (size_t i = next++; i < jobs.size(); i = next++)
+        (void)kernels::cuda::compile_module(jobs[i]);
     });
   }
   for (auto& th : pool) th.join();
@@ -119,29 +121,41 @@ std::string cfg_json(core::KernelConfig const& k) {
   std::snprintf(buf, sizeof(buf),
                 "{\"block_m\":%d,\"block_n\":%d,\"block_k\":%d,\"group_m\":%d,\"num_warps\":%d,"
                 "\"num_stages\":%d,\"schedule\":\"%s\"}",
-                k.tile.block_m, k.tile.block_n, k.tile.block_k, k.tile.group_m, k.pipeline.num_warps,
-                k.pipeline.num_stages, std::string(core::to_string(k.launch.schedule)).c_str());
+                k.tile.block_m, k.tile.block_n, k.tile.block_k, k.tile.group_m,
+                k.pipeline.num_warps, k.pipeline.num_stages,
+                std::string(core::to_string(k.launch.schedule)).c_str());
   return buf;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string out_dir = "bench/results", shapes_arg = "S1,S2,S3", m_arg =
-      "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
+  std::string out_dir = "bench/results", shapes_arg = "S1,S2,S3",
+              m_arg = "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
   bool sweep = true;
   std::string recipe_path;  // --recipe: time the recipe's pinned rows instead of sweeping
   int sweep_reps = 5;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    auto next = [&]() -> std::string { if (i + 1 >= argc) die(a + " needs a value"); return argv[++i]; };
-    if (a == "--out") out_dir = next();
-    else if (a == "--shapes") shapes_arg = next();
-    else if (a == "--m") m_arg = next();
-    else if (a == "--no-sweep") sweep = false;
-    else if (a == "--sweep-reps") sweep_reps = std::stoi(next());
-    else if (a == "--recipe") recipe_path = next();
-    else die("unknown option " + a + " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R)");
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--out")
+      out_dir = next();
+    else if (a == "--shapes")
+      shapes_arg = next();
+    else if (a == "--m")
+      m_arg = next();
+    else if (a == "--no-sweep")
+      sweep = false;
+    else if (a == "--sweep-reps")
+      sweep_reps = std::stoi(next());
+    else if (a == "--recipe")
+      recipe_path = next();
+    else
+      die("unknown option " + a +
+          " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R)");
   }
   std::optional<core::Recipe> recipe;
   if (!recipe_path.empty()) recipe = must(core::load_recipe(recipe_path), "recipe");
@@ -164,7 +178,8 @@ int main(int argc, char** argv) {
   std::ofstream csv(csv_path);
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
-         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,default_config\n";
+         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,default_"
+         "config\n";
   csv.flush();
   const std::string driver = nvml.driver_version();
   std::vector<Point> points;
@@ -226,8 +241,9 @@ int main(int argc, char** argv) {
             for (auto const& k : cands) {
               core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = c2.front()}
                                         : core::MoeConfig{.gemm1 = c1.front(), .gemm2 = k};
-              auto t = tb->time_stages(c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2,
-                                       1, sweep_reps);
+              auto t = tb->time_stages(
+                  c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2, 1,
+                  sweep_reps);
               if (t.ok() && t->median_us < best_us) {
                 best_us = t->median_us;
                 win = k;
@@ -247,7 +263,8 @@ int main(int argc, char** argv) {
       auto chk = must(tb->check(best), shape.name + " M=" + std::to_string(M) + " check");
       const auto tol = kernels::tolerance_for(p.dtype);
       if (!chk.all_written || !chk.all_finite || chk.rel_l2_error > tol.rel_l2) {
-        std::fprintf(stderr, "FAIL %s M=%lld %s: rel_err %.3g written %d finite %d first_bad %lld\n",
+        std::fprintf(stderr,
+                     "FAIL %s M=%lld %s: rel_err %.3g written %d finite %d first_bad %lld\n",
                      shape.name.c_str(), (long long)M, core::short_string(best).c_str(),
                      chk.rel_l2_error, chk.all_written, chk.all_finite, (long long)chk.first_bad);
       }
@@ -272,23 +289,33 @@ int main(int argc, char** argv) {
       pt.default_us = pt.time_us;
       if (!(dflt == best)) {
         auto dchk = tb->check(dflt);
-        if (dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2) {
+        if (dchk.ok() && dchk->all_written && dchk->all_finite &&
+            dchk->rel_l2_error <= tol.rel_l2) {
           pt.default_us = must(tb->time(dflt, 3, reps), "time default").median_us;
         } else {
           pt.default_us = -1;  // the default failed its check here: reported, never silently used
         }
       }
       const int sreps = std::clamp(reps, 10, 50);
-      pt.align_us = must(tb->time_stages(best, kernels::cuda::kStageAlign, 2, sreps), "t").median_us;
-      pt.gemm1_us = must(tb->time_stages(best, kernels::cuda::kStageGemm1, 2, sreps), "t").median_us;
-      pt.gemm2_us = must(tb->time_stages(best, kernels::cuda::kStageGemm2, 2, sreps), "t").median_us;
-      pt.combine_us = must(tb->time_stages(best, kernels::cuda::kStageCombine, 2, sreps), "t").median_us;
+      pt.align_us =
+          must(tb->time_stages(best, kernels::cuda::kStageAlign, 2, sreps), "t").median_us;
+      pt.gemm1_us =
+          must(tb->time_stages(best, kernels::cuda::kStageGemm1, 2, sreps), "t").median_us;
+      pt.gemm2_us =
+          must(tb->time_stages(best, kernels::cuda::kStageGemm2, 2, sreps), "t").median_us;
+      pt.combine_us =
+          must(tb->time_stages(best, kernels::cuda::kStageCombine, 2, sreps), "t").median_us;
       pt.config = core::short_string(best);
-      pt.config_json = "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      std::fprintf(stderr, "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d cands, %.1fs)\n",
-                   shape.name.c_str(), (long long)M, pt.time_us, pt.floor_us, pt.time_us / pt.floor_us,
-                   pt.default_us, pt.rel_err, pt.config.c_str(), pt.candidates, secs);
+      pt.config_json =
+          "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      std::fprintf(stderr,
+                   "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d "
+                   "cands, %.1fs)\n",
+                   shape.name.c_str(), (long long)M, pt.time_us, pt.floor_us,
+                   pt.time_us / pt.floor_us, pt.default_us, pt.rel_err, pt.config.c_str(),
+                   pt.candidates, secs);
       csv << commit << "," << date << "," << dev.name << "," << driver << "," << ceil.copy_GBps
           << "," << peak << "," << pt.shape << "," << pt.p.num_experts << "," << pt.p.hidden_size
           << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
@@ -308,9 +335,9 @@ int main(int argc, char** argv) {
   win << "[\n";
   for (size_t i = 0; i < points.size(); ++i) {
     auto const& pt = points[i];
-    win << "  {\"shape\":\"" << pt.shape << "\",\"M\":" << pt.p.num_tokens << ",\"time_us\":"
-        << pt.time_us << ",\"floor_us\":" << pt.floor_us << ",\"digest\":\"" << pt.digest
-        << "\",\"rel_err\":" << pt.rel_err << ",\"config\":" << pt.config_json << "}"
+    win << "  {\"shape\":\"" << pt.shape << "\",\"M\":" << pt.p.num_tokens
+        << ",\"time_us\":" << pt.time_us << ",\"floor_us\":" << pt.floor_us << ",\"digest\":\""
+        << pt.digest << "\",\"rel_err\":" << pt.rel_err << ",\"config\":" << pt.config_json << "}"
         << (i + 1 < points.size() ? "," : "") << "\n";
   }
   win << "]\n";
@@ -323,10 +350,13 @@ int main(int argc, char** argv) {
     geo[pt.shape].first += std::log(r);
     geo[pt.shape].second += 1;
     std::printf("%-3s %6lld %10.1f %10.1f %6.3f %5s %8.1f %8.1f %8.1e  %s\n", pt.shape.c_str(),
-                (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r, pt.bound.c_str(), pt.gemm1_us,
-                pt.gemm2_us, pt.rel_err, pt.config.c_str());
+                (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r, pt.bound.c_str(),
+                pt.gemm1_us, pt.gemm2_us, pt.rel_err, pt.config.c_str());
   }
-  for (auto const& [s, g] : geo) std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second), g.second);
-  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s; csv %s\n", ceil.copy_GBps, peak, csv_path.c_str());
+  for (auto const& [s, g] : geo)
+    std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second),
+                g.second);
+  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s; csv %s\n", ceil.copy_GBps, peak,
+              csv_path.c_str());
   return 0;
 }

@@ -87,8 +87,8 @@ Ceilings measure_ceilings(int matmul_reps) {
   std::vector<double> ms;
   for (int i = 0; i < matmul_reps + 5; ++i) {
     cudaEventRecord(e0);
-    gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &beta, d,
-         CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, a, CUDA_R_16BF, n, b, CUDA_R_16BF, n, &beta,
+         d, CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     cudaEventRecord(e1);
     cudaEventSynchronize(e1);
     float t = 0;

@@ -10,7 +10,8 @@
 namespace moetune::testing {
 
 inline std::string unique_temp_dir(std::string const& name) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / ("moetune_" + name + "_XXXXXX")).string();
+  std::string tmpl =
+      (std::filesystem::temp_directory_path() / ("moetune_" + name + "_XXXXXX")).string();
   if (mkdtemp(tmpl.data()) == nullptr) return {};
   return tmpl;
 }

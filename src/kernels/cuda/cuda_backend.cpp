@@ -33,7 +33,9 @@ std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
 std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, int block_m,
                                                      bool is_gemm1) {
   std::vector<core::KernelConfig> out;
-  struct Shape { int bn, warps; };
+  struct Shape {
+    int bn, warps;
+  };
   std::vector<Shape> shapes;
   const double pairs_per_expert =
       p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;

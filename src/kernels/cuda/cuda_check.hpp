@@ -13,15 +13,16 @@
 namespace moetune::kernels::cuda {
 
 inline core::Error cuda_error(cudaError_t rc, const char* call, const char* file, int line) {
-  return core::make_error(core::ErrorCode::kInternal, std::string(file) + ":" + std::to_string(line),
+  return core::make_error(core::ErrorCode::kInternal,
+                          std::string(file) + ":" + std::to_string(line),
                           std::string(call) + " failed with " + cudaGetErrorName(rc));
 }
 
 }  // namespace moetune::kernels::cuda
 
-#define MOETUNE_CUDA_CHECK(call)                                                        \
-  do {                                                                                  \
-    cudaError_t moetune_rc_ = (call);                                                   \
-    if (moetune_rc_ != cudaSuccess)                                                     \
+#define MOETUNE_CUDA_CHECK(call)                                                           \
+  do {                                                                                     \
+    cudaError_t moetune_rc_ = (call);                                                      \
+    if (moetune_rc_ != cudaSuccess)                                                        \
       return ::moetune::kernels::cuda::cuda_error(moetune_rc_, #call, __FILE__, __LINE__); \
   } while (0)

@@ -13,8 +13,8 @@ namespace moetune::kernels::cuda {
 namespace {
 
 constexpr size_t kFlushBytes = size_t{256} << 20;  // > 4x the H200's 60 MB L2
-constexpr int64_t kFullCheckTokens = 256;           // check every token up to this M
-constexpr int64_t kSampleTokens = 192;              // else this many, evenly spaced
+constexpr int64_t kFullCheckTokens = 256;          // check every token up to this M
+constexpr int64_t kSampleTokens = 192;             // else this many, evenly spaced
 
 struct RefParams {
   const void* x;
@@ -78,15 +78,21 @@ core::Result<std::unique_ptr<CudaTestbed>> CudaTestbed::create() {
   std::unique_ptr<CudaTestbed> tb(new CudaTestbed());
   tb->backend_ = std::make_unique<CudaBackend>(*dev);
   MOETUNE_CUDA_CHECK(cudaStreamCreateWithFlags(&tb->stream_, cudaStreamNonBlocking));
-  auto mod = compile_module({"&moetune_dev::moe_ref_gemm1_kernel", "&moetune_dev::moe_ref_gemm2_kernel",
-                             "&moetune_dev::moe_l2_flush_kernel", "&moetune_dev::moe_fill_normal_kernel"});
+  auto mod =
+      compile_module({"&moetune_dev::moe_ref_gemm1_kernel", "&moetune_dev::moe_ref_gemm2_kernel",
+                      "&moetune_dev::moe_l2_flush_kernel", "&moetune_dev::moe_fill_normal_kernel"});
   if (!mod.ok()) return mod.error();
   cudaLibrary_t m;
-  MOETUNE_CUDA_CHECK(cudaLibraryLoadData(&m, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->ref1_, m, mod->lowered["&moetune_dev::moe_ref_gemm1_kernel"].c_str()));
-  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->ref2_, m, mod->lowered["&moetune_dev::moe_ref_gemm2_kernel"].c_str()));
-  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->flush_, m, mod->lowered["&moetune_dev::moe_l2_flush_kernel"].c_str()));
-  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(&tb->fill_, m, mod->lowered["&moetune_dev::moe_fill_normal_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(
+      cudaLibraryLoadData(&m, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(
+      &tb->ref1_, m, mod->lowered["&moetune_dev::moe_ref_gemm1_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(
+      &tb->ref2_, m, mod->lowered["&moetune_dev::moe_ref_gemm2_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(
+      &tb->flush_, m, mod->lowered["&moetune_dev::moe_l2_flush_kernel"].c_str()));
+  MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(
+      &tb->fill_, m, mod->lowered["&moetune_dev::moe_fill_normal_kernel"].c_str()));
   MOETUNE_CUDA_CHECK(cudaMalloc(&tb->flush_buf_, kFlushBytes));
   MOETUNE_CUDA_CHECK(cudaMemset(tb->flush_buf_, 1, kFlushBytes));
   MOETUNE_CUDA_CHECK(cudaMalloc(&tb->sink_, 4096));
@@ -123,7 +129,8 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
     long long nn = n;
     unsigned long long ss = s;
     void* params[] = {&buf, &nn, &ss, &scale};
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fill_), dim3(132 * 8), dim3(256), params, 0, stream_));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fill_), dim3(132 * 8),
+                                        dim3(256), params, 0, stream_));
     return core::Status::Ok();
   };
   if (!same_weights) {
@@ -141,7 +148,8 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
   if (!r.ok()) return r.error();
   experts_hit_ = core::experts_hit(*r, E);
   if (M > 0) {
-    MOETUNE_CUDA_CHECK(cudaMemcpy(ids_, r->topk_ids.data(), 4 * M * problem.top_k, cudaMemcpyHostToDevice));
+    MOETUNE_CUDA_CHECK(
+        cudaMemcpy(ids_, r->topk_ids.data(), 4 * M * problem.top_k, cudaMemcpyHostToDevice));
     MOETUNE_CUDA_CHECK(cudaMemcpy(weights_, r->topk_weights.data(), 4 * M * problem.top_k,
                                   cudaMemcpyHostToDevice));
   }
@@ -171,19 +179,29 @@ core::Status CudaTestbed::run_reference() {
   MOETUNE_CUDA_CHECK(cudaMalloc(&h, 4 * size_t(S) * p.top_k * p.intermediate_size));
   MOETUNE_CUDA_CHECK(cudaMalloc(&out, 4 * size_t(S) * p.hidden_size));
   MOETUNE_CUDA_CHECK(cudaMemcpy(tokens, sample_tokens_.data(), 4 * S, cudaMemcpyHostToDevice));
-  RefParams rp{x_, w1_, w2_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_),
-               static_cast<const int32_t*>(tokens), static_cast<float*>(h), static_cast<float*>(out),
-               S, static_cast<int>(p.hidden_size), static_cast<int>(p.intermediate_size),
-               static_cast<int>(p.top_k), act_id(p.activation), core::is_gated(p.activation) ? 1 : 0};
+  RefParams rp{x_,
+               w1_,
+               w2_,
+               static_cast<const int32_t*>(ids_),
+               static_cast<const float*>(weights_),
+               static_cast<const int32_t*>(tokens),
+               static_cast<float*>(h),
+               static_cast<float*>(out),
+               S,
+               static_cast<int>(p.hidden_size),
+               static_cast<int>(p.intermediate_size),
+               static_cast<int>(p.top_k),
+               act_id(p.activation),
+               core::is_gated(p.activation) ? 1 : 0};
   void* params[] = {&rp};
   const long long w1n = (long long)S * p.top_k * p.intermediate_size;
   MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(ref1_),
-                                      dim3(static_cast<unsigned>((w1n * 32 + 255) / 256)), dim3(256),
-                                      params, 0, stream_));
+                                      dim3(static_cast<unsigned>((w1n * 32 + 255) / 256)),
+                                      dim3(256), params, 0, stream_));
   const long long w2n = (long long)S * p.hidden_size;
   MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(ref2_),
-                                      dim3(static_cast<unsigned>((w2n * 32 + 255) / 256)), dim3(256),
-                                      params, 0, stream_));
+                                      dim3(static_cast<unsigned>((w2n * 32 + 255) / 256)),
+                                      dim3(256), params, 0, stream_));
   MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOETUNE_CUDA_CHECK(cudaMemcpy(ref_out_.data(), out, ref_out_.size() * 4, cudaMemcpyDeviceToHost));
   cudaFree(tokens);
@@ -211,14 +229,13 @@ core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
   h.topk_weights.resize(pairs);
   if (pairs > 0) {
     MOETUNE_CUDA_CHECK(cudaMemcpy(h.topk_ids.data(), ids_, 4 * pairs, cudaMemcpyDeviceToHost));
-    MOETUNE_CUDA_CHECK(cudaMemcpy(h.topk_weights.data(), weights_, 4 * pairs, cudaMemcpyDeviceToHost));
+    MOETUNE_CUDA_CHECK(
+        cudaMemcpy(h.topk_weights.data(), weights_, 4 * pairs, cudaMemcpyDeviceToHost));
   }
   return h;
 }
 
-core::Status CudaTestbed::ensure_workspace(size_t bytes) {
-  return grow(ws_, ws_bytes_, bytes);
-}
+core::Status CudaTestbed::ensure_workspace(size_t bytes) { return grow(ws_, ws_bytes_, bytes); }
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> CudaTestbed::kernels_for(
     core::MoeConfig const& c) {
@@ -242,12 +259,15 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   if (n_out > 0) {
     MOETUNE_CUDA_CHECK(cudaMemsetAsync(out_, 0xFF, 2 * n_out, stream_));
   }
-  MoeArgs args{x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
-  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
+  MoeArgs args{
+      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  MOETUNE_RETURN_IF_ERROR(
+      launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
   MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   MOETUNE_RETURN_IF_ERROR(run_reference());
   std::vector<uint16_t> out(n_out);
-  if (n_out > 0) MOETUNE_CUDA_CHECK(cudaMemcpy(out.data(), out_, n_out * 2, cudaMemcpyDeviceToHost));
+  if (n_out > 0)
+    MOETUNE_CUDA_CHECK(cudaMemcpy(out.data(), out_, n_out * 2, cudaMemcpyDeviceToHost));
   CheckResult r;
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx",
@@ -267,7 +287,8 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   for (size_t s = 0; s < sample_tokens_.size(); ++s) {
     for (int64_t c = 0; c < p.hidden_size; ++c) {
       const double ref = ref_out_[s * p.hidden_size + c];
-      const double got = bf16_to_float(out[static_cast<size_t>(sample_tokens_[s]) * p.hidden_size + c]);
+      const double got =
+          bf16_to_float(out[static_cast<size_t>(sample_tokens_[s]) * p.hidden_size + c]);
       num += (got - ref) * (got - ref);
       den += ref * ref;
     }
@@ -284,14 +305,16 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   if (!k.ok()) return k.error();
   const auto& p = problem_;
   MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(p, config)));
-  MoeArgs args{x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  MoeArgs args{
+      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
   TimingResult tr;
   if (p.num_tokens == 0) {
     tr.samples_us.assign(std::max(reps, 1), 0.0);
     return tr;
   }
   // One full run fills the workspace that a partial stage set reads.
-  MOETUNE_RETURN_IF_ERROR(launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
+  MOETUNE_RETURN_IF_ERROR(
+      launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
   cudaStream_t cs = stream_;
   MOETUNE_CUDA_CHECK(cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal));
   core::Status st = launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, stages, fast_paths_);
@@ -307,7 +330,8 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   long long n_vec = static_cast<long long>(kFlushBytes / 16);
   void* fparams[] = {&flush_buf_, &n_vec, &sink_};
   for (int i = 0; i < warmup + reps; ++i) {
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(flush_), dim3(132 * 4), dim3(256), fparams, 0, stream_));
+    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(flush_), dim3(132 * 4),
+                                        dim3(256), fparams, 0, stream_));
     MOETUNE_CUDA_CHECK(cudaEventRecord(e0, cs));
     MOETUNE_CUDA_CHECK(cudaGraphLaunch(exec, cs));
     MOETUNE_CUDA_CHECK(cudaEventRecord(e1, cs));

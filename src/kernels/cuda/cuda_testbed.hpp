@@ -31,8 +31,8 @@ class CudaTestbed final : public Testbed {
   core::Result<TimingResult> time(core::MoeConfig const& config, int warmup, int reps) override;
 
   /// Times only `stages` (a StageMask) of `config`, after one full run that fills the workspace.
-  core::Result<TimingResult> time_stages(core::MoeConfig const& config, unsigned stages,
-                                         int warmup, int reps);
+  core::Result<TimingResult> time_stages(core::MoeConfig const& config, unsigned stages, int warmup,
+                                         int reps);
   /// The fast paths launches take (levers); also applied to the backend's can_implement.
   void set_fast_paths(FastPaths fp);
   /// Experts with at least one token in the prepared routing.

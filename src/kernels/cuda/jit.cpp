@@ -25,8 +25,8 @@ uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
 }
 
 std::vector<std::string> compile_options(std::string const& arch) {
-  return {"--gpu-architecture=" + arch, "--std=c++17", "-DNDEBUG", "--use_fast_math",
-          "--ptxas-options=-v", "-default-device"};
+  return {"--gpu-architecture=" + arch, "--std=c++17",    "-DNDEBUG", "--use_fast_math",
+          "--ptxas-options=-v",         "-default-device"};
 }
 
 std::string hex64(uint64_t v) {
@@ -72,7 +72,8 @@ std::string nvrtc_version() {
 
 std::string cubin_cache_dir() {
   if (const char* d = std::getenv("MOETUNE_CACHE_DIR"); d && *d) return std::string(d) + "/cubin";
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/moetune/cubin";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::string(x) + "/moetune/cubin";
   if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/moetune/cubin";
   return "/tmp/moetune-cache/cubin";
 }
@@ -102,17 +103,18 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
 
   auto t0 = std::chrono::steady_clock::now();
   // A tiny translation unit that includes the kernel file; instantiations come from name exprs.
-  const std::string main_src = "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_align_kernel.cuh\"\n"
-                               "#include \"sm90_reference_kernel.cuh\"\n";
+  const std::string main_src =
+      "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_align_kernel.cuh\"\n"
+      "#include \"sm90_reference_kernel.cuh\"\n";
   std::vector<const char*> hdr_text, hdr_name;
   for (auto const& [name, text] : sources) {
     hdr_name.push_back(name.c_str());
     hdr_text.push_back(text.c_str());
   }
   nvrtcProgram prog;
-  nvrtcResult rc = nvrtcCreateProgram(&prog, main_src.c_str(), "moetune_jit.cu",
-                                      static_cast<int>(hdr_text.size()), hdr_text.data(),
-                                      hdr_name.data());
+  nvrtcResult rc =
+      nvrtcCreateProgram(&prog, main_src.c_str(), "moetune_jit.cu",
+                         static_cast<int>(hdr_text.size()), hdr_text.data(), hdr_name.data());
   if (rc != NVRTC_SUCCESS) {
     return core::make_error(core::ErrorCode::kInternal, "jit",
                             std::string("nvrtcCreateProgram failed: ") + nvrtcGetErrorString(rc));
@@ -129,7 +131,8 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   if (rc != NVRTC_SUCCESS) {
     nvrtcDestroyProgram(&prog);
     std::string first = log.substr(0, std::min<size_t>(log.size(), 2000));
-    for (auto& c : first) if (c == '\n') c = ' ';
+    for (auto& c : first)
+      if (c == '\n') c = ' ';
     return core::make_error(core::ErrorCode::kUnsupported, "jit",
                             std::string("NVRTC could not compile ") +
                                 (name_exprs.empty() ? "" : name_exprs.front()) + ": " + first);
@@ -145,7 +148,8 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   }
   nvrtcDestroyProgram(&prog);
   m.ptxas_log = log;
-  m.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  m.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (!ec) {

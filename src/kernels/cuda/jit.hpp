@@ -19,8 +19,8 @@ struct JitModule {
   std::map<std::string, std::string> lowered;  ///< name expression -> mangled symbol
   std::string cache_path;                      ///< file it came from or was written to
   bool from_cache = false;
-  double compile_ms = 0;                        ///< 0 when loaded from the cache
-  std::string ptxas_log;                        ///< registers/smem per kernel (ptxas -v)
+  double compile_ms = 0;  ///< 0 when loaded from the cache
+  std::string ptxas_log;  ///< registers/smem per kernel (ptxas -v)
 };
 
 /// Where cubins are cached: $MOETUNE_CACHE_DIR/cubin, else $XDG_CACHE_HOME/moetune/cubin, else

@@ -17,10 +17,10 @@ namespace moetune_dev {
 constexpr int kMaxExperts = 1024;
 
 struct AlignParams {
-  const int* topk_ids;   // [num_pairs]
-  int* sorted_pairs;     // [max_blocks * block_m]: pair id, or -1 for padding
-  int* block_expert;     // [max_blocks]: expert of each block, -1 past the end
-  int* num_blocks;       // [1]
+  const int* topk_ids;  // [num_pairs]
+  int* sorted_pairs;    // [max_blocks * block_m]: pair id, or -1 for padding
+  int* block_expert;    // [max_blocks]: expert of each block, -1 past the end
+  int* num_blocks;      // [1]
   int num_pairs;
   int num_experts;
   int max_blocks;
@@ -75,7 +75,10 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
       int lo = 0, hi = p.num_experts - 1, row = b * kBlockM;
       while (lo < hi) {
         int mid = (lo + hi + 1) >> 1;
-        if (offsets[mid] <= row) lo = mid; else hi = mid - 1;
+        if (offsets[mid] <= row)
+          lo = mid;
+        else
+          hi = mid - 1;
       }
       e = lo;
     }
@@ -95,8 +98,8 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 }
 
 // ---- Multi-CTA align for large M (three launches, each fully parallel) ----
-// count:   hist[c][e] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk pairs)
-// scan:    one CTA: padded expert offsets, block_expert, num_blocks, sorted_pairs = -1, and
+// count:   hist[c][e] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk
+// pairs) scan:    one CTA: padded expert offsets, block_expert, num_blocks, sorted_pairs = -1, and
 //          hist[c][e] := offset[e] + sum_{c' < c} hist[c'][e] (each chunk's first slot per expert)
 // scatter: one CTA per chunk places its pairs from those bases (smem atomics inside the chunk).
 constexpr int kAlignChunk = 4096;
@@ -164,7 +167,10 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
       int lo = 0, hi = E - 1, row = b * kBlockM;
       while (lo < hi) {
         int mid = (lo + hi + 1) >> 1;
-        if (offsets[mid] <= row) lo = mid; else hi = mid - 1;
+        if (offsets[mid] <= row)
+          lo = mid;
+        else
+          hi = mid - 1;
       }
       e = lo;
     }

@@ -24,9 +24,7 @@ MOETUNE_DEVICE moe_u32 pack_bf16x2(float lo, float hi) {
   return r;
 }
 
-MOETUNE_DEVICE moe_u32 smem_u32(const void* p) {
-  return (moe_u32)__cvta_generic_to_shared(p);
-}
+MOETUNE_DEVICE moe_u32 smem_u32(const void* p) { return (moe_u32)__cvta_generic_to_shared(p); }
 
 /// 16-byte async copy global -> shared; `src_bytes` 0 fills the destination with zeros.
 MOETUNE_DEVICE void cp_async_16(moe_u32 dst, const void* src, int src_bytes) {
@@ -71,7 +69,9 @@ MOETUNE_DEVICE int swizzled_offset(int row, int chunk) {
 /// Programmatic dependent launch (PDL): let the next kernel in the stream start its launch now
 /// (it still waits for this grid's results in pdl_wait), and wait for the previous grid's results.
 /// Both are no-ops when the launch carries no programmatic edge.
-MOETUNE_DEVICE void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+MOETUNE_DEVICE void pdl_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
 MOETUNE_DEVICE float act_silu(float g) { return g / (1.0f + __expf(-g)); }
@@ -79,7 +79,9 @@ MOETUNE_DEVICE float act_relu2(float h) {
   float r = h > 0.0f ? h : 0.0f;
   return r * r;
 }
-MOETUNE_DEVICE float act_gelu(float h) { return 0.5f * h * (1.0f + erff(h * 0.70710678118654752f)); }
+MOETUNE_DEVICE float act_gelu(float h) {
+  return 0.5f * h * (1.0f + erff(h * 0.70710678118654752f));
+}
 MOETUNE_DEVICE float act_gelu_tanh(float h) {
   float u = 0.7978845608028654f * (h + 0.044715f * h * h * h);
   return 0.5f * h * (1.0f + tanhf(u));

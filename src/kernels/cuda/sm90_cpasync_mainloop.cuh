@@ -73,7 +73,8 @@ struct CpAsyncMainloop {
 
   /// Multiplies the tiles of one stage into the accumulators.
   MOETUNE_DEVICE void compute_stage(const char* smem, int stage, int warp_m, int warp_n, int lane) {
-    // Checked here, not at class scope: the wgmma main loop reuses load_stage with other warp shapes.
+    // Checked here, not at class scope: the wgmma main loop reuses load_stage with other warp
+    // shapes.
     static_assert(kWarpTileM % 16 == 0, "warp tile M must be a multiple of 16 (mma m16)");
     static_assert(kWarpTileN % 16 == 0, "warp tile N must be a multiple of 16 (ldmatrix x4 on B)");
     const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
@@ -92,8 +93,8 @@ struct CpAsyncMainloop {
       for (int h = 0; h < kNumAcc; ++h) {
 #pragma unroll
         for (int nn2 = 0; nn2 < kMmaN / 2; ++nn2) {
-          const int row = h * kBlockN + warp_n * kWarpTileN + nn2 * 16 + (lane & 7) +
-                          ((lane >> 4) << 3);
+          const int row =
+              h * kBlockN + warp_n * kWarpTileN + nn2 * 16 + (lane & 7) + ((lane >> 4) << 3);
           const int chunk = kk * 2 + ((lane >> 3) & 1);
           moe_u32 b0, b1, b2, b3;
           ldmatrix_x4(sb + swizzled_offset<kBlockK>(row, chunk), b0, b1, b2, b3);

@@ -45,27 +45,31 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
   if (coop ? (t.block_n < 32 || t.block_n > 256 || t.block_n % 8 != 0)
            : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
-    return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) +
-                            (coop ? " is not supported with schedule cooperative; use a multiple of 8 "
-                                    "in 32..256"
-                                  : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
-                                    "of 8 need schedule cooperative)"));
+    return reject(gemm,
+                  "tile.block_n = " + std::to_string(t.block_n) +
+                      (coop ? " is not supported with schedule cooperative; use a multiple of 8 "
+                              "in 32..256"
+                            : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
+                              "of 8 need schedule cooperative)"));
   }
   if (t.block_k != 32 && t.block_k != 64 && t.block_k != 128) {
     return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
                             " is not supported (swizzled smem rows); use 32, 64 or 128");
   }
   if (k_dim % t.block_k != 0) {
-    return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " does not divide " +
-                            (is_gemm1 ? "K = " : "I = ") + std::to_string(k_dim) +
-                            "; use a block_k that divides it (32 always does when it is a multiple of 32)");
+    return reject(
+        gemm, "tile.block_k = " + std::to_string(t.block_k) + " does not divide " +
+                  (is_gemm1 ? "K = " : "I = ") + std::to_string(k_dim) +
+                  "; use a block_k that divides it (32 always does when it is a multiple of 32)");
   }
   if (k_dim % 32 != 0 || n_dim % 8 != 0) {
     return reject(gemm, std::string("needs K and I to be multiples of 32 and 8; saw K = ") +
-                            std::to_string(p.hidden_size) + ", I = " + std::to_string(p.intermediate_size));
+                            std::to_string(p.hidden_size) +
+                            ", I = " + std::to_string(p.intermediate_size));
   }
   if (t.group_m < 1 || t.group_m > 64) {
-    return reject(gemm, "tile.group_m = " + std::to_string(t.group_m) + " is out of range; use 1..64");
+    return reject(gemm,
+                  "tile.group_m = " + std::to_string(t.group_m) + " is out of range; use 1..64");
   }
   const auto& pl = k.pipeline;
   if (pl.split_k != 1) {
@@ -83,17 +87,20 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   if (l.cluster_m != 1 || l.cluster_n != 1) {
     return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
-                            std::to_string(l.cluster_n) + " is not used by sm90_gather v1; use 1x1");
+                            std::to_string(l.cluster_n) +
+                            " is not used by sm90_gather v1; use 1x1");
   }
   if (l.schedule == core::Schedule::kPingpong) {
-    return reject(gemm, "launch.schedule = pingpong is not implemented by sm90_gather v1; use auto "
-                        "(mma.sync) or cooperative (wgmma)");
+    return reject(gemm,
+                  "launch.schedule = pingpong is not implemented by sm90_gather v1; use auto "
+                  "(mma.sync) or cooperative (wgmma)");
   }
   const bool wgmma = l.schedule == core::Schedule::kCooperative;
   if (wgmma) {
     if (t.block_k != 64) {
-      return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
-                              " with schedule cooperative (wgmma); use 64 (one 128-byte swizzle atom)");
+      return reject(gemm,
+                    "tile.block_k = " + std::to_string(t.block_k) +
+                        " with schedule cooperative (wgmma); use 64 (one 128-byte swizzle atom)");
     }
     if (t.block_m != 64 && t.block_m != 128) {
       return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
@@ -119,7 +126,8 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   const int warps = pl.num_warps;
   if (!is_pow2(warps) || warps > 16) {
-    return reject(gemm, "pipeline.num_warps = " + std::to_string(warps) + " is not 1, 2, 4, 8 or 16");
+    return reject(gemm,
+                  "pipeline.num_warps = " + std::to_string(warps) + " is not 1, 2, 4, 8 or 16");
   }
   // Warp layout: the most square warp tile whose sides are multiples of 16.
   GemmGeometry g;
@@ -167,7 +175,8 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   if (smem > kSm90MaxSmemBytes) {
     return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
                             std::to_string(g.stages) + " stages), over the sm_90 limit of " +
-                            std::to_string(kSm90MaxSmemBytes) + "; use fewer stages or a smaller tile");
+                            std::to_string(kSm90MaxSmemBytes) +
+                            "; use fewer stages or a smaller tile");
   }
   return g;
 }
@@ -177,10 +186,11 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
   if (!fast_paths.wgmma_mainloop) {
     for (auto const* k : {&c.gemm1, &c.gemm2}) {
       if (k->launch.schedule == core::Schedule::kCooperative) {
-        return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
-                                std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
-                                    ".launch.schedule = cooperative needs the wgmma_mainloop fast "
-                                    "path, which is off here; use schedule auto or turn the lever on");
+        return core::make_error(
+            ErrorCode::kUnsupported, "sm90_gather",
+            std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
+                ".launch.schedule = cooperative needs the wgmma_mainloop fast "
+                "path, which is off here; use schedule auto or turn the lever on");
       }
     }
   }
@@ -191,18 +201,21 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
                                 " is not implemented by sm90_gather v1; use bf16");
   }
   if (p.num_experts > 1024) {
-    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
-                            "E = " + std::to_string(p.num_experts) + " exceeds the align kernel's 1024 experts");
+    return core::make_error(
+        ErrorCode::kUnsupported, "sm90_gather",
+        "E = " + std::to_string(p.num_experts) + " exceeds the align kernel's 1024 experts");
   }
   if (p.hidden_size % 8 != 0) {
-    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
-                            "K = " + std::to_string(p.hidden_size) + " is not a multiple of 8 (16-byte combine)");
+    return core::make_error(
+        ErrorCode::kUnsupported, "sm90_gather",
+        "K = " + std::to_string(p.hidden_size) + " is not a multiple of 8 (16-byte combine)");
   }
   if (c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
-    return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
-                            "gemm1.tile.block_m = " + std::to_string(c.gemm1.tile.block_m) +
-                                " differs from gemm2.tile.block_m = " + std::to_string(c.gemm2.tile.block_m) +
-                                "; both GEMMs read the align step's padding, so they must be equal");
+    return core::make_error(
+        ErrorCode::kUnsupported, "sm90_gather",
+        "gemm1.tile.block_m = " + std::to_string(c.gemm1.tile.block_m) +
+            " differs from gemm2.tile.block_m = " + std::to_string(c.gemm2.tile.block_m) +
+            "; both GEMMs read the align step's padding, so they must be equal");
   }
   auto g1 = gemm_geometry(p, c.gemm1, true);
   if (!g1.ok()) return g1.error();

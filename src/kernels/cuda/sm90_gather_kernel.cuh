@@ -16,16 +16,16 @@
 namespace moetune_dev {
 
 struct GemmParams {
-  const moe_bf16* a;         // GEMM1: x [M, K]; GEMM2: h [max_blocks * block_m, I]
-  const moe_bf16* b;         // GEMM1: w1 [E, N1, K]; GEMM2: w2 [E, K, I]
-  moe_bf16* out;             // GEMM1: h; GEMM2: y [M * top_k, K]
-  const int* sorted_pairs;   // [max_blocks * block_m]
-  const int* block_expert;   // [max_blocks]
-  const int* num_blocks;     // [1]
-  const float* topk_weights; // [M * top_k]
-  int k_dim;                 // reduction size: K (GEMM1) or I (GEMM2)
-  int n_dim;                 // output columns: I (GEMM1) or K (GEMM2)
-  int b_rows_per_expert;     // N1 (GEMM1) or K (GEMM2)
+  const moe_bf16* a;          // GEMM1: x [M, K]; GEMM2: h [max_blocks * block_m, I]
+  const moe_bf16* b;          // GEMM1: w1 [E, N1, K]; GEMM2: w2 [E, K, I]
+  moe_bf16* out;              // GEMM1: h; GEMM2: y [M * top_k, K]
+  const int* sorted_pairs;    // [max_blocks * block_m]
+  const int* block_expert;    // [max_blocks]
+  const int* num_blocks;      // [1]
+  const float* topk_weights;  // [M * top_k]
+  int k_dim;                  // reduction size: K (GEMM1) or I (GEMM2)
+  int n_dim;                  // output columns: I (GEMM1) or K (GEMM2)
+  int b_rows_per_expert;      // N1 (GEMM1) or K (GEMM2)
   int top_k;
   int max_blocks;
 };
@@ -43,13 +43,12 @@ struct SelectMainloop<1, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, k
   using type = WgmmaMainloop<kBlockM, kBlockN, kStages, kGated>;
 };
 
-template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages,
-          int kGroupM, int kAct, bool kIsGemm1, int kMma>
-__global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1)
-    moe_gemm_kernel(GemmParams p) {
+template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages, int kGroupM,
+          int kAct, bool kIsGemm1, int kMma>
+__global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(GemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
-  using Mainloop =
-      typename SelectMainloop<kMma, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kGated>::type;
+  using Mainloop = typename SelectMainloop<kMma, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN,
+                                           kStages, kGated>::type;
   static_assert(kGroupM >= 1, "group_m must be >= 1");
   extern __shared__ __align__(1024) char smem[];
   __shared__ long long a_off[kBlockM];
@@ -87,7 +86,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1)
   Mainloop ml;
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
   moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, p.out, row_pair, row0, n0, p.n_dim,
-                                                p.topk_weights);
+                                               p.topk_weights);
 }
 
 struct CombineParams {
@@ -110,8 +109,8 @@ __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) sum[i] = 0.0f;
   for (int j = 0; j < p.top_k; ++j) {
-    const uint4 q = *reinterpret_cast<const uint4*>(p.y + ((long long)t * p.top_k + j) * p.k_dim +
-                                                    v * 8);
+    const uint4 q =
+        *reinterpret_cast<const uint4*>(p.y + ((long long)t * p.top_k + j) * p.k_dim + v * 8);
     const moe_u32 w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {

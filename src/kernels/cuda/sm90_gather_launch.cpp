@@ -100,11 +100,14 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   auto g1 = gemm_geometry(p, c.gemm1, true);
   auto g2 = gemm_geometry(p, c.gemm2, false);
   const int act = act_id(p.activation);
-  return std::vector<std::string>{align_expr(g1->block_m), gemm_name_expr(*g1, act, true),
-                                  gemm_name_expr(*g2, act, false), kCombineExpr,
-                                  "&moetune_dev::moe_align_count_kernel",
-                                  "&moetune_dev::moe_align_scan_kernel<" + std::to_string(g1->block_m) + ">",
-                                  "&moetune_dev::moe_align_scatter_kernel"};
+  return std::vector<std::string>{
+      align_expr(g1->block_m),
+      gemm_name_expr(*g1, act, true),
+      gemm_name_expr(*g2, act, false),
+      kCombineExpr,
+      "&moetune_dev::moe_align_count_kernel",
+      "&moetune_dev::moe_align_scan_kernel<" + std::to_string(g1->block_m) + ">",
+      "&moetune_dev::moe_align_scatter_kernel"};
 }
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
@@ -120,22 +123,25 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   auto mod = compile_module(*exprs, p.arch.empty() ? "sm_90a" : p.arch);
   if (!mod.ok()) return mod.error();
   cudaLibrary_t module;
-  MOETUNE_CUDA_CHECK(cudaLibraryLoadData(&module, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  MOETUNE_CUDA_CHECK(
+      cudaLibraryLoadData(&module, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   auto k = std::make_shared<Sm90GatherKernels>();
   k->g1 = *gemm_geometry(p, c.gemm1, true);
   k->g2 = *gemm_geometry(p, c.gemm2, false);
   k->ptxas_log = mod->ptxas_log;
   k->compile_ms = mod->compile_ms;
   k->from_cache = mod->from_cache;
-  cudaKernel_t* slots[] = {&k->align, &k->gemm1, &k->gemm2, &k->combine, &k->align_count,
-                           &k->align_scan, &k->align_scatter};
+  cudaKernel_t* slots[] = {&k->align,       &k->gemm1,      &k->gemm2,        &k->combine,
+                           &k->align_count, &k->align_scan, &k->align_scatter};
   for (size_t i = 0; i < exprs->size(); ++i) {
     MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
   }
-  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      k->g1.smem_bytes()));
-  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm2), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      k->g2.smem_bytes()));
+  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          k->g1.smem_bytes()));
+  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm2),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          k->g2.smem_bytes()));
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);
   return it->second;
@@ -147,14 +153,14 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
-                                cudaStream_t stream, unsigned stages,
-                                FastPaths const& fast_paths) {
+                                cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
   if (p.num_tokens == 0) return core::Status::Ok();
   const WorkspaceLayout w = layout_for(p, k.g1.block_m);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
-                            "workspace of " + std::to_string(workspace_bytes) + " bytes is below the " +
-                                std::to_string(w.total) + " this M needs; size it with "
+                            "workspace of " + std::to_string(workspace_bytes) +
+                                " bytes is below the " + std::to_string(w.total) +
+                                " this M needs; size it with "
                                 "sm90_gather_workspace_bytes");
   }
   char* ws = static_cast<char*>(workspace);
@@ -174,11 +180,18 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
     MOETUNE_CUDA_CHECK(launch(k.align_count, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_scatter, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
   } else if (stages & kStageAlign) {
-    AlignParams ap{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
-                   static_cast<int>(p.num_experts), mb};
+    AlignParams ap{args.topk_ids,
+                   sorted_pairs,
+                   block_expert,
+                   num_blocks,
+                   pairs,
+                   static_cast<int>(p.num_experts),
+                   mb};
     void* params[] = {&ap};
     MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
   }
@@ -186,19 +199,38 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
     const unsigned grid = static_cast<unsigned>(mb) * n_blocks;
     void* params[] = {&gp};
-    MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
     return core::Status::Ok();
   };
   if (stages & kStageGemm1) {
-    GemmParams gp{args.x, args.w1, h, sorted_pairs, block_expert, num_blocks, args.topk_weights,
-                  static_cast<int>(p.hidden_size), static_cast<int>(p.intermediate_size),
-                  static_cast<int>(core::gemm1_n(p)), static_cast<int>(p.top_k), mb};
+    GemmParams gp{args.x,
+                  args.w1,
+                  h,
+                  sorted_pairs,
+                  block_expert,
+                  num_blocks,
+                  args.topk_weights,
+                  static_cast<int>(p.hidden_size),
+                  static_cast<int>(p.intermediate_size),
+                  static_cast<int>(core::gemm1_n(p)),
+                  static_cast<int>(p.top_k),
+                  mb};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp));
   }
   if (stages & kStageGemm2) {
-    GemmParams gp{h, args.w2, y, sorted_pairs, block_expert, num_blocks, args.topk_weights,
-                  static_cast<int>(p.intermediate_size), static_cast<int>(p.hidden_size),
-                  static_cast<int>(p.hidden_size), static_cast<int>(p.top_k), mb};
+    GemmParams gp{h,
+                  args.w2,
+                  y,
+                  sorted_pairs,
+                  block_expert,
+                  num_blocks,
+                  args.topk_weights,
+                  static_cast<int>(p.intermediate_size),
+                  static_cast<int>(p.hidden_size),
+                  static_cast<int>(p.hidden_size),
+                  static_cast<int>(p.top_k),
+                  mb};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp));
   }
   if (stages & kStageCombine) {
@@ -206,7 +238,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                      static_cast<int>(p.hidden_size)};
     const long long threads = p.num_tokens * (p.hidden_size / 8);
     void* params[] = {&cp};
-    MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)), dim3(256), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),
+                              dim3(256), params, 0, stream, fast_paths.pdl));
   }
   return core::Status::Ok();
 }

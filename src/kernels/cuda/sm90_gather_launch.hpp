@@ -3,7 +3,6 @@
 // host synchronisation. No allocation on this path: the caller sizes the workspace up front.
 #pragma once
 
-
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -32,8 +31,13 @@ struct MoeArgs {
 };
 
 /// Which stages a launch runs (per-stage timing runs them one at a time).
-enum StageMask : unsigned { kStageAlign = 1, kStageGemm1 = 2, kStageGemm2 = 4, kStageCombine = 8,
-                            kStageAll = 15 };
+enum StageMask : unsigned {
+  kStageAlign = 1,
+  kStageGemm1 = 2,
+  kStageGemm2 = 4,
+  kStageCombine = 8,
+  kStageAll = 15
+};
 
 /// The loaded kernels of one (activation, config).
 struct Sm90GatherKernels {

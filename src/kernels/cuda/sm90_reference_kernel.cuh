@@ -11,14 +11,14 @@
 namespace moetune_dev {
 
 struct RefParams {
-  const moe_bf16* x;      // [M, K]
-  const moe_bf16* w1;     // [E, N1, K]
-  const moe_bf16* w2;     // [E, K, I]
-  const int* topk_ids;    // [M, top_k]
+  const moe_bf16* x;    // [M, K]
+  const moe_bf16* w1;   // [E, N1, K]
+  const moe_bf16* w2;   // [E, K, I]
+  const int* topk_ids;  // [M, top_k]
   const float* topk_weights;
-  const int* tokens;      // [num_sample] token ids to check
-  float* h;               // [num_sample * top_k, I] fp32 scratch
-  float* out;             // [num_sample, K] fp32
+  const int* tokens;  // [num_sample] token ids to check
+  float* h;           // [num_sample * top_k, I] fp32 scratch
+  float* out;         // [num_sample, K] fp32
   int num_sample, k_dim, i_dim, top_k, act, gated;
 };
 
@@ -51,10 +51,14 @@ __global__ void __launch_bounds__(256) moe_ref_gemm1_kernel(RefParams p) {
   u = warp_sum(u);
   if (lane == 0) {
     float v;
-    if (p.gated) v = act_silu(g) * u;
-    else if (p.act == kActRelu2) v = act_relu2(g);
-    else if (p.act == kActGelu) v = act_gelu(g);
-    else v = act_gelu_tanh(g);
+    if (p.gated)
+      v = act_silu(g) * u;
+    else if (p.act == kActRelu2)
+      v = act_relu2(g);
+    else if (p.act == kActGelu)
+      v = act_gelu(g);
+    else
+      v = act_gelu_tanh(g);
     p.h[(long long)sj * p.i_dim + n] = v;
   }
 }
@@ -80,12 +84,16 @@ __global__ void __launch_bounds__(256) moe_ref_gemm2_kernel(RefParams p) {
 }
 
 /// Reads `n` uint4 of a buffer into a sink so the L2 holds none of the timed kernel's data.
-__global__ void __launch_bounds__(256) moe_l2_flush_kernel(const uint4* buf, long long n, uint4* sink) {
+__global__ void __launch_bounds__(256)
+    moe_l2_flush_kernel(const uint4* buf, long long n, uint4* sink) {
   uint4 acc = make_uint4(0, 0, 0, 0);
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     uint4 v = buf[i];
-    acc.x ^= v.x; acc.y ^= v.y; acc.z ^= v.z; acc.w ^= v.w;
+    acc.x ^= v.x;
+    acc.y ^= v.y;
+    acc.z ^= v.z;
+    acc.w ^= v.w;
   }
   if (acc.x == 0x12345678u && acc.y == 0x9abcdef0u) sink[threadIdx.x] = acc;
 }
@@ -103,8 +111,8 @@ MOETUNE_DEVICE moe_u64 splitmix64(moe_u64 z) {
 
 /// out[i] = bf16(scale * N(0,1)), counter-based (seed, i): the same seed gives the same tensor on
 /// any grid. Box-Muller from two 24-bit uniforms in (0, 1].
-__global__ void __launch_bounds__(256) moe_fill_normal_kernel(moe_bf16* out, long long n,
-                                                              moe_u64 seed, float scale) {
+__global__ void __launch_bounds__(256)
+    moe_fill_normal_kernel(moe_bf16* out, long long n, moe_u64 seed, float scale) {
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     const moe_u64 r = splitmix64(seed ^ splitmix64((moe_u64)i));

@@ -68,8 +68,8 @@ struct WgmmaMainloop {
   MOETUNE_DEVICE void run(char* smem_raw, const moe_bf16* a, const long long* a_off,
                           const moe_bf16* b_base, int b_gate_row0, int b_up_row0, int valid_n,
                           int k_dim) {
-    char* smem = reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) &
-                                         ~1023ull);
+    char* smem =
+        reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
 #pragma unroll
     for (int i = 0; i < kAccPerThread; ++i) acc[i] = 0.0f;
     const int num_k_tiles = k_dim / kBlockK;
@@ -95,7 +95,8 @@ struct WgmmaMainloop {
       }
       cp_async_commit();
       // NOTE: no data-dependent branch around the wgmma: skipping all-padding warpgroups this way
-      // cost 15-20% at large M on H200 (bench/results/raw/2026-11-29-c9e8108-wg-skip-regression.csv).
+      // cost 15-20% at large M on H200
+      // (bench/results/raw/2026-11-29-c9e8108-wg-skip-regression.csv).
       fence_all();
       wgmma_fence();
       compute_stage(smem, kt % kStages);

@@ -5,6 +5,7 @@
 // Descriptor layout (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
 // 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128 B).
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule = cooperative).
+// clang-format off
 #pragma once
 
 #include "sm90_common.cuh"

@@ -40,7 +40,8 @@ TEST(Sm90Geometry, RejectsDifferentBlockMAcrossGemms) {
 TEST(Sm90Geometry, RejectsKnobsTheFamilyLacksWithTheirNames) {
   core::MoeConfig c = sm90_default_config(s1());
   c.gemm2.launch.swap_ab = true;
-  EXPECT_NE(sm90_can_implement(s1(), c).error().message.find("gemm2.launch.swap_ab"), std::string::npos);
+  EXPECT_NE(sm90_can_implement(s1(), c).error().message.find("gemm2.launch.swap_ab"),
+            std::string::npos);
   c = sm90_default_config(s1());
   c.gemm1.pipeline.split_k = 2;
   EXPECT_NE(sm90_can_implement(s1(), c).error().message.find("split_k"), std::string::npos);

@@ -80,7 +80,8 @@ void expect_matches_fp64(CudaTestbed& tb, MoeConfig const& cfg, std::vector<doub
     den += ref[i] * ref[i];
   }
   const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  EXPECT_LE(err, tolerance_for(core::DType::kBf16).rel_l2) << what << " " << core::short_string(cfg);
+  EXPECT_LE(err, tolerance_for(core::DType::kBf16).rel_l2)
+      << what << " " << core::short_string(cfg);
   auto again = tb.check(cfg);
   ASSERT_TRUE(again.ok());
   EXPECT_EQ(again->digest, chk->digest) << what << ": two runs differ in bits";
@@ -90,8 +91,7 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
   const MoeProblem shapes[] = {
       shape(8, 256, 128, 2, Activation::kSiluGated),
       shape(12, 320, 192, 3, Activation::kRelu2),  // E not a power of two, K/I not multiples of 128
-      shape(6, 192, 64, 2, Activation::kGelu),
-      shape(10, 448, 320, 4, Activation::kGeluTanh)};
+      shape(6, 192, 64, 2, Activation::kGelu), shape(10, 448, 320, 4, Activation::kGeluTanh)};
   for (auto base : shapes) {
     for (int64_t m : {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255, 256, 1000, 3000}) {
       MoeProblem p = base;
@@ -168,7 +168,8 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
       auto cfg = tb_->backend().default_config(p);
       if (m >= 1000) {  // the wgmma path at the sizes it serves
         for (auto* k : {&cfg.gemm1, &cfg.gemm2}) {
-          k->tile = {.block_m = 128, .block_n = k == &cfg.gemm1 ? 128 : 256, .block_k = 64, .group_m = 8};
+          k->tile = {
+              .block_m = 128, .block_n = k == &cfg.gemm1 ? 128 : 256, .block_k = 64, .group_m = 8};
           k->pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
           k->launch.schedule = core::Schedule::kCooperative;
         }
@@ -229,7 +230,8 @@ namespace {
 
 // Lever evidence (docs/levers.md): align_multi_cta is bitwise, wgmma_mainloop is numeric.
 TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
-  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated), shape(60, 512, 256, 6, Activation::kRelu2)}) {
+  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    shape(60, 512, 256, 6, Activation::kRelu2)}) {
     for (int64_t m : {1100, 5000}) {
       MoeProblem p = base;
       p.num_tokens = m;
