@@ -193,6 +193,30 @@ TEST_F(SearchTest, RepeatReportsAgreementAndNeighbourSeedsComeFirst) {
   if (clean_->winner != r->incumbent) EXPECT_EQ(r->results[1].config, clean_->winner);
 }
 
+TEST_F(SearchTest, ASpentBudgetStopsNewCandidatesButStillNamesAWinner) {
+  SearchOptions options = fast_options();
+  options.deadline = std::chrono::steady_clock::now();
+  BucketResult r = run_with("", options);
+  ASSERT_TRUE(r.ok);
+  EXPECT_GT(r.not_run, 0);
+  EXPECT_NE(r.summary.find(" not run"), std::string::npos) << r.summary;
+  for (CandidateResult const& c : r.results) {
+    if (c.rounds == kNotRun) EXPECT_NE(c.config, r.winner);
+  }
+}
+
+TEST(Search, NeighbourSeedsAreOrderedByDistanceInLogM) {
+  core::MoeConfig a, b, c;
+  a.gemm1.tile.block_m = 8;
+  b.gemm1.tile.block_m = 16;
+  c.gemm1.tile.block_m = 32;
+  auto seeds = neighbour_seeds({{1, a}, {16, b}, {256, c}}, 64);
+  ASSERT_EQ(seeds.size(), 3u);
+  EXPECT_EQ(seeds[0], b);  // |log2 16 - log2 64| = 2
+  EXPECT_EQ(seeds[1], c);  // 2 as well, but later in order
+  EXPECT_EQ(seeds[2], a);
+}
+
 TEST(Search, PruneKeyIsTheFieldBeforeTheValue) {
   EXPECT_EQ(prune_key("gemm1.pipeline.split_k = 2 exceeds ceil(K / block_k) = 1"),
             "gemm1.pipeline.split_k");
