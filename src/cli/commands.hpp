@@ -66,5 +66,11 @@ void setup_lint(CLI::App& app, int& exit_code);
 void setup_show(CLI::App& app, int& exit_code);
 void setup_worker(CLI::App& app, int& exit_code);
 void setup_levers(CLI::App& app, int& exit_code);
+void setup_run(CLI::App& app, int& exit_code);
+void setup_prewarm(CLI::App& app, int& exit_code);
+void setup_pack(CLI::App& app, int& exit_code);
+void setup_bench(CLI::App& app, int& exit_code);
+void setup_ab(CLI::App& app, int& exit_code);
+void setup_report(CLI::App& app, int& exit_code);
 
 }  // namespace moetune::cli

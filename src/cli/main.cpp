@@ -18,6 +18,14 @@ std::vector<CommandSpec> const& command_table() {
       {"show", "print a table (rows, configs, sources)", setup_show},
       {"worker", "internal: the tuner's device process (tuner/worker.hpp)", setup_worker, true},
       {"levers", "list, show, resolve and diff the kernel fast-path levers", setup_levers},
+      {"run", "serve one layer call through MoeRunner and say which rule chose the config",
+       setup_run},
+      {"prewarm", "compile or validate every config the tables name, before serving",
+       setup_prewarm},
+      {"pack", "write a deployable bundle: tables, cubins, manifest", setup_pack},
+      {"bench", "measure a sweep of token counts: median, CI, floor, digests, archive", setup_bench},
+      {"ab", "compare arms (tables, levers, binaries) in fresh interleaved processes", setup_ab},
+      {"report", "render a bench/ab folder or a bench CSV as one HTML page", setup_report},
   };
   return table;
 }
@@ -28,6 +36,8 @@ std::vector<EnvVarSpec> const& env_var_table() {
        "default for --backend on every command that runs kernels"},
       {"MOETUNE_CACHE_DIR", "$XDG_CACHE_HOME/moetune or ~/.cache/moetune",
        "where compiled kernels (cubins) are cached"},
+      {"MOETUNE_CACHE", "$XDG_CACHE_HOME/moetune/knobs-<role>.json or ~/.cache/moetune/...",
+       "the knob cache file of MoeRunner and `moetune run` (--cache wins)"},
       {"MOETUNE_LEVER_<NAME>", "the lever's default rule at the deployment",
        "on|off: force one fast path (moetune levers list; docs/levers.md)"},
       {"MOETUNE_TEST_SEED", "20240611", "tests: seed of the generated cpu kernel cases"},

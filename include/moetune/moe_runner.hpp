@@ -1,0 +1,152 @@
+// MoeRunner: the serving API. Built once per MoE layer shape (a problem template without M), a
+// backend and options; then `run` launches the fused layer for any M up to max_tokens with no
+// allocation by the runner and a hot config lookup of a few nanoseconds (one atomic load).
+//
+// Which config runs (knobs):
+//   none      -> the knob cache entry of this scope and bucket, else the table row (the resolver:
+//                nearest key, policies), else the backend's documented default config;
+//   explicit  -> that config, validated with the backend's can_implement (refused with the reason);
+//   auto      -> the cache entry when there is one (never re-tuned), else a bounded in-process sweep
+//                of this bucket (time budget), whose winner is persisted in the cache and served.
+//                Refused while a CUDA graph is being captured (a sweep launches and synchronises).
+// Every answer (Choice) says which rule chose it. docs/runtime.md describes the whole flow;
+// examples/01_moe_runner/ is a runnable copy-me example.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "core/routing.hpp"
+#include "core/source.hpp"
+
+namespace moetune {
+
+/// How the caller asks for a config.
+enum class KnobMode { kNone, kExplicit, kAuto };
+
+/// The knobs argument of MoeRunner::run. Build with Knobs::none(), Knobs::explicit_config(c) or
+/// Knobs::auto_tune().
+struct Knobs {
+  KnobMode mode = KnobMode::kNone;
+  core::MoeConfig config;  ///< used when mode == kExplicit
+
+  static Knobs none() { return {}; }
+  static Knobs auto_tune() { return {.mode = KnobMode::kAuto, .config = {}}; }
+  static Knobs explicit_config(core::MoeConfig const& c) {
+    return {.mode = KnobMode::kExplicit, .config = c};
+  }
+};
+
+/// Which rule chose a config.
+enum class ChoiceRule { kExplicit, kCache, kTable, kDefault, kAuto };
+/// "explicit", "cache", "table", "default", "auto".
+char const* to_string(ChoiceRule r);
+
+/// The answer for one M: the config, the rule, and a sentence saying why.
+struct Choice {
+  int64_t m = 0;
+  int64_t bucket = 0;          ///< the cache bucket of M (runtime_bucket)
+  core::MoeConfig config;
+  ChoiceRule rule = ChoiceRule::kDefault;
+  std::optional<core::Source> source;  ///< table row's / cache entry's provenance
+  std::string explain;         ///< "M=5 -> cache entry for bucket 8 (tuned 2026-11-29, 31.2 us)"
+};
+
+/// Options of a runner. Every field has a documented default.
+struct RunnerOptions {
+  /// Directory of tables (tables/<device>/); "" = no tables. The table whose key matches the
+  /// problem (E, I, K, top_k, activation, dtype) and the backend's family is used.
+  std::string tables_dir;
+  /// Knob cache file; "" = $MOETUNE_CACHE, else <cache home>/moetune/knobs-<role>.json.
+  std::string cache_path;
+  /// Deployment role (one cache file per role when cache_path is defaulted).
+  std::string role = "default";
+  /// Routing profile the cache is scoped by and "auto" tunes on.
+  core::RoutingProfile routing;
+  /// Wall-clock budget of one "auto" sweep, seconds (the sweep stops taking candidates past it).
+  double auto_budget_s = 30;
+  /// Largest M run() accepts; the workspace is sized for it up front.
+  int64_t max_tokens = 8192;
+  /// Where warnings go (one line each); default: stderr, prefixed "moetune: warning: ".
+  std::function<void(std::string const&)> warn;
+};
+
+/// Default knob cache path for a role: $MOETUNE_CACHE when set, else
+/// $XDG_CACHE_HOME/moetune/knobs-<role>.json, else ~/.cache/moetune/knobs-<role>.json.
+std::string default_knob_cache_path(std::string const& role);
+
+/// Smallest power of two >= m (0 for m = 0): the bucket cache entries and "auto" are keyed by.
+int64_t runtime_bucket(int64_t m);
+
+class RunnerImpl;
+
+/// One MoE layer shape served on one backend. Thread-safe: choose() and run() may be called from
+/// several threads; run() serialises on the runner's one workspace (use one runner per stream
+/// for concurrent streams).
+class MoeRunner {
+ public:
+  /// Builds a runner: loads the matching table (if any) and the knob cache (entries whose scope
+  /// differs from this device/toolchain/family are ignored with one warning), and sizes the
+  /// workspace for options.max_tokens. `problem.num_tokens` is ignored. Fails on an invalid
+  /// problem, an unknown or unavailable backend, a corrupt table or cache (naming the file).
+  static core::Result<std::unique_ptr<MoeRunner>> create(core::MoeProblem problem,
+                                                         std::string const& backend,
+                                                         RunnerOptions options = {});
+  ~MoeRunner();
+  MoeRunner(MoeRunner const&) = delete;
+  MoeRunner& operator=(MoeRunner const&) = delete;
+
+  /// Which config serves M under `knobs` (see the top of this file). Hot (M seen before, knobs
+  /// none or auto): one atomic load. "auto" may tune (bounded by auto_budget_s) on first use.
+  core::Result<Choice> choose(int64_t m, Knobs const& knobs = {});
+
+  /// Runs the layer for M tokens. Pointers are device pointers (cuda; `stream` is a cudaStream_t)
+  /// or host pointers (cpu; `stream` is ignored). Layouts: x [M, K], topk_ids [M, top_k] int32,
+  /// topk_weights [M, top_k] fp32, w1 [E, N1, K], w2 [E, K, I], out [M, K] in the problem dtype.
+  /// Fails when M > max_tokens, on a refused explicit config, or when "auto" would tune during
+  /// graph capture. `chosen`, when given, receives the Choice.
+  core::Status run(void* stream, void const* x, int32_t const* topk_ids,
+                   float const* topk_weights, void const* w1, void const* w2, void* out, int64_t m,
+                   Knobs const& knobs = {}, Choice* chosen = nullptr);
+
+  /// Marks graph capture on or off. The cuda backend also asks the stream
+  /// (cudaStreamIsCapturing); the cpu backend has no graphs, so this flag is how callers (and
+  /// tests) say a capture is in progress. While set, "auto" that would tune is refused.
+  void set_capturing(bool capturing);
+  bool capturing() const;
+
+  core::MoeProblem const& problem() const;
+  std::string const& backend_name() const;
+  std::string const& cache_path() const;
+  std::string const& table_path() const;  ///< "" when no table matched
+  /// Workspace bytes held (device bytes on cuda, reserved host bytes on cpu).
+  size_t workspace_bytes() const;
+  /// Warnings emitted so far (also sent to options.warn).
+  std::vector<std::string> warnings() const;
+
+ private:
+  explicit MoeRunner(std::unique_ptr<RunnerImpl> impl);
+  std::unique_ptr<RunnerImpl> impl_;
+};
+
+/// RAII: marks a runner as capturing for a scope (see MoeRunner::set_capturing).
+class ScopedCapture {
+ public:
+  explicit ScopedCapture(MoeRunner& r) : r_(r) { r_.set_capturing(true); }
+  ~ScopedCapture() { r_.set_capturing(false); }
+  ScopedCapture(ScopedCapture const&) = delete;
+  ScopedCapture& operator=(ScopedCapture const&) = delete;
+
+ private:
+  MoeRunner& r_;
+};
+
+}  // namespace moetune

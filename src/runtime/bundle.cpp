@@ -1,0 +1,136 @@
+// prewarm and pack; see bundle.hpp. The cuda compile step is in bundle_cuda.cpp.
+#include "runtime/bundle.hpp"
+
+#include <filesystem>
+
+#include "core/atomic_file.hpp"
+#include "core/config.hpp"
+#include "core/table.hpp"
+#include "kernels/cpu/cpu_backend.hpp"
+#include "tuner/flat_json.hpp"
+
+namespace moetune::runtime {
+
+#if defined(MOETUNE_HAVE_CUDA)
+/// Compiles (or finds in the cubin cache) one config's kernels; fills outcome/cubin/compile_ms.
+core::Status prewarm_cuda_config(core::MoeProblem const& p, core::MoeConfig const& c,
+                                 PrewarmItem& item);
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+core::Error bad(std::string where, std::string message) {
+  return core::make_error(core::ErrorCode::kInvalidArgument, std::move(where),
+                          std::move(message));
+}
+
+core::Result<core::MoeProblem> problem_of(core::TableKey const& key, std::string const& file) {
+  if (key.hidden_size <= 0 || key.top_k <= 0 || !key.activation) {
+    return bad(file, "the table has no manifest with K, top_k and activation, so its configs "
+                     "cannot be checked or compiled; regenerate it with `moetune materialize` "
+                     "or `moetune tune`");
+  }
+  core::MoeProblem p;
+  p.hidden_size = key.hidden_size;
+  p.intermediate_size = key.intermediate_size;
+  p.num_experts = key.num_experts;
+  p.top_k = key.top_k;
+  p.activation = *key.activation;
+  p.dtype = key.dtype;
+  p.arch = key.family == kernels::cpu::kCpuFamily ? "cpu" : "sm_90a";
+  return p;
+}
+
+core::Status prewarm_row(core::Table const& t, std::string const& file, int64_t bucket,
+                         core::MoeConfig const& c, PrewarmItem& item) {
+  auto p = problem_of(t.key, file);
+  if (!p.ok()) return p.error();
+  p->num_tokens = bucket;
+  std::string const where = file + ": rows[" + std::to_string(bucket) + "]";
+  if (t.key.family == kernels::cpu::kCpuFamily) {
+    core::Status s = kernels::cpu::cpu_tiled_can_implement(*p, c);
+    if (!s.ok()) return bad(where, s.error().message);
+    item.outcome = "validated";
+    return core::Status::Ok();
+  }
+#if defined(MOETUNE_HAVE_CUDA)
+  core::Status s = prewarm_cuda_config(*p, c, item);
+  if (!s.ok()) return core::make_error(s.error().code, where, s.error().message);
+  return core::Status::Ok();
+#else
+  return core::make_error(core::ErrorCode::kUnsupported, where,
+                          "family '" + t.key.family + "' needs the cuda backend, which this " +
+                              "moetune was built without; rebuild with nvcc on PATH");
+#endif
+}
+
+}  // namespace
+
+core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir) {
+  auto files = core::list_table_files(tables_dir);
+  if (!files.ok()) return files.error();
+  PrewarmReport report;
+  for (std::string const& f : *files) {
+    auto t = core::load_table(f);
+    if (!t.ok()) return t.error();
+    ++report.tables;
+    for (auto const& [bucket, row] : t->rows) {
+      PrewarmItem item{.table = f, .bucket = bucket, .config = core::short_string(row.config),
+                       .outcome = "", .cubin = "", .compile_ms = 0};
+      MOETUNE_RETURN_IF_ERROR(prewarm_row(*t, f, bucket, row.config, item));
+      report.items.push_back(std::move(item));
+    }
+  }
+  return report;
+}
+
+std::string format_bundle_manifest(PrewarmReport const& report, std::string const& tables_dir) {
+  using tuner::json_string;
+  std::string out = "{\n  \"bundle_version\": " + std::to_string(kBundleVersion) +
+                    ",\n  \"commit\": " + json_string(MOETUNE_GIT_COMMIT) +
+                    ",\n  \"tables_from\": " + json_string(tables_dir) + ",\n  \"configs\": [";
+  for (size_t i = 0; i < report.items.size(); ++i) {
+    PrewarmItem const& it = report.items[i];
+    out += std::string(i ? "," : "") + "\n    {\"table\": " +
+           json_string(fs::path(it.table).filename().string()) +
+           ", \"bucket\": " + std::to_string(it.bucket) + ", \"config\": " +
+           json_string(it.config) + ", \"outcome\": " + json_string(it.outcome) +
+           ", \"cubin\": " +
+           json_string(it.cubin.empty() ? "" : "cubin/" + fs::path(it.cubin).filename().string()) +
+           "}";
+  }
+  return out + (report.items.empty() ? "]\n}\n" : "\n  ]\n}\n");
+}
+
+core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir,
+                                        std::string const& out_dir) {
+  auto report = prewarm_tables(tables_dir);
+  if (!report.ok()) return report.error();
+  MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(out_dir + "/tables"));
+  auto files = core::list_table_files(tables_dir);
+  if (!files.ok()) return files.error();
+  for (std::string const& f : *files) {
+    for (std::string const& src : {f, core::manifest_path(f)}) {
+      auto text = core::read_file(src);
+      if (!text.ok() && text.error().code == core::ErrorCode::kNotFound) continue;
+      if (!text.ok()) return text.error();
+      MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(
+          out_dir + "/tables/" + fs::path(src).filename().string(), *text));
+    }
+  }
+  for (PrewarmItem const& it : report->items) {
+    if (it.cubin.empty()) continue;
+    MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(out_dir + "/cubin"));
+    auto bytes = core::read_file(it.cubin);
+    if (!bytes.ok()) return bytes.error();
+    MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(
+        out_dir + "/cubin/" + fs::path(it.cubin).filename().string(), *bytes));
+  }
+  MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(out_dir + "/bundle.json",
+                                                  format_bundle_manifest(*report, tables_dir)));
+  return report;
+}
+
+}  // namespace moetune::runtime

@@ -1,0 +1,29 @@
+// prewarm's cuda step: compile a config's sm90_gather kernels with NVRTC into the cubin cache (or
+// find them there). Needs no GPU. Compiled only with MOETUNE_HAVE_CUDA.
+#if defined(MOETUNE_HAVE_CUDA)
+
+#include "core/config.hpp"
+#include "kernels/cuda/cuda_backend.hpp"
+#include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/sm90_gather_launch.hpp"
+#include "runtime/bundle.hpp"
+
+namespace moetune::runtime {
+
+core::Status prewarm_cuda_config(core::MoeProblem const& p, core::MoeConfig const& c,
+                                 PrewarmItem& item) {
+  kernels::cuda::CudaBackend const backend{core::DeviceInfo{}};
+  MOETUNE_RETURN_IF_ERROR(backend.can_implement(p, c));
+  auto exprs = kernels::cuda::sm90_gather_name_exprs(p, c);
+  if (!exprs.ok()) return exprs.error();
+  auto module = kernels::cuda::compile_module(*exprs, p.arch);
+  if (!module.ok()) return module.error();
+  item.outcome = module->from_cache ? "cached" : "compiled";
+  item.cubin = module->cache_path;
+  item.compile_ms = module->compile_ms;
+  return core::Status::Ok();
+}
+
+}  // namespace moetune::runtime
+
+#endif  // MOETUNE_HAVE_CUDA

@@ -1,0 +1,89 @@
+// DeviceOps of the cpu backend (run_cpu_moe on host pointers) and the factory; the cuda ops are
+// in device_ops_cuda.cpp.
+#include <algorithm>
+#include <mutex>
+
+#include "kernels/cpu/cpu_moe.hpp"
+#include "runtime/device_ops.hpp"
+
+namespace moetune::runtime {
+
+#if defined(MOETUNE_HAVE_CUDA)
+core::Result<std::unique_ptr<DeviceOps>> make_cuda_device_ops(core::Backend const& backend);
+#endif
+
+namespace {
+
+/// The cpu workspace: its large buffers are reserved for max_tokens with the largest block_m of
+/// the known configs, so runs up to max_tokens reuse them. run_cpu_moe itself still allocates a
+/// cursor array and starts its worker threads per call (kernels/cpu/cpu_moe.cpp).
+class CpuDeviceOps final : public DeviceOps {
+ public:
+  core::Status reserve(core::MoeProblem const& p, int64_t max_tokens,
+                       std::vector<core::MoeConfig> const& configs) override {
+    int block_m = 8;
+    int split_k = 1;
+    for (auto const& c : configs) {
+      block_m = std::max(block_m, c.gemm1.tile.block_m);
+      split_k = std::max({split_k, c.gemm1.pipeline.split_k, c.gemm2.pipeline.split_k});
+    }
+    size_t const pairs = static_cast<size_t>(max_tokens * p.top_k);
+    size_t const padded = pairs + static_cast<size_t>(p.num_experts) * (block_m - 1);
+    std::lock_guard<std::mutex> lock(mu_);
+    ws_.expert_counts.reserve(p.num_experts);
+    ws_.expert_offsets.reserve(p.num_experts + 1);
+    ws_.sorted_pairs.reserve(padded);
+    size_t const inter = padded * static_cast<size_t>(p.intermediate_size);
+    if (p.dtype == core::DType::kBf16) {
+      ws_.inter_bf16.reserve(inter);
+    } else {
+      ws_.inter_f32.reserve(inter);
+    }
+    ws_.pair_out.reserve(pairs * static_cast<size_t>(p.hidden_size));
+    if (split_k > 1) {
+      size_t const cols = static_cast<size_t>(std::max(core::gemm1_n(p), p.hidden_size));
+      ws_.partials.reserve(static_cast<size_t>(split_k) * padded * cols);
+    }
+    bytes_ = ws_.sorted_pairs.capacity() * 4 + ws_.inter_bf16.capacity() * 2 +
+             ws_.inter_f32.capacity() * 4 + ws_.pair_out.capacity() * 4 +
+             ws_.partials.capacity() * 4;
+    return core::Status::Ok();
+  }
+  core::Result<Launchable> prepare(core::MoeProblem const&, core::MoeConfig const&,
+                                   bool* compiled) override {
+    if (compiled) *compiled = false;
+    return Launchable{};
+  }
+  core::Status launch(core::MoeProblem const& p, core::MoeConfig const& config, Launchable const&,
+                      LayerArgs const& a, void*) override {
+    kernels::cpu::CpuMoeArgs args{.x = a.x, .topk_ids = a.topk_ids,
+                                  .topk_weights = a.topk_weights, .w1 = a.w1, .w2 = a.w2,
+                                  .out = a.out};
+    std::lock_guard<std::mutex> lock(mu_);
+    return kernels::cpu::run_cpu_moe(p, config, args, ws_);
+  }
+  bool stream_capturing(void*) const override { return false; }
+  size_t workspace_bytes() const override { return bytes_; }
+
+ private:
+  std::mutex mu_;
+  kernels::cpu::CpuMoeWorkspace ws_;
+  size_t bytes_ = 0;
+};
+
+}  // namespace
+
+core::Result<std::unique_ptr<DeviceOps>> make_device_ops(std::string const& backend_name,
+                                                         core::Backend const& backend) {
+  if (backend_name == "cpu") return std::unique_ptr<DeviceOps>(std::make_unique<CpuDeviceOps>());
+#if defined(MOETUNE_HAVE_CUDA)
+  if (backend_name == "cuda") return make_cuda_device_ops(backend);
+#else
+  (void)backend;
+#endif
+  return core::make_error(core::ErrorCode::kUnsupported, "runtime",
+                          "backend '" + backend_name + "' has no runtime in this build; use cpu" +
+                              " or rebuild with nvcc for cuda");
+}
+
+}  // namespace moetune::runtime

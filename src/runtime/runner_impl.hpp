@@ -1,0 +1,236 @@
+// RunnerImpl: the private state and knob resolution of MoeRunner (include/moetune/moe_runner.hpp),
+// shared by moe_runner.cpp (lookups, run) and runner_setup.cpp (create: table, cache, workspace).
+// Hot lookups are one atomic load of a memo slot; every miss resolves under `mu`.
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <deque>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/resolver.hpp"
+#include "core/table.hpp"
+#include "moetune/moe_runner.hpp"
+#include "runtime/auto_tune.hpp"
+#include "runtime/device_ops.hpp"
+#include "runtime/knob_cache.hpp"
+
+namespace moetune {
+
+using runtime::CacheEntry;
+
+/// One resolved answer and its launchable form; lives as long as the runner (the memo points
+/// at it).
+struct Slot {
+  Choice choice;
+  runtime::Launchable launchable;
+};
+
+/// M beyond this is resolved under the lock every time (the memo would cost 16 B per M).
+constexpr int64_t kMaxMemo = 1 << 16;
+
+class RunnerImpl {
+ public:
+  core::MoeProblem problem;
+  std::string backend_name;
+  std::unique_ptr<core::Backend> backend;
+  RunnerOptions options;
+  std::unique_ptr<runtime::DeviceOps> ops;
+  std::optional<core::Table> table;
+  std::string table_path;
+  runtime::CacheScope scope;
+  std::string cache_path;
+  std::atomic<bool> capturing{false};
+
+  mutable std::mutex mu;  // guards everything below, and every slow path
+  std::vector<CacheEntry> cache;
+  std::deque<Slot> arena;  // deque: push_back never moves existing slots
+  std::vector<std::pair<core::MoeConfig, runtime::Launchable>> explicit_launchables;
+  std::vector<std::string> warnings;
+  int64_t memo_size = 0;
+  std::unique_ptr<std::atomic<Slot const*>[]> memo[2];  // [0] knobs none, [1] knobs auto
+
+  /// create(): backend, device ops, the matching table, the knob cache (scope-checked) and the
+  /// workspace for max_tokens over every config known now (runner_setup.cpp).
+  core::Status setup(core::MoeProblem p, std::string const& backend, RunnerOptions opts);
+
+  void warn(std::string const& line) {  // caller holds mu or is still in create()
+    warnings.push_back(line);
+    if (options.warn) {
+      options.warn(line);
+    } else {
+      std::cerr << "moetune: warning: " << line << "\n";
+    }
+  }
+
+  core::MoeProblem at(int64_t m) const {
+    core::MoeProblem p = problem;
+    p.num_tokens = m;
+    return p;
+  }
+
+  core::Result<runtime::Launchable> launchable_for(core::MoeConfig const& c, int64_t m) {
+    MOETUNE_RETURN_IF_ERROR(ops->reserve(problem, options.max_tokens, {c}));
+    bool compiled = false;
+    auto l = ops->prepare(at(m), c, &compiled);
+    if (l.ok() && compiled) {
+      warn("compiled " + core::short_string(c) + " while serving (it was not in the cubin " +
+           "cache); run `moetune prewarm --tables DIR` or `moetune pack` before serving");
+    }
+    return l;
+  }
+
+  core::Result<Slot const*> publish(Choice choice) {
+    auto l = launchable_for(choice.config, choice.m);
+    if (!l.ok()) return l.error();
+    arena.push_back({std::move(choice), *l});
+    return &arena.back();
+  }
+
+  CacheEntry const* cache_entry(int64_t bucket) const {
+    for (auto const& e : cache) {
+      if (e.bucket == bucket) return &e;
+    }
+    return nullptr;
+  }
+
+  Choice from_cache(int64_t m, CacheEntry const& e, bool auto_mode) const {
+    auto it = e.source.numbers.find("time_us");
+    std::string const time =
+        it == e.source.numbers.end() ? "" : ", " + format_us(it->second) + " us";
+    return {.m = m, .bucket = e.bucket, .config = e.config, .rule = ChoiceRule::kCache,
+            .source = e.source,
+            .explain = "M=" + std::to_string(m) + " -> knob cache entry for bucket " +
+                       std::to_string(e.bucket) + " (" + e.source.kind + " " + e.source.date +
+                       time + ") in " + cache_path +
+                       (auto_mode ? "; auto: already tuned, not re-tuned" : "")};
+  }
+
+  static std::string format_us(double us) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f", us);
+    return buf;
+  }
+
+  static core::Source default_source() {
+    core::Source s;
+    s.kind = "default";
+    return s;
+  }
+
+  Choice from_table_or_default(int64_t m) const {
+    int64_t const bucket = runtime_bucket(m);
+    if (!table) {
+      return {.m = m, .bucket = bucket, .config = backend->default_config(at(m)),
+              .rule = ChoiceRule::kDefault,
+              .source = default_source(),
+              .explain = "M=" + std::to_string(m) + " -> " + backend->family() +
+                         " default config (no cache entry, no table for this problem" +
+                         (options.tables_dir.empty() ? "" : " in " + options.tables_dir) +
+                         "; docs/runtime.md)"};
+    }
+    core::Resolution r = core::resolve(
+        *table, m, [this](int64_t mm) { return backend->default_config(at(mm)); });
+    bool const row = r.rule == core::Rule::kExactKey || r.rule == core::Rule::kNearestKey;
+    return {.m = m, .bucket = bucket, .config = r.config,
+            .rule = row ? ChoiceRule::kTable : ChoiceRule::kDefault, .source = r.source,
+            .explain = r.explain + " [" + table_path + "]"};
+  }
+
+  core::Result<Slot const*> resolve_locked(int64_t m, KnobMode mode, void* stream) {
+    int64_t const bucket = runtime_bucket(m);
+    if (CacheEntry const* e = cache_entry(bucket)) {
+      return publish(from_cache(m, *e, mode == KnobMode::kAuto));
+    }
+    if (mode == KnobMode::kNone || m == 0) return publish(from_table_or_default(m));
+    if (capturing.load() || ops->stream_capturing(stream)) {
+      return core::make_error(
+          core::ErrorCode::kUnsupported, "MoeRunner knobs=auto",
+          "bucket " + std::to_string(bucket) + " of " + core::to_string(at(bucket)) +
+              " is not in the knob cache and tuning it during CUDA graph capture is refused " +
+              "(a sweep launches and synchronises); run once with knobs auto before capturing, " +
+              "or fill the cache with `moetune run --knobs auto`");
+    }
+    runtime::AutoTuneOptions ao;
+    ao.budget_s = options.auto_budget_s;
+    auto tuned = runtime::auto_tune_bucket(backend_name, *backend, problem, bucket,
+                                           options.routing, ao);
+    if (!tuned.ok()) return tuned.error();
+    CacheEntry entry{.scope = scope, .bucket = bucket, .config = tuned->config,
+                     .source = tuned->source};
+    auto merged = runtime::merge_into_knob_cache(cache_path, entry);
+    if (!merged.ok()) return merged.error();
+    cache.push_back(entry);
+    // The new entry outranks table rows for this bucket: forget what "none" memoised.
+    for (int64_t i = 0; i < memo_size; ++i) memo[0][i].store(nullptr, std::memory_order_release);
+    // Later lookups see the cache rule; this call reports that auto chose it.
+    auto cached = publish(from_cache(m, entry, true));
+    if (!cached.ok()) return cached.error();
+    if (m < memo_size) memo[1][m].store(*cached, std::memory_order_release);
+    Choice now = (*cached)->choice;
+    now.rule = ChoiceRule::kAuto;
+    now.explain = "M=" + std::to_string(m) + " -> auto: tuned bucket " + std::to_string(bucket) +
+                  " now (" + std::to_string(tuned->candidates_tried) + " candidates, " +
+                  (tuned->default_kept ? "default kept" : "challenger won") +
+                  "), persisted in " + cache_path;
+    return publish(std::move(now));
+  }
+
+  core::Result<Slot const*> lookup(int64_t m, KnobMode mode, void* stream) {
+    int const which = mode == KnobMode::kAuto ? 1 : 0;
+    if (m < memo_size) {
+      if (Slot const* s = memo[which][m].load(std::memory_order_acquire)) return s;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (m < memo_size) {
+      if (Slot const* s = memo[which][m].load(std::memory_order_acquire)) return s;
+    }
+    auto s = resolve_locked(m, mode, stream);
+    if (s.ok() && m < memo_size && (*s)->choice.rule != ChoiceRule::kAuto) {
+      memo[which][m].store(*s, std::memory_order_release);
+    }
+    return s;
+  }
+
+  core::Status check_m(int64_t m) const {
+    if (m < 0 || m > options.max_tokens) {
+      return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner",
+                              "M = " + std::to_string(m) + " is outside [0, max_tokens = " +
+                                  std::to_string(options.max_tokens) +
+                                  "] (the workspace is sized for max_tokens); raise "
+                                  "RunnerOptions::max_tokens");
+    }
+    return core::Status::Ok();
+  }
+
+  core::Result<Choice> explicit_choice(int64_t m, core::MoeConfig const& c) const {
+    core::Status s = backend->can_implement(at(m), c);
+    if (!s.ok()) {
+      return core::make_error(core::ErrorCode::kUnsupported, "explicit knobs",
+                              "config " + core::short_string(c) + " conflicts with " +
+                                  core::to_string(at(m)) + ": " + s.error().message);
+    }
+    return Choice{.m = m, .bucket = runtime_bucket(m), .config = c,
+                  .rule = ChoiceRule::kExplicit, .source = std::nullopt,
+                  .explain = "M=" + std::to_string(m) + " -> explicit config " +
+                             core::short_string(c) + " (validated by can_implement)"};
+  }
+
+  core::Result<runtime::Launchable> explicit_launchable(core::MoeConfig const& c, int64_t m) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto const& [config, l] : explicit_launchables) {
+      if (config == c) return l;
+    }
+    auto l = launchable_for(c, m);
+    if (l.ok()) explicit_launchables.emplace_back(c, *l);
+    return l;
+  }
+};
+
+}  // namespace moetune
