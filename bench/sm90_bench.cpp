@@ -86,7 +86,7 @@ struct Point {
   double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
   double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
   double clock_mhz = 0, power_w = 0, rel_err = 0, default_us = 0;
-  std::string bound, digest, config, config_json;
+  std::string bound, digest, config, config_json, default_config;
   int candidates = 0;
 };
 
@@ -127,14 +127,17 @@ std::string cfg_json(core::KernelConfig const& k) {
   return buf;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  std::string out_dir = "bench/results", shapes_arg = "S1,S2,S3",
-              m_arg = "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
+struct Options {
+  std::string out_dir = "bench/results";
+  std::string shapes = "S1,S2,S3";
+  std::string ms = "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
   bool sweep = true;
-  std::string recipe_path;  // --recipe: time the recipe's pinned rows instead of sweeping
+  std::string recipe;  // --recipe: time the recipe's pinned rows instead of sweeping
   int sweep_reps = 5;
+};
+
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -142,196 +145,179 @@ int main(int argc, char** argv) {
       return argv[++i];
     };
     if (a == "--out")
-      out_dir = next();
+      o.out_dir = next();
     else if (a == "--shapes")
-      shapes_arg = next();
+      o.shapes = next();
     else if (a == "--m")
-      m_arg = next();
+      o.ms = next();
     else if (a == "--no-sweep")
-      sweep = false;
+      o.sweep = false;
     else if (a == "--sweep-reps")
-      sweep_reps = std::stoi(next());
+      o.sweep_reps = std::stoi(next());
     else if (a == "--recipe")
-      recipe_path = next();
+      o.recipe = next();
     else
       die("unknown option " + a +
           " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R)");
   }
-  std::optional<core::Recipe> recipe;
-  if (!recipe_path.empty()) recipe = must(core::load_recipe(recipe_path), "recipe");
-  auto tb = must(CudaTestbed::create(), "cuda testbed");
-  kernels::cuda::NvmlTelemetry nvml;
-  const auto dev = tb->backend().device();
-  std::fprintf(stderr, "device %s, %d SMs, driver %s\n", dev.name.c_str(), dev.sm_count,
-               nvml.driver_version().c_str());
-  const Ceilings ceil = measure_ceilings();
-  std::fprintf(stderr, "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s)\n", ceil.copy_GBps,
-               ceil.matmul_TFLOPs, ceil.matmul_source.c_str());
-  const double peak = ceil.matmul_TFLOPs > 0 ? ceil.matmul_TFLOPs : 680.0;
+  return o;
+}
 
-  char date[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  const std::string commit = MOETUNE_GIT_COMMIT;
-  const std::string csv_path = out_dir + "/" + date + "-" + commit + ".csv";
-  // Rows are appended and flushed per point, so a run cut short keeps what it measured.
-  std::ofstream csv(csv_path);
-  csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
-         "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
-         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,default_"
-         "config\n";
-  csv.flush();
-  const std::string driver = nvml.driver_version();
-  std::vector<Point> points;
-  auto wanted = split(shapes_arg, ',');
-  std::vector<int64_t> ms;
-  for (auto const& m : split(m_arg, ',')) ms.push_back(std::stoll(m));
-  for (auto const& shape : all_shapes()) {
-    if (std::find(wanted.begin(), wanted.end(), shape.name) == wanted.end()) continue;
-    for (int64_t M : ms) {
-      auto t_start = std::chrono::steady_clock::now();
-      core::MoeProblem p = shape.p;
-      p.num_tokens = M;
-      core::RoutingProfile routing;
-      routing.seed = static_cast<uint64_t>(M);
-      if (auto st = tb->prepare(p, routing, 1000 + M); !st.ok()) die(st.error().to_string());
-      Point pt;
-      pt.shape = shape.name;
-      pt.p = p;
-      pt.hit = tb->experts_hit();
-      const double n1 = core::gemm1_n(p);
-      pt.bytes = pt.hit * (n1 * p.hidden_size + double(p.hidden_size) * p.intermediate_size) * 2 +
-                 2.0 * M * p.hidden_size * 2 + 8.0 * M * p.top_k;
-      pt.flops = core::flops(p);
-      const double t_bw = pt.bytes / (ceil.copy_GBps * 1e9) * 1e6;
-      const double t_fl = pt.flops / (peak * 1e12) * 1e6;
-      pt.floor_us = std::max(t_bw, t_fl);
-      pt.bound = t_bw >= t_fl ? "bw" : "compute";
+/// What every row of a run shares.
+struct RunInfo {
+  std::string commit, date, device, driver;
+  Ceilings ceil;
+  double peak = 0;
+};
 
-      core::MoeConfig best = tb->backend().default_config(p);
-      const core::MoeConfig dflt = best;
-      bool pinned = false;
-      if (recipe) {
-        for (auto const& rs : recipe->shapes) {
-          if (rs.problem.num_experts == p.num_experts && rs.problem.hidden_size == p.hidden_size &&
-              rs.problem.intermediate_size == p.intermediate_size) {
-            if (auto it = rs.pinned_rows.find(M); it != rs.pinned_rows.end()) {
-              best = it->second.config;
-              pinned = true;
-            }
-          }
-        }
+// Floor of one point: max(bytes of experts hit + x + out + routing / copy bandwidth,
+// flops / matmul rate), both measured in this run (shared/anchors/h200-baseline.md).
+void set_floor(Point& pt, RunInfo const& run) {
+  auto const& p = pt.p;
+  const double n1 = core::gemm1_n(p);
+  pt.bytes = pt.hit * (n1 * p.hidden_size + double(p.hidden_size) * p.intermediate_size) * 2 +
+             2.0 * p.num_tokens * p.hidden_size * 2 + 8.0 * p.num_tokens * p.top_k;
+  pt.flops = core::flops(p);
+  const double t_bw = pt.bytes / (run.ceil.copy_GBps * 1e9) * 1e6;
+  const double t_fl = pt.flops / (run.peak * 1e12) * 1e6;
+  pt.floor_us = std::max(t_bw, t_fl);
+  pt.bound = t_bw >= t_fl ? "bw" : "compute";
+}
+
+std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& recipe,
+                                             core::MoeProblem const& p) {
+  if (!recipe) return std::nullopt;
+  for (auto const& rs : recipe->shapes) {
+    if (rs.problem.num_experts == p.num_experts && rs.problem.hidden_size == p.hidden_size &&
+        rs.problem.intermediate_size == p.intermediate_size) {
+      if (auto it = rs.pinned_rows.find(p.num_tokens); it != rs.pinned_rows.end()) {
+        return it->second.config;
       }
-      if (sweep && !pinned) {
-        // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone, then GEMM2 candidates.
-        double best_total = 1e30;
-        for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
-          auto c1 = kernels::cuda::sm90_gemm_candidates(p, bm, true);
-          auto c2 = kernels::cuda::sm90_gemm_candidates(p, bm, false);
-          if (c1.empty() || c2.empty()) continue;
-          std::vector<core::MoeConfig> all;
-          for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = c2.front()});
-          for (auto const& b : c2) all.push_back({.gemm1 = c1.front(), .gemm2 = b});
-          precompile(p, all);
-          pt.candidates += static_cast<int>(all.size());
-          auto pick = [&](std::vector<core::KernelConfig> const& cands, bool first,
-                          double& best_us) -> core::KernelConfig {
-            core::KernelConfig win = cands.front();
-            best_us = 1e30;
-            for (auto const& k : cands) {
-              core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = c2.front()}
-                                        : core::MoeConfig{.gemm1 = c1.front(), .gemm2 = k};
-              auto t = tb->time_stages(
-                  c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2, 1,
-                  sweep_reps);
-              if (t.ok() && t->median_us < best_us) {
-                best_us = t->median_us;
-                win = k;
-              }
-            }
-            return win;
-          };
-          double t1 = 0, t2 = 0;
-          auto w1 = pick(c1, true, t1);
-          auto w2 = pick(c2, false, t2);
-          if (t1 + t2 < best_total) {
-            best_total = t1 + t2;
-            best = {.gemm1 = w1, .gemm2 = w2};
-          }
-        }
-      }
-      auto chk = must(tb->check(best), shape.name + " M=" + std::to_string(M) + " check");
-      const auto tol = kernels::tolerance_for(p.dtype);
-      if (!chk.all_written || !chk.all_finite || chk.rel_l2_error > tol.rel_l2) {
-        std::fprintf(stderr,
-                     "FAIL %s M=%lld %s: rel_err %.3g written %d finite %d first_bad %lld\n",
-                     shape.name.c_str(), (long long)M, core::short_string(best).c_str(),
-                     chk.rel_l2_error, chk.all_written, chk.all_finite, (long long)chk.first_bad);
-      }
-      auto chk2 = must(tb->check(best), "second check");
-      if (chk2.digest != chk.digest) {
-        std::fprintf(stderr, "NONDETERMINISTIC %s M=%lld: %s vs %s\n", shape.name.c_str(),
-                     (long long)M, chk.digest.c_str(), chk2.digest.c_str());
-      }
-      pt.rel_err = chk.rel_l2_error;
-      pt.digest = chk.digest;
-      auto quick = must(tb->time(best, 1, 3), "quick time");
-      const int reps = reps_for(quick.median_us);
-      nvml.start(5);
-      auto full = must(tb->time(best, 3, reps), "time");
-      nvml.stop();
-      pt.time_us = full.median_us;
-      pt.p10 = pct(full.samples_us, 0.1);
-      pt.p90 = pct(full.samples_us, 0.9);
-      pt.clock_mhz = nvml.median_sm_clock_mhz();
-      pt.power_w = nvml.max_power_w();
-      // The default config at the same point, same protocol: a tuned row must beat it to ship.
-      pt.default_us = pt.time_us;
-      if (!(dflt == best)) {
-        auto dchk = tb->check(dflt);
-        if (dchk.ok() && dchk->all_written && dchk->all_finite &&
-            dchk->rel_l2_error <= tol.rel_l2) {
-          pt.default_us = must(tb->time(dflt, 3, reps), "time default").median_us;
-        } else {
-          pt.default_us = -1;  // the default failed its check here: reported, never silently used
-        }
-      }
-      const int sreps = std::clamp(reps, 10, 50);
-      pt.align_us =
-          must(tb->time_stages(best, kernels::cuda::kStageAlign, 2, sreps), "t").median_us;
-      pt.gemm1_us =
-          must(tb->time_stages(best, kernels::cuda::kStageGemm1, 2, sreps), "t").median_us;
-      pt.gemm2_us =
-          must(tb->time_stages(best, kernels::cuda::kStageGemm2, 2, sreps), "t").median_us;
-      pt.combine_us =
-          must(tb->time_stages(best, kernels::cuda::kStageCombine, 2, sreps), "t").median_us;
-      pt.config = core::short_string(best);
-      pt.config_json =
-          "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      std::fprintf(stderr,
-                   "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d "
-                   "cands, %.1fs)\n",
-                   shape.name.c_str(), (long long)M, pt.time_us, pt.floor_us,
-                   pt.time_us / pt.floor_us, pt.default_us, pt.rel_err, pt.config.c_str(),
-                   pt.candidates, secs);
-      csv << commit << "," << date << "," << dev.name << "," << driver << "," << ceil.copy_GBps
-          << "," << peak << "," << pt.shape << "," << pt.p.num_experts << "," << pt.p.hidden_size
-          << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
-          << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << "," << pt.hit << ","
-          << pt.time_us << "," << pt.p10 << "," << pt.p90 << "," << pt.floor_us << "," << pt.bound
-          << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
-          << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
-          << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
-          << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
-          << core::short_string(dflt) << std::endl;
-      points.push_back(pt);
     }
   }
+  return std::nullopt;
+}
 
-  csv.close();
-  std::ofstream win(out_dir + "/" + date + "-" + commit + "-winners.json");
+// Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
+// block_m whose two winners sum lowest wins.
+core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates) {
+  core::MoeConfig best = tb.backend().default_config(p);
+  double best_total = 1e30;
+  for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
+    auto c1 = kernels::cuda::sm90_gemm_candidates(p, bm, true);
+    auto c2 = kernels::cuda::sm90_gemm_candidates(p, bm, false);
+    if (c1.empty() || c2.empty()) continue;
+    std::vector<core::MoeConfig> all;
+    for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = c2.front()});
+    for (auto const& b : c2) all.push_back({.gemm1 = c1.front(), .gemm2 = b});
+    precompile(p, all);
+    candidates += static_cast<int>(all.size());
+    auto pick = [&](std::vector<core::KernelConfig> const& cands, bool first,
+                    double& best_us) -> core::KernelConfig {
+      core::KernelConfig win = cands.front();
+      best_us = 1e30;
+      for (auto const& k : cands) {
+        core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = c2.front()}
+                                  : core::MoeConfig{.gemm1 = c1.front(), .gemm2 = k};
+        auto t = tb.time_stages(c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2,
+                                1, reps);
+        if (t.ok() && t->median_us < best_us) {
+          best_us = t->median_us;
+          win = k;
+        }
+      }
+      return win;
+    };
+    double t1 = 0, t2 = 0;
+    auto w1 = pick(c1, true, t1);
+    auto w2 = pick(c2, false, t2);
+    if (t1 + t2 < best_total) {
+      best_total = t1 + t2;
+      best = {.gemm1 = w1, .gemm2 = w2};
+    }
+  }
+  return best;
+}
+
+// Checks `best` twice on poisoned outputs; a wrong or nondeterministic result is printed loudly.
+void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
+  const std::string what = pt.shape + " M=" + std::to_string(pt.p.num_tokens);
+  auto chk = must(tb.check(best), what + " check");
+  const auto tol = kernels::tolerance_for(pt.p.dtype);
+  if (!chk.all_written || !chk.all_finite || chk.rel_l2_error > tol.rel_l2) {
+    std::fprintf(stderr, "FAIL %s %s: rel_err %.3g written %d finite %d first_bad %lld\n",
+                 what.c_str(), core::short_string(best).c_str(), chk.rel_l2_error, chk.all_written,
+                 chk.all_finite, (long long)chk.first_bad);
+  }
+  auto chk2 = must(tb.check(best), what + " second check");
+  if (chk2.digest != chk.digest) {
+    std::fprintf(stderr, "NONDETERMINISTIC %s: %s vs %s\n", what.c_str(), chk.digest.c_str(),
+                 chk2.digest.c_str());
+  }
+  pt.rel_err = chk.rel_l2_error;
+  pt.digest = chk.digest;
+}
+
+// The protocol: reps = clamp(30 ms / t, 10, 200) after 3 warm-ups, clocks sampled meanwhile; the
+// default config at the same point (a tuned row must beat it to ship); then each stage alone.
+void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
+                core::MoeConfig const& best, core::MoeConfig const& dflt) {
+  const int reps = reps_for(must(tb.time(best, 1, 3), "quick time").median_us);
+  nvml.start(5);
+  auto full = must(tb.time(best, 3, reps), "time");
+  nvml.stop();
+  pt.time_us = full.median_us;
+  pt.p10 = pct(full.samples_us, 0.1);
+  pt.p90 = pct(full.samples_us, 0.9);
+  pt.clock_mhz = nvml.median_sm_clock_mhz();
+  pt.power_w = nvml.max_power_w();
+  pt.default_us = pt.time_us;
+  if (!(dflt == best)) {
+    auto dchk = tb.check(dflt);
+    const auto tol = kernels::tolerance_for(pt.p.dtype);
+    if (dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2) {
+      pt.default_us = must(tb.time(dflt, 3, reps), "time default").median_us;
+    } else {
+      pt.default_us = -1;  // the default failed its check here: reported, never silently used
+    }
+  }
+  const int sreps = std::clamp(reps, 10, 50);
+  auto stage = [&](unsigned mask) {
+    return must(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
+  };
+  pt.align_us = stage(kernels::cuda::kStageAlign);
+  pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
+  pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
+  pt.combine_us = stage(kernels::cuda::kStageCombine);
+  pt.config = core::short_string(best);
+  pt.default_config = core::short_string(dflt);
+  pt.config_json =
+      "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
+}
+
+void write_csv_header(std::ostream& csv) {
+  csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
+         "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
+         "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,"
+         "default_config\n";
+  csv.flush();
+}
+
+void write_csv_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
+  csv << run.commit << "," << run.date << "," << run.device << "," << run.driver << ","
+      << run.ceil.copy_GBps << "," << run.peak << "," << pt.shape << "," << pt.p.num_experts << ","
+      << pt.p.hidden_size << "," << pt.p.intermediate_size << "," << pt.p.top_k << ","
+      << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << "," << pt.hit << ","
+      << pt.time_us << "," << pt.p10 << "," << pt.p90 << "," << pt.floor_us << "," << pt.bound
+      << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
+      << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
+      << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
+      << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
+      << pt.default_config << std::endl;  // flushed per row: a run cut short keeps its rows
+}
+
+void write_winners(std::string const& path, std::vector<Point> const& points) {
+  std::ofstream win(path);
   win << "[\n";
   for (size_t i = 0; i < points.size(); ++i) {
     auto const& pt = points[i];
@@ -341,7 +327,10 @@ int main(int argc, char** argv) {
         << (i + 1 < points.size() ? "," : "") << "\n";
   }
   win << "]\n";
-  // Short table last.
+}
+
+void print_summary(std::vector<Point> const& points, RunInfo const& run,
+                   std::string const& csv_path) {
   std::printf("\n%-3s %6s %10s %10s %6s %5s %8s %8s %8s  %s\n", "shp", "M", "time_us", "floor_us",
               "ratio", "bound", "gemm1", "gemm2", "err", "config");
   std::map<std::string, std::pair<double, int>> geo;
@@ -353,10 +342,79 @@ int main(int argc, char** argv) {
                 (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r, pt.bound.c_str(),
                 pt.gemm1_us, pt.gemm2_us, pt.rel_err, pt.config.c_str());
   }
-  for (auto const& [s, g] : geo)
+  for (auto const& [s, g] : geo) {
     std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second),
                 g.second);
-  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s; csv %s\n", ceil.copy_GBps, peak,
-              csv_path.c_str());
+  }
+  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s; csv %s\n", run.ceil.copy_GBps,
+              run.peak, csv_path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse_options(argc, argv);
+  std::optional<core::Recipe> recipe;
+  if (!opt.recipe.empty()) recipe = must(core::load_recipe(opt.recipe), "recipe");
+  auto tb = must(CudaTestbed::create(), "cuda testbed");
+  kernels::cuda::NvmlTelemetry nvml;
+  RunInfo run;
+  run.device = tb->backend().device().name;
+  run.driver = nvml.driver_version();
+  run.commit = MOETUNE_GIT_COMMIT;
+  char date[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
+  run.date = date;
+  std::fprintf(stderr, "device %s, driver %s\n", run.device.c_str(), run.driver.c_str());
+  run.ceil = measure_ceilings();
+  std::fprintf(stderr, "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s)\n",
+               run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str());
+  run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
+
+  const std::string csv_path = opt.out_dir + "/" + run.date + "-" + run.commit + ".csv";
+  std::ofstream csv(csv_path);
+  write_csv_header(csv);
+  std::vector<Point> points;
+  auto wanted = split(opt.shapes, ',');
+  for (auto const& shape : all_shapes()) {
+    if (std::find(wanted.begin(), wanted.end(), shape.name) == wanted.end()) continue;
+    for (auto const& m_text : split(opt.ms, ',')) {
+      auto t_start = std::chrono::steady_clock::now();
+      Point pt;
+      pt.shape = shape.name;
+      pt.p = shape.p;
+      pt.p.num_tokens = std::stoll(m_text);
+      core::RoutingProfile routing;
+      routing.seed = static_cast<uint64_t>(pt.p.num_tokens);
+      if (auto st = tb->prepare(pt.p, routing, 1000 + pt.p.num_tokens); !st.ok()) {
+        die(st.error().to_string());
+      }
+      pt.hit = tb->experts_hit();
+      set_floor(pt, run);
+      const core::MoeConfig dflt = tb->backend().default_config(pt.p);
+      core::MoeConfig best = dflt;
+      if (auto pinned = pinned_config(recipe, pt.p)) {
+        best = *pinned;
+      } else if (opt.sweep) {
+        best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates);
+      }
+      check_point(*tb, pt, best);
+      time_point(*tb, nvml, pt, best, dflt);
+      const double secs =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+      std::fprintf(stderr,
+                   "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d "
+                   "cands, %.1fs)\n",
+                   pt.shape.c_str(), (long long)pt.p.num_tokens, pt.time_us, pt.floor_us,
+                   pt.time_us / pt.floor_us, pt.default_us, pt.rel_err, pt.config.c_str(),
+                   pt.candidates, secs);
+      write_csv_row(csv, run, pt);
+      points.push_back(pt);
+    }
+  }
+  csv.close();
+  write_winners(opt.out_dir + "/" + run.date + "-" + run.commit + "-winners.json", points);
+  print_summary(points, run, csv_path);
   return 0;
 }

@@ -104,8 +104,10 @@ TEST(Recipe, RejectsZeroNegativeSizesAndAbsurdM) {
   std::string unsorted = recipe_text(pinned(64));
   unsorted.replace(unsorted.find("[1, 16, 64]"), 11, "[1, 64, 16]");
   EXPECT_FALSE(load_text(unsorted).ok());
-  std::string bad_tile = recipe_text(pinned(96));
+  // 100 is neither a power of two nor a multiple of 8 (96 would be a valid wgmma width).
+  std::string bad_tile = recipe_text(pinned(100));
   EXPECT_FALSE(load_text(bad_tile).ok());
+  EXPECT_TRUE(load_text(recipe_text(pinned(96))).ok());
 }
 
 TEST(Recipe, MaterializeWithAndWithoutMerge) {
