@@ -1,0 +1,68 @@
+// prewarm and pack on the cpu tables: every row is validated, a row the family cannot run is an
+// error naming the table and row, and a bundle holds the tables and its manifest.
+#include "runtime/bundle.hpp"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "core/atomic_file.hpp"
+#include "core/table.hpp"
+#include "core/temp_dir.hpp"
+
+namespace moetune::runtime {
+namespace {
+
+std::string const kTables = std::string(MOETUNE_SOURCE_DIR) + "/tables/cpu";
+
+TEST(Prewarm, ValidatesEveryRowOfTheCpuTables) {
+  auto r = prewarm_tables(kTables);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  auto files = core::list_table_files(kTables);
+  size_t rows = 0;
+  for (auto const& f : *files) rows += core::load_table(f)->rows.size();
+  EXPECT_EQ(r->tables, static_cast<int>(files->size()));
+  ASSERT_EQ(r->items.size(), rows);
+  for (auto const& it : r->items) EXPECT_EQ(it.outcome, "validated");
+}
+
+TEST(Prewarm, ARowTheFamilyCannotRunIsAnErrorNamingTableAndRow) {
+  std::string const dir = moetune::testing::unique_temp_dir("prewarm");
+  auto files = core::list_table_files(kTables);
+  auto t = core::load_table(files->front());
+  ASSERT_TRUE(t.ok());
+  t->rows.begin()->second.config.gemm1.pipeline.num_warps = 8;  // cpu_tiled has no warps knob
+  auto saved = core::save_table(*t, dir);
+  ASSERT_TRUE(saved.ok());
+  auto r = prewarm_tables(dir);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().where.find(*saved + ": rows[" + std::to_string(t->rows.begin()->first) +
+                                 "]"),
+            std::string::npos)
+      << r.error().to_string();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Pack, WritesTablesManifestsAndTheBundleManifest) {
+  std::string const dir = moetune::testing::unique_temp_dir("pack");
+  auto r = pack_bundle(kTables, dir + "/bundle");
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  auto const files = core::list_table_files(kTables);
+  ASSERT_TRUE(files.ok());
+  for (auto const& f : *files) {
+    auto name = std::filesystem::path(f).filename().string();
+    EXPECT_EQ(*core::read_file(dir + "/bundle/tables/" + name), *core::read_file(f));
+    EXPECT_EQ(*core::read_file(dir + "/bundle/tables/" + name + ".moetune"),
+              *core::read_file(f + ".moetune"));
+  }
+  auto manifest = core::read_file(dir + "/bundle/bundle.json");
+  ASSERT_TRUE(manifest.ok());
+  EXPECT_NE(manifest->find("\"bundle_version\": 1"), std::string::npos);
+  EXPECT_NE(manifest->find("\"outcome\": \"validated\""), std::string::npos);
+  // The bundle's tables serve: prewarming them again succeeds.
+  EXPECT_TRUE(prewarm_tables(dir + "/bundle/tables").ok());
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace moetune::runtime
