@@ -116,6 +116,10 @@ std::string env_json(RunEnv const& e) {
     << ", \"cooldown_s\": " << json_double(e.options.cooldown_s) << ", \"seed\": "
     << e.options.seed << ", \"levers\": " << json_string(e.levers)
     << ", \"tables\": " << json_string(e.tables) << "},\n"
+    << "  \"arms\": [";
+  for (size_t i = 0; i < e.arms.size(); ++i) o << (i ? ", " : "") << json_string(e.arms[i]);
+  o << "],\n"
+    << "  \"rounds\": " << e.rounds << ",\n"
     << "  \"bench_csv_version\": " << kBenchCsvVersion << "\n"
     << "}\n";
   return o.str();

@@ -36,6 +36,8 @@ struct RunEnv {
   BenchOptions options;
   std::string levers;     ///< --levers as given
   std::string tables;     ///< --tables as given
+  std::vector<std::string> arms;  ///< A/B: "NAME=SPEC" per arm, baseline first (else empty)
+  int rounds = 0;                 ///< A/B rounds (0 for bench)
 };
 
 /// env.json text (2-space indent, "env_version" first).

@@ -1,0 +1,222 @@
+// The report's pictures as inline SVG; see report.hpp.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "bench/report.hpp"
+
+namespace moetune::bench {
+namespace {
+
+const char* const kPalette[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+std::string colour(size_t i) {
+  if (i < std::size(kPalette)) return kPalette[i];
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "hsl(%d,55%%,%d%%)", static_cast<int>((i * 47) % 360),
+                55 + static_cast<int>(i % 3) * 10);
+  return buf;
+}
+
+std::string fmt(double v, char const* f = "%.1f") {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), f, v);
+  return buf;
+}
+
+std::string text(double x, double y, std::string const& s, char const* extra = "") {
+  return "<text x=\"" + fmt(x) + "\" y=\"" + fmt(y) + "\" " + extra + ">" + html_escape(s) +
+         "</text>";
+}
+
+std::string line(double x1, double y1, double x2, double y2, std::string const& stroke,
+                 char const* extra = "") {
+  return "<line x1=\"" + fmt(x1) + "\" y1=\"" + fmt(y1) + "\" x2=\"" + fmt(x2) + "\" y2=\"" +
+         fmt(y2) + "\" stroke=\"" + stroke + "\" " + extra + "/>";
+}
+
+std::vector<std::string> series_order(std::vector<ReportPoint> const& points) {
+  std::vector<std::string> out;
+  for (auto const& p : points) {
+    if (std::find(out.begin(), out.end(), p.series) == out.end()) out.push_back(p.series);
+  }
+  return out;
+}
+
+/// GEMM1's tile of a short config: "m16n64k128g8w4s4|..." -> "m16n64k128".
+std::string tile_of(std::string const& config) {
+  std::string g1 = config.substr(0, config.find('|'));
+  return g1.substr(0, g1.find('g'));
+}
+
+}  // namespace
+
+std::string html_escape(std::string const& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string roofline_svg(std::vector<ReportPoint> const& points) {
+  double const w = 960, h = 420, l = 60, r = 340, t = 20, b = 50;
+  std::set<int64_t> ms;
+  double ymax = 1.2;
+  for (auto const& p : points) {
+    ms.insert(std::max<int64_t>(p.m, 1));
+    if (p.floor_us > 0) ymax = std::max(ymax, std::max(p.ratio, p.p90_us / p.floor_us));
+  }
+  ymax *= 1.05;
+  double const x0 = std::log2(static_cast<double>(*ms.begin()));
+  double const x1 = std::max(x0 + 1, std::log2(static_cast<double>(*ms.rbegin())));
+  auto X = [&](int64_t m) {
+    return l + (std::log2(static_cast<double>(std::max<int64_t>(m, 1))) - x0) / (x1 - x0) *
+                   (w - l - r);
+  };
+  auto Y = [&](double v) { return h - b - v / ymax * (h - t - b); };
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(w, "%.0f") +
+                  "\" height=\"" + fmt(h, "%.0f") + "\" font-size=\"11\">";
+  for (int i = 0; i <= 5; ++i) {
+    double const v = ymax * i / 5;
+    s += line(l, Y(v), w - r, Y(v), "#eee") + text(l - 6, Y(v) + 4, fmt(v, "%.2f"),
+                                                   "text-anchor=\"end\"");
+  }
+  for (int64_t m : ms) {
+    s += line(X(m), h - b, X(m), h - b + 4, "#444") +
+         text(X(m), h - b + 16, std::to_string(m), "text-anchor=\"middle\"");
+  }
+  s += line(l, Y(1), w - r, Y(1), "#d62728", "stroke-dasharray=\"6,3\"") +
+       text(w - r - 4, Y(1) - 4, "floor", "text-anchor=\"end\" fill=\"#d62728\"");
+  s += line(l, h - b, w - r, h - b, "#444") + line(l, t, l, h - b, "#444");
+  s += text((l + w - r) / 2, h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
+  s += text(14, (t + h - b) / 2, "t / floor",
+            ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((t + h - b) / 2) + ")\"")
+                .c_str());
+  auto const order = series_order(points);
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::string const c = colour(i);
+    std::string path;
+    for (auto const& p : points) {
+      if (p.series != order[i] || p.floor_us <= 0) continue;
+      path += (path.empty() ? "M" : " L") + fmt(X(p.m)) + "," + fmt(Y(p.ratio));
+      s += line(X(p.m), Y(p.p10_us / p.floor_us), X(p.m), Y(p.p90_us / p.floor_us), c);
+      s += "<circle cx=\"" + fmt(X(p.m)) + "\" cy=\"" + fmt(Y(p.ratio)) + "\" r=\"3\" fill=\"" +
+           c + "\"><title>" + html_escape(order[i]) + " M=" + std::to_string(p.m) + ": " +
+           fmt(p.time_us, "%.2f") + " us, floor " + fmt(p.floor_us, "%.2f") + " us, t/floor " +
+           fmt(p.ratio, "%.3f") + " (" + html_escape(p.bound) + "), " + html_escape(p.config) +
+           "</title></circle>";
+    }
+    s += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + c + "\" stroke-width=\"1.5\"/>";
+    s += "<rect x=\"" + fmt(w - r + 16) + "\" y=\"" + fmt(t + i * 18) +
+         "\" width=\"12\" height=\"12\" fill=\"" + c + "\"/>" +
+         text(w - r + 34, t + i * 18 + 10, order[i]);
+  }
+  return s + "</svg>";
+}
+
+std::string config_heatmap_svg(std::vector<ReportPoint> const& points) {
+  auto const rows = series_order(points);
+  std::set<int64_t> ms;
+  std::vector<std::string> configs;
+  for (auto const& p : points) {
+    ms.insert(p.m);
+    if (std::find(configs.begin(), configs.end(), p.config) == configs.end()) {
+      configs.push_back(p.config);
+    }
+  }
+  std::vector<int64_t> const cols(ms.begin(), ms.end());
+  double const label_w = 300, cw = 78, ch = 40, top = 24;
+  double const grid_h = top + rows.size() * ch;
+  size_t const legend_cols = 2;
+  double const legend_row = 16;
+  double const legend_h =
+      20 + std::ceil(static_cast<double>(configs.size()) / legend_cols) * legend_row;
+  double const w = std::max(label_w + cols.size() * cw + 10, 900.0);
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(w, "%.0f") +
+                  "\" height=\"" + fmt(grid_h + legend_h, "%.0f") + "\" font-size=\"11\">";
+  for (size_t j = 0; j < cols.size(); ++j) {
+    s += text(label_w + j * cw + cw / 2, top - 8, "M=" + std::to_string(cols[j]),
+              "text-anchor=\"middle\"");
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    s += text(label_w - 8, top + i * ch + ch / 2 + 4, rows[i], "text-anchor=\"end\"");
+  }
+  for (auto const& p : points) {
+    size_t const i = std::find(rows.begin(), rows.end(), p.series) - rows.begin();
+    size_t const j = std::find(cols.begin(), cols.end(), p.m) - cols.begin();
+    size_t const k = std::find(configs.begin(), configs.end(), p.config) - configs.begin();
+    double const x = label_w + j * cw, y = top + i * ch;
+    s += "<g><title>" + html_escape(p.series) + " M=" + std::to_string(p.m) + ": " +
+         html_escape(p.config) + ", " + fmt(p.time_us, "%.2f") + " us, t/floor " +
+         fmt(p.ratio, "%.3f") + "</title><rect x=\"" + fmt(x + 1) + "\" y=\"" + fmt(y + 1) +
+         "\" width=\"" + fmt(cw - 2) + "\" height=\"" + fmt(ch - 2) + "\" fill=\"" + colour(k) +
+         "\" fill-opacity=\"0.75\"/>" +
+         text(x + cw / 2, y + 16, tile_of(p.config), "text-anchor=\"middle\"") +
+         text(x + cw / 2, y + 31, p.ratio > 0 ? fmt(p.ratio, "%.2f") : "",
+              "text-anchor=\"middle\" font-weight=\"bold\"") +
+         "</g>";
+  }
+  for (size_t k = 0; k < configs.size(); ++k) {
+    double const x = 10 + static_cast<double>(k % legend_cols) * (w / legend_cols);
+    double const y = grid_h + 16 + static_cast<double>(k / legend_cols) * legend_row;
+    s += "<rect x=\"" + fmt(x) + "\" y=\"" + fmt(y - 10) + "\" width=\"12\" height=\"12\" fill=\"" +
+         colour(k) + "\" fill-opacity=\"0.75\"/>" + text(x + 18, y, configs[k]);
+  }
+  return s + "</svg>";
+}
+
+std::string deltas_svg(std::vector<ReportDelta> const& deltas) {
+  double const label_w = 300, plot_w = 420, row_h = 22, top = 28;
+  double const w = label_w + plot_w + 360, h = top + deltas.size() * row_h + 30;
+  double range = 0.02;
+  for (auto const& d : deltas) {
+    range = std::max({range, std::fabs(d.ci_low), std::fabs(d.ci_high), d.margin});
+  }
+  range *= 1.15;
+  auto X = [&](double v) { return label_w + (v + range) / (2 * range) * plot_w; };
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(w, "%.0f") +
+                  "\" height=\"" + fmt(h, "%.0f") + "\" font-size=\"11\">";
+  double const margin = deltas.empty() ? 0 : deltas.front().margin;
+  s += "<rect x=\"" + fmt(X(-margin)) + "\" y=\"" + fmt(top - 6) + "\" width=\"" +
+       fmt(X(margin) - X(-margin)) + "\" height=\"" + fmt(deltas.size() * row_h + 6) +
+       "\" fill=\"#ddd\"/>";
+  s += line(X(0), top - 10, X(0), top + deltas.size() * row_h, "#444");
+  for (double v : {-range / 1.15, range / 1.15}) {
+    s += text(X(v), top + deltas.size() * row_h + 16, fmt(v * 100, "%+.1f%%"),
+              "text-anchor=\"middle\"");
+  }
+  s += text(X(0), top - 14, "0", "text-anchor=\"middle\"");
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    auto const& d = deltas[i];
+    double const y = top + i * row_h + row_h / 2;
+    std::string const c = d.verdict == "b_faster"   ? "#2ca02c"
+                          : d.verdict == "b_slower" ? "#d62728"
+                                                    : "#7f7f7f";
+    s += text(label_w - 8, y + 4,
+              d.series + " M=" + std::to_string(d.m) + ": " + d.arm_b + " vs " + d.arm_a,
+              "text-anchor=\"end\"");
+    s += line(X(d.ci_low), y, X(d.ci_high), y, c, "stroke-width=\"2\"");
+    s += "<circle cx=\"" + fmt(X(d.delta)) + "\" cy=\"" + fmt(y) + "\" r=\"4\" fill=\"" + c +
+         "\"/>";
+    std::string verdict = d.verdict == "no_difference" ? "no difference" : d.verdict;
+    s += text(label_w + plot_w + 12, y + 4,
+              verdict + "  " + fmt(d.delta * 100, "%+.1f%%") + " [" + fmt(d.ci_low * 100, "%+.1f") +
+                  ", " + fmt(d.ci_high * 100, "%+.1f") + "]" +
+                  (d.digests_equal ? "" : d.expected_equal ? "  \u2260 digest (not comparable)"
+                                                           : "  \u2260 digest"),
+              ("fill=\"" + c + "\"").c_str());
+  }
+  return s + "</svg>";
+}
+
+}  // namespace moetune::bench

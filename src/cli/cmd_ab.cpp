@@ -1,0 +1,152 @@
+// moetune ab: the A/B protocol (bench/ab.hpp). Each arm runs in a fresh process per round, arms
+// interleaved, same inputs and seeds; output digests are compared point by point and deltas carry
+// a 95% interval over rounds, reported as "no difference" unless the interval clears 0 and the
+// margin. Writes <out>/<date>-<time>-<commit>-ab/ (env.json, ab.csv, ab_samples.csv).
+// Exit 1 when arms expected bitwise-equal (--digests equal, the default) differ; 2 on bad input;
+// 3 when an arm's process fails (no result is made up for it).
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "bench/ab.hpp"
+#include "bench/archive.hpp"
+#include "cli/bench_args.hpp"
+#include "cli/cli_common.hpp"
+#include "cli/commands.hpp"
+#include "core/atomic_file.hpp"
+
+namespace moetune::cli {
+namespace {
+
+struct AbCmdArgs {
+  BenchArgs series;
+  std::vector<std::string> arms;
+  int rounds = 5;
+  double margin = 0.01;
+  std::string digests = "equal";
+  std::string out_dir = "bench/results";
+  double timeout_s = 600;
+};
+
+std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
+  if (args.arms.size() < 2) {
+    throw CliExit{kExitBadInput, "give at least two arms, e.g. --arm A=default --arm "
+                                 "B=levers:cpu_register_tiles=off"};
+  }
+  std::vector<bench::ArmSpec> arms;
+  std::set<std::string> names;
+  for (auto const& text : args.arms) {
+    bench::ArmSpec arm = unwrap(bench::parse_arm(text));
+    if (!names.insert(arm.name).second) {
+      throw CliExit{kExitBadInput, "--arm " + text + ": the name '" + arm.name +
+                                       "' is used twice; give every arm its own name"};
+    }
+    if (!arm.tables.empty() && !std::filesystem::is_directory(arm.tables)) {
+      throw CliExit{kExitBadInput, "--arm " + text + ": tables directory '" + arm.tables +
+                                       "' does not exist"};
+    }
+    if (!arm.binary.empty() && ::access(arm.binary.c_str(), X_OK) != 0) {
+      throw CliExit{kExitBadInput, "--arm " + text + ": binary '" + arm.binary +
+                                       "' is not an executable file"};
+    }
+    if (auto env = bench::apply_lever_overrides({}, arm.levers); !env.ok()) {
+      throw CliExit{kExitBadInput, "--arm " + text + ": " + env.error().message};
+    }
+    arms.push_back(arm);
+  }
+  return arms;
+}
+
+int run_ab(AbCmdArgs const& args) {
+  if (args.digests != "equal" && args.digests != "any") {
+    throw CliExit{kExitBadInput, "--digests '" + args.digests + "': expected equal or any"};
+  }
+  std::string const backend = bench_backend(args.series);
+  (void)build_series(args.series, backend);  // bad input stops here, before any arm runs
+  bench::BenchOptions const options = bench_options(args.series, backend);
+  bench::AbOptions o;
+  o.arms = parse_arms(args);
+  o.rounds = args.rounds;
+  o.cooldown_s = options.cooldown_s;
+  o.margin = args.margin;
+  o.expect_equal_digests = args.digests == "equal";
+  o.seed = args.series.seed;
+  o.worker_args = arm_worker_args(args.series, backend);
+  o.timeout_s = args.timeout_s;
+  unwrap(core::ensure_writable_dir(args.out_dir));
+
+  bench::RunEnv env;
+  std::tie(env.date, env.time_utc) = bench::utc_now();
+  env.command = own_command_line();
+  env.backend = backend;
+  env.commit = MOETUNE_GIT_COMMIT;
+  env.options = options;
+  env.ceilings.copy_source = env.ceilings.matmul_source = "not measured: A/B compares arms";
+  for (auto const& a : o.arms) env.arms.push_back(a.name + "=" + a.spec);
+  env.rounds = o.rounds;
+
+  auto runs = bench::run_arms(o, [](std::string const& line) {
+    std::fprintf(stderr, "ab: %s\n", line.c_str());
+  });
+  if (!runs.ok()) fail(runs.error());
+  if (!runs->empty()) env.device.name = runs->front().report.device;
+  auto const cmp = bench::compare_runs(*runs, o);
+
+  std::string dir = unwrap(bench::make_run_dir(args.out_dir, env));
+  std::filesystem::rename(dir, dir + "-ab");
+  dir += "-ab";
+  unwrap(core::write_file_atomic(dir + "/env.json", bench::env_json(env)));
+  unwrap(core::write_file_atomic(dir + "/ab.csv", bench::ab_csv(cmp, o.margin)));
+  unwrap(core::write_file_atomic(dir + "/ab_samples.csv", bench::ab_samples_csv(*runs)));
+
+  int mismatches = 0;
+  for (auto const& c : cmp) {
+    std::printf("%-14s M=%-6lld %s %s us vs %s %s us: %s\n", c.series.c_str(),
+                static_cast<long long>(c.m), c.arm_a.c_str(), format_us(c.a_median_us).c_str(),
+                c.arm_b.c_str(), format_us(c.b_median_us).c_str(),
+                bench::describe(c, o.margin).c_str());
+    if (!c.digests_equal) {
+      ++mismatches;
+      std::printf("  DIGEST %s: %s %s [%s] vs %s %s [%s]\n",
+                  c.expected_equal ? "MISMATCH" : "differs (allowed by --digests any)",
+                  c.arm_a.c_str(), c.digest_a.c_str(), c.config_a.c_str(), c.arm_b.c_str(),
+                  c.digest_b.c_str(), c.config_b.c_str());
+    }
+  }
+  std::printf("wrote %s (ab.csv, ab_samples.csv, env.json)\n", dir.c_str());
+  if (mismatches > 0 && o.expect_equal_digests) {
+    std::printf("%d point(s) where arms expected bitwise-equal differ: their times are not "
+                "comparable; fix the arms or pass --digests any\n",
+                mismatches);
+    return kExitFindings;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void setup_ab(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<AbCmdArgs>();
+  add_series_options(app, &args->series);
+  app.add_option("--arm", args->arms,
+                 "NAME=SPEC, SPEC = default | tables:DIR | levers:NAME=on|off[+...] | "
+                 "binary:PATH, items joined by ','; the first arm is the baseline")
+      ->required();
+  app.add_option("--rounds", args->rounds, "rounds; each runs every arm once (default 5)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--margin", args->margin,
+                 "fraction a delta's whole interval must clear to count (default 0.01)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--digests", args->digests,
+                 "equal (default): arms must give bitwise-equal outputs; any: report only");
+  app.add_option("--cooldown", args->series.cooldown_s,
+                 "seconds to sleep between arm processes (default: 1 on cuda, 0 on cpu)");
+  app.add_option("--out", args->out_dir, "where the dated A/B folder is written");
+  app.add_option("--timeout-s", args->timeout_s, "limit per arm process (default 600)");
+  app.callback([args, &exit_code] { exit_code = run_ab(*args); });
+}
+
+}  // namespace moetune::cli
