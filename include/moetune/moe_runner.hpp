@@ -108,6 +108,11 @@ class MoeRunner {
   /// none or auto): one atomic load. "auto" may tune (bounded by auto_budget_s) on first use.
   core::Result<Choice> choose(int64_t m, Knobs const& knobs = {});
 
+  /// The Choice run() uses for knobs none or auto, without copying it: after the first call for
+  /// an M, one atomic load. The pointer stays valid for the runner's life. Explicit knobs are
+  /// refused here (choose() and run() validate them).
+  core::Result<Choice const*> lookup(int64_t m, Knobs const& knobs = {});
+
   /// Runs the layer for M tokens. Pointers are device pointers (cuda; `stream` is a cudaStream_t)
   /// or host pointers (cpu; `stream` is ignored). Layouts: x [M, K], topk_ids [M, top_k] int32,
   /// topk_weights [M, top_k] fp32, w1 [E, N1, K], w2 [E, K, I], out [M, K] in the problem dtype.

@@ -47,6 +47,18 @@ core::Result<Choice> MoeRunner::choose(int64_t m, Knobs const& knobs) {
   return (*s)->choice;
 }
 
+core::Result<Choice const*> MoeRunner::lookup(int64_t m, Knobs const& knobs) {
+  MOETUNE_RETURN_IF_ERROR(impl_->check_m(m));
+  if (knobs.mode == KnobMode::kExplicit) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner::lookup",
+                            "lookup serves knobs none and auto; pass explicit configs to choose() "
+                            "or run(), which validate them");
+  }
+  auto s = impl_->lookup(m, knobs.mode, nullptr);
+  if (!s.ok()) return s.error();
+  return &(*s)->choice;
+}
+
 core::Status MoeRunner::run(void* stream, void const* x, int32_t const* topk_ids,
                             float const* topk_weights, void const* w1, void const* w2, void* out,
                             int64_t m, Knobs const& knobs, Choice* chosen) {
