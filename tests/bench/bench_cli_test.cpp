@@ -1,0 +1,194 @@
+// moetune bench, ab and report end to end on the cpu backend (tiny problems, few repeats): the
+// archive's contents, a digest mismatch caught point by point, identical arms refused as a win,
+// and a report rendered from fixtures and from the committed kernel-benchmark CSV.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "cli/cli_test_util.hpp"
+#include "core/table.hpp"
+
+namespace moetune::cli::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kProblem = "E=8,K=256,I=128,topk=2,act=silu,dtype=fp32";
+
+/// The one folder directly under `dir` (a run's dated folder).
+fs::path only_subdir(fs::path const& dir) {
+  std::vector<fs::path> found;
+  for (auto const& e : fs::directory_iterator(dir)) found.push_back(e.path());
+  EXPECT_EQ(found.size(), 1u);
+  return found.empty() ? dir : found.front();
+}
+
+/// A cpu table for kProblem whose one row splits both reductions in two: the same problem in a
+/// different summation order, so its outputs differ in the last bits from the default's.
+void write_split_k_table(fs::path const& dir) {
+  core::Table t;
+  t.key = {.num_experts = 8, .intermediate_size = 128, .hidden_size = 256, .top_k = 2,
+           .activation = core::Activation::kSiluGated, .dtype = core::DType::kFp32,
+           .device_name = "cpu", .family = "cpu_tiled", .family_version = 1};
+  t.has_manifest = true;
+  core::KernelConfig k;
+  k.tile = {.block_m = 8, .block_n = 32, .block_k = 64, .group_m = 1};
+  k.pipeline.split_k = 2;
+  k.launch.num_threads = 1;
+  t.rows[1].config = core::uniform_config(k);
+  t.rows[1].source = core::Source{.kind = "measured", .date = "2026-11-29", .device = "cpu"};
+  fs::create_directories(dir);
+  auto saved = core::save_table(t, dir.string());
+  ASSERT_TRUE(saved.ok()) << saved.error().to_string();
+}
+
+using BenchCli = CliTest;
+
+TEST_F(BenchCli, BenchWritesADatedFolderWithEnvJsonAndOneCsvRowPerPoint) {
+  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,16", "--repeats",
+                "3", "--warmup", "1", "--out", "runs", "--ceiling-mib", "8"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  fs::path const run_dir = only_subdir(path("runs"));
+  EXPECT_TRUE(run_dir.filename().string().starts_with("20")) << run_dir;
+  std::string const env = read_text(run_dir / "env.json");
+  auto keys = top_level_keys(env);
+  for (char const* k : {"env_version", "date", "command", "backend", "device", "driver",
+                        "toolchain", "commit", "clocks", "ceilings", "options"}) {
+    EXPECT_NE(std::find(keys.begin(), keys.end(), k), keys.end()) << k << " in " << env;
+  }
+  EXPECT_NE(env.find("plain blocked fp32 loop"), std::string::npos) << env;
+  std::string const csv = read_text(run_dir / "bench.csv");
+  EXPECT_EQ(count_lines(csv), 3) << csv;
+  EXPECT_TRUE(csv.starts_with("bench_csv_version,series,backend,device,E,K,I,top_k,act,dtype,"));
+  for (char const* col : {",time_us,p10_us,p90_us,ci_low_us,ci_high_us,floor_us,bound,ratio,",
+                          ",digest,deterministic,", ",g1_block_m,", ",g2_block_k,",
+                          ",sm_clock_mhz,power_w,"}) {
+    EXPECT_NE(csv.find(col), std::string::npos) << col;
+  }
+  EXPECT_NE(csv.find(",ok,default,"), std::string::npos) << csv;  // check ok, default config
+  EXPECT_NE(r.out.find("t/floor"), std::string::npos) << r.out;
+}
+
+TEST_F(BenchCli, BenchResolvesConfigsFromTables) {
+  write_split_k_table(path("split"));
+  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,4", "--repeats",
+                "2", "--out", "runs", "--ceiling-mib", "8", "--tables", "split"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string const csv = read_text(only_subdir(path("runs")) / "bench.csv");
+  EXPECT_NE(csv.find(",exact_key,1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",nearest_key,1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("m8n32k64g1w4s2sk2t1"), std::string::npos) << csv;
+}
+
+TEST_F(BenchCli, AbCatchesADigestMismatchPointByPoint) {
+  write_split_k_table(path("split"));
+  std::vector<std::string> args = {"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1,16",
+                                   "--repeats", "2", "--rounds", "2", "--out", "runs",
+                                   "--arm", "A=default", "--arm", "B=tables:split"};
+  auto r = run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("problem        M=1 "), std::string::npos) << r.out;
+  int mismatches = 0;
+  for (size_t at = r.out.find("DIGEST MISMATCH"); at != std::string::npos;
+       at = r.out.find("DIGEST MISMATCH", at + 1)) {
+    ++mismatches;
+  }
+  EXPECT_EQ(mismatches, 2) << r.out;  // both points, each named
+  EXPECT_NE(r.out.find("2 point(s) where arms expected bitwise-equal differ"), std::string::npos);
+  std::string const ab = read_text(only_subdir(path("runs")) / "ab.csv");
+  EXPECT_NE(ab.find(",0,1,m8n"), std::string::npos) << ab;  // digests_equal 0, expected 1
+
+  args.insert(args.end(), {"--digests", "any"});
+  fs::remove_all(path("runs"));
+  auto any = run(args);
+  EXPECT_EQ(any.exit_code, 0) << any.out << any.err;
+  EXPECT_NE(any.out.find("differs (allowed by --digests any)"), std::string::npos) << any.out;
+}
+
+TEST_F(BenchCli, AbRefusesToCallIdenticalArmsAWin) {
+  auto r = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "4", "--repeats", "5",
+                "--rounds", "4", "--margin", "0.1", "--out", "runs", "--arm", "A=default",
+                "--arm", "B=default"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("no difference"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("faster"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("DIGEST"), std::string::npos) << r.out;
+  fs::path const dir = only_subdir(path("runs"));
+  EXPECT_TRUE(dir.string().ends_with("-ab")) << dir;
+  std::string const ab = read_text(dir / "ab.csv");
+  EXPECT_NE(ab.find(",no_difference,"), std::string::npos) << ab;
+  std::string const samples = read_text(dir / "ab_samples.csv");
+  EXPECT_EQ(count_lines(samples), 1 + 2 * 4) << samples;  // header + arms x rounds
+}
+
+TEST_F(BenchCli, AbRejectsBadArmsBeforeRunningAny) {
+  auto one = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm",
+                  "A=default"});
+  EXPECT_EQ(one.exit_code, 2);
+  EXPECT_NE(one.err.find("give at least two arms"), std::string::npos) << one.err;
+  auto dup = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm",
+                  "A=default", "--arm", "A=levers:cpu_register_tiles=off"});
+  EXPECT_EQ(dup.exit_code, 2);
+  EXPECT_NE(dup.err.find("the name 'A' is used twice"), std::string::npos) << dup.err;
+  auto lever = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm",
+                    "A=default", "--arm", "B=levers:cpu_register_tiles=maybe"});
+  EXPECT_EQ(lever.exit_code, 2);
+  EXPECT_NE(lever.err.find("is not NAME=on or NAME=off"), std::string::npos) << lever.err;
+}
+
+TEST_F(BenchCli, ReportRendersOneSelfContainedPageFromFixtures) {
+  write("run/bench.csv",
+        "bench_csv_version,series,E,K,I,top_k,act,M,time_us,p10_us,p90_us,floor_us,bound,ratio,"
+        "config,digest\n"
+        "1,demo,8,256,128,2,silu,1,110,105,112,33,compute,3.33,m8n64k128g1w4s2t1,aa\n"
+        "1,demo,8,256,128,2,silu,16,580,560,590,525,compute,1.10,m8n64k128g1w4s2t1,bb\n"
+        "1,demo,8,256,128,2,silu,64,1380,1360,1400,2100,compute,0.66,m16n64k128g1w4s2,cc\n");
+  write("run/ab.csv",
+        "ab_csv_version,series,M,arm_a,arm_b,rounds,a_median_us,b_median_us,delta,ci_low,ci_high,"
+        "margin,verdict,digest_a,digest_b,digests_equal,expected_equal,config_a,config_b\n"
+        "1,demo,1,A,B,4,100,80,-0.2,-0.25,-0.15,0.01,b_faster,aa,aa,1,1,x,y\n"
+        "1,demo,16,A,B,4,100,101,0.01,-0.02,0.04,0.01,no_difference,bb,bc,0,1,x,y\n");
+  write("run/env.json", "{\"env_version\": 1}\n");
+  auto r = run({"report", "run"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote run/report.html (3 points, 2 A/B comparisons)\n");
+  std::string const html = read("run/report.html");
+  EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
+  EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained: no scripts ...
+  EXPECT_EQ(html.find("<link"), std::string::npos);    // ... no stylesheets ...
+  EXPECT_EQ(html.find("src="), std::string::npos);     // ... no external images
+  int svgs = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
+    ++svgs;
+  }
+  EXPECT_EQ(svgs, 3);  // roofline, config heatmap, A/B deltas
+  EXPECT_NE(html.find("t/floor per M"), std::string::npos);
+  EXPECT_NE(html.find("m16n64k128"), std::string::npos);
+  EXPECT_NE(html.find("no difference"), std::string::npos);
+  EXPECT_NE(html.find("&#8800;"), std::string::npos);
+  EXPECT_NE(html.find("&quot;env_version&quot;"), std::string::npos);
+}
+
+TEST_F(BenchCli, ReportReadsTheKernelBenchmarksCsv) {
+  std::string const csv =
+      std::string(MOETUNE_SOURCE_DIR) + "/bench/results/2026-11-29-80bf7eb41175.csv";
+  auto r = run({"report", csv, "--out", "k.html"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote k.html (36 points, 0 A/B comparisons)\n");
+  std::string const html = read("k.html");
+  EXPECT_NE(html.find("S1 E=128 K=2688 I=1856 top_k=6 relu2"), std::string::npos);
+  EXPECT_NE(html.find("m16n64k128"), std::string::npos);
+}
+
+TEST_F(BenchCli, ReportRefusesACsvItCannotRead) {
+  write("x.csv", "a,b\n1,2\n");
+  auto r = run({"report", "x.csv"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("x.csv: not a bench CSV: the header lacks"), std::string::npos) << r.err;
+  auto none = run({"report", "."});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("holds neither bench.csv nor ab.csv"), std::string::npos) << none.err;
+}
+
+}  // namespace
+}  // namespace moetune::cli::testing
