@@ -162,8 +162,9 @@ std::string render_report_html(ReportData const& d) {
          "same run, floor = max(bytes_min / copy bandwidth, flops / matmul rate); 1.0 is the "
          "floor; whiskers are p10/p90.</p>\n";
     h += roofline_svg(d.points) + "\n" + summary_table(d.points) + "\n";
-    h += "<h2>Chosen config per bucket</h2>\n<p class=\"note\">colour = config (legend below), "
-         "first line = GEMM1 tile, second = t/floor; hover a cell for both GEMMs' configs.</p>\n";
+    h += "<h2>Chosen config per bucket</h2>\n<p class=\"note\">colour and first line = GEMM1 "
+         "tile (block m, n, k), second line = t/floor; hover a cell for both GEMMs' full "
+         "configs.</p>\n";
     h += config_heatmap_svg(d.points) + "\n";
   }
   if (!d.deltas.empty()) {

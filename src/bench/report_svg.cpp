@@ -76,18 +76,24 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
     ms.insert(std::max<int64_t>(p.m, 1));
     if (p.floor_us > 0) ymax = std::max(ymax, std::max(p.ratio, p.p90_us / p.floor_us));
   }
-  ymax *= 1.05;
+  double ymin = 1.0;
+  for (auto const& p : points) {
+    if (p.floor_us > 0) ymin = std::min({ymin, p.ratio, p.p10_us / p.floor_us});
+  }
+  // Ticks on a 0.25 grid, the floor (1.0) always inside.
+  ymin = std::floor(std::max(0.0, ymin * 0.95) * 4) / 4;
+  ymax = std::ceil(ymax * 1.02 * 4) / 4;
   double const x0 = std::log2(static_cast<double>(*ms.begin()));
   double const x1 = std::max(x0 + 1, std::log2(static_cast<double>(*ms.rbegin())));
   auto X = [&](int64_t m) {
     return l + (std::log2(static_cast<double>(std::max<int64_t>(m, 1))) - x0) / (x1 - x0) *
                    (w - l - r);
   };
-  auto Y = [&](double v) { return h - b - v / ymax * (h - t - b); };
+  auto Y = [&](double v) { return h - b - (v - ymin) / (ymax - ymin) * (h - t - b); };
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(w, "%.0f") +
                   "\" height=\"" + fmt(h, "%.0f") + "\" font-size=\"11\">";
-  for (int i = 0; i <= 5; ++i) {
-    double const v = ymax * i / 5;
+  double const step = (ymax - ymin) > 2 ? 0.5 : 0.25;
+  for (double v = ymin; v <= ymax + 1e-9; v += step) {
     s += line(l, Y(v), w - r, Y(v), "#eee") + text(l - 6, Y(v) + 4, fmt(v, "%.2f"),
                                                    "text-anchor=\"end\"");
   }
@@ -127,17 +133,17 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
 std::string config_heatmap_svg(std::vector<ReportPoint> const& points) {
   auto const rows = series_order(points);
   std::set<int64_t> ms;
-  std::vector<std::string> configs;
+  std::vector<std::string> configs;  // GEMM1 tiles, the legend's entries
   for (auto const& p : points) {
     ms.insert(p.m);
-    if (std::find(configs.begin(), configs.end(), p.config) == configs.end()) {
-      configs.push_back(p.config);
+    if (std::find(configs.begin(), configs.end(), tile_of(p.config)) == configs.end()) {
+      configs.push_back(tile_of(p.config));
     }
   }
   std::vector<int64_t> const cols(ms.begin(), ms.end());
-  double const label_w = 300, cw = 78, ch = 40, top = 24;
+  double const label_w = 300, cw = 92, ch = 40, top = 24;
   double const grid_h = top + rows.size() * ch;
-  size_t const legend_cols = 2;
+  size_t const legend_cols = 6;
   double const legend_row = 16;
   double const legend_h =
       20 + std::ceil(static_cast<double>(configs.size()) / legend_cols) * legend_row;
@@ -154,7 +160,7 @@ std::string config_heatmap_svg(std::vector<ReportPoint> const& points) {
   for (auto const& p : points) {
     size_t const i = std::find(rows.begin(), rows.end(), p.series) - rows.begin();
     size_t const j = std::find(cols.begin(), cols.end(), p.m) - cols.begin();
-    size_t const k = std::find(configs.begin(), configs.end(), p.config) - configs.begin();
+    size_t const k = std::find(configs.begin(), configs.end(), tile_of(p.config)) - configs.begin();
     double const x = label_w + j * cw, y = top + i * ch;
     s += "<g><title>" + html_escape(p.series) + " M=" + std::to_string(p.m) + ": " +
          html_escape(p.config) + ", " + fmt(p.time_us, "%.2f") + " us, t/floor " +
@@ -208,7 +214,9 @@ std::string deltas_svg(std::vector<ReportDelta> const& deltas) {
     s += line(X(d.ci_low), y, X(d.ci_high), y, c, "stroke-width=\"2\"");
     s += "<circle cx=\"" + fmt(X(d.delta)) + "\" cy=\"" + fmt(y) + "\" r=\"4\" fill=\"" + c +
          "\"/>";
-    std::string verdict = d.verdict == "no_difference" ? "no difference" : d.verdict;
+    std::string const verdict = d.verdict == "b_faster"   ? d.arm_b + " faster"
+                                : d.verdict == "b_slower" ? d.arm_b + " slower"
+                                                          : "no difference";
     s += text(label_w + plot_w + 12, y + 4,
               verdict + "  " + fmt(d.delta * 100, "%+.1f%%") + " [" + fmt(d.ci_low * 100, "%+.1f") +
                   ", " + fmt(d.ci_high * 100, "%+.1f") + "]" +
