@@ -34,8 +34,11 @@ class DeviceOps {
   virtual ~DeviceOps() = default;
   /// Grows the workspace to fit every config in `configs` at M = max_tokens (never shrinks).
   /// Not thread-safe against launch(): the runner calls it under its lock, off the hot path.
+  /// When growth is needed while `capturing` (a CUDA graph capture), it fails instead: growing
+  /// synchronises the device, which would break the capture.
   virtual core::Status reserve(core::MoeProblem const& problem, int64_t max_tokens,
-                               std::vector<core::MoeConfig> const& configs) = 0;
+                               std::vector<core::MoeConfig> const& configs,
+                               bool capturing = false) = 0;
   /// Makes `config` launchable (cuda: load_sm90_gather; cpu: nothing). `compiled` is set when a
   /// compiler had to run (the cubin was not in the cache: serving compiled).
   virtual core::Result<Launchable> prepare(core::MoeProblem const& problem,

@@ -20,7 +20,7 @@ namespace {
 class CpuDeviceOps final : public DeviceOps {
  public:
   core::Status reserve(core::MoeProblem const& p, int64_t max_tokens,
-                       std::vector<core::MoeConfig> const& configs) override {
+                       std::vector<core::MoeConfig> const& configs, bool) override {
     int block_m = 8;
     int split_k = 1;
     for (auto const& c : configs) {

@@ -27,12 +27,18 @@ class CudaDeviceOps final : public DeviceOps {
     if (workspace_ != nullptr) cudaFree(workspace_);
   }
   core::Status reserve(core::MoeProblem const& p, int64_t max_tokens,
-                       std::vector<core::MoeConfig> const& configs) override {
+                       std::vector<core::MoeConfig> const& configs, bool capturing) override {
     core::MoeProblem pm = p;
     pm.num_tokens = max_tokens;
     size_t need = bytes_;
     for (auto const& c : configs) need = std::max(need, kc::sm90_gather_workspace_bytes(pm, c));
     if (need <= bytes_) return core::Status::Ok();
+    if (capturing) {
+      return core::make_error(core::ErrorCode::kUnsupported, "MoeRunner workspace",
+                              "a config needs " + std::to_string(need) + " workspace bytes but " +
+                                  std::to_string(bytes_) + " are held, and growing it during " +
+                                  "CUDA graph capture is refused; run it once before capturing");
+    }
     // Off the hot path (create, or the first use of a new config): wait for launches that may
     // still read the old buffer before freeing it.
     MOETUNE_CUDA_CHECK(cudaDeviceSynchronize());

@@ -70,7 +70,7 @@ core::Status MoeRunner::run(void* stream, void const* x, int32_t const* topk_ids
     if (!c.ok()) return c.error();
     if (chosen) *chosen = *c;
     if (m == 0) return core::Status::Ok();
-    auto l = impl_->explicit_launchable(knobs.config, m);
+    auto l = impl_->explicit_launchable(knobs.config, m, stream);
     if (!l.ok()) return l.error();
     return impl_->ops->launch(impl_->at(m), knobs.config, *l, args, stream);
   }

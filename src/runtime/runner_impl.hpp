@@ -75,8 +75,10 @@ class RunnerImpl {
     return p;
   }
 
-  core::Result<runtime::Launchable> launchable_for(core::MoeConfig const& c, int64_t m) {
-    MOETUNE_RETURN_IF_ERROR(ops->reserve(problem, options.max_tokens, {c}));
+  core::Result<runtime::Launchable> launchable_for(core::MoeConfig const& c, int64_t m,
+                                                   void* stream) {
+    bool const in_capture = capturing.load() || ops->stream_capturing(stream);
+    MOETUNE_RETURN_IF_ERROR(ops->reserve(problem, options.max_tokens, {c}, in_capture));
     bool compiled = false;
     auto l = ops->prepare(at(m), c, &compiled);
     if (l.ok() && compiled) {
@@ -86,8 +88,8 @@ class RunnerImpl {
     return l;
   }
 
-  core::Result<Slot const*> publish(Choice choice) {
-    auto l = launchable_for(choice.config, choice.m);
+  core::Result<Slot const*> publish(Choice choice, void* stream) {
+    auto l = launchable_for(choice.config, choice.m, stream);
     if (!l.ok()) return l.error();
     arena.push_back({std::move(choice), *l});
     return &arena.back();
@@ -146,9 +148,9 @@ class RunnerImpl {
   core::Result<Slot const*> resolve_locked(int64_t m, KnobMode mode, void* stream) {
     int64_t const bucket = runtime_bucket(m);
     if (CacheEntry const* e = cache_entry(bucket)) {
-      return publish(from_cache(m, *e, mode == KnobMode::kAuto));
+      return publish(from_cache(m, *e, mode == KnobMode::kAuto), stream);
     }
-    if (mode == KnobMode::kNone || m == 0) return publish(from_table_or_default(m));
+    if (mode == KnobMode::kNone || m == 0) return publish(from_table_or_default(m), stream);
     if (capturing.load() || ops->stream_capturing(stream)) {
       return core::make_error(
           core::ErrorCode::kUnsupported, "MoeRunner knobs=auto",
@@ -170,7 +172,7 @@ class RunnerImpl {
     // The new entry outranks table rows for this bucket: forget what "none" memoised.
     for (int64_t i = 0; i < memo_size; ++i) memo[0][i].store(nullptr, std::memory_order_release);
     // Later lookups see the cache rule; this call reports that auto chose it.
-    auto cached = publish(from_cache(m, entry, true));
+    auto cached = publish(from_cache(m, entry, true), stream);
     if (!cached.ok()) return cached.error();
     if (m < memo_size) memo[1][m].store(*cached, std::memory_order_release);
     Choice now = (*cached)->choice;
@@ -179,7 +181,7 @@ class RunnerImpl {
                   " now (" + std::to_string(tuned->candidates_tried) + " candidates, " +
                   (tuned->default_kept ? "default kept" : "challenger won") +
                   "), persisted in " + cache_path;
-    return publish(std::move(now));
+    return publish(std::move(now), stream);
   }
 
   core::Result<Slot const*> lookup(int64_t m, KnobMode mode, void* stream) {
@@ -222,12 +224,13 @@ class RunnerImpl {
                              core::short_string(c) + " (validated by can_implement)"};
   }
 
-  core::Result<runtime::Launchable> explicit_launchable(core::MoeConfig const& c, int64_t m) {
+  core::Result<runtime::Launchable> explicit_launchable(core::MoeConfig const& c, int64_t m,
+                                                       void* stream) {
     std::lock_guard<std::mutex> lock(mu);
     for (auto const& [config, l] : explicit_launchables) {
       if (config == c) return l;
     }
-    auto l = launchable_for(c, m);
+    auto l = launchable_for(c, m, stream);
     if (l.ok()) explicit_launchables.emplace_back(c, *l);
     return l;
   }
