@@ -116,22 +116,20 @@ int main(int argc, char** argv) {
   }));
   auto const first = r->choose(1);
   moetune::Knobs const ex = moetune::Knobs::explicit_config(first->config);
-  rows.push_back(measure("choose/none", rounds, iters / 10, [&](int64_t m) {
-    sink = sink + r->choose(m)->bucket;
-  }));
-  rows.push_back(measure("explicit", rounds, iters / 10, [&](int64_t m) {
-    sink = sink + r->choose(m, ex)->bucket;
-  }));
+  rows.push_back(measure("choose/none", rounds, iters / 10,
+                         [&](int64_t m) { sink = sink + r->choose(m)->bucket; }));
+  rows.push_back(measure("explicit", rounds, iters / 10,
+                         [&](int64_t m) { sink = sink + r->choose(m, ex)->bucket; }));
   std::filesystem::create_directories(std::filesystem::path(out).parent_path());
   std::ofstream csv(out);
   moetune::core::DeviceInfo const d = moetune::core::cpu_device_info();
   csv << "what,rounds,iters_per_round,median_ns,p10_ns,p90_ns,device,toolchain,commit\n";
   for (auto const& row : rows) {
     char line[256];
-    std::snprintf(line, sizeof line, "%s,%zu,%lld,%.2f,%.2f,%.2f", row.what.c_str(),
-                  row.ns.size(), static_cast<long long>(row.what == "cold/none" ? kMaxTokens
-                                                        : row.what == "lookup/none" ? iters
-                                                                                    : iters / 10),
+    std::snprintf(line, sizeof line, "%s,%zu,%lld,%.2f,%.2f,%.2f", row.what.c_str(), row.ns.size(),
+                  static_cast<long long>(row.what == "cold/none"     ? kMaxTokens
+                                         : row.what == "lookup/none" ? iters
+                                                                     : iters / 10),
                   pct(row.ns, 0.5), pct(row.ns, 0.1), pct(row.ns, 0.9));
     csv << line << ",\"" << d.name << "\"," << d.toolchain << "," << head_commit() << "\n";
     std::cout << line << "\n";

@@ -19,9 +19,9 @@
 
 #include <unistd.h>
 
-#include "kernels/cpu/moe_data.hpp"      // generated inputs: stands in for the engine's tensors
+#include "kernels/cpu/moe_data.hpp"  // generated inputs: stands in for the engine's tensors
 #include "kernels/cpu/output_check.hpp"
-#include "kernels/cpu/reference.hpp"     // fp64 reference: the self-check
+#include "kernels/cpu/reference.hpp"  // fp64 reference: the self-check
 #include "kernels/testbed.hpp"
 #include "moetune/moe_runner.hpp"
 #if defined(MOETUNE_HAVE_CUDA)
@@ -47,8 +47,13 @@ struct Buffers {
 };
 
 Buffers upload(cpu::MoeHostData const& d, std::vector<unsigned char>& host_out, bool cuda) {
-  Buffers b{d.x_data(), d.routing.topk_ids.data(), d.routing.topk_weights.data(), d.w1_data(),
-            d.w2_data(), host_out.data(), {}};
+  Buffers b{d.x_data(),
+            d.routing.topk_ids.data(),
+            d.routing.topk_weights.data(),
+            d.w1_data(),
+            d.w2_data(),
+            host_out.data(),
+            {}};
 #if defined(MOETUNE_HAVE_CUDA)
   if (cuda) {
     auto copy = [&](void const* src, size_t bytes) -> void* {
@@ -80,7 +85,8 @@ bool forward_and_check(moetune::MoeRunner& runner, int64_t m, Knobs const& knobs
   p.num_tokens = m;
   auto data = cpu::generate_moe_data(p, {}, 42 + m);
   if (!data.ok()) return false;
-  std::vector<unsigned char> out(static_cast<size_t>(m * p.hidden_size) * core::dtype_bytes(p.dtype));
+  std::vector<unsigned char> out(static_cast<size_t>(m * p.hidden_size) *
+                                 core::dtype_bytes(p.dtype));
   Buffers b = upload(*data, out, cuda);
   Choice chosen;
   // The serving call: the stream is a cudaStream_t on cuda (nullptr = default), unused on cpu.

@@ -6,7 +6,8 @@
 //   none      -> the knob cache entry of this scope and bucket, else the table row (the resolver:
 //                nearest key, policies), else the backend's documented default config;
 //   explicit  -> that config, validated with the backend's can_implement (refused with the reason);
-//   auto      -> the cache entry when there is one (never re-tuned), else a bounded in-process sweep
+//   auto      -> the cache entry when there is one (never re-tuned), else a bounded in-process
+//   sweep
 //                of this bucket (time budget), whose winner is persisted in the cache and served.
 //                Refused while a CUDA graph is being captured (a sweep launches and synchronises).
 // Every answer (Choice) says which rule chose it. docs/runtime.md describes the whole flow;
@@ -53,11 +54,11 @@ char const* to_string(ChoiceRule r);
 /// The answer for one M: the config, the rule, and a sentence saying why.
 struct Choice {
   int64_t m = 0;
-  int64_t bucket = 0;          ///< the cache bucket of M (runtime_bucket)
+  int64_t bucket = 0;  ///< the cache bucket of M (runtime_bucket)
   core::MoeConfig config;
   ChoiceRule rule = ChoiceRule::kDefault;
   std::optional<core::Source> source;  ///< table row's / cache entry's provenance
-  std::string explain;         ///< "M=5 -> cache entry for bucket 8 (tuned 2026-11-29, 31.2 us)"
+  std::string explain;  ///< "M=5 -> cache entry for bucket 8 (tuned 2026-11-29, 31.2 us)"
 };
 
 /// Options of a runner. Every field has a documented default.
@@ -118,9 +119,9 @@ class MoeRunner {
   /// topk_weights [M, top_k] fp32, w1 [E, N1, K], w2 [E, K, I], out [M, K] in the problem dtype.
   /// Fails when M > max_tokens, on a refused explicit config, or when "auto" would tune during
   /// graph capture. `chosen`, when given, receives the Choice.
-  core::Status run(void* stream, void const* x, int32_t const* topk_ids,
-                   float const* topk_weights, void const* w1, void const* w2, void* out, int64_t m,
-                   Knobs const& knobs = {}, Choice* chosen = nullptr);
+  core::Status run(void* stream, void const* x, int32_t const* topk_ids, float const* topk_weights,
+                   void const* w1, void const* w2, void* out, int64_t m, Knobs const& knobs = {},
+                   Choice* chosen = nullptr);
 
   /// Marks graph capture on or off. The cuda backend also asks the stream
   /// (cudaStreamIsCapturing); the cpu backend has no graphs, so this flag is how callers (and

@@ -17,8 +17,8 @@ void setup_pack(CLI::App& app, int& exit_code) {
   app.add_option("--out", *out, "bundle directory to write (created)")->required();
   app.callback([tables, out, &exit_code] {
     print_prewarm(unwrap(runtime::pack_bundle(*tables, *out)), true);
-    std::cout << "bundle: " << *out << " (serve with MOETUNE_CACHE_DIR=" << *out
-              << " and tables " << *out << "/tables)\n";
+    std::cout << "bundle: " << *out << " (serve with MOETUNE_CACHE_DIR=" << *out << " and tables "
+              << *out << "/tables)\n";
     exit_code = kExitOk;
   });
 }

@@ -64,8 +64,8 @@ Checked run_on_cpu(MoeRunner& runner, core::RoutingProfile const& routing, int64
   kernels::Tolerance const tol = kernels::tolerance_for(p.dtype);
   kernels::cpu::poison_output(p.dtype, out.data(), m * p.hidden_size);
   unwrap(runner.run(nullptr, data.x_data(), data.routing.topk_ids.data(),
-                    data.routing.topk_weights.data(), data.w1_data(), data.w2_data(), out.data(),
-                    m, knobs, choice));
+                    data.routing.topk_weights.data(), data.w1_data(), data.w2_data(), out.data(), m,
+                    knobs, choice));
   if (m == 0) return {0, true, "runner"};
   auto ref = unwrap(kernels::cpu::reference_moe(p, data.view()));
   auto r = kernels::cpu::check_output(p.dtype, out.data(), ref, tol);
@@ -156,8 +156,9 @@ void setup_run(CLI::App& app, int& exit_code) {
                  "~/.cache/moetune/knobs-<role>.json)");
   app.add_option("--role", args->role, "deployment role (names the default cache file)")
       ->capture_default_str();
-  app.add_option("--routing", args->routing, "routing profile the cache is scoped by and auto "
-                                             "tunes on")
+  app.add_option("--routing", args->routing,
+                 "routing profile the cache is scoped by and auto "
+                 "tunes on")
       ->capture_default_str();
   app.add_option("--budget-s", args->budget_s, "time budget of one auto sweep, seconds")
       ->capture_default_str();

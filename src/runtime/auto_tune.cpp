@@ -35,8 +35,7 @@ std::string today() {
 }
 
 /// The default first, then the search space without duplicates, pruned by can_implement.
-std::vector<core::MoeConfig> candidates(core::Backend const& backend,
-                                        core::MoeProblem const& p) {
+std::vector<core::MoeConfig> candidates(core::Backend const& backend, core::MoeProblem const& p) {
   std::vector<core::MoeConfig> out = {backend.default_config(p)};
   for (core::MoeConfig const& c : backend.search_space(p)) {
     if (std::find(out.begin(), out.end(), c) != out.end()) continue;
@@ -52,9 +51,8 @@ core::Result<AutoTuneResult> auto_tune_bucket(std::string const& backend_name,
                                               core::MoeProblem problem, int64_t bucket,
                                               core::RoutingProfile const& routing,
                                               AutoTuneOptions const& options) {
-  auto const deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                         std::chrono::duration<double>(options.budget_s));
+  auto const deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(options.budget_s));
   problem.num_tokens = bucket;
   auto testbed = kernels::make_testbed(backend_name);
   if (!testbed.ok()) return testbed.error();
@@ -89,15 +87,16 @@ core::Result<AutoTuneResult> auto_tune_bucket(std::string const& backend_name,
   for (int pass = 0; pass < 3 && Clock::now() < deadline; ++pass) {
     for (Timed& f : finals) {
       auto t = (*testbed)->time(f.config, 0, std::max(1, options.final_reps / 3));
-      if (t.ok()) f.samples_us.insert(f.samples_us.end(), t->samples_us.begin(), t->samples_us.end());
+      if (t.ok())
+        f.samples_us.insert(f.samples_us.end(), t->samples_us.begin(), t->samples_us.end());
     }
   }
   for (Timed& f : finals) f.median_us = median(f.samples_us);
   auto best = std::min_element(finals.begin(), finals.end(), [](Timed const& a, Timed const& b) {
     return a.median_us < b.median_us;
   });
-  bool keep_default = default_passed &&
-                      best->median_us > finals.front().median_us * (1.0 - options.margin);
+  bool keep_default =
+      default_passed && best->median_us > finals.front().median_us * (1.0 - options.margin);
   Timed const& winner = keep_default ? finals.front() : *best;
 
   AutoTuneResult r;

@@ -20,16 +20,16 @@
 namespace moetune::runtime {
 
 struct AutoTuneOptions {
-  double budget_s = 30;   ///< wall clock; past it no new candidate starts
-  int first_reps = 3;     ///< timed runs per candidate in the first pass
-  int final_reps = 9;     ///< timed runs per finalist, over 3 interleaved passes
-  double margin = 0.02;   ///< a challenger must beat the default's median by this fraction
-  uint64_t seed = 1;      ///< data seed of Testbed::prepare
+  double budget_s = 30;  ///< wall clock; past it no new candidate starts
+  int first_reps = 3;    ///< timed runs per candidate in the first pass
+  int final_reps = 9;    ///< timed runs per finalist, over 3 interleaved passes
+  double margin = 0.02;  ///< a challenger must beat the default's median by this fraction
+  uint64_t seed = 1;     ///< data seed of Testbed::prepare
 };
 
 struct AutoTuneResult {
   core::MoeConfig config;
-  core::Source source;   ///< kind "tuned", numbers time_us, default_us, candidates, checked
+  core::Source source;  ///< kind "tuned", numbers time_us, default_us, candidates, checked
   int candidates_tried = 0;
   bool default_kept = false;
 };

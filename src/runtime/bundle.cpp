@@ -22,15 +22,15 @@ namespace {
 namespace fs = std::filesystem;
 
 core::Error bad(std::string where, std::string message) {
-  return core::make_error(core::ErrorCode::kInvalidArgument, std::move(where),
-                          std::move(message));
+  return core::make_error(core::ErrorCode::kInvalidArgument, std::move(where), std::move(message));
 }
 
 core::Result<core::MoeProblem> problem_of(core::TableKey const& key, std::string const& file) {
   if (key.hidden_size <= 0 || key.top_k <= 0 || !key.activation) {
-    return bad(file, "the table has no manifest with K, top_k and activation, so its configs "
-                     "cannot be checked or compiled; regenerate it with `moetune materialize` "
-                     "or `moetune tune`");
+    return bad(file,
+               "the table has no manifest with K, top_k and activation, so its configs "
+               "cannot be checked or compiled; regenerate it with `moetune materialize` "
+               "or `moetune tune`");
   }
   core::MoeProblem p;
   p.hidden_size = key.hidden_size;
@@ -77,8 +77,12 @@ core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir) {
     if (!t.ok()) return t.error();
     ++report.tables;
     for (auto const& [bucket, row] : t->rows) {
-      PrewarmItem item{.table = f, .bucket = bucket, .config = core::short_string(row.config),
-                       .outcome = "", .cubin = "", .compile_ms = 0};
+      PrewarmItem item{.table = f,
+                       .bucket = bucket,
+                       .config = core::short_string(row.config),
+                       .outcome = "",
+                       .cubin = "",
+                       .compile_ms = 0};
       MOETUNE_RETURN_IF_ERROR(prewarm_row(*t, f, bucket, row.config, item));
       report.items.push_back(std::move(item));
     }
@@ -93,10 +97,10 @@ std::string format_bundle_manifest(PrewarmReport const& report, std::string cons
                     ",\n  \"tables_from\": " + json_string(tables_dir) + ",\n  \"configs\": [";
   for (size_t i = 0; i < report.items.size(); ++i) {
     PrewarmItem const& it = report.items[i];
-    out += std::string(i ? "," : "") + "\n    {\"table\": " +
-           json_string(fs::path(it.table).filename().string()) +
-           ", \"bucket\": " + std::to_string(it.bucket) + ", \"config\": " +
-           json_string(it.config) + ", \"outcome\": " + json_string(it.outcome) +
+    out += std::string(i ? "," : "") +
+           "\n    {\"table\": " + json_string(fs::path(it.table).filename().string()) +
+           ", \"bucket\": " + std::to_string(it.bucket) +
+           ", \"config\": " + json_string(it.config) + ", \"outcome\": " + json_string(it.outcome) +
            ", \"cubin\": " +
            json_string(it.cubin.empty() ? "" : "cubin/" + fs::path(it.cubin).filename().string()) +
            "}";
@@ -104,8 +108,7 @@ std::string format_bundle_manifest(PrewarmReport const& report, std::string cons
   return out + (report.items.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
-core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir,
-                                        std::string const& out_dir) {
+core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir, std::string const& out_dir) {
   auto report = prewarm_tables(tables_dir);
   if (!report.ok()) return report.error();
   MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(out_dir + "/tables"));
@@ -116,8 +119,8 @@ core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir,
       auto text = core::read_file(src);
       if (!text.ok() && text.error().code == core::ErrorCode::kNotFound) continue;
       if (!text.ok()) return text.error();
-      MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(
-          out_dir + "/tables/" + fs::path(src).filename().string(), *text));
+      MOETUNE_RETURN_IF_ERROR(
+          core::write_file_atomic(out_dir + "/tables/" + fs::path(src).filename().string(), *text));
     }
   }
   for (PrewarmItem const& it : report->items) {

@@ -56,8 +56,11 @@ class CpuDeviceOps final : public DeviceOps {
   }
   core::Status launch(core::MoeProblem const& p, core::MoeConfig const& config, Launchable const&,
                       LayerArgs const& a, void*) override {
-    kernels::cpu::CpuMoeArgs args{.x = a.x, .topk_ids = a.topk_ids,
-                                  .topk_weights = a.topk_weights, .w1 = a.w1, .w2 = a.w2,
+    kernels::cpu::CpuMoeArgs args{.x = a.x,
+                                  .topk_ids = a.topk_ids,
+                                  .topk_weights = a.topk_weights,
+                                  .w1 = a.w1,
+                                  .w2 = a.w2,
                                   .out = a.out};
     std::lock_guard<std::mutex> lock(mu_);
     return kernels::cpu::run_cpu_moe(p, config, args, ws_);

@@ -65,8 +65,12 @@ class CudaDeviceOps final : public DeviceOps {
                                   std::to_string(bytes_) + " are held; raise max_tokens");
     }
     auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
-    kc::MoeArgs args{.x = a.x, .topk_ids = a.topk_ids, .topk_weights = a.topk_weights,
-                     .w1 = a.w1, .w2 = a.w2, .out = a.out};
+    kc::MoeArgs args{.x = a.x,
+                     .topk_ids = a.topk_ids,
+                     .topk_weights = a.topk_weights,
+                     .w1 = a.w1,
+                     .w2 = a.w2,
+                     .out = a.out};
     return kc::launch_sm90_gather(*k, p, args, workspace_, bytes_,
                                   static_cast<cudaStream_t>(stream), kc::kStageAll, fast_paths_);
   }

@@ -24,8 +24,9 @@ core::Error parse_error(std::string const& where, std::string message) {
 
 std::string format_scope(CacheScope const& s) {
   return "{\"device_name\": " + json_string(s.device_name) +
-         ", \"sm_count\": " + std::to_string(s.sm_count) + ", \"driver\": " + json_string(s.driver) +
-         ", \"toolchain\": " + json_string(s.toolchain) + ", \"family\": " + json_string(s.family) +
+         ", \"sm_count\": " + std::to_string(s.sm_count) +
+         ", \"driver\": " + json_string(s.driver) + ", \"toolchain\": " + json_string(s.toolchain) +
+         ", \"family\": " + json_string(s.family) +
          ", \"family_version\": " + std::to_string(s.family_version) +
          ", \"problem\": " + json_string(s.problem) + ", \"routing\": " + json_string(s.routing) +
          "}";
@@ -44,9 +45,12 @@ core::Result<CacheScope> parse_scope(std::string const& raw, std::string const& 
   auto j = FlatJson::parse(raw, where);
   if (!j.ok()) return j.error();
   CacheScope s;
-  for (auto [key, field] : {std::pair{"device_name", &s.device_name}, {"driver", &s.driver},
-                            {"toolchain", &s.toolchain}, {"family", &s.family},
-                            {"problem", &s.problem}, {"routing", &s.routing}}) {
+  for (auto [key, field] : {std::pair{"device_name", &s.device_name},
+                            {"driver", &s.driver},
+                            {"toolchain", &s.toolchain},
+                            {"family", &s.family},
+                            {"problem", &s.problem},
+                            {"routing", &s.routing}}) {
     auto v = j->string(key);
     if (!v.ok()) return v.error();
     *field = *v;
@@ -103,13 +107,17 @@ class FileLock {
 
 }  // namespace
 
-CacheScope make_scope(core::DeviceInfo const& device, std::string const& family,
-                      int family_version, core::MoeProblem problem,
-                      core::RoutingProfile const& routing) {
+CacheScope make_scope(core::DeviceInfo const& device, std::string const& family, int family_version,
+                      core::MoeProblem problem, core::RoutingProfile const& routing) {
   problem.num_tokens = 0;
-  return {.device_name = device.name, .sm_count = device.sm_count, .driver = device.driver,
-          .toolchain = device.toolchain, .family = family, .family_version = family_version,
-          .problem = core::format_problem_spec(problem), .routing = core::format_routing(routing)};
+  return {.device_name = device.name,
+          .sm_count = device.sm_count,
+          .driver = device.driver,
+          .toolchain = device.toolchain,
+          .family = family,
+          .family_version = family_version,
+          .problem = core::format_problem_spec(problem),
+          .routing = core::format_routing(routing)};
 }
 
 std::string scope_difference(CacheScope const& a, CacheScope const& b) {
@@ -133,8 +141,8 @@ std::string scope_difference(CacheScope const& a, CacheScope const& b) {
 }
 
 std::string format_knob_cache(KnobCacheFile const& file) {
-  std::string out = "{\n  \"cache_version\": " + std::to_string(kKnobCacheVersion) +
-                    ",\n  \"entries\": [";
+  std::string out =
+      "{\n  \"cache_version\": " + std::to_string(kKnobCacheVersion) + ",\n  \"entries\": [";
   for (size_t i = 0; i < file.entries.size(); ++i) {
     CacheEntry const& e = file.entries[i];
     out += std::string(i == 0 ? "" : ",") + "\n    {\"scope\": " + format_scope(e.scope) +
@@ -149,8 +157,9 @@ core::Result<KnobCacheFile> parse_knob_cache(std::string const& text, std::strin
   auto j = FlatJson::parse(text, path);
   if (!j.ok()) return j.error();
   if (!j->has("cache_version") || !j->has("entries")) {
-    return parse_error(path, "not a knob cache (needs 'cache_version' and 'entries'); delete it "
-                             "or point --cache / $MOETUNE_CACHE elsewhere");
+    return parse_error(path,
+                       "not a knob cache (needs 'cache_version' and 'entries'); delete it "
+                       "or point --cache / $MOETUNE_CACHE elsewhere");
   }
   auto version = integer(*j, "cache_version", path);
   if (!version.ok()) return version.error();

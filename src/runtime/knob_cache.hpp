@@ -36,16 +36,15 @@ struct CacheScope {
   std::string toolchain;    ///< "nvcc 13.0" / "g++ 12.2.0"
   std::string family;       ///< "sm90_gather" / "cpu_tiled"
   int family_version = 0;
-  std::string problem;      ///< format_problem_spec of the problem with M = 0
-  std::string routing;      ///< format_routing of the profile
+  std::string problem;  ///< format_problem_spec of the problem with M = 0
+  std::string routing;  ///< format_routing of the profile
 
   bool operator==(CacheScope const&) const = default;
 };
 
 /// The scope of a (device, family, problem, routing).
-CacheScope make_scope(core::DeviceInfo const& device, std::string const& family,
-                      int family_version, core::MoeProblem problem,
-                      core::RoutingProfile const& routing);
+CacheScope make_scope(core::DeviceInfo const& device, std::string const& family, int family_version,
+                      core::MoeProblem problem, core::RoutingProfile const& routing);
 /// The first field where `a` (the cache's) and `b` (ours) differ, as "driver is '550' in the
 /// cache but '580' here"; "" when equal.
 std::string scope_difference(CacheScope const& a, CacheScope const& b);

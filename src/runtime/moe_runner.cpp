@@ -63,8 +63,8 @@ core::Status MoeRunner::run(void* stream, void const* x, int32_t const* topk_ids
                             float const* topk_weights, void const* w1, void const* w2, void* out,
                             int64_t m, Knobs const& knobs, Choice* chosen) {
   MOETUNE_RETURN_IF_ERROR(impl_->check_m(m));
-  runtime::LayerArgs const args{.x = x, .topk_ids = topk_ids, .topk_weights = topk_weights,
-                                .w1 = w1, .w2 = w2, .out = out};
+  runtime::LayerArgs const args{
+      .x = x, .topk_ids = topk_ids, .topk_weights = topk_weights, .w1 = w1, .w2 = w2, .out = out};
   if (knobs.mode == KnobMode::kExplicit) {
     auto c = impl_->explicit_choice(m, knobs.config);
     if (!c.ok()) return c.error();

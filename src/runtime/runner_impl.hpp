@@ -106,7 +106,10 @@ class RunnerImpl {
     auto it = e.source.numbers.find("time_us");
     std::string const time =
         it == e.source.numbers.end() ? "" : ", " + format_us(it->second) + " us";
-    return {.m = m, .bucket = e.bucket, .config = e.config, .rule = ChoiceRule::kCache,
+    return {.m = m,
+            .bucket = e.bucket,
+            .config = e.config,
+            .rule = ChoiceRule::kCache,
             .source = e.source,
             .explain = "M=" + std::to_string(m) + " -> knob cache entry for bucket " +
                        std::to_string(e.bucket) + " (" + e.source.kind + " " + e.source.date +
@@ -129,7 +132,9 @@ class RunnerImpl {
   Choice from_table_or_default(int64_t m) const {
     int64_t const bucket = runtime_bucket(m);
     if (!table) {
-      return {.m = m, .bucket = bucket, .config = backend->default_config(at(m)),
+      return {.m = m,
+              .bucket = bucket,
+              .config = backend->default_config(at(m)),
               .rule = ChoiceRule::kDefault,
               .source = default_source(),
               .explain = "M=" + std::to_string(m) + " -> " + backend->family() +
@@ -137,11 +142,14 @@ class RunnerImpl {
                          (options.tables_dir.empty() ? "" : " in " + options.tables_dir) +
                          "; docs/runtime.md)"};
     }
-    core::Resolution r = core::resolve(
-        *table, m, [this](int64_t mm) { return backend->default_config(at(mm)); });
+    core::Resolution r =
+        core::resolve(*table, m, [this](int64_t mm) { return backend->default_config(at(mm)); });
     bool const row = r.rule == core::Rule::kExactKey || r.rule == core::Rule::kNearestKey;
-    return {.m = m, .bucket = bucket, .config = r.config,
-            .rule = row ? ChoiceRule::kTable : ChoiceRule::kDefault, .source = r.source,
+    return {.m = m,
+            .bucket = bucket,
+            .config = r.config,
+            .rule = row ? ChoiceRule::kTable : ChoiceRule::kDefault,
+            .source = r.source,
             .explain = r.explain + " [" + table_path + "]"};
   }
 
@@ -161,11 +169,11 @@ class RunnerImpl {
     }
     runtime::AutoTuneOptions ao;
     ao.budget_s = options.auto_budget_s;
-    auto tuned = runtime::auto_tune_bucket(backend_name, *backend, problem, bucket,
-                                           options.routing, ao);
+    auto tuned =
+        runtime::auto_tune_bucket(backend_name, *backend, problem, bucket, options.routing, ao);
     if (!tuned.ok()) return tuned.error();
-    CacheEntry entry{.scope = scope, .bucket = bucket, .config = tuned->config,
-                     .source = tuned->source};
+    CacheEntry entry{
+        .scope = scope, .bucket = bucket, .config = tuned->config, .source = tuned->source};
     auto merged = runtime::merge_into_knob_cache(cache_path, entry);
     if (!merged.ok()) return merged.error();
     cache.push_back(entry);
@@ -179,8 +187,8 @@ class RunnerImpl {
     now.rule = ChoiceRule::kAuto;
     now.explain = "M=" + std::to_string(m) + " -> auto: tuned bucket " + std::to_string(bucket) +
                   " now (" + std::to_string(tuned->candidates_tried) + " candidates, " +
-                  (tuned->default_kept ? "default kept" : "challenger won") +
-                  "), persisted in " + cache_path;
+                  (tuned->default_kept ? "default kept" : "challenger won") + "), persisted in " +
+                  cache_path;
     return publish(std::move(now), stream);
   }
 
@@ -218,14 +226,17 @@ class RunnerImpl {
                               "config " + core::short_string(c) + " conflicts with " +
                                   core::to_string(at(m)) + ": " + s.error().message);
     }
-    return Choice{.m = m, .bucket = runtime_bucket(m), .config = c,
-                  .rule = ChoiceRule::kExplicit, .source = std::nullopt,
+    return Choice{.m = m,
+                  .bucket = runtime_bucket(m),
+                  .config = c,
+                  .rule = ChoiceRule::kExplicit,
+                  .source = std::nullopt,
                   .explain = "M=" + std::to_string(m) + " -> explicit config " +
                              core::short_string(c) + " (validated by can_implement)"};
   }
 
   core::Result<runtime::Launchable> explicit_launchable(core::MoeConfig const& c, int64_t m,
-                                                       void* stream) {
+                                                        void* stream) {
     std::lock_guard<std::mutex> lock(mu);
     for (auto const& [config, l] : explicit_launchables) {
       if (config == c) return l;

@@ -31,8 +31,8 @@ std::string default_knob_cache_path(std::string const& role) {
 core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, RunnerOptions opts) {
   options = std::move(opts);
   if (options.max_tokens < 1 || options.max_tokens > core::kMaxTokens) {
-    return setup_error("max_tokens = " + std::to_string(options.max_tokens) +
-                       " is outside [1, " + std::to_string(core::kMaxTokens) + "]");
+    return setup_error("max_tokens = " + std::to_string(options.max_tokens) + " is outside [1, " +
+                       std::to_string(core::kMaxTokens) + "]");
   }
   if (!(options.auto_budget_s > 0)) {
     return setup_error("auto_budget_s must be > 0 seconds");
@@ -68,8 +68,8 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
     }
   }
 
-  cache_path = options.cache_path.empty() ? default_knob_cache_path(options.role)
-                                          : options.cache_path;
+  cache_path =
+      options.cache_path.empty() ? default_knob_cache_path(options.role) : options.cache_path;
   scope = runtime::make_scope(device, backend->family(), backend->family_version(), problem,
                               options.routing);
   auto file = runtime::load_knob_cache(cache_path);

@@ -14,8 +14,15 @@ std::string const kTables = std::string(MOETUNE_SOURCE_DIR) + "/tables/cpu";
 class CliRun : public CliTest {
  protected:
   RunResult run_m(int64_t m, std::vector<std::string> extra) const {
-    std::vector<std::string> args = {"run", "--backend", "cpu", "--problem", kProblem, "--m",
-                                     std::to_string(m), "--cache", path("knobs.json").string(),
+    std::vector<std::string> args = {"run",
+                                     "--backend",
+                                     "cpu",
+                                     "--problem",
+                                     kProblem,
+                                     "--m",
+                                     std::to_string(m),
+                                     "--cache",
+                                     path("knobs.json").string(),
                                      "--json"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
@@ -31,10 +38,9 @@ TEST_F(CliRun, JsonNamesTheDefaultRuleWithoutTablesAndTheTableRuleWithThem) {
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_TRUE(has(d.out, "\"rule\": \"default\"")) << d.out;
   EXPECT_TRUE(has(d.out, "\"passed\": true"));
-  std::vector<std::string> const keys = {"m", "bucket", "rule", "config", "config_short",
-                                         "source", "explain", "backend", "problem", "cache",
-                                         "table", "executed_by", "rel_l2_error", "passed",
-                                         "warnings"};
+  std::vector<std::string> const keys = {
+      "m",       "bucket", "rule",  "config",      "config_short", "source", "explain", "backend",
+      "problem", "cache",  "table", "executed_by", "rel_l2_error", "passed", "warnings"};
   EXPECT_EQ(top_level_keys(d.out), keys);
   RunResult t = run_m(5, {"--tables", kTables});
   ASSERT_EQ(t.exit_code, 0) << t.err;
@@ -50,13 +56,15 @@ TEST_F(CliRun, ExplicitFileIsValidatedAndAConflictNamesConfigAndProblem) {
   write("bad.json", R"({"gemm1": {"tile": {"block_m": 16}}, "gemm2": {"tile": {"block_m": 32}}})");
   RunResult bad = run_m(5, {"--knobs", path("bad.json").string()});
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_TRUE(has(bad.err, "moetune run: explicit knobs: config m16n64k64g1w4s2|m32n64k64g1w4s2 "
-                           "conflicts with MoeProblem(M=5, K=256, I=128, E=8, top_k=2, "
-                           "act=silu, dtype=bf16, arch=cpu): "))
+  EXPECT_TRUE(has(bad.err,
+                  "moetune run: explicit knobs: config m16n64k64g1w4s2|m32n64k64g1w4s2 "
+                  "conflicts with MoeProblem(M=5, K=256, I=128, E=8, top_k=2, "
+                  "act=silu, dtype=bf16, arch=cpu): "))
       << bad.err;
   RunResult missing = run_m(5, {"--knobs", "fast"});
   EXPECT_EQ(missing.exit_code, 2);
-  EXPECT_TRUE(has(missing.err, "'fast' is not none, auto or a readable config file")) << missing.err;
+  EXPECT_TRUE(has(missing.err, "'fast' is not none, auto or a readable config file"))
+      << missing.err;
 }
 
 TEST_F(CliRun, AutoIsRefusedDuringCaptureThenTunesOnceAndServesFromTheCache) {
@@ -87,8 +95,9 @@ TEST_F(CliRun, EntryFromAnotherToolchainIsIgnoredWithOneWarning) {
   RunResult r = run_m(3, {});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(has(r.out, "\"rule\": \"default\"")) << r.out;
-  EXPECT_TRUE(has(r.out, "ignored 1 knob cache entry for this problem made under another scope "
-                         "(toolchain is 'other-"))
+  EXPECT_TRUE(has(r.out,
+                  "ignored 1 knob cache entry for this problem made under another scope "
+                  "(toolchain is 'other-"))
       << r.out;
   RunResult text = run({"run", "--backend", "cpu", "--problem", kProblem, "--m", "3", "--cache",
                         path("knobs.json").string()});

@@ -36,8 +36,7 @@ TEST(Prewarm, ARowTheFamilyCannotRunIsAnErrorNamingTableAndRow) {
   ASSERT_TRUE(saved.ok());
   auto r = prewarm_tables(dir);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.error().where.find(*saved + ": rows[" + std::to_string(t->rows.begin()->first) +
-                                 "]"),
+  EXPECT_NE(r.error().where.find(*saved + ": rows[" + std::to_string(t->rows.begin()->first) + "]"),
             std::string::npos)
       << r.error().to_string();
   std::filesystem::remove_all(dir);

@@ -91,7 +91,8 @@ TEST_F(RunnerTest, TableRowServesWhenTheCacheHasNoEntry) {
 TEST_F(RunnerTest, CacheEntryOutranksTheTableForItsBucketOnly) {
   auto probe = make(true);
   ASSERT_TRUE(runtime::merge_into_knob_cache(dir_ + "/knobs.json",
-                                             entry_for(*probe, 8, tile_config(16, 32))).ok());
+                                             entry_for(*probe, 8, tile_config(16, 32)))
+                  .ok());
   auto r = make(true);
   auto c = r->choose(7);
   ASSERT_TRUE(c.ok());
@@ -108,8 +109,7 @@ TEST_F(RunnerTest, EntryFromAnotherDriverIsIgnoredWithOneWarning) {
   auto r = make(true);
   EXPECT_EQ(r->choose(7)->rule, ChoiceRule::kTable);
   ASSERT_EQ(r->warnings().size(), 1u);
-  EXPECT_NE(r->warnings()[0].find("driver is '550.54' in the cache but '' here"),
-            std::string::npos)
+  EXPECT_NE(r->warnings()[0].find("driver is '550.54' in the cache but '' here"), std::string::npos)
       << r->warnings()[0];
 }
 
@@ -133,11 +133,13 @@ TEST_F(RunnerTest, ExplicitConfigIsValidatedAndConflictsNameConfigAndProblem) {
   ASSERT_FALSE(refused.ok());
   std::string const msg = refused.error().message;
   EXPECT_EQ(msg.rfind("config m16n64k64g1w4s2|m32n64k64g1w4s2 conflicts with MoeProblem(M=5, "
-                      "K=256, I=128, E=8, top_k=2, act=silu, dtype=bf16, arch=cpu): ", 0),
+                      "K=256, I=128, E=8, top_k=2, act=silu, dtype=bf16, arch=cpu): ",
+                      0),
             0u)
       << msg;
   EXPECT_FALSE(r->run(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 5,
-                      Knobs::explicit_config(bad)).ok());
+                      Knobs::explicit_config(bad))
+                   .ok());
 }
 
 TEST_F(RunnerTest, AutoTunesOncePersistsAndIsNeverRetuned) {
