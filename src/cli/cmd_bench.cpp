@@ -70,6 +70,12 @@ int run_bench(BenchCmdArgs const& args) {
   std::string const backend = bench_backend(args.series);
   auto series = build_series(args.series, backend);
   bench::BenchOptions const options = bench_options(args.series, backend);
+  for (auto const& s : series) {
+    // A lever knob refused at this deployment is bad input: say so before any file is written.
+    core::MoeProblem p = s.problem;
+    p.num_tokens = s.ms.empty() ? 0 : s.ms.front();
+    unwrap(bench::fast_paths_for(backend, p, options));
+  }
   unwrap(core::ensure_writable_dir(args.out_dir));
   auto testbed = testbed_or_exit(backend);
   auto telemetry = bench::make_telemetry(backend);

@@ -80,6 +80,18 @@ TEST_F(BenchCli, BenchResolvesConfigsFromTables) {
   EXPECT_NE(csv.find("m8n32k64g1w4s2sk2t1"), std::string::npos) << csv;
 }
 
+TEST_F(BenchCli, BenchRefusesALeverNotServedHereBeforeWritingAnything) {
+  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--out", "runs",
+                "--levers", "pdl=on"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("MOETUNE_LEVER_PDL=on is refused at backend=cpu"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(path("runs")));
+  auto bad = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,x"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--m '1,x': 'x' is not a token count"), std::string::npos) << bad.err;
+}
+
 TEST_F(BenchCli, AbCatchesADigestMismatchPointByPoint) {
   write_split_k_table(path("split"));
   std::vector<std::string> args = {"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1,16",
