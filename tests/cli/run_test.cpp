@@ -126,5 +126,17 @@ TEST_F(CliRun, PrewarmValidatesEveryCpuRowAndPackWritesABundle) {
   EXPECT_EQ(missing.exit_code, 2);
 }
 
+TEST_F(CliRun, HelpAndReadmeListRunPrewarmPackAndTheCacheVariable) {
+  std::string const readme = read_text(std::string(MOETUNE_SOURCE_DIR) + "/README.md");
+  RunResult help = run({"--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  for (char const* cmd : {"run", "prewarm", "pack"}) {
+    EXPECT_TRUE(has(help.out, std::string("  ") + cmd)) << cmd;
+    EXPECT_TRUE(has(readme, std::string("`moetune ") + cmd + " ")) << cmd;
+  }
+  EXPECT_TRUE(has(help.out, "MOETUNE_CACHE (default"));
+  EXPECT_TRUE(has(readme, "| `MOETUNE_CACHE` |"));
+}
+
 }  // namespace
 }  // namespace moetune::cli::testing
