@@ -75,8 +75,7 @@ core::Result<std::vector<ArmRun>> run_arms(
   return runs;
 }
 
-std::vector<PointComparison> compare_runs(std::vector<ArmRun> const& runs,
-                                          AbOptions const& o) {
+std::vector<PointComparison> compare_runs(std::vector<ArmRun> const& runs, AbOptions const& o) {
   // (arm, series, M) -> per-round points, in round order.
   using Key = std::tuple<std::string, std::string, int64_t>;
   std::map<Key, std::vector<ArmPoint const*>> by;
@@ -140,8 +139,7 @@ std::string describe(PointComparison const& c, double margin) {
       return c.arm_b + " faster by " + pct(-c.delta.delta, false) + " (" + ci + ")";
     case AbVerdict::kBSlower:
       return c.arm_b + " slower by " + pct(c.delta.delta, false) + " (" + ci + ")";
-    case AbVerdict::kNoDifference:
-      break;
+    case AbVerdict::kNoDifference: break;
   }
   std::string why = c.delta.rounds < 2 ? "fewer than 2 rounds"
                     : (c.delta.ci_low <= 0 && c.delta.ci_high >= 0)
@@ -151,18 +149,18 @@ std::string describe(PointComparison const& c, double margin) {
 }
 
 std::string ab_csv(std::vector<PointComparison> const& cmp, double margin) {
-  std::string out = csv_line({"ab_csv_version", "series", "M", "arm_a", "arm_b", "rounds",
-                              "a_median_us", "b_median_us", "delta", "ci_low", "ci_high",
-                              "margin", "verdict", "digest_a", "digest_b", "digests_equal",
-                              "expected_equal", "config_a", "config_b"}) +
-                    "\n";
+  std::string out =
+      csv_line({"ab_csv_version", "series", "M", "arm_a", "arm_b", "rounds", "a_median_us",
+                "b_median_us", "delta", "ci_low", "ci_high", "margin", "verdict", "digest_a",
+                "digest_b", "digests_equal", "expected_equal", "config_a", "config_b"}) +
+      "\n";
   for (auto const& c : cmp) {
-    out += csv_line({std::to_string(kAbCsvVersion), c.series, std::to_string(c.m), c.arm_a,
-                     c.arm_b, std::to_string(c.delta.rounds), num(c.a_median_us),
-                     num(c.b_median_us), num(c.delta.delta), num(c.delta.ci_low),
-                     num(c.delta.ci_high), num(margin), std::string(to_string(c.delta.verdict)),
-                     c.digest_a, c.digest_b, c.digests_equal ? "1" : "0",
-                     c.expected_equal ? "1" : "0", c.config_a, c.config_b}) +
+    out += csv_line({std::to_string(kAbCsvVersion), c.series, std::to_string(c.m), c.arm_a, c.arm_b,
+                     std::to_string(c.delta.rounds), num(c.a_median_us), num(c.b_median_us),
+                     num(c.delta.delta), num(c.delta.ci_low), num(c.delta.ci_high), num(margin),
+                     std::string(to_string(c.delta.verdict)), c.digest_a, c.digest_b,
+                     c.digests_equal ? "1" : "0", c.expected_equal ? "1" : "0", c.config_a,
+                     c.config_b}) +
            "\n";
   }
   return out;
@@ -176,9 +174,9 @@ std::string ab_samples_csv(std::vector<ArmRun> const& runs) {
     for (auto const& p : r.report.points) {
       std::string samples;
       for (double s : p.samples_us) samples += (samples.empty() ? "" : " ") + num(s);
-      out += csv_line({std::to_string(kAbCsvVersion), r.arm, std::to_string(r.round + 1),
-                       p.series, std::to_string(p.m), p.digest, num(tuner::median(p.samples_us)),
-                       p.config, p.fast_paths, r.report.commit, samples}) +
+      out += csv_line({std::to_string(kAbCsvVersion), r.arm, std::to_string(r.round + 1), p.series,
+                       std::to_string(p.m), p.digest, num(tuner::median(p.samples_us)), p.config,
+                       p.fast_paths, r.report.commit, samples}) +
              "\n";
     }
   }

@@ -22,15 +22,15 @@ namespace moetune::bench {
 inline constexpr int kAbCsvVersion = 1;
 
 struct AbOptions {
-  std::vector<ArmSpec> arms;          ///< >= 2; the first is the baseline
+  std::vector<ArmSpec> arms;  ///< >= 2; the first is the baseline
   int rounds = 5;
-  double cooldown_s = 0;              ///< sleep before every arm process after the first
+  double cooldown_s = 0;  ///< sleep before every arm process after the first
   double margin = 0.01;
   bool expect_equal_digests = true;
   uint64_t seed = 1;
   std::vector<std::string> worker_args;  ///< "bench --arm-worker ..." common to every arm
   std::string self_exe = "/proc/self/exe";
-  double timeout_s = 600;             ///< per arm process
+  double timeout_s = 600;  ///< per arm process
 };
 
 /// One arm process's report.

@@ -53,12 +53,41 @@ std::string samples_text(std::vector<double> const& s) {
 
 std::vector<std::string> const& bench_csv_header() {
   static const std::vector<std::string> h = [] {
-    std::vector<std::string> c = {
-        "bench_csv_version", "series", "backend", "device", "E", "K", "I", "top_k", "act",
-        "dtype", "routing", "M", "experts_hit", "repeats", "time_us", "p10_us", "p90_us",
-        "ci_low_us", "ci_high_us", "floor_us", "bound", "ratio", "bytes_min", "flops",
-        "sm_clock_mhz", "power_w", "digest", "deterministic", "rel_err", "check", "rule", "key",
-        "table", "fast_paths", "config"};
+    std::vector<std::string> c = {"bench_csv_version",
+                                  "series",
+                                  "backend",
+                                  "device",
+                                  "E",
+                                  "K",
+                                  "I",
+                                  "top_k",
+                                  "act",
+                                  "dtype",
+                                  "routing",
+                                  "M",
+                                  "experts_hit",
+                                  "repeats",
+                                  "time_us",
+                                  "p10_us",
+                                  "p90_us",
+                                  "ci_low_us",
+                                  "ci_high_us",
+                                  "floor_us",
+                                  "bound",
+                                  "ratio",
+                                  "bytes_min",
+                                  "flops",
+                                  "sm_clock_mhz",
+                                  "power_w",
+                                  "digest",
+                                  "deterministic",
+                                  "rel_err",
+                                  "check",
+                                  "rule",
+                                  "key",
+                                  "table",
+                                  "fast_paths",
+                                  "config"};
     add_gemm_columns(c, "g1");
     add_gemm_columns(c, "g2");
     c.push_back("samples_us");
@@ -70,19 +99,41 @@ std::vector<std::string> const& bench_csv_header() {
 std::string bench_csv_row(BenchPoint const& p, std::string const& device) {
   core::MoeProblem const& q = p.problem;
   std::vector<std::string> v = {
-      std::to_string(kBenchCsvVersion), p.series, p.backend, device,
-      std::to_string(q.num_experts), std::to_string(q.hidden_size),
-      std::to_string(q.intermediate_size), std::to_string(q.top_k),
-      std::string(core::to_string(q.activation)), std::string(core::to_string(q.dtype)),
-      p.routing, std::to_string(q.num_tokens), std::to_string(p.experts_hit),
-      std::to_string(p.samples_us.size()), num(p.stats.median_us), num(p.stats.p10_us),
-      num(p.stats.p90_us), num(p.stats.ci_low_us), num(p.stats.ci_high_us),
-      num(p.floor.floor_us), p.floor.floor_us > 0 ? (p.floor.bandwidth_bound ? "bw" : "compute")
-                                                  : "",
-      num(p.t_over_floor), num(p.floor.bytes_min), num(p.floor.flops),
-      num(p.telemetry.sm_clock_mhz), num(p.telemetry.power_w), p.digest,
-      p.deterministic ? "1" : "0", num(p.rel_err), p.check_ok ? "ok" : "failed", p.rule,
-      p.key ? std::to_string(*p.key) : "", p.table, p.fast_paths, core::short_string(p.config)};
+      std::to_string(kBenchCsvVersion),
+      p.series,
+      p.backend,
+      device,
+      std::to_string(q.num_experts),
+      std::to_string(q.hidden_size),
+      std::to_string(q.intermediate_size),
+      std::to_string(q.top_k),
+      std::string(core::to_string(q.activation)),
+      std::string(core::to_string(q.dtype)),
+      p.routing,
+      std::to_string(q.num_tokens),
+      std::to_string(p.experts_hit),
+      std::to_string(p.samples_us.size()),
+      num(p.stats.median_us),
+      num(p.stats.p10_us),
+      num(p.stats.p90_us),
+      num(p.stats.ci_low_us),
+      num(p.stats.ci_high_us),
+      num(p.floor.floor_us),
+      p.floor.floor_us > 0 ? (p.floor.bandwidth_bound ? "bw" : "compute") : "",
+      num(p.t_over_floor),
+      num(p.floor.bytes_min),
+      num(p.floor.flops),
+      num(p.telemetry.sm_clock_mhz),
+      num(p.telemetry.power_w),
+      p.digest,
+      p.deterministic ? "1" : "0",
+      num(p.rel_err),
+      p.check_ok ? "ok" : "failed",
+      p.rule,
+      p.key ? std::to_string(*p.key) : "",
+      p.table,
+      p.fast_paths,
+      core::short_string(p.config)};
   add_gemm_values(v, p.config.gemm1);
   add_gemm_values(v, p.config.gemm2);
   v.push_back(samples_text(p.samples_us));
@@ -109,13 +160,15 @@ std::string env_json(RunEnv const& e) {
     << ", \"matmul_GFLOPs\": " << json_double(e.ceilings.matmul_GFLOPs)
     << ", \"copy_source\": " << json_string(e.ceilings.copy_source)
     << ", \"matmul_source\": " << json_string(e.ceilings.matmul_source) << "},\n"
-    << "  \"floor\": " << json_string("max(bytes_min / copy_GBps, flops / matmul_GFLOPs); bytes_min = "
-                                      "experts_hit*(N1*K+K*I)*b + 2*M*K*b + 8*M*top_k")
+    << "  \"floor\": "
+    << json_string(
+           "max(bytes_min / copy_GBps, flops / matmul_GFLOPs); bytes_min = "
+           "experts_hit*(N1*K+K*I)*b + 2*M*K*b + 8*M*top_k")
     << ",\n"
     << "  \"options\": {\"warmup\": " << e.options.warmup << ", \"repeats\": " << e.options.repeats
-    << ", \"cooldown_s\": " << json_double(e.options.cooldown_s) << ", \"seed\": "
-    << e.options.seed << ", \"levers\": " << json_string(e.levers)
-    << ", \"tables\": " << json_string(e.tables) << "},\n"
+    << ", \"cooldown_s\": " << json_double(e.options.cooldown_s) << ", \"seed\": " << e.options.seed
+    << ", \"levers\": " << json_string(e.levers) << ", \"tables\": " << json_string(e.tables)
+    << "},\n"
     << "  \"arms\": [";
   for (size_t i = 0; i < e.arms.size(); ++i) o << (i ? ", " : "") << json_string(e.arms[i]);
   o << "],\n"

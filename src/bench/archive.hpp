@@ -23,19 +23,19 @@ std::string bench_csv_row(BenchPoint const& p, std::string const& device);
 
 /// What env.json records.
 struct RunEnv {
-  std::string date;       ///< YYYY-MM-DD (UTC)
-  std::string time_utc;   ///< HH:MM:SS
-  std::string command;    ///< the command line
+  std::string date;      ///< YYYY-MM-DD (UTC)
+  std::string time_utc;  ///< HH:MM:SS
+  std::string command;   ///< the command line
   std::string backend;
   core::DeviceInfo device;
-  std::string driver;     ///< GPU driver, "" on the CPU
-  std::string commit;     ///< MOETUNE_GIT_COMMIT of the build
-  SeriesTelemetry clocks; ///< one reading before the first series
+  std::string driver;      ///< GPU driver, "" on the CPU
+  std::string commit;      ///< MOETUNE_GIT_COMMIT of the build
+  SeriesTelemetry clocks;  ///< one reading before the first series
   std::string telemetry_source;
   Ceilings ceilings;
   BenchOptions options;
-  std::string levers;     ///< --levers as given
-  std::string tables;     ///< --tables as given
+  std::string levers;             ///< --levers as given
+  std::string tables;             ///< --tables as given
   std::vector<std::string> arms;  ///< A/B: "NAME=SPEC" per arm, baseline first (else empty)
   int rounds = 0;                 ///< A/B rounds (0 for bench)
 };

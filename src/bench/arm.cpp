@@ -66,8 +66,9 @@ std::string arm_worker_header(std::string const& backend, std::string const& dev
 }
 
 std::string arm_point_json(BenchPoint const& p) {
-  return "{\"series\": " + json_string(p.series) + ", \"M\": " +
-         std::to_string(p.problem.num_tokens) + ", \"digest\": " + json_string(p.digest) +
+  return "{\"series\": " + json_string(p.series) +
+         ", \"M\": " + std::to_string(p.problem.num_tokens) +
+         ", \"digest\": " + json_string(p.digest) +
          ", \"deterministic\": " + (p.deterministic ? "true" : "false") +
          ", \"check_ok\": " + (p.check_ok ? "true" : "false") +
          ", \"rel_err\": " + tuner::json_double(p.rel_err) +

@@ -67,8 +67,9 @@ core::Result<std::optional<core::Table>> find_table(std::string const& dir,
     }
   }
   *note = "no table in " + dir + " serves E=" + std::to_string(problem.num_experts) +
-          ",K=" + std::to_string(problem.hidden_size) + ",I=" +
-          std::to_string(problem.intermediate_size) + "; the backend's default config is used";
+          ",K=" + std::to_string(problem.hidden_size) +
+          ",I=" + std::to_string(problem.intermediate_size) +
+          "; the backend's default config is used";
   return std::optional<core::Table>();
 }
 
@@ -122,18 +123,16 @@ core::Status measure_point(kernels::Testbed& testbed, BenchOptions const& option
   pt->telemetry = telemetry.stop();
   if (!timing.ok()) return timing.error();
   pt->samples_us = timing->samples_us;
-  pt->stats = summarize(pt->samples_us, options.seed + static_cast<uint64_t>(pt->problem.num_tokens));
+  pt->stats =
+      summarize(pt->samples_us, options.seed + static_cast<uint64_t>(pt->problem.num_tokens));
   return core::Status::Ok();
 }
 
 }  // namespace
 
-core::Result<std::vector<BenchPoint>> run_series(kernels::Testbed& testbed,
-                                                 BenchSeries const& series,
-                                                 BenchOptions const& options,
-                                                 Ceilings const* ceilings,
-                                                 TelemetrySampler& telemetry,
-                                                 PointSink const& sink) {
+core::Result<std::vector<BenchPoint>> run_series(
+    kernels::Testbed& testbed, BenchSeries const& series, BenchOptions const& options,
+    Ceilings const* ceilings, TelemetrySampler& telemetry, PointSink const& sink) {
   std::vector<BenchPoint> points;
   std::string const backend = testbed.backend().name();
   for (int64_t m : series.ms) {

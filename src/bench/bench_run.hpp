@@ -28,8 +28,8 @@ namespace moetune::bench {
 
 /// One problem swept over token counts.
 struct BenchSeries {
-  std::string name;                ///< the recipe shape's name, or "problem"
-  core::MoeProblem problem;        ///< num_tokens is set per point
+  std::string name;          ///< the recipe shape's name, or "problem"
+  core::MoeProblem problem;  ///< num_tokens is set per point
   core::RoutingProfile routing;
   std::vector<int64_t> ms;
   std::optional<core::Table> table;  ///< the table the resolver reads; none = default config
@@ -62,12 +62,12 @@ struct BenchPoint {
   std::string rule;         ///< the resolver's rule ("exact_key", ...) or "default"
   std::optional<int64_t> key;
   core::MoeConfig config;
-  std::string table;        ///< table path, or "" for the default
-  std::string fast_paths;   ///< levers on, "+"-joined ("" = none)
+  std::string table;       ///< table path, or "" for the default
+  std::string fast_paths;  ///< levers on, "+"-joined ("" = none)
   std::string digest;
   bool deterministic = true;  ///< two checked runs gave the same digest
   double rel_err = 0;
-  bool check_ok = true;       ///< finite, fully written, within tolerance_for(dtype)
+  bool check_ok = true;  ///< finite, fully written, within tolerance_for(dtype)
   SeriesTelemetry telemetry;
 };
 
@@ -96,11 +96,8 @@ using PointSink = std::function<void(BenchPoint const&)>;
 
 /// Runs every point of `series`. `ceilings` may be null (no floor: the A/B worker). Fails on
 /// the first point that cannot run (bad config, prepare failure); a failed check is recorded.
-core::Result<std::vector<BenchPoint>> run_series(kernels::Testbed& testbed,
-                                                 BenchSeries const& series,
-                                                 BenchOptions const& options,
-                                                 Ceilings const* ceilings,
-                                                 TelemetrySampler& telemetry,
-                                                 PointSink const& sink);
+core::Result<std::vector<BenchPoint>> run_series(
+    kernels::Testbed& testbed, BenchSeries const& series, BenchOptions const& options,
+    Ceilings const* ceilings, TelemetrySampler& telemetry, PointSink const& sink);
 
 }  // namespace moetune::bench

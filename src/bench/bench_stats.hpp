@@ -16,7 +16,7 @@ struct SampleSummary {
   double median_us = 0;
   double p10_us = 0;
   double p90_us = 0;
-  double ci_low_us = 0;   ///< bootstrap interval of the median (95%)
+  double ci_low_us = 0;  ///< bootstrap interval of the median (95%)
   double ci_high_us = 0;
   int samples = 0;
 };
@@ -45,8 +45,8 @@ std::string_view to_string(AbVerdict v);  ///< "no_difference", "b_faster", "b_s
 
 /// The relative delta of B against A: (t_B / t_A - 1), so -0.05 = B is 5% faster.
 struct AbDelta {
-  double delta = 0;     ///< mean over rounds of median(B) / median(A) - 1
-  double ci_low = 0;    ///< 95% interval of `delta`
+  double delta = 0;   ///< mean over rounds of median(B) / median(A) - 1
+  double ci_low = 0;  ///< 95% interval of `delta`
   double ci_high = 0;
   int rounds = 0;
   AbVerdict verdict = AbVerdict::kNoDifference;

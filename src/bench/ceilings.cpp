@@ -100,8 +100,8 @@ Ceilings measure_cuda_ceilings() {
   c.copy_GBps = g.copy_GBps;
   c.matmul_GFLOPs = g.matmul_TFLOPs * 1e3;
   c.copy_source = "cudaMemcpy device-to-device 4 GiB, read+write counted, median of 10";
-  c.matmul_source = g.matmul_source == "cublas" ? "cublas bf16 8192^3, median of 200"
-                                                : g.matmul_source;
+  c.matmul_source =
+      g.matmul_source == "cublas" ? "cublas bf16 8192^3, median of 200" : g.matmul_source;
 #else
   c.copy_source = c.matmul_source = "not measured: built without CUDA";
 #endif

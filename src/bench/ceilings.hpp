@@ -16,10 +16,11 @@ namespace moetune::bench {
 
 /// The two rates a floor is computed from, and how each was measured.
 struct Ceilings {
-  double copy_GBps = 0;       ///< read + write bytes per second / 1e9
-  double matmul_GFLOPs = 0;   ///< sustained multiply-add rate, 2 flops per multiply-add
-  std::string copy_source;    ///< "memcpy 128 MiB x 16 threads, median of 7", "cudaMemcpy D2D 4 GiB"
-  std::string matmul_source;  ///< "plain blocked fp32 loop 192^3 x 16 threads", "cublas bf16 8192^3"
+  double copy_GBps = 0;      ///< read + write bytes per second / 1e9
+  double matmul_GFLOPs = 0;  ///< sustained multiply-add rate, 2 flops per multiply-add
+  std::string copy_source;   ///< "memcpy 128 MiB x 16 threads, median of 7", "cudaMemcpy D2D 4 GiB"
+  std::string
+      matmul_source;  ///< "plain blocked fp32 loop 192^3 x 16 threads", "cublas bf16 8192^3"
 };
 
 /// Measures the host ceilings (about half a second). `copy_mib` sizes the copied buffer.

@@ -11,8 +11,8 @@ namespace moetune::bench {
 
 struct ChildResult {
   std::string out;
-  int exit_code = -1;   ///< -1 when killed by a signal
-  int signal = 0;       ///< the signal that ended it, 0 when none
+  int exit_code = -1;  ///< -1 when killed by a signal
+  int signal = 0;      ///< the signal that ended it, 0 when none
   bool timed_out = false;
 };
 

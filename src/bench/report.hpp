@@ -38,7 +38,7 @@ struct ReportDelta {
 /// Everything one page shows.
 struct ReportData {
   std::string title;
-  std::string source;  ///< the files read
+  std::string source;    ///< the files read
   std::string env_json;  ///< env.json text when there is one (shown verbatim)
   std::vector<ReportPoint> points;
   std::vector<ReportDelta> deltas;
@@ -46,8 +46,10 @@ struct ReportData {
 
 /// Points from a bench.csv or sm90_bench CSV (told apart by their header). Fails (kParse) on a
 /// CSV that is neither, naming the file and the columns it lacks.
-core::Result<std::vector<ReportPoint>> points_from_csv(CsvTable const& csv, std::string const& file);
-core::Result<std::vector<ReportDelta>> deltas_from_csv(CsvTable const& csv, std::string const& file);
+core::Result<std::vector<ReportPoint>> points_from_csv(CsvTable const& csv,
+                                                       std::string const& file);
+core::Result<std::vector<ReportDelta>> deltas_from_csv(CsvTable const& csv,
+                                                       std::string const& file);
 
 /// Loads a folder (bench.csv and/or ab.csv, env.json) or one CSV file. kNotFound when the path
 /// holds none of them.

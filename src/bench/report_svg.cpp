@@ -86,16 +86,16 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
   double const x0 = std::log2(static_cast<double>(*ms.begin()));
   double const x1 = std::max(x0 + 1, std::log2(static_cast<double>(*ms.rbegin())));
   auto X = [&](int64_t m) {
-    return l + (std::log2(static_cast<double>(std::max<int64_t>(m, 1))) - x0) / (x1 - x0) *
-                   (w - l - r);
+    return l +
+           (std::log2(static_cast<double>(std::max<int64_t>(m, 1))) - x0) / (x1 - x0) * (w - l - r);
   };
   auto Y = [&](double v) { return h - b - (v - ymin) / (ymax - ymin) * (h - t - b); };
   std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(w, "%.0f") +
                   "\" height=\"" + fmt(h, "%.0f") + "\" font-size=\"11\">";
   double const step = (ymax - ymin) > 2 ? 0.5 : 0.25;
   for (double v = ymin; v <= ymax + 1e-9; v += step) {
-    s += line(l, Y(v), w - r, Y(v), "#eee") + text(l - 6, Y(v) + 4, fmt(v, "%.2f"),
-                                                   "text-anchor=\"end\"");
+    s += line(l, Y(v), w - r, Y(v), "#eee") +
+         text(l - 6, Y(v) + 4, fmt(v, "%.2f"), "text-anchor=\"end\"");
   }
   for (int64_t m : ms) {
     s += line(X(m), h - b, X(m), h - b + 4, "#444") +
@@ -105,9 +105,9 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
        text(w - r - 4, Y(1) - 4, "floor", "text-anchor=\"end\" fill=\"#d62728\"");
   s += line(l, h - b, w - r, h - b, "#444") + line(l, t, l, h - b, "#444");
   s += text((l + w - r) / 2, h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
-  s += text(14, (t + h - b) / 2, "t / floor",
-            ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((t + h - b) / 2) + ")\"")
-                .c_str());
+  s += text(
+      14, (t + h - b) / 2, "t / floor",
+      ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((t + h - b) / 2) + ")\"").c_str());
   auto const order = series_order(points);
   for (size_t i = 0; i < order.size(); ++i) {
     std::string const c = colour(i);
@@ -116,8 +116,8 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
       if (p.series != order[i] || p.floor_us <= 0) continue;
       path += (path.empty() ? "M" : " L") + fmt(X(p.m)) + "," + fmt(Y(p.ratio));
       s += line(X(p.m), Y(p.p10_us / p.floor_us), X(p.m), Y(p.p90_us / p.floor_us), c);
-      s += "<circle cx=\"" + fmt(X(p.m)) + "\" cy=\"" + fmt(Y(p.ratio)) + "\" r=\"3\" fill=\"" +
-           c + "\"><title>" + html_escape(order[i]) + " M=" + std::to_string(p.m) + ": " +
+      s += "<circle cx=\"" + fmt(X(p.m)) + "\" cy=\"" + fmt(Y(p.ratio)) + "\" r=\"3\" fill=\"" + c +
+           "\"><title>" + html_escape(order[i]) + " M=" + std::to_string(p.m) + ": " +
            fmt(p.time_us, "%.2f") + " us, floor " + fmt(p.floor_us, "%.2f") + " us, t/floor " +
            fmt(p.ratio, "%.3f") + " (" + html_escape(p.bound) + "), " + html_escape(p.config) +
            "</title></circle>";
@@ -212,16 +212,17 @@ std::string deltas_svg(std::vector<ReportDelta> const& deltas) {
               d.series + " M=" + std::to_string(d.m) + ": " + d.arm_b + " vs " + d.arm_a,
               "text-anchor=\"end\"");
     s += line(X(d.ci_low), y, X(d.ci_high), y, c, "stroke-width=\"2\"");
-    s += "<circle cx=\"" + fmt(X(d.delta)) + "\" cy=\"" + fmt(y) + "\" r=\"4\" fill=\"" + c +
-         "\"/>";
+    s +=
+        "<circle cx=\"" + fmt(X(d.delta)) + "\" cy=\"" + fmt(y) + "\" r=\"4\" fill=\"" + c + "\"/>";
     std::string const verdict = d.verdict == "b_faster"   ? d.arm_b + " faster"
                                 : d.verdict == "b_slower" ? d.arm_b + " slower"
                                                           : "no difference";
     s += text(label_w + plot_w + 12, y + 4,
               verdict + "  " + fmt(d.delta * 100, "%+.1f%%") + " [" + fmt(d.ci_low * 100, "%+.1f") +
                   ", " + fmt(d.ci_high * 100, "%+.1f") + "]" +
-                  (d.digests_equal ? "" : d.expected_equal ? "  \u2260 digest (not comparable)"
-                                                           : "  \u2260 digest"),
+                  (d.digests_equal    ? ""
+                   : d.expected_equal ? "  \u2260 digest (not comparable)"
+                                      : "  \u2260 digest"),
               ("fill=\"" + c + "\"").c_str());
   }
   return s + "</svg>";

@@ -70,8 +70,8 @@ std::vector<bench::BenchSeries> build_series(BenchArgs const& args, std::string 
   if (args.recipe.empty() == args.problem.empty()) {
     throw CliExit{kExitBadInput, "give exactly one of --recipe R and --problem SPEC (with --m)"};
   }
-  std::vector<int64_t> const ms = args.m_list.empty() ? std::vector<int64_t>{}
-                                                      : parse_m_list(args.m_list);
+  std::vector<int64_t> const ms =
+      args.m_list.empty() ? std::vector<int64_t>{} : parse_m_list(args.m_list);
   std::optional<core::RoutingProfile> routing;
   if (!args.routing.empty()) {
     auto r = core::parse_routing(args.routing);
@@ -122,10 +122,11 @@ bench::BenchOptions bench_options(BenchArgs const& args, std::string const& back
 }
 
 std::vector<std::string> arm_worker_args(BenchArgs const& a, std::string const& backend) {
-  std::vector<std::string> out = {"bench", "--arm-worker", "--backend", backend,
+  std::vector<std::string> out = {"bench",     "--arm-worker",
+                                  "--backend", backend,
                                   "--repeats", std::to_string(a.repeats),
-                                  "--warmup", std::to_string(a.warmup),
-                                  "--seed", std::to_string(a.seed)};
+                                  "--warmup",  std::to_string(a.warmup),
+                                  "--seed",    std::to_string(a.seed)};
   auto add = [&](char const* flag, std::string const& v) {
     if (!v.empty()) out.insert(out.end(), {flag, v});
   };
@@ -150,8 +151,8 @@ std::string own_command_line() {
       arg = "moetune";
       first = false;
     }
-    bool const quote = arg.find_first_of(" ,;|&") != std::string::npos && arg.find('\'') ==
-                                                                             std::string::npos;
+    bool const quote =
+        arg.find_first_of(" ,;|&") != std::string::npos && arg.find('\'') == std::string::npos;
     out += (out.empty() ? "" : " ") + (quote ? "'" + arg + "'" : arg);
     start = end + 1;
   }

@@ -15,8 +15,8 @@ namespace moetune::cli {
 struct BenchArgs {
   std::string recipe;
   std::string problem;
-  std::string m_list;    ///< "1,16,64"; empty = the recipe's buckets
-  std::string routing;   ///< empty = the recipe shape's, else uniform
+  std::string m_list;   ///< "1,16,64"; empty = the recipe's buckets
+  std::string routing;  ///< empty = the recipe shape's, else uniform
   std::string tables;
   std::string levers;
   std::string backend;

@@ -33,8 +33,9 @@ struct AbCmdArgs {
 
 std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
   if (args.arms.size() < 2) {
-    throw CliExit{kExitBadInput, "give at least two arms, e.g. --arm A=default --arm "
-                                 "B=levers:cpu_register_tiles=off"};
+    throw CliExit{kExitBadInput,
+                  "give at least two arms, e.g. --arm A=default --arm "
+                  "B=levers:cpu_register_tiles=off"};
   }
   std::vector<bench::ArmSpec> arms;
   std::set<std::string> names;
@@ -45,12 +46,12 @@ std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
                                        "' is used twice; give every arm its own name"};
     }
     if (!arm.tables.empty() && !std::filesystem::is_directory(arm.tables)) {
-      throw CliExit{kExitBadInput, "--arm " + text + ": tables directory '" + arm.tables +
-                                       "' does not exist"};
+      throw CliExit{kExitBadInput,
+                    "--arm " + text + ": tables directory '" + arm.tables + "' does not exist"};
     }
     if (!arm.binary.empty() && ::access(arm.binary.c_str(), X_OK) != 0) {
-      throw CliExit{kExitBadInput, "--arm " + text + ": binary '" + arm.binary +
-                                       "' is not an executable file"};
+      throw CliExit{kExitBadInput,
+                    "--arm " + text + ": binary '" + arm.binary + "' is not an executable file"};
     }
     if (auto env = bench::apply_lever_overrides({}, arm.levers); !env.ok()) {
       throw CliExit{kExitBadInput, "--arm " + text + ": " + env.error().message};
@@ -88,9 +89,8 @@ int run_ab(AbCmdArgs const& args) {
   for (auto const& a : o.arms) env.arms.push_back(a.name + "=" + a.spec);
   env.rounds = o.rounds;
 
-  auto runs = bench::run_arms(o, [](std::string const& line) {
-    std::fprintf(stderr, "ab: %s\n", line.c_str());
-  });
+  auto runs = bench::run_arms(
+      o, [](std::string const& line) { std::fprintf(stderr, "ab: %s\n", line.c_str()); });
   if (!runs.ok()) fail(runs.error());
   if (!runs->empty()) env.device.name = runs->front().report.device;
   auto const cmp = bench::compare_runs(*runs, o);
@@ -118,9 +118,10 @@ int run_ab(AbCmdArgs const& args) {
   }
   std::printf("wrote %s (ab.csv, ab_samples.csv, env.json)\n", dir.c_str());
   if (mismatches > 0 && o.expect_equal_digests) {
-    std::printf("%d point(s) where arms expected bitwise-equal differ: their times are not "
-                "comparable; fix the arms or pass --digests any\n",
-                mismatches);
+    std::printf(
+        "%d point(s) where arms expected bitwise-equal differ: their times are not "
+        "comparable; fix the arms or pass --digests any\n",
+        mismatches);
     return kExitFindings;
   }
   return kExitOk;

@@ -30,7 +30,8 @@ struct BenchCmdArgs {
 
 std::unique_ptr<kernels::Testbed> testbed_or_exit(std::string const& backend) {
   auto tb = kernels::make_testbed(backend);
-  if (!tb.ok()) throw CliExit{kExitBadInput, "--backend " + backend + ": " + tb.error().to_string()};
+  if (!tb.ok())
+    throw CliExit{kExitBadInput, "--backend " + backend + ": " + tb.error().to_string()};
   return std::move(tb).value();
 }
 
@@ -46,10 +47,9 @@ int run_arm_worker(BenchCmdArgs const& args) {
   auto telemetry = bench::make_telemetry(backend);
   std::cout << bench::arm_worker_header(backend, testbed->backend().device().name) << std::endl;
   for (auto const& s : series) {
-    auto points = bench::run_series(*testbed, s, options, nullptr, *telemetry,
-                                    [](bench::BenchPoint const& p) {
-                                      std::cout << bench::arm_point_json(p) << std::endl;
-                                    });
+    auto points = bench::run_series(
+        *testbed, s, options, nullptr, *telemetry,
+        [](bench::BenchPoint const& p) { std::cout << bench::arm_point_json(p) << std::endl; });
     if (!points.ok()) fail(points.error());
   }
   return kExitOk;
@@ -107,14 +107,14 @@ int run_bench(BenchCmdArgs const& args) {
   for (size_t i = 0; i < series.size(); ++i) {
     if (i > 0) cooldown(options.cooldown_s);
     auto const& s = series[i];
-    if (!s.table_note.empty()) std::fprintf(stderr, "bench: %s: %s\n", s.name.c_str(), s.table_note.c_str());
-    auto points = bench::run_series(*testbed, s, options, &env.ceilings, *telemetry,
-                                    [&](bench::BenchPoint const& p) {
-                                      csv << bench::bench_csv_row(p, env.device.name) << "\n"
-                                          << std::flush;
-                                      failed = failed || !p.check_ok;
-                                      print_point(p);
-                                    });
+    if (!s.table_note.empty())
+      std::fprintf(stderr, "bench: %s: %s\n", s.name.c_str(), s.table_note.c_str());
+    auto points = bench::run_series(
+        *testbed, s, options, &env.ceilings, *telemetry, [&](bench::BenchPoint const& p) {
+          csv << bench::bench_csv_row(p, env.device.name) << "\n" << std::flush;
+          failed = failed || !p.check_ok;
+          print_point(p);
+        });
     if (!points.ok()) fail(points.error());
   }
   std::printf("wrote %s/env.json and %s/bench.csv\n", dir.c_str(), dir.c_str());

@@ -27,9 +27,15 @@ fs::path only_subdir(fs::path const& dir) {
 /// different summation order, so its outputs differ in the last bits from the default's.
 void write_split_k_table(fs::path const& dir) {
   core::Table t;
-  t.key = {.num_experts = 8, .intermediate_size = 128, .hidden_size = 256, .top_k = 2,
-           .activation = core::Activation::kSiluGated, .dtype = core::DType::kFp32,
-           .device_name = "cpu", .family = "cpu_tiled", .family_version = 1};
+  t.key = {.num_experts = 8,
+           .intermediate_size = 128,
+           .hidden_size = 256,
+           .top_k = 2,
+           .activation = core::Activation::kSiluGated,
+           .dtype = core::DType::kFp32,
+           .device_name = "cpu",
+           .family = "cpu_tiled",
+           .family_version = 1};
   t.has_manifest = true;
   core::KernelConfig k;
   k.tile = {.block_m = 8, .block_n = 32, .block_k = 64, .group_m = 1};
@@ -45,8 +51,8 @@ void write_split_k_table(fs::path const& dir) {
 using BenchCli = CliTest;
 
 TEST_F(BenchCli, BenchWritesADatedFolderWithEnvJsonAndOneCsvRowPerPoint) {
-  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,16", "--repeats",
-                "3", "--warmup", "1", "--out", "runs", "--ceiling-mib", "8"});
+  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,16", "--repeats", "3",
+                "--warmup", "1", "--out", "runs", "--ceiling-mib", "8"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   fs::path const run_dir = only_subdir(path("runs"));
   EXPECT_TRUE(run_dir.filename().string().starts_with("20")) << run_dir;
@@ -60,9 +66,9 @@ TEST_F(BenchCli, BenchWritesADatedFolderWithEnvJsonAndOneCsvRowPerPoint) {
   std::string const csv = read_text(run_dir / "bench.csv");
   EXPECT_EQ(count_lines(csv), 3) << csv;
   EXPECT_TRUE(csv.starts_with("bench_csv_version,series,backend,device,E,K,I,top_k,act,dtype,"));
-  for (char const* col : {",time_us,p10_us,p90_us,ci_low_us,ci_high_us,floor_us,bound,ratio,",
-                          ",digest,deterministic,", ",g1_block_m,", ",g2_block_k,",
-                          ",sm_clock_mhz,power_w,"}) {
+  for (char const* col :
+       {",time_us,p10_us,p90_us,ci_low_us,ci_high_us,floor_us,bound,ratio,",
+        ",digest,deterministic,", ",g1_block_m,", ",g2_block_k,", ",sm_clock_mhz,power_w,"}) {
     EXPECT_NE(csv.find(col), std::string::npos) << col;
   }
   EXPECT_NE(csv.find(",ok,default,"), std::string::npos) << csv;  // check ok, default config
@@ -71,8 +77,8 @@ TEST_F(BenchCli, BenchWritesADatedFolderWithEnvJsonAndOneCsvRowPerPoint) {
 
 TEST_F(BenchCli, BenchResolvesConfigsFromTables) {
   write_split_k_table(path("split"));
-  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,4", "--repeats",
-                "2", "--out", "runs", "--ceiling-mib", "8", "--tables", "split"});
+  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,4", "--repeats", "2",
+                "--out", "runs", "--ceiling-mib", "8", "--tables", "split"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::string const csv = read_text(only_subdir(path("runs")) / "bench.csv");
   EXPECT_NE(csv.find(",exact_key,1,"), std::string::npos) << csv;
@@ -94,9 +100,10 @@ TEST_F(BenchCli, BenchRefusesALeverNotServedHereBeforeWritingAnything) {
 
 TEST_F(BenchCli, AbCatchesADigestMismatchPointByPoint) {
   write_split_k_table(path("split"));
-  std::vector<std::string> args = {"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1,16",
-                                   "--repeats", "2", "--rounds", "2", "--out", "runs",
-                                   "--arm", "A=default", "--arm", "B=tables:split"};
+  std::vector<std::string> args = {"ab",    "--backend",     "cpu",       "--problem", kProblem,
+                                   "--m",   "1,16",          "--repeats", "2",         "--rounds",
+                                   "2",     "--out",         "runs",      "--arm",     "A=default",
+                                   "--arm", "B=tables:split"};
   auto r = run(args);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("problem        M=1 "), std::string::npos) << r.out;
@@ -119,8 +126,8 @@ TEST_F(BenchCli, AbCatchesADigestMismatchPointByPoint) {
 
 TEST_F(BenchCli, AbRefusesToCallIdenticalArmsAWin) {
   auto r = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "4", "--repeats", "5",
-                "--rounds", "4", "--margin", "0.1", "--out", "runs", "--arm", "A=default",
-                "--arm", "B=default"});
+                "--rounds", "4", "--margin", "0.1", "--out", "runs", "--arm", "A=default", "--arm",
+                "B=default"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("no difference"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("faster"), std::string::npos) << r.out;
@@ -134,12 +141,12 @@ TEST_F(BenchCli, AbRefusesToCallIdenticalArmsAWin) {
 }
 
 TEST_F(BenchCli, AbRejectsBadArmsBeforeRunningAny) {
-  auto one = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm",
-                  "A=default"});
+  auto one =
+      run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm", "A=default"});
   EXPECT_EQ(one.exit_code, 2);
   EXPECT_NE(one.err.find("give at least two arms"), std::string::npos) << one.err;
-  auto dup = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm",
-                  "A=default", "--arm", "A=levers:cpu_register_tiles=off"});
+  auto dup = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm", "A=default",
+                  "--arm", "A=levers:cpu_register_tiles=off"});
   EXPECT_EQ(dup.exit_code, 2);
   EXPECT_NE(dup.err.find("the name 'A' is used twice"), std::string::npos) << dup.err;
   auto lever = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--arm",

@@ -40,8 +40,8 @@ TEST(BenchStats, IdenticalArmsWithNoiseAreNoDifference) {
     rounds.push_back({noisy(100, 5, 2 * r, 15), noisy(100, 5, 2 * r + 1, 15)});
   }
   AbDelta const d = compare_arms(rounds, 1, 0.01);
-  EXPECT_EQ(d.verdict, AbVerdict::kNoDifference) << d.delta << " [" << d.ci_low << ", "
-                                                 << d.ci_high << "]";
+  EXPECT_EQ(d.verdict, AbVerdict::kNoDifference)
+      << d.delta << " [" << d.ci_low << ", " << d.ci_high << "]";
   EXPECT_LE(d.ci_low, 0);
   EXPECT_GE(d.ci_high, 0);
 }
@@ -62,9 +62,10 @@ TEST(BenchStats, AClearShiftIsFasterAndItsMirrorSlower) {
 
 TEST(BenchStats, AShiftInsideTheMarginIsNoDifference) {
   std::vector<RoundSamples> rounds;
-  for (int r = 0; r < 5; ++r) rounds.push_back({noisy(100, 0.1, r, 15), noisy(99.5, 0.1, r + 9, 15)});
+  for (int r = 0; r < 5; ++r)
+    rounds.push_back({noisy(100, 0.1, r, 15), noisy(99.5, 0.1, r + 9, 15)});
   AbDelta const d = compare_arms(rounds, 1, 0.01);
-  EXPECT_LT(d.ci_high, 0);  // the interval excludes 0 ...
+  EXPECT_LT(d.ci_high, 0);                         // the interval excludes 0 ...
   EXPECT_EQ(d.verdict, AbVerdict::kNoDifference);  // ... but a 0.5% shift does not clear 1%
 }
 
@@ -75,8 +76,11 @@ TEST(BenchStats, OneRoundNeverGivesAVerdict) {
 }
 
 TEST(BenchCeilings, FloorFollowsTheKernelBenchmarksFormula) {
-  core::MoeProblem p{.num_tokens = 16, .hidden_size = 2048, .intermediate_size = 768,
-                     .num_experts = 128, .top_k = 8};
+  core::MoeProblem p{.num_tokens = 16,
+                     .hidden_size = 2048,
+                     .intermediate_size = 768,
+                     .num_experts = 128,
+                     .top_k = 8};
   Ceilings c{.copy_GBps = 4000, .matmul_GFLOPs = 700e3};
   Floor const f = floor_for(p, 100, c);
   double const bytes = 100.0 * (1536 * 2048 + 2048 * 768) * 2 + 2.0 * 16 * 2048 * 2 + 8.0 * 16 * 8;
