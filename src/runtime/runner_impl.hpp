@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,7 +33,7 @@ struct Slot {
   runtime::Launchable launchable;
 };
 
-/// M beyond this is resolved under the lock every time (the memo would cost 16 B per M).
+/// M beyond this is memoised in a map under the lock (the array costs 16 B per M).
 constexpr int64_t kMaxMemo = 1 << 16;
 
 class RunnerImpl {
@@ -54,6 +55,7 @@ class RunnerImpl {
   std::vector<std::pair<core::MoeConfig, runtime::Launchable>> explicit_launchables;
   std::vector<std::string> warnings;
   int64_t memo_size = 0;
+  std::map<int64_t, Slot const*> memo_large[2];         // M >= memo_size, under mu
   std::unique_ptr<std::atomic<Slot const*>[]> memo[2];  // [0] knobs none, [1] knobs auto
 
   /// create(): backend, device ops, the matching table, the knob cache (scope-checked) and the
@@ -179,6 +181,7 @@ class RunnerImpl {
     cache.push_back(entry);
     // The new entry outranks table rows for this bucket: forget what "none" memoised.
     for (int64_t i = 0; i < memo_size; ++i) memo[0][i].store(nullptr, std::memory_order_release);
+    memo_large[0].clear();
     // Later lookups see the cache rule; this call reports that auto chose it.
     auto cached = publish(from_cache(m, entry, true), stream);
     if (!cached.ok()) return cached.error();
@@ -200,10 +203,16 @@ class RunnerImpl {
     std::lock_guard<std::mutex> lock(mu);
     if (m < memo_size) {
       if (Slot const* s = memo[which][m].load(std::memory_order_acquire)) return s;
+    } else if (auto it = memo_large[which].find(m); it != memo_large[which].end()) {
+      return it->second;
     }
     auto s = resolve_locked(m, mode, stream);
-    if (s.ok() && m < memo_size && (*s)->choice.rule != ChoiceRule::kAuto) {
-      memo[which][m].store(*s, std::memory_order_release);
+    if (s.ok() && (*s)->choice.rule != ChoiceRule::kAuto) {
+      if (m < memo_size) {
+        memo[which][m].store(*s, std::memory_order_release);
+      } else {
+        memo_large[which][m] = *s;  // M past the array: memoised under the lock, never re-resolved
+      }
     }
     return s;
   }

@@ -247,6 +247,18 @@ TEST_F(RunnerTest, UnknownBackendAndInvalidProblemAreRefused) {
   EXPECT_FALSE(MoeRunner::create(bad, "cpu", options(false)).ok());
 }
 
+TEST_F(RunnerTest, LookupsPastTheMemoArrayAreMemoisedToo) {
+  RunnerOptions o = options(true);
+  o.max_tokens = 65600;  // the array holds M < 65536
+  auto r = MoeRunner::create(demo_problem(), "cpu", o);
+  ASSERT_TRUE(r.ok());
+  auto first = (*r)->lookup(65599);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(*(*r)->lookup(65599), *first);  // the same slot: not resolved again
+  EXPECT_EQ((*first)->rule, ChoiceRule::kTable);
+  EXPECT_FALSE((*r)->lookup(5, Knobs::explicit_config(tile_config(8, 32))).ok());
+}
+
 TEST(RuntimeBucket, IsTheNextPowerOfTwo) {
   EXPECT_EQ(runtime_bucket(0), 0);
   EXPECT_EQ(runtime_bucket(1), 1);
