@@ -186,10 +186,11 @@ std::pair<std::string, std::string> utc_now() {
   return {date, time};
 }
 
-core::Result<std::string> make_run_dir(std::string const& out_dir, RunEnv const& env) {
+core::Result<std::string> make_run_dir(std::string const& out_dir, RunEnv const& env,
+                                       std::string const& kind) {
   std::string hms = env.time_utc;
   std::erase(hms, ':');
-  std::string const base = out_dir + "/" + env.date + "-" + hms + "-" + env.commit;
+  std::string const base = out_dir + "/" + env.date + "-" + hms + "-" + env.commit + kind;
   std::string dir = base;
   for (int i = 2; std::filesystem::exists(dir); ++i) dir = base + "-" + std::to_string(i);
   MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(dir));

@@ -43,9 +43,10 @@ struct RunEnv {
 /// env.json text (2-space indent, "env_version" first).
 std::string env_json(RunEnv const& env);
 
-/// Creates "<out_dir>/<date>-<HHMMSS>-<commit>" (a suffix -2, -3... when it exists) and returns
-/// its path. Fails naming the directory.
-core::Result<std::string> make_run_dir(std::string const& out_dir, RunEnv const& env);
+/// Creates "<out_dir>/<date>-<HHMMSS>-<commit><kind>" (kind "" for bench, "-ab" for ab; -2, -3...
+/// appended when it exists) and returns its path. Fails naming the directory.
+core::Result<std::string> make_run_dir(std::string const& out_dir, RunEnv const& env,
+                                       std::string const& kind = "");
 
 /// UTC now as {"YYYY-MM-DD", "HH:MM:SS"}.
 std::pair<std::string, std::string> utc_now();

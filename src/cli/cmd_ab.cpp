@@ -95,9 +95,7 @@ int run_ab(AbCmdArgs const& args) {
   if (!runs->empty()) env.device.name = runs->front().report.device;
   auto const cmp = bench::compare_runs(*runs, o);
 
-  std::string dir = unwrap(bench::make_run_dir(args.out_dir, env));
-  std::filesystem::rename(dir, dir + "-ab");
-  dir += "-ab";
+  std::string const dir = unwrap(bench::make_run_dir(args.out_dir, env, "-ab"));
   unwrap(core::write_file_atomic(dir + "/env.json", bench::env_json(env)));
   unwrap(core::write_file_atomic(dir + "/ab.csv", bench::ab_csv(cmp, o.margin)));
   unwrap(core::write_file_atomic(dir + "/ab_samples.csv", bench::ab_samples_csv(*runs)));
