@@ -93,6 +93,8 @@ class CudaDeviceOps final : public DeviceOps {
 }  // namespace
 
 core::Result<std::unique_ptr<DeviceOps>> make_cuda_device_ops(core::Backend const& backend) {
+  auto device = kc::query_cuda_device();  // fails with "no CUDA device is visible; ..."
+  if (!device.ok()) return device.error();
   auto const* cb = dynamic_cast<kc::CudaBackend const*>(&backend);
   kernels::FastPaths const fp = cb != nullptr ? cb->fast_paths() : kernels::FastPaths{};
   return std::unique_ptr<DeviceOps>(std::make_unique<CudaDeviceOps>(fp));
