@@ -13,6 +13,7 @@
 
 #include "bench/ab.hpp"
 #include "bench/archive.hpp"
+#include "bench/telemetry.hpp"
 #include "cli/bench_args.hpp"
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
@@ -84,6 +85,12 @@ int run_ab(AbCmdArgs const& args) {
   env.command = own_command_line();
   env.backend = backend;
   env.commit = MOETUNE_GIT_COMMIT;
+  // The parent never runs kernels; it reads the host and NVML (no CUDA context) for the record.
+  if (backend == "cpu") env.device = core::cpu_device_info();
+  auto const telemetry = bench::make_telemetry(backend);
+  env.driver = telemetry->driver();
+  env.clocks = telemetry->now();
+  env.telemetry_source = telemetry->source();
   env.options = options;
   env.ceilings.copy_source = env.ceilings.matmul_source = "not measured: A/B compares arms";
   for (auto const& a : o.arms) env.arms.push_back(a.name + "=" + a.spec);
@@ -92,7 +99,7 @@ int run_ab(AbCmdArgs const& args) {
   auto runs = bench::run_arms(
       o, [](std::string const& line) { std::fprintf(stderr, "ab: %s\n", line.c_str()); });
   if (!runs.ok()) fail(runs.error());
-  if (!runs->empty()) env.device.name = runs->front().report.device;
+  if (!runs->empty() && backend != "cpu") env.device.name = runs->front().report.device;
   auto const cmp = bench::compare_runs(*runs, o);
 
   std::string const dir = unwrap(bench::make_run_dir(args.out_dir, env, "-ab"));
