@@ -88,14 +88,14 @@ core::Result<ArmReport> parse_arm_output(std::string const& text, std::string co
     if (line.empty()) continue;
     std::string const at = where + ": line " + std::to_string(n);
     auto obj = FlatJson::parse(line, at);
-    if (!obj.ok()) return obj.error();
     if (!header) {
-      auto worker = obj->string("worker");
-      auto version = obj->number("worker_version");
+      auto worker = obj.ok() ? obj->string("worker") : core::Result<std::string>(obj.error());
+      auto version = obj.ok() ? obj->number("worker_version") : core::Result<double>(obj.error());
       if (!worker.ok() || *worker != "moetune-bench" || !version.ok()) {
         return core::make_error(core::ErrorCode::kParse, at,
-                                "not a `moetune bench --arm-worker` header; is the arm's binary "
-                                "a moetune build with bench?");
+                                "not a `moetune bench --arm-worker` header ('" +
+                                    line.substr(0, 60) +
+                                    "'); is the arm's binary a moetune build with bench?");
       }
       if (*version != kArmWorkerVersion) {
         return core::make_error(core::ErrorCode::kVersion, at,
@@ -108,6 +108,7 @@ core::Result<ArmReport> parse_arm_output(std::string const& text, std::string co
       header = true;
       continue;
     }
+    if (!obj.ok()) return obj.error();
     ArmPoint p;
     auto series = obj->string("series");
     auto m = obj->number("M");

@@ -155,6 +155,26 @@ TEST_F(BenchCli, AbRejectsBadArmsBeforeRunningAny) {
   EXPECT_NE(lever.err.find("is not NAME=on or NAME=off"), std::string::npos) << lever.err;
 }
 
+TEST_F(BenchCli, AbStopsWhenAnArmsProcessFailsOrIsNotMoetune) {
+  std::vector<std::string> base = {"ab",   "--backend", "cpu",       "--problem", kProblem,
+                                   "--m",  "1",         "--rounds",  "1",         "--out",
+                                   "runs", "--arm",     "A=default", "--arm"};
+  auto args = base;
+  args.push_back("B=binary:/bin/false");
+  auto failed = run(args);
+  EXPECT_EQ(failed.exit_code, 3) << failed.out << failed.err;
+  EXPECT_NE(failed.err.find("arm B round 1: the arm's process ended with exit status 1"),
+            std::string::npos)
+      << failed.err;
+  args = base;
+  args.push_back("B=binary:/bin/echo");
+  auto foreign = run(args);
+  EXPECT_EQ(foreign.exit_code, 2) << foreign.out << foreign.err;
+  EXPECT_NE(foreign.err.find("not a `moetune bench --arm-worker` header"), std::string::npos)
+      << foreign.err;
+  EXPECT_FALSE(fs::exists(path("runs")) && !fs::is_empty(path("runs")));  // no result made up
+}
+
 TEST_F(BenchCli, ReportRendersOneSelfContainedPageFromFixtures) {
   write("run/bench.csv",
         "bench_csv_version,series,E,K,I,top_k,act,M,time_us,p10_us,p90_us,floor_us,bound,ratio,"
