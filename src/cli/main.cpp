@@ -45,6 +45,8 @@ std::vector<EnvVarSpec> const& env_var_table() {
       {"MOETUNE_CUDA", "ON when nvcc is found", "scripts/build.sh: OFF builds without CUDA"},
       {"MOETUNE_JOBS", "$(nproc)", "scripts/build.sh: parallel build jobs"},
       {"MOETUNE_DEMO_OUT", "build/demo-tables", "scripts/demo.sh: where the demo writes tables"},
+      {"MOETUNE_DEMO_RECIPE", "recipes/demo.json (recipes/demo-h200.json with a GPU)",
+       "scripts/demo.sh: the recipe the demo tunes"},
       {"MOETUNE_CI_FORMAT", "unset (report)", "ci: strict fails on clang-format drift"},
   };
   return table;

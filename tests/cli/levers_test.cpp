@@ -89,9 +89,9 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
       {{"levers", "resolve", "--deployment", kDecodeTp8},
        "MOETUNE_CACHEDIR=/tmp",
        "moetune levers: environment: MOETUNE_CACHEDIR is not a moetune variable; expected a lever "
-       "knob MOETUNE_LEVER_<NAME> or one of MOETUNE_BACKEND, MOETUNE_CACHE_DIR, "
+       "knob MOETUNE_LEVER_<NAME> or one of MOETUNE_BACKEND, MOETUNE_CACHE_DIR, MOETUNE_CACHE, "
        "MOETUNE_TEST_SEED, MOETUNE_BUILD_DIR, MOETUNE_CUDA, MOETUNE_JOBS, MOETUNE_DEMO_OUT, "
-       "MOETUNE_CI_FORMAT; unset it; did you mean 'MOETUNE_CACHE_DIR'?\n"},
+       "MOETUNE_DEMO_RECIPE, MOETUNE_CI_FORMAT; unset it; did you mean 'MOETUNE_CACHE_DIR'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
        "MOETUNE_LEVER_PDL=true",
        "moetune levers: environment: MOETUNE_LEVER_PDL = 'true' is not a knob value; expected on "
