@@ -1,5 +1,10 @@
 #include "cli/cli_common.hpp"
 
+#include <unistd.h>
+
+#include "core/lever_resolve.hpp"
+#include "kernels/fast_paths_from_levers.hpp"
+
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
@@ -39,6 +44,19 @@ std::unique_ptr<core::Backend> backend_or_exit(std::string const& name) {
     throw CliExit{kExitBadInput, "--backend " + name + ": " + backend.error().to_string()};
   }
   return std::move(backend).value();
+}
+
+kernels::FastPaths fast_paths_from_env_or_exit(std::string const& backend) {
+  core::Deployment d;
+  d.backend = backend;
+  d.arch = backend == "cpu" ? "cpu" : "sm90";
+  d.dtype = "bf16";
+  d.role = "prefill";
+  std::vector<std::string> other;
+  for (auto const& v : env_var_table()) other.emplace_back(v.name);
+  auto fp = kernels::resolve_fast_paths(d, core::snapshot_environment(environ), other);
+  if (!fp.ok()) throw CliExit{kExitBadInput, "environment: " + fp.error().to_string()};
+  return *fp;
 }
 
 void add_problem_option(CLI::App& app, std::string* spec) {

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kernels/fast_paths.hpp"
 #include "core/backend.hpp"
 #include "core/problem.hpp"
 #include "core/recipe.hpp"
@@ -29,6 +30,11 @@ void add_backend_option(CLI::App& app, std::string* backend);
 void check_backend_name(std::string const& name, std::string const& where);
 /// make_backend(name), or CliExit(2) with the reason (e.g. no GPU).
 std::unique_ptr<core::Backend> backend_or_exit(std::string const& name);
+
+/// The fast paths (levers) a process on `backend` takes under this environment: the built-in
+/// lever table resolved at deployment backend/arch, tp 1, ep 1, bf16, role prefill, with
+/// MOETUNE_LEVER_<NAME> knobs applied. A bad MOETUNE_* variable ends the command (exit 2).
+kernels::FastPaths fast_paths_from_env_or_exit(std::string const& backend);
 
 /// Adds `--problem SPEC` (core::parse_problem_spec form) to `app`.
 void add_problem_option(CLI::App& app, std::string* spec);

@@ -86,6 +86,7 @@ std::string pick_backend(TuneArgs const& args, core::RecipeShape const& shape,
                                      chosen};
   }
   check_backend_name(wanted, where + ": backend");
+  (void)fast_paths_from_env_or_exit(wanted);  // a bad MOETUNE_* variable fails before any run
   return wanted;
 }
 

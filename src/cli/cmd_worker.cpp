@@ -26,7 +26,9 @@ void setup_worker(CLI::App& app, int& exit_code) {
   app.add_option("--fd-out", args->fd_out, "file descriptor answers go to")->capture_default_str();
   app.callback([args, &exit_code] {
     check_backend_name(args->backend, "--backend");
-    exit_code = tuner::run_worker(args->backend, args->fd_in, args->fd_out);
+    // The worker inherits the tuner's environment, so MOETUNE_LEVER_* knobs reach the kernels.
+    exit_code = tuner::run_worker(args->backend, args->fd_in, args->fd_out,
+                                  fast_paths_from_env_or_exit(args->backend));
   });
 }
 

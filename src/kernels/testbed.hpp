@@ -14,6 +14,7 @@
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "core/routing.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels {
 
@@ -52,6 +53,8 @@ class Testbed {
   virtual core::Result<CheckResult> check(core::MoeConfig const& config) = 0;
   /// Times `config`: warm-up runs, then `reps` timed runs (GPU: graph replays with the L2 flushed).
   virtual core::Result<TimingResult> time(core::MoeConfig const& config, int warmup, int reps) = 0;
+  /// The fast paths (levers) later runs take; backends without a given path ignore its field.
+  virtual void set_fast_paths(FastPaths const& fast_paths) = 0;
 };
 
 /// "cpu" always; "cuda" when built with CUDA and a GPU is present. The error says why not.

@@ -7,6 +7,8 @@
 // run. After launch_failed or oom the worker is restarted too: the device context may be poisoned.
 #pragma once
 
+#include "kernels/fast_paths.hpp"
+
 #include <sys/types.h>
 
 #include <optional>
@@ -73,7 +75,8 @@ class WorkerClient {
 
 /// The worker side (`moetune worker`): answers requests read from `in_fd` on `out_fd` with a
 /// testbed of `backend` until quit or EOF. Returns the process exit code (0).
-int run_worker(std::string const& backend, int in_fd, int out_fd);
+int run_worker(std::string const& backend, int in_fd, int out_fd,
+               kernels::FastPaths const& fast_paths = {});
 
 /// "SIGSEGV"-style name of a signal ("signal 42" when unknown).
 std::string signal_name(int signal);

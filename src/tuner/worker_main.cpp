@@ -150,8 +150,10 @@ bool write_line(int fd, std::string text) {
 
 }  // namespace
 
-int run_worker(std::string const& backend, int in_fd, int out_fd) {
+int run_worker(std::string const& backend, int in_fd, int out_fd,
+               kernels::FastPaths const& fast_paths) {
   auto bed = kernels::make_testbed(backend);
+  if (bed.ok()) (*bed)->set_fast_paths(fast_paths);
   std::string buffer;
   std::string line;
   while (read_line(in_fd, buffer, &line)) {

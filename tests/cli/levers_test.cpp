@@ -202,3 +202,27 @@ TEST_F(CliLevers, ShowPrintsRulesEvidenceAndEveryMatrixDeployment) {
 
 }  // namespace
 }  // namespace moetune::cli::testing
+
+namespace moetune::cli::testing {
+namespace {
+
+class CliLeversInTune : public CliTest {};
+
+// The tuner's workers take the environment's lever knobs; a bad MOETUNE_* variable stops `tune`
+// before anything runs.
+TEST_F(CliLeversInTune, ABadVariableStopsTuneBeforeAnyRunAndAGoodKnobIsAccepted) {
+  std::string const recipe = std::string(MOETUNE_SOURCE_DIR) + "/recipes/demo.json";
+  RunResult bad = run({"tune", "--recipe", recipe, "--buckets", "4", "--out", "t"},
+                      "MOETUNE_LEVER_CPU_REGISTER_TILE=off");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("MOETUNE_LEVER_CPU_REGISTER_TILE "), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("did you mean 'MOETUNE_LEVER_CPU_REGISTER_TILES'"), std::string::npos)
+      << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(path("t"))) << "nothing may be written on bad input";
+  RunResult ok = run({"tune", "--recipe", recipe, "--buckets", "4", "--reps", "3", "--out", "t"},
+                     "MOETUNE_LEVER_CPU_REGISTER_TILES=off");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+}
+
+}  // namespace
+}  // namespace moetune::cli::testing

@@ -35,7 +35,7 @@ class CpuTestbed final : public Testbed {
   /// The output of the last run, in the problem dtype (bf16 bits or float).
   void const* output() const;
   /// The fast paths later runs take (levers: cpu_register_tiles).
-  void set_fast_paths(FastPaths fp) { fast_paths_ = fp; }
+  void set_fast_paths(FastPaths const& fp) override { fast_paths_ = fp; }
 
  private:
   core::Status ready(core::MoeConfig const& config, char const* where) const;

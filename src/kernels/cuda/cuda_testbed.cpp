@@ -108,7 +108,7 @@ CudaTestbed::~CudaTestbed() {
 
 core::Backend const& CudaTestbed::backend() const { return *backend_; }
 
-void CudaTestbed::set_fast_paths(FastPaths fp) {
+void CudaTestbed::set_fast_paths(FastPaths const& fp) {
   fast_paths_ = fp;
   backend_->set_fast_paths(fp);
 }

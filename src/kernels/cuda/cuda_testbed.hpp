@@ -34,7 +34,7 @@ class CudaTestbed final : public Testbed {
   core::Result<TimingResult> time_stages(core::MoeConfig const& config, unsigned stages, int warmup,
                                          int reps);
   /// The fast paths launches take (levers); also applied to the backend's can_implement.
-  void set_fast_paths(FastPaths fp);
+  void set_fast_paths(FastPaths const& fp) override;
   /// Experts with at least one token in the prepared routing.
   int64_t experts_hit() const { return experts_hit_; }
   core::MoeProblem const& problem() const { return problem_; }
