@@ -1,5 +1,7 @@
 #include "cli/json_out.hpp"
 
+#include "tuner/flat_json.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -16,40 +18,10 @@ std::string join(std::vector<std::string> const& items, std::string const& sep) 
 
 }  // namespace
 
-std::string json_quote(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
+// One escaping and number rule for every JSON line moetune writes (tuner/flat_json.hpp).
+std::string json_quote(std::string_view s) { return tuner::json_string(s); }
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  // Prefer the shortest form that reads back to the same double.
-  for (int precision = 1; precision < 17; ++precision) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof(shorter), "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return buf;
-}
+std::string json_number(double v) { return tuner::json_double(v); }
 
 std::string table_json_text(core::Table const& table, std::string const& path) {
   std::vector<std::string> rows;
