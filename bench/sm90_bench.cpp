@@ -133,6 +133,11 @@ struct Options {
   std::string ms = "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
   bool sweep = true;
   std::string recipe;  // --recipe: time the recipe's pinned rows instead of sweeping
+  // --schedule-override S: pinned GEMMs with a wgmma schedule run with schedule S instead (same
+  // tiles), to compare main loops at the recipe's points.
+  std::optional<core::Schedule> schedule_override;
+  // --sweep-schedule S: the sweep only times candidates with schedule S.
+  std::optional<core::Schedule> sweep_schedule;
   int sweep_reps = 5;
 };
 
@@ -154,11 +159,16 @@ Options parse_options(int argc, char** argv) {
       o.sweep = false;
     else if (a == "--sweep-reps")
       o.sweep_reps = std::stoi(next());
+    else if (a == "--schedule-override")
+      o.schedule_override = must(core::parse_schedule(next()), "--schedule-override");
+    else if (a == "--sweep-schedule")
+      o.sweep_schedule = must(core::parse_schedule(next()), "--sweep-schedule");
     else if (a == "--recipe")
       o.recipe = next();
     else
       die("unknown option " + a +
-          " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R)");
+          " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R "
+          "--schedule-override S --sweep-schedule S)");
   }
   return o;
 }
@@ -200,12 +210,17 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 
 // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
 // block_m whose two winners sum lowest wins.
-core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates) {
+core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates,
+                           std::optional<core::Schedule> only) {
   core::MoeConfig best = tb.backend().default_config(p);
   double best_total = 1e30;
+  auto keep = [&](std::vector<core::KernelConfig> v) {
+    if (only) std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
+    return v;
+  };
   for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
-    auto c1 = kernels::cuda::sm90_gemm_candidates(p, bm, true);
-    auto c2 = kernels::cuda::sm90_gemm_candidates(p, bm, false);
+    auto c1 = keep(kernels::cuda::sm90_gemm_candidates(p, bm, true));
+    auto c2 = keep(kernels::cuda::sm90_gemm_candidates(p, bm, false));
     if (c1.empty() || c2.empty()) continue;
     std::vector<core::MoeConfig> all;
     for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = c2.front()});
@@ -396,8 +411,18 @@ int main(int argc, char** argv) {
       core::MoeConfig best = dflt;
       if (auto pinned = pinned_config(recipe, pt.p)) {
         best = *pinned;
+        if (opt.schedule_override) {
+          for (auto* k : {&best.gemm1, &best.gemm2}) {
+            if (k->launch.schedule != core::Schedule::kAuto) k->launch.schedule = *opt.schedule_override;
+          }
+          if (auto st = tb->backend().can_implement(pt.p, best); !st.ok()) {
+            std::fprintf(stderr, "override refused, keeping the pinned row: %s\n",
+                         st.error().to_string().c_str());
+            best = *pinned;
+          }
+        }
       } else if (opt.sweep) {
-        best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates);
+        best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule);
       }
       check_point(*tb, pt, best);
       time_point(*tb, nvml, pt, best, dflt);

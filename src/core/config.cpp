@@ -33,6 +33,7 @@ std::string_view to_string(Schedule s) {
     case Schedule::kAuto: return "auto";
     case Schedule::kCooperative: return "cooperative";
     case Schedule::kPingpong: return "pingpong";
+    case Schedule::kTmaWarpSpecialized: return "tma_ws";
   }
   return "auto";
 }
@@ -41,10 +42,11 @@ Result<Schedule> parse_schedule(std::string_view text) {
   if (text == "auto") return Schedule::kAuto;
   if (text == "cooperative") return Schedule::kCooperative;
   if (text == "pingpong") return Schedule::kPingpong;
+  if (text == "tma_ws") return Schedule::kTmaWarpSpecialized;
   return make_error(ErrorCode::kInvalidArgument, "schedule",
                     "unknown schedule '" + std::string(text) +
-                        "'; expected one of auto, cooperative, pingpong" +
-                        did_you_mean(text, {"auto", "cooperative", "pingpong"}));
+                        "'; expected one of auto, cooperative, pingpong, tma_ws" +
+                        did_you_mean(text, {"auto", "cooperative", "pingpong", "tma_ws"}));
 }
 
 MoeConfig uniform_config(KernelConfig const& k) { return MoeConfig{.gemm1 = k, .gemm2 = k}; }
@@ -120,6 +122,7 @@ std::string short_string(KernelConfig const& k) {
   }
   if (k.launch.schedule == Schedule::kPingpong) s += "pp";
   if (k.launch.schedule == Schedule::kCooperative) s += "co";
+  if (k.launch.schedule == Schedule::kTmaWarpSpecialized) s += "tw";
   if (k.launch.num_threads != 0) s += "t" + std::to_string(k.launch.num_threads);
   return s;
 }

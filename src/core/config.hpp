@@ -30,9 +30,11 @@ struct PipelineConfig {
   bool operator==(PipelineConfig const&) const = default;
 };
 
-/// Main-loop schedule of a warp-specialised kernel.
-enum class Schedule { kAuto, kCooperative, kPingpong };
-std::string_view to_string(Schedule s);       ///< "auto", "cooperative", "pingpong"
+/// Main-loop schedule. What each value means is the family's to say (sm90_gather: auto = mma.sync,
+/// cooperative = cp.async + wgmma, tma_ws = TMA + warp-specialised persistent wgmma; see
+/// docs/kernels.md). Tables name it by string, so values are only ever appended.
+enum class Schedule { kAuto, kCooperative, kPingpong, kTmaWarpSpecialized };
+std::string_view to_string(Schedule s);  ///< "auto", "cooperative", "pingpong", "tma_ws"
 Result<Schedule> parse_schedule(std::string_view text);
 
 /// Launch shape.
@@ -80,7 +82,7 @@ std::string to_string(KernelConfig const& k);
 /// "MoeConfig(gemm1=KernelConfig(...), gemm2=KernelConfig(...))", or one KernelConfig(...)
 /// prefixed "uniform " when both are equal.
 std::string to_string(MoeConfig const& c);
-/// Short form for tables and logs: "m64n64k64g1w4s2" plus "sk2", "swap", "c2x1", "pp"/"co",
+/// Short form for tables and logs: "m64n64k64g1w4s2" plus "sk2", "swap", "c2x1", "pp"/"co"/"tw",
 /// "t8" only when not default; "gemm1|gemm2" when they differ.
 std::string short_string(KernelConfig const& k);
 std::string short_string(MoeConfig const& c);

@@ -46,6 +46,8 @@ TEST(Config, ValidateNamesTheFieldAndTheAllowedValues) {
 
 TEST(Config, ParseScheduleOffersDidYouMean) {
   EXPECT_EQ(*parse_schedule("pingpong"), Schedule::kPingpong);
+  EXPECT_EQ(*parse_schedule("tma_ws"), Schedule::kTmaWarpSpecialized);
+  EXPECT_EQ(to_string(Schedule::kTmaWarpSpecialized), "tma_ws");
   auto r = parse_schedule("pingpnog");
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("did you mean 'pingpong'?"), std::string::npos);

@@ -37,7 +37,7 @@ TEST(JsonIo, KernelAndMoeConfigRoundTripEveryField) {
   EXPECT_EQ(*parse_kernel_config_json(to_json_text(k), "t"), k);
   MoeConfig const c = odd_moe_config();
   EXPECT_EQ(*parse_moe_config_json(to_json_text(c), "t"), c);
-  for (Schedule s : {Schedule::kAuto, Schedule::kCooperative}) {
+  for (Schedule s : {Schedule::kAuto, Schedule::kCooperative, Schedule::kTmaWarpSpecialized}) {
     KernelConfig q = k;
     q.launch.schedule = s;
     EXPECT_EQ(*parse_kernel_config_json(to_json_text(q), "t"), q);

@@ -3,6 +3,8 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
@@ -93,6 +95,21 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
         }
       }
     }
+    // TMA + warp-specialised persistent wgmma (schedule tma_ws): the compute-bound regime.
+    if (!tiny) {
+      for (int bn : widths) {
+        if (bn > max_bn) continue;
+        for (int stages : {3, 4, 5}) {
+          for (int gm : {1, 8}) {
+            core::KernelConfig k;
+            k.tile = {.block_m = block_m, .block_n = bn, .block_k = 64, .group_m = gm};
+            k.pipeline = {.num_warps = block_m / 16, .num_stages = stages, .split_k = 1};
+            k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+            if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+          }
+        }
+      }
+    }
   }
   return out;
 }
@@ -109,6 +126,25 @@ std::vector<core::MoeConfig> CudaBackend::search_space(core::MoeProblem const& p
         if (a == b) out.push_back({.gemm1 = a, .gemm2 = b});
       }
     }
+  }
+  return out;
+}
+
+std::vector<core::GemmSpace> CudaBackend::gemm_search_space(core::MoeProblem const& p) const {
+  std::vector<core::GemmSpace> out;
+  core::MoeConfig const fallback = default_config(p);
+  std::vector<core::MoeConfig> const joint = search_space(p);
+  for (int bm : sm90_block_m_candidates(p)) {
+    core::GemmSpace s{.block_m = bm,
+                      .gemm1 = sm90_gemm_candidates(p, bm, true),
+                      .gemm2 = sm90_gemm_candidates(p, bm, false)};
+    if (s.gemm1.empty() || s.gemm2.empty()) continue;
+    auto pair = std::find_if(joint.begin(), joint.end(),
+                             [&](auto const& c) { return c.gemm1.tile.block_m == bm; });
+    s.base = fallback.gemm1.tile.block_m == bm && fallback.gemm2.tile.block_m == bm
+                 ? fallback
+                 : (pair != joint.end() ? *pair : core::MoeConfig{s.gemm1[0], s.gemm2[0]});
+    out.push_back(std::move(s));
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <sstream>
 
 #include "core/atomic_file.hpp"
@@ -15,6 +16,12 @@ namespace moetune::kernels::cuda {
 namespace {
 
 constexpr const char* kCacheMagic = "MOETUNE-CUBIN v1";
+
+// compile_module runs on several threads at once (the tuner worker's parallel precompile). NVRTC
+// programs are independent and the cache file is published by rename, but write_file_atomic
+// reads the process umask by setting and restoring it, which races between threads (a lost
+// restore leaves umask 0). Cache writes are therefore serialised; compiles stay concurrent.
+std::mutex g_cache_write_mutex;
 
 uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) {
@@ -104,7 +111,8 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   auto t0 = std::chrono::steady_clock::now();
   // A tiny translation unit that includes the kernel file; instantiations come from name exprs.
   const std::string main_src =
-      "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_align_kernel.cuh\"\n"
+      "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_ws_kernel.cuh\"\n"
+      "#include \"sm90_align_kernel.cuh\"\n"
       "#include \"sm90_reference_kernel.cuh\"\n";
   std::vector<const char*> hdr_text, hdr_name;
   for (auto const& [name, text] : sources) {
@@ -150,6 +158,7 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   m.ptxas_log = log;
   m.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::lock_guard<std::mutex> lock(g_cache_write_mutex);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (!ec) {

@@ -40,17 +40,18 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
                             " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256");
   }
-  const bool coop = k.launch.schedule == core::Schedule::kCooperative;
+  const bool ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized;
+  const bool coop = k.launch.schedule == core::Schedule::kCooperative || ws;
   // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
   if (coop ? (t.block_n < 32 || t.block_n > 256 || t.block_n % 8 != 0)
            : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
     return reject(gemm,
                   "tile.block_n = " + std::to_string(t.block_n) +
-                      (coop ? " is not supported with schedule cooperative; use a multiple of 8 "
-                              "in 32..256"
+                      (coop ? " is not supported with schedule cooperative or tma_ws; use a "
+                              "multiple of 8 in 32..256"
                             : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
-                              "of 8 need schedule cooperative)"));
+                              "of 8 need schedule cooperative or tma_ws)"));
   }
   if (t.block_k != 32 && t.block_k != 64 && t.block_k != 128) {
     return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
@@ -93,31 +94,35 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   if (l.schedule == core::Schedule::kPingpong) {
     return reject(gemm,
                   "launch.schedule = pingpong is not implemented by sm90_gather v1; use auto "
-                  "(mma.sync) or cooperative (wgmma)");
+                  "(mma.sync), cooperative (wgmma) or tma_ws (TMA + warp-specialised wgmma)");
   }
-  const bool wgmma = l.schedule == core::Schedule::kCooperative;
+  const bool wgmma = coop;
+  const std::string sched = ws ? "tma_ws" : "cooperative";
   if (wgmma) {
     if (t.block_k != 64) {
       return reject(gemm,
                     "tile.block_k = " + std::to_string(t.block_k) +
-                        " with schedule cooperative (wgmma); use 64 (one 128-byte swizzle atom)");
+                        " with schedule " + sched + " (wgmma); use 64 (one 128-byte swizzle atom)");
     }
     if (t.block_m != 64 && t.block_m != 128) {
       return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
-                              " with schedule cooperative (wgmma); use 64 or 128");
+                              " with schedule " + sched + " (wgmma); use 64 or 128");
     }
-    if (pl.num_stages < 3) {
+    if (pl.num_stages < (ws ? 2 : 3)) {
       return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
-                              " with schedule cooperative; use 3..8 (two tiles stay in flight)");
+                              " with schedule " + sched +
+                              (ws ? "; use 2..8" : "; use 3..8 (two tiles stay in flight)"));
     }
     if (pl.num_warps != t.block_m / 16) {
       return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
-                              " with schedule cooperative needs one warpgroup per 64 rows; use " +
-                              std::to_string(t.block_m / 16));
+                              " with schedule " + sched +
+                              " needs one MMA warpgroup per 64 rows; use " +
+                              std::to_string(t.block_m / 16) +
+                              (ws ? " (the producer warpgroup is not counted)" : ""));
     }
     if (is_gemm1 && core::is_gated(p.activation) && t.block_n > 128) {
-      return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) +
-                              " with schedule cooperative; use 32..256 (gated GEMM1: 32..128)");
+      return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) + " with schedule " +
+                              sched + "; use 32..256 (gated GEMM1: 32..128)");
     }
   }
   if (l.num_threads != 0) {
@@ -137,7 +142,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   g.stages = pl.num_stages;
   g.group_m = t.group_m;
   g.gated = is_gemm1 && core::is_gated(p.activation);
-  g.mma = wgmma ? 1 : 0;
+  g.mma = ws ? 2 : (wgmma ? 1 : 0);
   double best = 1e9;
   bool found = false;
   for (int wm = 1; wm <= warps; wm *= 2) {
@@ -163,7 +168,10 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
                             " with warp tiles of at least 16x16; use fewer warps or a larger tile");
   }
-  const int reg_budget = std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48);
+  // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them.
+  const int reg_budget =
+      (ws ? (g.warps_m == 8 ? 232 : std::min(255, 65536 / g.threads())) - 40
+          : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
   if (g.acc_registers() > reg_budget) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
                             " needs " + std::to_string(g.acc_registers()) +
@@ -171,7 +179,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " warps, over the budget of " + std::to_string(reg_budget) +
                             "; use more warps or a smaller tile");
   }
-  const int smem = g.smem_bytes() + g.block_m * 12;
+  const int smem = g.smem_bytes() + (ws ? g.stages * 16 : g.block_m * 12);
   if (smem > kSm90MaxSmemBytes) {
     return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
                             std::to_string(g.stages) + " stages), over the sm_90 limit of " +
@@ -185,12 +193,14 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
                                 FastPaths const& fast_paths) {
   if (!fast_paths.wgmma_mainloop) {
     for (auto const* k : {&c.gemm1, &c.gemm2}) {
-      if (k->launch.schedule == core::Schedule::kCooperative) {
+      if (k->launch.schedule == core::Schedule::kCooperative ||
+          k->launch.schedule == core::Schedule::kTmaWarpSpecialized) {
         return core::make_error(
             ErrorCode::kUnsupported, "sm90_gather",
-            std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
-                ".launch.schedule = cooperative needs the wgmma_mainloop fast "
-                "path, which is off here; use schedule auto or turn the lever on");
+            std::string(k == &c.gemm1 ? "gemm1" : "gemm2") + ".launch.schedule = " +
+                std::string(core::to_string(k->launch.schedule)) +
+                " needs the wgmma_mainloop fast path, which is off here; use schedule auto or "
+                "turn the lever on");
       }
     }
   }
@@ -225,6 +235,12 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
 }
 
 std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  if (g.mma == 2) {
+    return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +
+           std::to_string(g.block_n) + "," + std::to_string(g.stages) + "," +
+           std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
+           (is_gemm1 ? "true" : "false") + ">";
+  }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +
          std::to_string(g.warps_m) + "," + std::to_string(g.warps_n) + "," +

@@ -24,12 +24,17 @@ struct GemmGeometry {
   int warps_m = 2, warps_n = 2;
   int stages = 3, group_m = 1;
   bool gated = false;  ///< GEMM1 with gate and up halves
-  int mma = 0;         ///< 0 = mma.sync main loop (schedule auto), 1 = wgmma (schedule cooperative)
+  /// 0 = mma.sync main loop (schedule auto), 1 = cp.async + wgmma (schedule cooperative),
+  /// 2 = TMA + warp-specialised persistent wgmma (schedule tma_ws).
+  int mma = 0;
 
-  int threads() const { return warps_m * warps_n * 32; }
+  /// Threads per CTA: the MMA warps, plus the producer warpgroup of schedule tma_ws.
+  int threads() const { return warps_m * warps_n * 32 + (mma == 2 ? 128 : 0); }
   int b_rows() const { return gated ? 2 * block_n : block_n; }
   /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
   int smem_bytes() const { return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0); }
+  /// Persistent kernels launch at most one CTA per SM and loop over tiles.
+  bool persistent() const { return mma == 2; }
   /// fp32 accumulator registers per thread.
   int acc_registers() const {
     return (gated ? 2 : 1) * (block_m / warps_m) * (block_n / warps_n) / 32;

@@ -1,5 +1,9 @@
 #include "kernels/cuda/sm90_gather_launch.hpp"
 
+#include <cuda.h>
+
+#include <algorithm>
+#include <cstddef>
 #include <map>
 #include <mutex>
 
@@ -40,6 +44,64 @@ struct CombineParams {
   void* out;
   int num_tokens, top_k, k_dim;
 };
+// sm90_ws_kernel.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
+struct WsGemmParams {
+  CUtensorMap tma_a;
+  CUtensorMap tma_b;
+  GemmParams g;
+};
+static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
+                  offsetof(WsGemmParams, g) == 256,
+              "WsGemmParams must match the device struct (two 128-byte maps, then GemmParams)");
+
+// cuTensorMapEncodeTiled, looked up once through the runtime (the project links no libcuda).
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiledFn encode_tiled_fn() {
+  static EncodeTiledFn fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      cudaGetLastError();
+      return static_cast<EncodeTiledFn>(nullptr);
+    }
+    return reinterpret_cast<EncodeTiledFn>(f);
+  }();
+  return fn;
+}
+
+/// TMA map of a row-major bf16 matrix [rows, cols] read in boxes of box_rows x 64 columns
+/// (128 bytes, the 128-byte swizzle atom the wgmma descriptors expect).
+core::Status encode_tma_2d(CUtensorMap* map, const void* base, uint64_t rows, uint64_t cols,
+                           uint32_t box_rows, const char* what) {
+  EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) {
+    return core::make_error(core::ErrorCode::kUnsupported, "launch_sm90_gather",
+                            "cuTensorMapEncodeTiled is not available from this driver (schedule "
+                            "tma_ws needs CUDA 12+); use schedule cooperative");
+  }
+  const cuuint64_t dims[2] = {cols, rows};
+  const cuuint64_t strides[1] = {cols * 2};
+  const cuuint32_t box[2] = {64, box_rows};
+  const cuuint32_t elem[2] = {1, 1};
+  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims,
+                        strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
+                            std::string("cuTensorMapEncodeTiled failed for ") + what + " (" +
+                                std::to_string(rows) + " x " + std::to_string(cols) +
+                                ", box " + std::to_string(box_rows) + " x 64): error " +
+                                std::to_string(static_cast<int>(r)) +
+                                "; the base must be 16-byte aligned and cols a multiple of 8");
+  }
+  return core::Status::Ok();
+}
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
@@ -136,6 +198,10 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   for (size_t i = 0; i < exprs->size(); ++i) {
     MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
   }
+  int device = 0;
+  MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
+  MOETUNE_CUDA_CHECK(
+      cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
   MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           k->g1.smem_bytes()));
@@ -195,12 +261,31 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     void* params[] = {&ap};
     MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
   }
-  auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp) -> core::Status {
+  auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp,
+                  uint64_t a_rows) -> core::Status {
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
-    const unsigned grid = static_cast<unsigned>(mb) * n_blocks;
+    const unsigned tiles = static_cast<unsigned>(mb) * n_blocks;
+    if (g.persistent()) {
+      // TMA maps of this call's pointers: B = the experts' weight rows, A = h rows (GEMM2).
+      WsGemmParams wp{};
+      wp.g = gp;
+      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
+          &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
+          static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n), "weights"));
+      if (a_rows > 0) {
+        MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
+                                              static_cast<uint64_t>(gp.k_dim),
+                                              static_cast<uint32_t>(g.block_m), "h"));
+      }
+      const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
+      void* params[] = {&wp};
+      MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream,
+                                fast_paths.pdl));
+      return core::Status::Ok();
+    }
     void* params[] = {&gp};
     MOETUNE_CUDA_CHECK(
-        launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
+        launch(f, dim3(tiles), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
     return core::Status::Ok();
   };
   if (stages & kStageGemm1) {
@@ -216,7 +301,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(core::gemm1_n(p)),
                   static_cast<int>(p.top_k),
                   mb};
-    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp));
+    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp, 0));
   }
   if (stages & kStageGemm2) {
     GemmParams gp{h,
@@ -231,7 +316,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(p.hidden_size),
                   static_cast<int>(p.top_k),
                   mb};
-    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp));
+    MOETUNE_RETURN_IF_ERROR(
+        gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * k.g1.block_m));
   }
   if (stages & kStageCombine) {
     CombineParams cp{y, args.out, static_cast<int>(p.num_tokens), static_cast<int>(p.top_k),

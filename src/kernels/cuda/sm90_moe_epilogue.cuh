@@ -11,13 +11,14 @@
 namespace moetune_dev {
 
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
-/// row_pair: [kBlockM] pair id of each tile row (-1 = padding).
+/// row_pair: [kBlockM] pair id of each tile row (-1 = padding), in shared or global memory.
+/// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
 template <class Mainloop, int kAct, bool kIsGemm1>
-MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, moe_bf16* out, const int* row_pair,
-                                       long long row0, int n0, int n_dim,
+MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
+                                       const int* row_pair, long long row0, int n0, int n_dim,
                                        const float* topk_weights) {
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
   const int warp_m = warp / kWarpsN;
   const int warp_n = warp % kWarpsN;

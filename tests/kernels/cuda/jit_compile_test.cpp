@@ -2,6 +2,8 @@
 // can_implement reasons, the default config, and NVRTC compiles of configs tables name.
 #include <gtest/gtest.h>
 
+#include <regex>
+
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
@@ -85,6 +87,51 @@ TEST(Sm90Jit, CompilesTheDefaultConfigWithoutAGpu) {
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->from_cache);
   EXPECT_EQ(again->cubin, m->cubin);
+}
+
+core::KernelConfig tma_ws(int bm, int bn, int stages) {
+  core::KernelConfig k;
+  k.tile = {.block_m = bm, .block_n = bn, .block_k = 64, .group_m = 8};
+  k.pipeline = {.num_warps = bm / 16, .num_stages = stages, .split_k = 1};
+  k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+  return k;
+}
+
+// The warp-specialised kernels compile for gated and non-gated GEMM1 and for GEMM2, with no
+// register spills (ptxas -v), at both block_m.
+TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
+    core::MoeProblem p = s1();
+    p.activation = act;
+    p.num_tokens = 4096;
+    const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
+    for (int bm : {128, 64}) {
+      core::MoeConfig c{.gemm1 = tma_ws(bm, bn1, 4), .gemm2 = tma_ws(bm, 224, 4)};
+      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+      auto exprs = sm90_gather_name_exprs(p, c);
+      ASSERT_TRUE(exprs.ok());
+      auto m = compile_module(*exprs);
+      ASSERT_TRUE(m.ok()) << m.error().to_string();
+      const std::regex spill(R"((\d+) bytes spill (stores|loads))");
+      int lines = 0;
+      for (std::sregex_iterator it(m->ptxas_log.begin(), m->ptxas_log.end(), spill), e; it != e;
+           ++it, ++lines) {
+        EXPECT_EQ((*it)[1].str(), "0") << "bm " << bm << ": " << m->ptxas_log;
+      }
+      EXPECT_GT(lines, 0) << "no ptxas -v report in the log";
+    }
+  }
+}
+
+TEST(Sm90Geometry, TmaWarpSpecialisedRejectsAWrongWarpCountNamingTheProducer) {
+  core::MoeProblem p = s1();
+  core::MoeConfig c{.gemm1 = tma_ws(128, 232, 4), .gemm2 = tma_ws(128, 224, 4)};
+  c.gemm2.pipeline.num_warps = 4;
+  auto st = sm90_can_implement(p, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "gemm2.pipeline.num_warps = 4 with schedule tma_ws needs one MMA warpgroup per 64 "
+            "rows; use 8 (the producer warpgroup is not counted)");
 }
 
 TEST(Sm90Jit, ReportsACompileErrorForAnInvalidInstantiation) {

@@ -127,6 +127,15 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.tile.block_n = 200;
         cfgs.push_back(c);
       }
+      for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 64 : 40, .block_k = 64, .group_m = 3};
+        c.gemm1.pipeline = {.num_warps = bm / 16, .num_stages = bm == 64 ? 2 : 4, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = bm == 64 ? 256 : 200;
+        cfgs.push_back(c);
+      }
       const auto ref = fp64_reference(*tb_);
       for (auto const& c : cfgs) {
         if (!tb_->backend().can_implement(p, c).ok()) continue;
@@ -182,6 +191,16 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
       auto b = tb_->check(cfg);
       ASSERT_TRUE(b.ok());
       EXPECT_EQ(a->digest, b->digest) << core::to_string(p);
+      if (m >= 1000) {
+        // tma_ws issues the same wgmma sequence per tile as cooperative: identical bits.
+        auto ws = cfg;
+        ws.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        ws.gemm2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        auto w = tb_->check(ws);
+        ASSERT_TRUE(w.ok()) << w.error().to_string();
+        EXPECT_TRUE(w->all_written && w->all_finite) << core::to_string(p);
+        EXPECT_EQ(w->digest, a->digest) << "tma_ws vs cooperative, " << core::to_string(p);
+      }
     }
   }
 }

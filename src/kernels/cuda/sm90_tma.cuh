@@ -1,0 +1,73 @@
+// sm90_tma.cuh: Hopper asynchronous-copy primitives for the warp-specialised kernels of the
+// sm90_gather family: shared-memory mbarriers (init / arrive / expect_tx / parity wait), TMA 2-D
+// tile loads (cp.async.bulk.tensor) completing on an mbarrier, cp.async completion routed to an
+// mbarrier (for gathered rows TMA cannot address), and warpgroup register reallocation.
+// Header-free like sm90_common.cuh (NVRTC compiles it with no CUDA headers).
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule = tma_ws).
+#pragma once
+
+#include "sm90_common.cuh"
+
+namespace moetune_dev {
+
+/// Opaque 128-byte TMA descriptor (the host's CUtensorMap, built by cuTensorMapEncodeTiled).
+/// Passed inside a __grid_constant__ kernel parameter so its address is a valid TMA operand.
+struct __align__(64) TmaDescriptor {
+  moe_u64 opaque[16];
+};
+
+MOETUNE_DEVICE void mbar_init(moe_u32 bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/// Makes barrier initialisation visible to the async proxy (TMA) and the other threads.
+MOETUNE_DEVICE void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+MOETUNE_DEVICE void mbar_arrive(moe_u32 bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+/// Arrives once and adds `bytes` to the transaction count the current phase waits for.
+MOETUNE_DEVICE void mbar_arrive_expect_tx(moe_u32 bar, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+/// Blocks until the phase with parity `parity` has completed.
+MOETUNE_DEVICE void mbar_wait(moe_u32 bar, int parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nMOETUNE_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra MOETUNE_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+/// One arrival on `bar` once every cp.async this thread issued so far has landed (the arrival is
+/// part of the barrier's expected count: .noinc).
+MOETUNE_DEVICE void cp_async_mbar_arrive_noinc(moe_u32 bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+
+/// TMA load of the box at (c0 = inner column, c1 = row) of `desc` into shared memory at `dst`;
+/// completes `bytes` of `bar`'s transaction count. Out-of-range elements are zero-filled.
+MOETUNE_DEVICE void tma_load_2d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar, int c0,
+                                int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1)
+      : "memory");
+}
+MOETUNE_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<moe_u64>(desc)) : "memory");
+}
+
+/// Warpgroup register reallocation (every warp of the warpgroup executes it).
+template <int kRegs>
+MOETUNE_DEVICE void warpgroup_reg_dealloc() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+template <int kRegs>
+MOETUNE_DEVICE void warpgroup_reg_alloc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kRegs));
+}
+
+}  // namespace moetune_dev

@@ -1,0 +1,211 @@
+// sm90_ws_kernel.cuh: the warp-specialised, persistent GEMM kernel of the sm90_gather family
+// (schedule = tma_ws), for the compute-bound regime.
+//   - Warpgroup 0 is the producer (registers given back with setmaxnreg): one thread issues TMA
+//     loads of the expert's weight tile (two boxes for gated GEMM1: gate rows and up rows) and,
+//     for GEMM2, of the expert-sorted h rows; for GEMM1 the 128 producer threads gather the token
+//     rows of x with cp.async (TMA cannot address a row list on sm_90), each thread's copies
+//     arriving on the stage's barrier (.noinc).
+//   - Warpgroups 1..kBlockM/64 are consumers: each multiplies 64 rows of the tile with
+//     m64 x kBRows x k16 wgmma straight from the 128-byte-swizzled stages, releases a stage to
+//     the producer as soon as the wgmma that read it retired (wait<1>), and stores its rows with
+//     the shared epilogue (sm90_moe_epilogue.cuh).
+//   - Persistent: gridDim.x CTAs (<= SM count) walk the tiles of the device-side block count in
+//     the group_m raster; the producer runs ahead into the next tile while consumers store.
+// Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
+// Empty barrier: one arrival per consumer warpgroup. Phases flip every kStages k-tiles.
+// Same wgmma sequence per tile as schedule cooperative, so the two give identical bits.
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule = tma_ws).
+#pragma once
+
+#include "sm90_common.cuh"
+#include "sm90_gather_kernel.cuh"
+#include "sm90_moe_epilogue.cuh"
+#include "sm90_tma.cuh"
+#include "sm90_wgmma_ops.cuh"
+
+namespace moetune_dev {
+
+struct WsGemmParams {
+  TmaDescriptor tma_a;  // GEMM2: h as [max_blocks * block_m rows, I]; unused by GEMM1
+  TmaDescriptor tma_b;  // GEMM1: w1 as [E * N1 rows, K]; GEMM2: w2 as [E * K rows, I]
+  GemmParams g;
+};
+
+/// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
+/// and all kBlockN columns as n8 fragments; gated: gate fragments first, then up).
+template <int kBlockN, bool kGated>
+struct WsAccumulators {
+  static constexpr int kWarpColumns = 1;
+  static constexpr int kWarpTileM = 16;
+  static constexpr int kWarpTileN = kBlockN;
+  static constexpr int kMmaM = 1;
+  static constexpr int kMmaN = kBlockN / 8;
+  static constexpr int kNumAcc = kGated ? 2 : 1;
+  static constexpr int kWidth = kNumAcc * kBlockN;
+  float acc[kWidth / 2];
+  MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
+    (void)mm;
+    return acc[(h * (kBlockN / 8) + nn) * 4 + i];
+  }
+  MOETUNE_DEVICE void fence_all() {
+#pragma unroll
+    for (int i = 0; i < kWidth / 2; ++i) fence_operand(acc[i]);
+  }
+};
+
+/// Tile t of the (num_m x num_n) grid in the group_m raster (as Triton's GROUP_SIZE_M).
+template <int kGroupM>
+MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int& pid_n) {
+  const int per_group = kGroupM * num_n;
+  const int group = t / per_group;
+  const int first_m = group * kGroupM;
+  const int size_m = min(num_m - first_m, kGroupM);
+  pid_m = first_m + (t % per_group) % size_m;
+  pid_n = (t % per_group) / size_m;
+}
+
+template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1>
+__global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
+    moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
+  constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  constexpr int kConsumers = kBlockM / 64;
+  constexpr int kBRows = kGated ? 2 * kBlockN : kBlockN;
+  constexpr int kABytes = kBlockM * 128;  // kBlockK = 64 bf16 = 128 bytes per row
+  constexpr int kBBytes = kBRows * 128;
+  constexpr int kStageBytes = kABytes + kBBytes;
+  constexpr int kRowsPerWarp = kBlockM / 4;  // GEMM1 gather: producer warp w owns these rows
+  // The gathering producer (GEMM1) needs more registers than the TMA-only one.
+  constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
+  constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
+  static_assert(kBlockM == 64 || kBlockM == 128, "tma_ws: block_m must be 64 or 128");
+  static_assert(kBlockN % 8 == 0 && kBRows <= 256, "tma_ws: wgmma N is a multiple of 8, <= 256");
+  static_assert(kStages >= 2, "tma_ws: at least two stages");
+  static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
+                "128-byte swizzle needs 1024-byte aligned tiles");
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  __shared__ __align__(8) moe_u64 full_bar[kStages];
+  __shared__ __align__(8) moe_u64 empty_bar[kStages];
+  char* smem =
+      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  const int wg = threadIdx.x >> 7;
+  const int tid = threadIdx.x & 127;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&p.tma_b);
+    if (!kIsGemm1) tma_prefetch_descriptor(&p.tma_a);
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(smem_u32(&full_bar[s]), kIsGemm1 ? 1 + 128 : 1);
+      mbar_init(smem_u32(&empty_bar[s]), kConsumers);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  pdl_launch_dependents();
+  pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
+
+  const GemmParams& g = p.g;
+  const int num_m = *g.num_blocks;
+  const int num_n = (g.n_dim + kBlockN - 1) / kBlockN;
+  const int total = num_m * num_n;
+  const int num_k = g.k_dim / 64;
+
+  if (wg == 0) {
+    // ---------------------------------------------------------------- producer warpgroup
+    // Producer / consumer registers: 128 x kProducerRegs + 256 x kConsumerRegs <= 64 K.
+    if (kConsumers == 2) warpgroup_reg_dealloc<kProducerRegs>();
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
+    int stage = 0, phase = 0;
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      int pid_m, pid_n;
+      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      const int row0 = pid_m * kBlockM;
+      const int b_row = g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
+      long long my_off = -1;  // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
+      if (kIsGemm1) {
+        const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + lane % kRowsPerWarp];
+        my_off = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
+      }
+      for (int kt = 0; kt < num_k; ++kt) {
+        const moe_u32 fb = smem_u32(&full_bar[stage]);
+        mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
+        const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
+        const moe_u32 sb = sa + kABytes;
+        if (tid == 0) {
+          mbar_arrive_expect_tx(fb, kBBytes + (kIsGemm1 ? 0 : kABytes));
+          tma_load_2d(sb, &p.tma_b, fb, kt * 64, b_row);
+          if (kGated) tma_load_2d(sb + kBlockN * 128, &p.tma_b, fb, kt * 64, b_row + g.n_dim);
+          if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, kt * 64, row0);
+        }
+        if (kIsGemm1) {
+          // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
+          // 128-byte row segments. Padding rows (-1) are zero-filled.
+          const int chunk = lane & 7;
+#pragma unroll
+          for (int i = 0; i < kRowsPerWarp / 4; ++i) {
+            const int lr = (lane >> 3) + 4 * i;
+            const long long off = __shfl_sync(0xffffffffu, my_off, lr);
+            const moe_bf16* src = off >= 0 ? g.a + off + kt * 64 + chunk * 8 : g.a;
+            cp_async_16(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
+                        off >= 0 ? 16 : 0);
+          }
+          cp_async_mbar_arrive_noinc(fb);
+        }
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    if (kIsGemm1) cp_async_wait<0>();
+  } else {
+    // ---------------------------------------------------------------- consumer warpgroups
+    if (kConsumers == 2) warpgroup_reg_alloc<kConsumerRegs>();
+    const int c = wg - 1;
+    WsAccumulators<kBlockN, kGated> ml;
+    int stage = 0, phase = 0;
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      int pid_m, pid_n;
+      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+#pragma unroll
+      for (int i = 0; i < WsAccumulators<kBlockN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
+        // async proxy.
+        if (kIsGemm1) fence_proxy_async();
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + c * 64 * 128;
+        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes);
+        ml.fence_all();
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          Wgmma<kBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
+                             wgmma_desc_sw128(b_base + kk * 32), 1);
+        }
+        wgmma_commit();
+        ml.fence_all();
+        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+        ml.fence_all();
+        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+        prev = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      ml.fence_all();
+      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+      const long long row0 = (long long)pid_m * kBlockM;
+      moe_epilogue_store<WsAccumulators<kBlockN, kGated>, kAct, kIsGemm1>(
+          ml, c * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN, g.n_dim,
+          g.topk_weights);
+    }
+  }
+}
+
+}  // namespace moetune_dev
