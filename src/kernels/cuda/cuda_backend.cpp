@@ -99,8 +99,10 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
     if (!tiny) {
       for (int bn : widths) {
         if (bn > max_bn) continue;
-        for (int stages : {3, 4, 5}) {
-          for (int gm : {1, 8}) {
+        // Stages 4-6 (fewer starve the producer; the deepest that fits is usually best) and the
+        // group_m 8 raster (weights reused from L2 across M-blocks).
+        for (int stages : {4, 5, 6}) {
+          for (int gm : {8}) {
             core::KernelConfig k;
             k.tile = {.block_m = block_m, .block_n = bn, .block_k = 64, .group_m = gm};
             k.pipeline = {.num_warps = block_m / 16, .num_stages = stages, .split_k = 1};
