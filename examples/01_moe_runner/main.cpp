@@ -135,6 +135,11 @@ int main(int argc, char** argv) {
     std::printf("cannot build the runner: %s\n", runner.error().to_string().c_str());
     return 2;
   }
+  // The fast paths (levers) are fixed now: MOETUNE_LEVER_<NAME>=on|off in the environment, or
+  // options.levers.fast_paths, decide them once; every call of this runner takes them.
+  std::printf("fast paths: %s (from %s)\n",
+              moetune::on_names((*runner)->levers().fast_paths).c_str(),
+              (*runner)->levers().origin.c_str());
   bool const cuda = backend == "cuda";
   bool ok = true;
   // 2. In forward(): knobs none for every batch size the engine sees (table row or default).

@@ -7,9 +7,10 @@
 //                nearest key, policies), else the backend's documented default config;
 //   explicit  -> that config, validated with the backend's can_implement (refused with the reason);
 //   auto      -> the cache entry when there is one (never re-tuned), else a bounded in-process
-//   sweep
-//                of this bucket (time budget), whose winner is persisted in the cache and served.
-//                Refused while a CUDA graph is being captured (a sweep launches and synchronises).
+//                sweep of this bucket (time budget), whose winner is persisted in the cache and
+//                served. Refused while a CUDA graph is being captured (a sweep launches and
+//                synchronises).
+// Kernel fast paths (levers) are fixed at create(): RunnerOptions::levers, else MOETUNE_LEVER_*.
 // Every answer (Choice) says which rule chose it. docs/runtime.md describes the whole flow;
 // examples/01_moe_runner/ is a runnable copy-me example.
 #pragma once
@@ -23,10 +24,13 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/lever.hpp"
+#include "core/lever_resolve.hpp"
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "core/routing.hpp"
 #include "core/source.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune {
 
@@ -61,6 +65,42 @@ struct Choice {
   std::string explain;  ///< "M=5 -> cache entry for bucket 8 (tuned 2026-11-29, 31.2 us)"
 };
 
+/// The project's MOETUNE_* variables that are not lever knobs (the CLI's environment table:
+/// MOETUNE_BACKEND, MOETUNE_CACHE, ...). A runner resolving levers from the environment accepts
+/// these and MOETUNE_LEVER_<NAME>; any other MOETUNE_* variable fails create() (a typo would
+/// otherwise switch nothing, silently).
+std::vector<std::string> const& project_env_vars();
+
+/// Where a runner's kernel fast paths (levers, docs/levers.md) come from.
+struct LeverOptions {
+  /// Set: every launch, default config and "auto" sweep takes exactly these; the environment is
+  /// not read. Unset (default): create() resolves the built-in lever table once, at the
+  /// deployment {backend, arch of the device, tp, ep, dtype of the problem, role}, under `env`.
+  std::optional<kernels::FastPaths> fast_paths;
+  /// The MOETUNE_* variables levers resolve under; unset = this process's environment, read once
+  /// by create(). MOETUNE_LEVER_<NAME>=on|off forces one lever.
+  std::optional<core::EnvSnapshot> env;
+  int tp = 1;                    ///< tensor-parallel ranks of the deployment
+  int ep = 1;                    ///< expert-parallel ranks of the deployment
+  std::string role = "prefill";  ///< prefill | decode (what the lever rules see)
+  /// Non-lever MOETUNE_* variables the environment may hold; default: project_env_vars().
+  std::vector<std::string> known_env_vars = project_env_vars();
+};
+
+/// The fast paths a runner took and why (MoeRunner::levers()).
+struct RunnerLevers {
+  kernels::FastPaths fast_paths;
+  std::string origin;  ///< "options" (LeverOptions::fast_paths) or "environment"
+  /// The deployment the lever table was resolved at (origin "environment").
+  std::optional<core::Deployment> deployment;
+  /// Every lever with the rule that decided it, in table order (origin "environment"; empty
+  /// for "options").
+  std::vector<core::ResolvedLever> levers;
+};
+
+/// "align_multi_cta+wgmma_mainloop+pdl": the fast paths that are on, in FastPaths order.
+std::string on_names(kernels::FastPaths const& fast_paths);
+
 /// Options of a runner. Every field has a documented default.
 struct RunnerOptions {
   /// Directory of tables (tables/<device>/); "" = no tables. The table whose key matches the
@@ -76,6 +116,8 @@ struct RunnerOptions {
   double auto_budget_s = 30;
   /// Largest M run() accepts; the workspace is sized for it up front.
   int64_t max_tokens = 8192;
+  /// Kernel fast paths: explicit, else MOETUNE_LEVER_* resolved once at create() (see above).
+  LeverOptions levers;
   /// Where warnings go (one line each); default: stderr, prefixed "moetune: warning: ".
   std::function<void(std::string const&)> warn;
 };
@@ -96,8 +138,12 @@ class MoeRunner {
  public:
   /// Builds a runner: loads the matching table (if any) and the knob cache (entries whose scope
   /// differs from this device/toolchain/family are ignored with one warning), and sizes the
-  /// workspace for options.max_tokens. `problem.num_tokens` is ignored. Fails on an invalid
-  /// problem, an unknown or unavailable backend, a corrupt table or cache (naming the file).
+  /// workspace for options.max_tokens. Resolves the fast paths once (options.levers). Configs from
+  /// the table or cache that the backend refuses under those fast paths are served as the default
+  /// config instead, with one warning each. `problem.num_tokens` is ignored. Fails on an invalid
+  /// problem, an unknown or unavailable backend, a corrupt table or cache (naming the file), or a
+  /// bad MOETUNE_* variable (an unknown name, a lever knob other than on|off, a knob for a lever
+  /// not served at this deployment: the lever resolver's one-line message).
   static core::Result<std::unique_ptr<MoeRunner>> create(core::MoeProblem problem,
                                                          std::string const& backend,
                                                          RunnerOptions options = {});
@@ -133,6 +179,8 @@ class MoeRunner {
   std::string const& backend_name() const;
   std::string const& cache_path() const;
   std::string const& table_path() const;  ///< "" when no table matched
+  /// The fast paths every launch of this runner takes, and what decided each.
+  RunnerLevers const& levers() const;
   /// Workspace bytes held (device bytes on cuda, reserved host bytes on cpu).
   size_t workspace_bytes() const;
   /// Warnings emitted so far (also sent to options.warn).

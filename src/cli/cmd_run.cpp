@@ -1,20 +1,23 @@
 // moetune run: serve one layer call through MoeRunner, as an engine would, and say which rule chose
-// the config (explicit, cache, table, default or auto). On cpu the runner runs on generated host
-// data and the output is checked against the fp64 reference; on cuda the chosen config runs in the
-// cuda testbed (device buffers, reference check).
+// the config (explicit, cache, table, default or auto) and which fast paths (levers) the runner
+// took. On both backends the runner itself runs (runtime/checked_run.hpp: cpu on host buffers,
+// cuda on device buffers and a stream) on generated inputs, checked against the fp64 reference.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
+
+#include "bench/bench_run.hpp"
 
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
 #include "core/json_text.hpp"
-#include "kernels/cpu/moe_data.hpp"
-#include "kernels/cpu/output_check.hpp"
-#include "kernels/cpu/reference.hpp"
-#include "kernels/testbed.hpp"
 #include "moetune/moe_runner.hpp"
+#include "runtime/checked_run.hpp"
 #include "tuner/flat_json.hpp"
+
+extern char** environ;
 
 namespace moetune::cli {
 namespace {
@@ -28,6 +31,7 @@ struct RunArgs {
   std::string cache;
   std::string role = "default";
   std::string routing = "uniform";
+  std::string levers;  ///< "NAME=on,NAME=off": knobs added to the environment snapshot
   double budget_s = 30;
   bool capturing = false;
   bool json = false;
@@ -47,44 +51,25 @@ Knobs parse_knobs_or_exit(std::string const& spec) {
   return Knobs::explicit_config(c);
 }
 
-struct Checked {
-  double rel_l2_error = 0;
-  bool passed = false;
-  std::string executed_by;
-};
-
-/// cpu: the runner itself runs on generated host data; checked against the fp64 reference.
-Checked run_on_cpu(MoeRunner& runner, core::RoutingProfile const& routing, int64_t m,
-                   Knobs const& knobs, Choice* choice) {
-  core::MoeProblem p = runner.problem();
-  p.num_tokens = m;
-  auto data = unwrap(kernels::cpu::generate_moe_data(p, routing, 1));
-  size_t const out_bytes = static_cast<size_t>(m * p.hidden_size) * core::dtype_bytes(p.dtype);
-  std::vector<unsigned char> out(out_bytes);
-  kernels::Tolerance const tol = kernels::tolerance_for(p.dtype);
-  kernels::cpu::poison_output(p.dtype, out.data(), m * p.hidden_size);
-  unwrap(runner.run(nullptr, data.x_data(), data.routing.topk_ids.data(),
-                    data.routing.topk_weights.data(), data.w1_data(), data.w2_data(), out.data(), m,
-                    knobs, choice));
-  if (m == 0) return {0, true, "runner"};
-  auto ref = unwrap(kernels::cpu::reference_moe(p, data.view()));
-  auto r = kernels::cpu::check_output(p.dtype, out.data(), ref, tol);
-  return {r.rel_l2_error, kernels::cpu::check_passed(r, tol), "runner"};
-}
-
-/// cuda: the chosen config runs in the cuda testbed (it owns device buffers and the reference).
-Checked run_on_testbed(std::string const& backend, core::MoeProblem p, int64_t m,
-                       core::RoutingProfile const& routing, core::MoeConfig const& config) {
-  p.num_tokens = m;
-  auto testbed = unwrap(kernels::make_testbed(backend));
-  unwrap(testbed->prepare(p, routing, 1));
-  auto r = unwrap(testbed->check(config));
-  return {r.rel_l2_error, kernels::cpu::check_passed(r, kernels::tolerance_for(p.dtype)),
-          "testbed"};
-}
-
-void print_json(MoeRunner const& runner, Choice const& c, Checked const& chk) {
+/// {"origin", "deployment", "on", "levers": [{"name", "on", "decided_by", "rule"}]}.
+std::string levers_json(RunnerLevers const& lv) {
   using tuner::json_string;
+  std::string out = "{\"origin\": " + json_string(lv.origin) + ", \"deployment\": " +
+                    (lv.deployment ? json_string(core::to_string(*lv.deployment)) : "null") +
+                    ", \"on\": " + json_string(on_names(lv.fast_paths)) + ", \"levers\": [";
+  for (size_t i = 0; i < lv.levers.size(); ++i) {
+    auto const& l = lv.levers[i];
+    out += std::string(i ? ", " : "") + "{\"name\": " + json_string(l.name) +
+           ", \"on\": " + (l.on ? "true" : "false") +
+           ", \"decided_by\": " + json_string(std::string(core::to_string(l.decided_by))) +
+           ", \"rule\": " + json_string(l.rule) + "}";
+  }
+  return out + "]}";
+}
+
+void print_json(MoeRunner const& runner, runtime::CheckedRun const& r) {
+  using tuner::json_string;
+  Choice const& c = r.choice;
   std::cout << "{\"m\": " << c.m << ", \"bucket\": " << c.bucket
             << ", \"rule\": " << json_string(to_string(c.rule))
             << ", \"config\": " << core::to_json_text(c.config, -1)
@@ -95,9 +80,11 @@ void print_json(MoeRunner const& runner, Choice const& c, Checked const& chk) {
             << ", \"problem\": " << json_string(core::format_problem_spec(runner.problem()))
             << ", \"cache\": " << json_string(runner.cache_path())
             << ", \"table\": " << json_string(runner.table_path())
-            << ", \"executed_by\": " << json_string(chk.executed_by)
-            << ", \"rel_l2_error\": " << tuner::json_double(chk.rel_l2_error)
-            << ", \"passed\": " << (chk.passed ? "true" : "false") << ", \"warnings\": [";
+            << ", \"levers\": " << levers_json(runner.levers())
+            << ", \"executed_by\": " << json_string(r.executed_by)
+            << ", \"rel_l2_error\": " << tuner::json_double(r.check.rel_l2_error)
+            << ", \"digest\": " << json_string(r.check.digest)
+            << ", \"passed\": " << (r.passed ? "true" : "false") << ", \"warnings\": [";
   auto const w = runner.warnings();
   for (size_t i = 0; i < w.size(); ++i) std::cout << (i ? ", " : "") << json_string(w[i]);
   std::cout << "]}\n";
@@ -116,26 +103,28 @@ int run_run(RunArgs const& args) {
   opts.routing = unwrap(core::parse_routing(args.routing));
   opts.auto_budget_s = args.budget_s;
   opts.max_tokens = std::max<int64_t>(args.m, 1);
+  // Levers: this process's MOETUNE_* variables with --levers on top, resolved once by the runner
+  // (a bad variable or knob is exit 2 before anything runs).
+  auto env = bench::apply_lever_overrides(core::snapshot_environment(environ), args.levers);
+  if (!env.ok()) fail(env.error());
+  opts.levers.env = std::move(env).value();
+  opts.levers.known_env_vars.clear();
+  for (auto const& v : env_var_table()) opts.levers.known_env_vars.emplace_back(v.name);
   if (args.json) opts.warn = [](std::string const&) {};  // warnings go into the JSON
   auto runner = unwrap(MoeRunner::create(problem, backend, opts));
   runner->set_capturing(args.capturing);
-  Choice choice;
-  Checked chk;
-  if (backend == "cpu") {
-    chk = run_on_cpu(*runner, opts.routing, args.m, knobs, &choice);
-  } else {
-    choice = unwrap(runner->choose(args.m, knobs));
-    chk = run_on_testbed(backend, runner->problem(), args.m, opts.routing, choice.config);
-  }
+  runtime::CheckedRun const r = unwrap(runtime::run_checked(*runner, opts.routing, args.m, knobs));
   if (args.json) {
-    print_json(*runner, choice, chk);
+    print_json(*runner, r);
   } else {
+    Choice const& choice = r.choice;
     std::cout << "M=" << choice.m << " -> " << to_string(choice.rule) << ": "
               << core::short_string(choice.config) << "\n  explain: " << choice.explain
-              << "\n  check: rel_l2_error " << chk.rel_l2_error
-              << (chk.passed ? " (passed)" : " (FAILED)") << " via " << chk.executed_by << "\n";
+              << "\n  levers: " << on_names(runner->levers().fast_paths) << " (from "
+              << runner->levers().origin << ")\n  check: rel_l2_error " << r.check.rel_l2_error
+              << (r.passed ? " (passed)" : " (FAILED)") << " via " << r.executed_by << "\n";
   }
-  return chk.passed ? kExitOk : kExitFindings;
+  return r.passed ? kExitOk : kExitFindings;
 }
 
 }  // namespace
@@ -162,11 +151,15 @@ void setup_run(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   app.add_option("--budget-s", args->budget_s, "time budget of one auto sweep, seconds")
       ->capture_default_str();
+  app.add_option("--levers", args->levers,
+                 "force fast paths: NAME=on|off[,NAME=on|off], as MOETUNE_LEVER_<NAME> would "
+                 "(moetune levers list)");
   app.add_flag("--capturing", args->capturing,
                "act as if a CUDA graph were being captured (auto must refuse to tune); for tests "
                "and the cpu backend, which has no graphs");
   app.add_flag("--json", args->json,
-               "one JSON object: m bucket rule config source explain ... passed warnings");
+               "one JSON object: m bucket rule config source explain ... levers executed_by "
+               "rel_l2_error digest passed warnings");
   app.callback([args, &exit_code] { exit_code = run_run(*args); });
 }
 

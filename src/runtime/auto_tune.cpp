@@ -56,6 +56,7 @@ core::Result<AutoTuneResult> auto_tune_bucket(std::string const& backend_name,
   problem.num_tokens = bucket;
   auto testbed = kernels::make_testbed(backend_name);
   if (!testbed.ok()) return testbed.error();
+  (*testbed)->set_fast_paths(options.fast_paths);
   MOETUNE_RETURN_IF_ERROR((*testbed)->prepare(problem, routing, options.seed));
   kernels::Tolerance const tol = kernels::tolerance_for(problem.dtype);
 

@@ -16,15 +16,17 @@
 #include "core/result.hpp"
 #include "core/routing.hpp"
 #include "core/source.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::runtime {
 
 struct AutoTuneOptions {
-  double budget_s = 30;  ///< wall clock; past it no new candidate starts
-  int first_reps = 3;    ///< timed runs per candidate in the first pass
-  int final_reps = 9;    ///< timed runs per finalist, over 3 interleaved passes
-  double margin = 0.02;  ///< a challenger must beat the default's median by this fraction
-  uint64_t seed = 1;     ///< data seed of Testbed::prepare
+  double budget_s = 30;           ///< wall clock; past it no new candidate starts
+  int first_reps = 3;             ///< timed runs per candidate in the first pass
+  int final_reps = 9;             ///< timed runs per finalist, over 3 interleaved passes
+  double margin = 0.02;           ///< a challenger must beat the default's median by this fraction
+  uint64_t seed = 1;              ///< data seed of Testbed::prepare
+  kernels::FastPaths fast_paths;  ///< the runner's levers: every candidate runs with them
 };
 
 struct AutoTuneResult {

@@ -13,6 +13,7 @@
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "core/result.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::runtime {
 
@@ -53,8 +54,10 @@ class DeviceOps {
   virtual size_t workspace_bytes() const = 0;
 };
 
-/// The ops of backend "cpu" or "cuda" (cuda only when built with MOETUNE_HAVE_CUDA).
+/// The ops of backend "cpu" or "cuda" (cuda only when built with MOETUNE_HAVE_CUDA); every launch
+/// takes `fast_paths`.
 core::Result<std::unique_ptr<DeviceOps>> make_device_ops(std::string const& backend_name,
-                                                         core::Backend const& backend);
+                                                         core::Backend const& backend,
+                                                         kernels::FastPaths const& fast_paths);
 
 }  // namespace moetune::runtime

@@ -9,7 +9,8 @@
 namespace moetune::runtime {
 
 #if defined(MOETUNE_HAVE_CUDA)
-core::Result<std::unique_ptr<DeviceOps>> make_cuda_device_ops(core::Backend const& backend);
+core::Result<std::unique_ptr<DeviceOps>> make_cuda_device_ops(core::Backend const& backend,
+                                                              kernels::FastPaths const& fp);
 #endif
 
 namespace {
@@ -19,6 +20,7 @@ namespace {
 /// cursor array and starts its worker threads per call (kernels/cpu/cpu_moe.cpp).
 class CpuDeviceOps final : public DeviceOps {
  public:
+  explicit CpuDeviceOps(kernels::FastPaths fp) : fast_paths_(fp) {}
   core::Status reserve(core::MoeProblem const& p, int64_t max_tokens,
                        std::vector<core::MoeConfig> const& configs, bool) override {
     int block_m = 8;
@@ -63,12 +65,13 @@ class CpuDeviceOps final : public DeviceOps {
                                   .w2 = a.w2,
                                   .out = a.out};
     std::lock_guard<std::mutex> lock(mu_);
-    return kernels::cpu::run_cpu_moe(p, config, args, ws_);
+    return kernels::cpu::run_cpu_moe(p, config, args, ws_, fast_paths_);
   }
   bool stream_capturing(void*) const override { return false; }
   size_t workspace_bytes() const override { return bytes_; }
 
  private:
+  kernels::FastPaths const fast_paths_;
   std::mutex mu_;
   kernels::cpu::CpuMoeWorkspace ws_;
   size_t bytes_ = 0;
@@ -77,10 +80,13 @@ class CpuDeviceOps final : public DeviceOps {
 }  // namespace
 
 core::Result<std::unique_ptr<DeviceOps>> make_device_ops(std::string const& backend_name,
-                                                         core::Backend const& backend) {
-  if (backend_name == "cpu") return std::unique_ptr<DeviceOps>(std::make_unique<CpuDeviceOps>());
+                                                         core::Backend const& backend,
+                                                         kernels::FastPaths const& fast_paths) {
+  if (backend_name == "cpu") {
+    return std::unique_ptr<DeviceOps>(std::make_unique<CpuDeviceOps>(fast_paths));
+  }
 #if defined(MOETUNE_HAVE_CUDA)
-  if (backend_name == "cuda") return make_cuda_device_ops(backend);
+  if (backend_name == "cuda") return make_cuda_device_ops(backend, fast_paths);
 #else
   (void)backend;
 #endif

@@ -1,8 +1,8 @@
 // DeviceOps of the cuda backend: sm90_gather kernels loaded per config (cubin cache; compiled by
 // NVRTC only when `moetune prewarm` did not put them there), one device workspace allocated up
 // front, launches on the caller's stream with no host synchronisation. Compiled only with
-// MOETUNE_HAVE_CUDA; exercised on a GPU by examples/01_moe_runner and `moetune run --backend
-// cuda`.
+// MOETUNE_HAVE_CUDA; exercised on a GPU by tests/runtime/cuda/runner_cuda_test.cpp,
+// examples/01_moe_runner and `moetune run --backend cuda` (bench/run_h200_runtime.sh).
 #if defined(MOETUNE_HAVE_CUDA)
 
 #include <cuda_runtime.h>
@@ -92,11 +92,10 @@ class CudaDeviceOps final : public DeviceOps {
 
 }  // namespace
 
-core::Result<std::unique_ptr<DeviceOps>> make_cuda_device_ops(core::Backend const& backend) {
+core::Result<std::unique_ptr<DeviceOps>> make_cuda_device_ops(core::Backend const&,
+                                                              kernels::FastPaths const& fp) {
   auto device = kc::query_cuda_device();  // fails with "no CUDA device is visible; ..."
   if (!device.ok()) return device.error();
-  auto const* cb = dynamic_cast<kc::CudaBackend const*>(&backend);
-  kernels::FastPaths const fp = cb != nullptr ? cb->fast_paths() : kernels::FastPaths{};
   return std::unique_ptr<DeviceOps>(std::make_unique<CudaDeviceOps>(fp));
 }
 

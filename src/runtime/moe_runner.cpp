@@ -87,6 +87,7 @@ core::MoeProblem const& MoeRunner::problem() const { return impl_->problem; }
 std::string const& MoeRunner::backend_name() const { return impl_->backend_name; }
 std::string const& MoeRunner::cache_path() const { return impl_->cache_path; }
 std::string const& MoeRunner::table_path() const { return impl_->table_path; }
+RunnerLevers const& MoeRunner::levers() const { return impl_->levers; }
 size_t MoeRunner::workspace_bytes() const { return impl_->ops->workspace_bytes(); }
 std::vector<std::string> MoeRunner::warnings() const {
   std::lock_guard<std::mutex> lock(impl_->mu);

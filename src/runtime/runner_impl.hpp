@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ class RunnerImpl {
   std::string backend_name;
   std::unique_ptr<core::Backend> backend;
   RunnerOptions options;
+  RunnerLevers levers;  // fixed by setup(); the backend and ops were given its fast paths
   std::unique_ptr<runtime::DeviceOps> ops;
   std::optional<core::Table> table;
   std::string table_path;
@@ -54,6 +56,7 @@ class RunnerImpl {
   std::deque<Slot> arena;  // deque: push_back never moves existing slots
   std::vector<std::pair<core::MoeConfig, runtime::Launchable>> explicit_launchables;
   std::vector<std::string> warnings;
+  std::set<std::string> refused_warned;  // configs refused under the fast paths, warned once
   int64_t memo_size = 0;
   std::map<int64_t, Slot const*> memo_large[2];         // M >= memo_size, under mu
   std::unique_ptr<std::atomic<Slot const*>[]> memo[2];  // [0] knobs none, [1] knobs auto
@@ -155,12 +158,36 @@ class RunnerImpl {
             .explain = r.explain + " [" + table_path + "]"};
   }
 
+  /// A cache entry or table row the backend refuses under this runner's fast paths (a lever
+  /// switched off the path it needs) is not launched: the default serves, with one warning.
+  Choice refused_to_default(Choice c) {
+    if (c.rule != ChoiceRule::kCache && c.rule != ChoiceRule::kTable) return c;
+    core::Status const s = backend->can_implement(at(c.m), c.config);
+    if (s.ok()) return c;
+    std::string const why = std::string(to_string(c.rule)) + " config " +
+                            core::short_string(c.config) + " for M=" + std::to_string(c.m) +
+                            " is refused under fast paths '" + on_names(levers.fast_paths) + "' (" +
+                            s.error().message + ")";
+    if (refused_warned.insert(core::short_string(c.config)).second) {
+      warn(why + "; serving the default config (warned once per config)");
+    }
+    return {.m = c.m,
+            .bucket = c.bucket,
+            .config = backend->default_config(at(c.m)),
+            .rule = ChoiceRule::kDefault,
+            .source = default_source(),
+            .explain = "M=" + std::to_string(c.m) + " -> " + backend->family() +
+                       " default config: the " + why};
+  }
+
   core::Result<Slot const*> resolve_locked(int64_t m, KnobMode mode, void* stream) {
     int64_t const bucket = runtime_bucket(m);
     if (CacheEntry const* e = cache_entry(bucket)) {
-      return publish(from_cache(m, *e, mode == KnobMode::kAuto), stream);
+      return publish(refused_to_default(from_cache(m, *e, mode == KnobMode::kAuto)), stream);
     }
-    if (mode == KnobMode::kNone || m == 0) return publish(from_table_or_default(m), stream);
+    if (mode == KnobMode::kNone || m == 0) {
+      return publish(refused_to_default(from_table_or_default(m)), stream);
+    }
     if (capturing.load() || ops->stream_capturing(stream)) {
       return core::make_error(
           core::ErrorCode::kUnsupported, "MoeRunner knobs=auto",
@@ -171,6 +198,7 @@ class RunnerImpl {
     }
     runtime::AutoTuneOptions ao;
     ao.budget_s = options.auto_budget_s;
+    ao.fast_paths = levers.fast_paths;
     auto tuned =
         runtime::auto_tune_bucket(backend_name, *backend, problem, bucket, options.routing, ao);
     if (!tuned.ok()) return tuned.error();

@@ -1,10 +1,19 @@
 // MoeRunner creation: backend and device ops, the table that matches the problem, the knob cache
 // (scope-checked, one warning for stale entries), and the workspace sized for max_tokens.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/lever_io.hpp"
+#include "kernels/fast_paths_from_levers.hpp"
 #include "kernels/testbed.hpp"
 #include "runtime/runner_impl.hpp"
+#if defined(MOETUNE_HAVE_CUDA)
+#include "kernels/cuda/cuda_backend.hpp"
+#endif
+
+extern char** environ;
 
 namespace moetune {
 namespace {
@@ -18,7 +27,78 @@ core::Error setup_error(std::string message) {
   return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner", std::move(message));
 }
 
+/// The lever table's arch for a device arch: "cpu" -> "cpu", "sm_90a" -> "sm90", "sm_100" ->
+/// "sm100", "sm_86" -> "sm80" (the table names one arch per major version).
+std::string lever_arch(std::string const& device_arch) {
+  if (device_arch == "cpu" || device_arch.rfind("sm_", 0) != 0) return device_arch;
+  std::string digits;
+  for (char c : device_arch.substr(3)) {
+    if (c < '0' || c > '9') break;
+    digits += c;
+  }
+  if (digits.size() < 2) return device_arch;
+  return "sm" + digits.substr(0, digits.size() - 1) + "0";
+}
+
+/// The fast paths of a runner: LeverOptions::fast_paths as given, else the built-in lever table
+/// resolved once at the runner's deployment under the environment.
+core::Result<RunnerLevers> resolve_runner_levers(LeverOptions const& o, std::string const& backend,
+                                                 core::DeviceInfo const& device,
+                                                 core::MoeProblem const& p) {
+  RunnerLevers out;
+  if (o.fast_paths) {
+    out.fast_paths = *o.fast_paths;
+    out.origin = "options";
+    return out;
+  }
+  core::Deployment d;
+  d.backend = backend;
+  d.arch = lever_arch(device.arch.empty() ? p.arch : device.arch);
+  d.tp = o.tp;
+  d.ep = o.ep;
+  d.dtype = std::string(core::to_string(p.dtype));
+  d.role = o.role;
+  std::string const where = "MoeRunner levers at " + core::to_string(d);
+  MOETUNE_RETURN_IF_ERROR(core::validate(d, where));
+  auto const& table = core::builtin_lever_table();
+  if (!table.ok()) return table.error();
+  core::EnvSnapshot const env = o.env ? *o.env : core::snapshot_environment(environ);
+  auto resolution = core::resolve_levers(*table, d, env, o.known_env_vars);
+  if (!resolution.ok()) {
+    return core::make_error(resolution.error().code, "MoeRunner", resolution.error().to_string());
+  }
+  auto fp = kernels::fast_paths_from_levers(*resolution);
+  if (!fp.ok()) return fp.error();
+  out.fast_paths = *fp;
+  out.origin = "environment";
+  out.deployment = d;
+  out.levers = resolution->levers;
+  return out;
+}
+
 }  // namespace
+
+std::vector<std::string> const& project_env_vars() {
+  // The non-lever names of the CLI's environment table (src/cli/main.cpp, README); a test
+  // (tests/cli/run_test.cpp) keeps the two lists equal.
+  static std::vector<std::string> const names = {
+      "MOETUNE_BACKEND",     "MOETUNE_CACHE_DIR", "MOETUNE_CACHE", "MOETUNE_TEST_SEED",
+      "MOETUNE_BUILD_DIR",   "MOETUNE_CUDA",      "MOETUNE_JOBS",  "MOETUNE_DEMO_OUT",
+      "MOETUNE_DEMO_RECIPE", "MOETUNE_CI_FORMAT"};
+  return names;
+}
+
+std::string on_names(kernels::FastPaths const& fp) {
+  std::string out;
+  auto add = [&](bool on, char const* name) {
+    if (on) out += (out.empty() ? "" : "+") + std::string(name);
+  };
+  add(fp.align_multi_cta, "align_multi_cta");
+  add(fp.wgmma_mainloop, "wgmma_mainloop");
+  add(fp.cpu_register_tiles, "cpu_register_tiles");
+  add(fp.pdl, "pdl");
+  return out;
+}
 
 std::string default_knob_cache_path(std::string const& role) {
   std::string const env = env_or_empty("MOETUNE_CACHE");
@@ -46,7 +126,16 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
   p.arch = device.arch.empty() ? p.arch : device.arch;  // the runner serves on this device
   MOETUNE_RETURN_IF_ERROR(core::validate(p));
   problem = p;
-  auto o = runtime::make_device_ops(name, *backend);
+  // Levers once, before anything asks the backend for a default or a verdict.
+  auto lv = resolve_runner_levers(options.levers, name, device, problem);
+  if (!lv.ok()) return lv.error();
+  levers = std::move(lv).value();
+#if defined(MOETUNE_HAVE_CUDA)
+  if (auto* cuda = dynamic_cast<kernels::cuda::CudaBackend*>(backend.get())) {
+    cuda->set_fast_paths(levers.fast_paths);
+  }
+#endif
+  auto o = runtime::make_device_ops(name, *backend, levers.fast_paths);
   if (!o.ok()) return o.error();
   ops = std::move(*o);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "cli/cli_test_util.hpp"
+#include "moetune/moe_runner.hpp"
 
 namespace moetune::cli::testing {
 namespace {
@@ -39,8 +40,9 @@ TEST_F(CliRun, JsonNamesTheDefaultRuleWithoutTablesAndTheTableRuleWithThem) {
   EXPECT_TRUE(has(d.out, "\"rule\": \"default\"")) << d.out;
   EXPECT_TRUE(has(d.out, "\"passed\": true"));
   std::vector<std::string> const keys = {
-      "m",       "bucket", "rule",  "config",      "config_short", "source", "explain", "backend",
-      "problem", "cache",  "table", "executed_by", "rel_l2_error", "passed", "warnings"};
+      "m",           "bucket",       "rule",    "config", "config_short", "source",
+      "explain",     "backend",      "problem", "cache",  "table",        "levers",
+      "executed_by", "rel_l2_error", "digest",  "passed", "warnings"};
   EXPECT_EQ(top_level_keys(d.out), keys);
   RunResult t = run_m(5, {"--tables", kTables});
   ASSERT_EQ(t.exit_code, 0) << t.err;
@@ -124,6 +126,69 @@ TEST_F(CliRun, PrewarmValidatesEveryCpuRowAndPackWritesABundle) {
   EXPECT_TRUE(has(served.out, "\"rule\": \"table\"")) << served.out;
   RunResult missing = run({"prewarm", "--tables", path("nope").string()});
   EXPECT_EQ(missing.exit_code, 2);
+}
+
+TEST_F(CliRun, JsonReportsTheLeversTheRunnerTookAndWhatDecidedEach) {
+  RunResult d = run_m(5, {});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_TRUE(has(d.out, "\"executed_by\": \"runner (host buffers)\"")) << d.out;
+  EXPECT_TRUE(has(d.out,
+                  "\"levers\": {\"origin\": \"environment\", \"deployment\": "
+                  "\"backend=cpu,arch=cpu,tp=1,ep=1,dtype=bf16,role=prefill\", \"on\": "
+                  "\"cpu_register_tiles\", \"levers\": [{\"name\": "))
+      << d.out;
+  EXPECT_TRUE(has(d.out,
+                  "{\"name\": \"cpu_register_tiles\", \"on\": true, \"decided_by\": "
+                  "\"default\""))
+      << d.out;
+  RunResult env = run({"run", "--backend", "cpu", "--problem", kProblem, "--m", "5", "--cache",
+                       path("knobs.json").string(), "--json"},
+                      "MOETUNE_LEVER_CPU_REGISTER_TILES=off");
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_TRUE(has(env.out, "\"on\": \"\"")) << env.out;
+  EXPECT_TRUE(has(env.out,
+                  "{\"name\": \"cpu_register_tiles\", \"on\": false, "
+                  "\"decided_by\": \"knob\""))
+      << env.out;
+  RunResult opt = run_m(5, {"--levers", "cpu_register_tiles=off"});
+  ASSERT_EQ(opt.exit_code, 0) << opt.err;
+  EXPECT_TRUE(has(opt.out, "\"decided_by\": \"knob\"")) << opt.out;
+  // The lever is bitwise: the same digest with it on and off.
+  auto digest = [](std::string const& json) {
+    size_t const at = json.find("\"digest\": \"");
+    return at == std::string::npos ? std::string("?") : json.substr(at + 11, 16);
+  };
+  EXPECT_EQ(digest(d.out), digest(opt.out));
+}
+
+TEST_F(CliRun, BadLeverVariableIsExitTwoBeforeAnythingRuns) {
+  RunResult bad = run({"run", "--backend", "cpu", "--problem", kProblem, "--m", "5", "--cache",
+                       path("knobs.json").string(), "--knobs", "auto"},
+                      "MOETUNE_LEVER_CPU_REGISTER_TILES=maybe");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err,
+            "moetune run: MoeRunner: environment: MOETUNE_LEVER_CPU_REGISTER_TILES = 'maybe' is "
+            "not a knob value; expected on or off\n");
+  EXPECT_FALSE(std::filesystem::exists(path("knobs.json")));
+  RunResult typo = run_m(5, {"--levers", "cpu_register_tiles=of"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_TRUE(has(typo.err, "'cpu_register_tiles=of' is not NAME=on or NAME=off")) << typo.err;
+  RunResult cuda_lever = run_m(5, {"--levers", "pdl=off"});
+  EXPECT_EQ(cuda_lever.exit_code, 2);
+  EXPECT_TRUE(has(cuda_lever.err, "MOETUNE_LEVER_PDL=off is refused at backend=cpu"))
+      << cuda_lever.err;
+}
+
+TEST_F(CliRun, RunnersKnownVariablesAreTheHelpsEnvironmentTable) {
+  RunResult help = run({"--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  std::vector<std::string> listed;
+  for (size_t at = help.out.find("\n  MOETUNE_"); at != std::string::npos;
+       at = help.out.find("\n  MOETUNE_", at + 1)) {
+    std::string const name = help.out.substr(at + 3, help.out.find(' ', at + 3) - at - 3);
+    if (name.find('<') == std::string::npos) listed.push_back(name);  // not the lever pattern
+  }
+  EXPECT_EQ(listed, project_env_vars());
 }
 
 TEST_F(CliRun, HelpAndReadmeListRunPrewarmPackAndTheCacheVariable) {
