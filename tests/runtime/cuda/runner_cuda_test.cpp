@@ -302,13 +302,15 @@ TEST_F(RunnerCuda, LeversFromTheEnvironmentReachTheLaunches) {
   auto out_pdl = call.run(*pdl_off, Knobs::none(), &c_pdl);
   auto out_mma = call.run(*mma, Knobs::none(), &c_mma);
   EXPECT_EQ(out_on, out_pdl) << "pdl is a bitwise lever";
-  EXPECT_NE(c_mma.config.gemm1.launch.schedule, core::Schedule::kCooperative)
-      << "wgmma_mainloop off: the default must not use the wgmma main loop: "
-      << core::short_string(c_mma.config);
+  for (auto const* g : {&c_mma.config.gemm1, &c_mma.config.gemm2}) {
+    EXPECT_EQ(g->launch.schedule, core::Schedule::kAuto)
+        << "wgmma_mainloop off: the default must use the mma.sync main loop: "
+        << core::short_string(c_mma.config);
+  }
   call.expect_matches(out_on, "levers default");
   call.expect_matches(out_mma, "wgmma_mainloop off " + core::short_string(c_mma.config));
   // A config the levers refuse is refused when given explicitly, naming the lever.
-  if (c_on.config.gemm1.launch.schedule == core::Schedule::kCooperative) {
+  if (c_on.config.gemm1.launch.schedule != core::Schedule::kAuto) {
     Choice refused;
     core::Status s = call.enqueue(*mma, Knobs::explicit_config(c_on.config), &refused);
     EXPECT_FALSE(s.ok());
