@@ -1,6 +1,7 @@
 // Report data loading and the HTML page; the pictures are report_svg.cpp. See report.hpp.
 #include "bench/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -85,6 +86,29 @@ core::Result<std::vector<ReportDelta>> deltas_from_csv(CsvTable const& csv,
   return out;
 }
 
+std::vector<ReportPoint> arm_points_from_deltas(std::vector<ReportDelta> const& deltas,
+                                                CsvTable const& csv) {
+  std::vector<ReportPoint> out;
+  auto add = [&](std::string const& arm, ReportDelta const& d, double median_us,
+                 std::string const& config) {
+    std::string const series = arm + " | " + d.series;
+    for (auto const& p : out) {
+      if (p.series == series && p.m == d.m) return;  // the baseline repeats per other arm
+    }
+    ReportPoint p;
+    p.series = series;
+    p.m = d.m;
+    p.time_us = median_us;
+    p.config = config;
+    out.push_back(std::move(p));
+  };
+  for (size_t r = 0; r < csv.rows.size() && r < deltas.size(); ++r) {
+    add(deltas[r].arm_a, deltas[r], or_zero(csv.number(r, "a_median_us")), csv.at(r, "config_a"));
+    add(deltas[r].arm_b, deltas[r], or_zero(csv.number(r, "b_median_us")), csv.at(r, "config_b"));
+  }
+  return out;
+}
+
 core::Result<ReportData> load_report_data(std::string const& path) {
   namespace fs = std::filesystem;
   ReportData data;
@@ -94,7 +118,7 @@ core::Result<ReportData> load_report_data(std::string const& path) {
       if (fs::exists(fs::path(path) / name)) files.push_back((fs::path(path) / name).string());
     }
     auto env = core::read_file((fs::path(path) / "env.json").string());
-    if (env.ok()) data.env_json = *env;
+    if (env.ok()) data.envs.emplace_back(fs::path(path).filename().string(), *env);
     if (files.empty()) {
       return core::make_error(core::ErrorCode::kNotFound, path,
                               "holds neither bench.csv nor ab.csv; pass a folder written by "
@@ -114,6 +138,8 @@ core::Result<ReportData> load_report_data(std::string const& path) {
     if (csv->has("ab_csv_version")) {
       auto d = deltas_from_csv(*csv, file);
       if (!d.ok()) return d.error();
+      auto const arms = arm_points_from_deltas(*d, *csv);
+      data.arm_points.insert(data.arm_points.end(), arms.begin(), arms.end());
       data.deltas.insert(data.deltas.end(), d->begin(), d->end());
     } else {
       auto p = points_from_csv(*csv, file);
@@ -122,6 +148,42 @@ core::Result<ReportData> load_report_data(std::string const& path) {
     }
   }
   return data;
+}
+
+core::Result<ReportData> load_report_inputs(std::vector<std::string> const& paths) {
+  if (paths.empty()) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "report",
+                            "no input; pass one or more folders or CSV files");
+  }
+  if (paths.size() == 1) return load_report_data(paths.front());
+  ReportData all;
+  std::vector<std::string> names;
+  for (auto const& path : paths) {
+    auto one = load_report_data(path);
+    if (!one.ok()) return one.error();
+    std::string name = one->title.empty() ? path : one->title;
+    int const seen = static_cast<int>(std::count(names.begin(), names.end(), one->title));
+    names.push_back(one->title);
+    if (seen > 0) name += " (" + std::to_string(seen + 1) + ")";
+    auto tag = [&](std::string const& series) { return name + " | " + series; };
+    for (auto p : one->points) {
+      p.series = tag(p.series);
+      all.points.push_back(std::move(p));
+    }
+    for (auto p : one->arm_points) {
+      p.series = tag(p.series);
+      all.arm_points.push_back(std::move(p));
+    }
+    for (auto d : one->deltas) {
+      d.series = tag(d.series);
+      all.deltas.push_back(std::move(d));
+    }
+    for (auto const& [folder, env] : one->envs) all.envs.emplace_back(name, env);
+    all.source += (all.source.empty() ? "" : ", ") + one->source;
+    all.title += (all.title.empty() ? "" : ", ") + name;
+  }
+  all.title = std::to_string(paths.size()) + " runs: " + all.title;
+  return all;
 }
 
 namespace {
@@ -162,10 +224,18 @@ std::string render_report_html(ReportData const& d) {
          "same run, floor = max(bytes_min / copy bandwidth, flops / matmul rate); 1.0 is the "
          "floor; whiskers are p10/p90.</p>\n";
     h += roofline_svg(d.points) + "\n" + summary_table(d.points) + "\n";
+  }
+  std::vector<ReportPoint> timed = d.points;
+  timed.insert(timed.end(), d.arm_points.begin(), d.arm_points.end());
+  if (!timed.empty()) {
+    h += "<h2>Median time per M</h2>\n<p class=\"note\">one line per shape, input and A/B arm "
+         "(arms: the median over rounds of each round's median); whiskers are p10/p90 where "
+         "the run recorded them.</p>\n";
+    h += time_svg(timed) + "\n";
     h += "<h2>Chosen config per bucket</h2>\n<p class=\"note\">colour and first line = GEMM1 "
-         "tile (block m, n, k), second line = t/floor; hover a cell for both GEMMs' full "
-         "configs.</p>\n";
-    h += config_heatmap_svg(d.points) + "\n";
+         "tile (block m, n, k), second line = t/floor (bench points); hover a cell for both "
+         "GEMMs' full configs.</p>\n";
+    h += config_heatmap_svg(timed) + "\n";
   }
   if (!d.deltas.empty()) {
     h += "<h2>A/B deltas (B against A)</h2>\n<p class=\"note\">t_B / t_A - 1 with its 95% "
@@ -174,7 +244,9 @@ std::string render_report_html(ReportData const& d) {
          "</p>\n";
     h += deltas_svg(d.deltas) + "\n";
   }
-  if (!d.env_json.empty()) h += "<h2>env.json</h2>\n<pre>" + html_escape(d.env_json) + "</pre>\n";
+  for (auto const& [name, env] : d.envs) {
+    h += "<h2>env.json of " + html_escape(name) + "</h2>\n<pre>" + html_escape(env) + "</pre>\n";
+  }
   return h + "</body></html>\n";
 }
 

@@ -46,6 +46,15 @@ std::vector<std::string> series_order(std::vector<ReportPoint> const& points) {
   return out;
 }
 
+/// Pixels a label of `chars` characters needs at font-size 11 (about 6.2 px a character).
+double label_px(size_t chars) { return 6.2 * static_cast<double>(chars) + 16; }
+
+size_t longest(std::vector<std::string> const& labels) {
+  size_t n = 0;
+  for (auto const& l : labels) n = std::max(n, l.size());
+  return n;
+}
+
 /// GEMM1's tile of a short config: "m16n64k128g8w4s4|..." -> "m16n64k128".
 std::string tile_of(std::string const& config) {
   std::string g1 = config.substr(0, config.find('|'));
@@ -69,7 +78,9 @@ std::string html_escape(std::string const& s) {
 }
 
 std::string roofline_svg(std::vector<ReportPoint> const& points) {
-  double const w = 960, h = 420, l = 60, r = 340, t = 20, b = 50;
+  double const r = std::max(340.0, label_px(longest(series_order(points))) + 34);
+  double const w = 620 + r, l = 60, t = 20, b = 50;
+  double const h = std::max(420.0, t + 18.0 * series_order(points).size() + 10);  // legend fits
   std::set<int64_t> ms;
   double ymax = 1.2;
   for (auto const& p : points) {
@@ -130,8 +141,71 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
   return s + "</svg>";
 }
 
+std::string time_svg(std::vector<ReportPoint> const& points) {
+  double const r = std::max(340.0, label_px(longest(series_order(points))) + 34);
+  double const w = 620 + r, l = 70, t = 20, b = 50;
+  double const h = std::max(420.0, t + 18.0 * series_order(points).size() + 10);  // legend fits
+  std::set<int64_t> ms;
+  double lo = 0, hi = 0;
+  for (auto const& p : points) {
+    if (p.time_us <= 0) continue;
+    ms.insert(std::max<int64_t>(p.m, 1));
+    double const a = p.p10_us > 0 ? std::min(p.p10_us, p.time_us) : p.time_us;
+    double const z = std::max(p.p90_us, p.time_us);
+    lo = lo == 0 ? a : std::min(lo, a);
+    hi = std::max(hi, z);
+  }
+  if (ms.empty()) return "";
+  // Decades that hold every time (log10 scale).
+  double const y0 = std::floor(std::log10(lo)), y1 = std::max(y0 + 1, std::ceil(std::log10(hi)));
+  double const x0 = std::log2(static_cast<double>(*ms.begin()));
+  double const x1 = std::max(x0 + 1, std::log2(static_cast<double>(*ms.rbegin())));
+  auto X = [&](int64_t m) {
+    return l +
+           (std::log2(static_cast<double>(std::max<int64_t>(m, 1))) - x0) / (x1 - x0) * (w - l - r);
+  };
+  auto Y = [&](double us) { return h - b - (std::log10(us) - y0) / (y1 - y0) * (h - t - b); };
+  std::string s = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fmt(w, "%.0f") +
+                  "\" height=\"" + fmt(h, "%.0f") + "\" font-size=\"11\">";
+  for (double d = y0; d <= y1 + 1e-9; d += 1) {
+    double const us = std::pow(10.0, d);
+    s += line(l, Y(us), w - r, Y(us), "#eee") +
+         text(l - 6, Y(us) + 4, us >= 1 ? fmt(us, "%.0f") : fmt(us, "%g"), "text-anchor=\"end\"");
+  }
+  for (int64_t m : ms) {
+    s += line(X(m), h - b, X(m), h - b + 4, "#444") +
+         text(X(m), h - b + 16, std::to_string(m), "text-anchor=\"middle\"");
+  }
+  s += line(l, h - b, w - r, h - b, "#444") + line(l, t, l, h - b, "#444");
+  s += text((l + w - r) / 2, h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
+  s += text(
+      14, (t + h - b) / 2, "median time, us (log scale)",
+      ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((t + h - b) / 2) + ")\"").c_str());
+  auto const order = series_order(points);
+  for (size_t i = 0; i < order.size(); ++i) {
+    std::string const c = colour(i);
+    std::string path;
+    for (auto const& p : points) {
+      if (p.series != order[i] || p.time_us <= 0) continue;
+      path += (path.empty() ? "M" : " L") + fmt(X(p.m)) + "," + fmt(Y(p.time_us));
+      if (p.p10_us > 0 && p.p90_us > 0) {
+        s += line(X(p.m), Y(p.p10_us), X(p.m), Y(p.p90_us), c);
+      }
+      s += "<circle cx=\"" + fmt(X(p.m)) + "\" cy=\"" + fmt(Y(p.time_us)) + "\" r=\"3\" fill=\"" +
+           c + "\"><title>" + html_escape(order[i]) + " M=" + std::to_string(p.m) + ": " +
+           fmt(p.time_us, "%.2f") + " us, " + html_escape(p.config) + "</title></circle>";
+    }
+    s += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + c + "\" stroke-width=\"1.5\"/>";
+    s += "<rect x=\"" + fmt(w - r + 16) + "\" y=\"" + fmt(t + i * 18) +
+         "\" width=\"12\" height=\"12\" fill=\"" + c + "\"/>" +
+         text(w - r + 34, t + i * 18 + 10, order[i]);
+  }
+  return s + "</svg>";
+}
+
 std::string config_heatmap_svg(std::vector<ReportPoint> const& points) {
   auto const rows = series_order(points);
+  double const label_w = std::max(300.0, label_px(longest(rows)));
   std::set<int64_t> ms;
   std::vector<std::string> configs;  // GEMM1 tiles, the legend's entries
   for (auto const& p : points) {
@@ -141,7 +215,7 @@ std::string config_heatmap_svg(std::vector<ReportPoint> const& points) {
     }
   }
   std::vector<int64_t> const cols(ms.begin(), ms.end());
-  double const label_w = 300, cw = 92, ch = 40, top = 24;
+  double const cw = 92, ch = 40, top = 24;
   double const grid_h = top + rows.size() * ch;
   size_t const legend_cols = 6;
   double const legend_row = 16;
@@ -182,7 +256,12 @@ std::string config_heatmap_svg(std::vector<ReportPoint> const& points) {
 }
 
 std::string deltas_svg(std::vector<ReportDelta> const& deltas) {
-  double const label_w = 300, plot_w = 420, row_h = 22, top = 28;
+  std::vector<std::string> labels;
+  for (auto const& d : deltas) {
+    labels.push_back(d.series + " M=" + std::to_string(d.m) + ": " + d.arm_b + " vs " + d.arm_a);
+  }
+  double const label_w = std::max(300.0, label_px(longest(labels)));
+  double const plot_w = 420, row_h = 22, top = 28;
   double const w = label_w + plot_w + 360, h = top + deltas.size() * row_h + 30;
   double range = 0.02;
   for (auto const& d : deltas) {
@@ -208,9 +287,7 @@ std::string deltas_svg(std::vector<ReportDelta> const& deltas) {
     std::string const c = d.verdict == "b_faster"   ? "#2ca02c"
                           : d.verdict == "b_slower" ? "#d62728"
                                                     : "#7f7f7f";
-    s += text(label_w - 8, y + 4,
-              d.series + " M=" + std::to_string(d.m) + ": " + d.arm_b + " vs " + d.arm_a,
-              "text-anchor=\"end\"");
+    s += text(label_w - 8, y + 4, labels[i], "text-anchor=\"end\"");
     s += line(X(d.ci_low), y, X(d.ci_high), y, c, "stroke-width=\"2\"");
     s +=
         "<circle cx=\"" + fmt(X(d.delta)) + "\" cy=\"" + fmt(y) + "\" r=\"4\" fill=\"" + c + "\"/>";

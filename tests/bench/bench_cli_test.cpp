@@ -190,7 +190,7 @@ TEST_F(BenchCli, ReportRendersOneSelfContainedPageFromFixtures) {
   write("run/env.json", "{\"env_version\": 1}\n");
   auto r = run({"report", "run"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "wrote run/report.html (3 points, 2 A/B comparisons)\n");
+  EXPECT_EQ(r.out, "wrote run/report.html (3 points, 4 arm points, 2 A/B comparisons)\n");
   std::string const html = read("run/report.html");
   EXPECT_TRUE(html.starts_with("<!DOCTYPE html>"));
   EXPECT_EQ(html.find("<script"), std::string::npos);  // self-contained: no scripts ...
@@ -200,7 +200,7 @@ TEST_F(BenchCli, ReportRendersOneSelfContainedPageFromFixtures) {
   for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
     ++svgs;
   }
-  EXPECT_EQ(svgs, 3);  // roofline, config heatmap, A/B deltas
+  EXPECT_EQ(svgs, 4);  // roofline, time per M, config heatmap, A/B deltas
   EXPECT_NE(html.find("t/floor per M"), std::string::npos);
   EXPECT_NE(html.find("m16n64k128"), std::string::npos);
   EXPECT_NE(html.find("no difference"), std::string::npos);
@@ -208,12 +208,77 @@ TEST_F(BenchCli, ReportRendersOneSelfContainedPageFromFixtures) {
   EXPECT_NE(html.find("&quot;env_version&quot;"), std::string::npos);
 }
 
+/// A bench folder of `series` at M = 1, 16 (time `us`, floor 100 us) with env.json.
+void write_bench_fixture(fs::path const& dir, std::string const& series, double us,
+                         std::string const& config) {
+  auto row = [&](int m, double time) {
+    return "1," + series + ",8,256,128,2,silu," + std::to_string(m) + "," + std::to_string(time) +
+           "," + std::to_string(time * 0.95) + "," + std::to_string(time * 1.05) + ",100,bw," +
+           std::to_string(time / 100) + "," + config + ",d" + std::to_string(m) + "\n";
+  };
+  write_text(
+      dir / "bench.csv",
+      "bench_csv_version,series,E,K,I,top_k,act,M,time_us,p10_us,p90_us,floor_us,bound,ratio,"
+      "config,digest\n" +
+          row(1, us) + row(16, us * 2));
+  write_text(dir / "env.json",
+             "{\"env_version\": 1, \"device\": \"" + dir.filename().string() + "\"}\n");
+}
+
+TEST_F(BenchCli, ReportDrawsSeveralFoldersOnOnePageWithASeriesPerFolderAndArm) {
+  write_bench_fixture(path("before"), "demo", 150, "m8n64k128g1w4s2t1");
+  write_bench_fixture(path("after"), "demo", 120, "m16n32k64g1w4s2t1");
+  write(
+      "ab/ab.csv",
+      "ab_csv_version,series,M,arm_a,arm_b,rounds,a_median_us,b_median_us,delta,ci_low,ci_high,"
+      "margin,verdict,digest_a,digest_b,digests_equal,expected_equal,config_a,config_b\n"
+      "1,demo,1,tiles,plain,4,100,120,0.2,0.15,0.25,0.01,b_slower,aa,aa,1,1,cfgA,cfgA\n"
+      "1,demo,16,tiles,plain,4,300,301,0.003,-0.02,0.03,0.01,no_difference,bb,bb,1,1,cfgA,cfgB\n");
+  auto r = run({"report", "before", "after", "ab", "--out", "all.html"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote all.html (4 points, 4 arm points, 2 A/B comparisons)\n");
+  std::string const html = read("all.html");
+  EXPECT_NE(html.find("moetune report: 3 runs: before, after, ab"), std::string::npos);
+  // A series per folder (t/floor and time) and per arm (time, configs); deltas name the folder.
+  for (char const* s :
+       {"before | demo E=8 K=256 I=128 top_k=2 silu", "after | demo E=8 K=256 I=128 top_k=2 silu",
+        "ab | tiles | demo", "ab | plain | demo", "ab | demo M=1: plain vs tiles"}) {
+    EXPECT_NE(html.find(s), std::string::npos) << s;
+  }
+  EXPECT_NE(html.find("m16n32k64"), std::string::npos);  // the heatmap has both folders' tiles
+  EXPECT_NE(html.find("cfgB"), std::string::npos);       // ... and each arm's config
+  EXPECT_NE(html.find("plain slower"), std::string::npos);
+  EXPECT_NE(html.find("env.json of before"), std::string::npos);
+  EXPECT_NE(html.find("env.json of after"), std::string::npos);
+  int svgs = 0;
+  for (size_t at = html.find("<svg"); at != std::string::npos; at = html.find("<svg", at + 1)) {
+    ++svgs;
+  }
+  EXPECT_EQ(svgs, 4);
+  // The same folder twice: the second copy is told apart, never merged.
+  auto twice = run({"report", "before", "before", "--out", "twice.html"});
+  ASSERT_EQ(twice.exit_code, 0) << twice.err;
+  EXPECT_NE(read("twice.html").find("before (2) | demo"), std::string::npos);
+}
+
+TEST_F(BenchCli, ReportOfSeveralInputsNeedsOutAndStopsAtABadOne) {
+  write_bench_fixture(path("a"), "demo", 150, "m8n64k128g1w4s2t1");
+  auto no_out = run({"report", "a", "a"});
+  EXPECT_EQ(no_out.exit_code, 2);
+  EXPECT_NE(no_out.err.find("2 inputs make one page: say where it goes with --out FILE"),
+            std::string::npos)
+      << no_out.err;
+  auto missing = run({"report", "a", "nope", "--out", "x.html"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_FALSE(fs::exists(path("x.html")));
+}
+
 TEST_F(BenchCli, ReportReadsTheKernelBenchmarksCsv) {
   std::string const csv =
       std::string(MOETUNE_SOURCE_DIR) + "/bench/results/2026-11-29-80bf7eb41175.csv";
   auto r = run({"report", csv, "--out", "k.html"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "wrote k.html (36 points, 0 A/B comparisons)\n");
+  EXPECT_EQ(r.out, "wrote k.html (36 points, 0 arm points, 0 A/B comparisons)\n");
   std::string const html = read("k.html");
   EXPECT_NE(html.find("S1 E=128 K=2688 I=1856 top_k=6 relu2"), std::string::npos);
   EXPECT_NE(html.find("m16n64k128"), std::string::npos);
