@@ -111,6 +111,19 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
           }
         }
       }
+      if (block_m == 64) {
+        // 64-row tiles (less padding at mid M) with two consumer warpgroups splitting block_n.
+        for (int bn : widths) {
+          if (bn > max_bn) continue;
+          for (int stages : {3, 4}) {
+            core::KernelConfig k;
+            k.tile = {.block_m = 64, .block_n = 2 * bn, .block_k = 64, .group_m = 8};
+            k.pipeline = {.num_warps = 8, .num_stages = stages, .split_k = 1};
+            k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+            if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+          }
+        }
+      }
     }
   }
   return out;

@@ -44,12 +44,16 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   const bool coop = k.launch.schedule == core::Schedule::kCooperative || ws;
   // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
-  if (coop ? (t.block_n < 32 || t.block_n > 256 || t.block_n % 8 != 0)
+  // tma_ws at block_m 64 with 8 warps: two consumer warpgroups split block_n (<= 2 x 256).
+  const bool ws_split_n = ws && t.block_m == 64 && k.pipeline.num_warps == 8;
+  if (coop ? (t.block_n < 32 || t.block_n > (ws_split_n ? 512 : 256) ||
+              t.block_n % (ws_split_n ? 16 : 8) != 0)
            : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
     return reject(gemm,
                   "tile.block_n = " + std::to_string(t.block_n) +
                       (coop ? " is not supported with schedule cooperative or tma_ws; use a "
-                              "multiple of 8 in 32..256"
+                              "multiple of 8 in 32..256 (tma_ws at block_m 64 with 8 warps: a "
+                              "multiple of 16 up to 512)"
                             : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
                               "of 8 need schedule cooperative or tma_ws)"));
   }
@@ -113,16 +117,21 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                               " with schedule " + sched +
                               (ws ? "; use 2..8" : "; use 3..8 (two tiles stay in flight)"));
     }
-    if (pl.num_warps != t.block_m / 16) {
+    if (pl.num_warps != t.block_m / 16 && !ws_split_n) {
       return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
                               " with schedule " + sched +
                               " needs one MMA warpgroup per 64 rows; use " +
                               std::to_string(t.block_m / 16) +
-                              (ws ? " (the producer warpgroup is not counted)" : ""));
+                              (!ws ? ""
+                               : t.block_m == 64
+                                   ? " (or 8: two warpgroups split block_n; the producer "
+                                     "warpgroup is not counted)"
+                                   : " (the producer warpgroup is not counted)"));
     }
-    if (is_gemm1 && core::is_gated(p.activation) && t.block_n > 128) {
+    if (is_gemm1 && core::is_gated(p.activation) && t.block_n > (ws_split_n ? 256 : 128)) {
       return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) + " with schedule " +
-                              sched + "; use 32..256 (gated GEMM1: 32..128)");
+                              sched + "; gated GEMM1 takes 32..128 per warpgroup (" +
+                              (ws_split_n ? "256" : "128") + " here)");
     }
   }
   if (l.num_threads != 0) {
@@ -160,7 +169,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   if (wgmma) {
     g.warps_m = t.block_m / 16;
-    g.warps_n = 1;
+    g.warps_n = ws_split_n ? 2 : 1;
     found = true;
   }
   if (!found) {
@@ -170,7 +179,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them.
   const int reg_budget =
-      (ws ? (g.warps_m == 8 ? 232 : std::min(255, 65536 / g.threads())) - 40
+      (ws ? (g.warps_m * g.warps_n == 8 ? 224 : std::min(255, 65536 / g.threads())) - 40
           : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
   if (g.acc_registers() > reg_budget) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
@@ -239,7 +248,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
     return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +
            std::to_string(g.block_n) + "," + std::to_string(g.stages) + "," +
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
-           (is_gemm1 ? "true" : "false") + ">";
+           (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

@@ -271,7 +271,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
       wp.g = gp;
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
-          static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n), "weights"));
+          static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n),
+          "weights"));
       if (a_rows > 0) {
         MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
                                               static_cast<uint64_t>(gp.k_dim),

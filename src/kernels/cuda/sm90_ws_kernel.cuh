@@ -5,8 +5,10 @@
 //     for GEMM2, of the expert-sorted h rows; for GEMM1 the 128 producer threads gather the token
 //     rows of x with cp.async (TMA cannot address a row list on sm_90), each thread's copies
 //     arriving on the stage's barrier (.noinc).
-//   - Warpgroups 1..kBlockM/64 are consumers: each multiplies 64 rows of the tile with
-//     m64 x kBRows x k16 wgmma straight from the 128-byte-swizzled stages, releases a stage to
+//   - Warpgroups 1..2 are consumers: each multiplies 64 rows x (kBlockN / kSplitN) columns of
+//     the tile (block_m 128: the two split M; block_m 64 with kSplitN = 2: they split N, so a
+//     64-row tile, which wastes less padding at mid M, still keeps two warpgroups busy) with
+//     m64 x N x k16 wgmma straight from the 128-byte-swizzled stages, releases a stage to
 //     the producer as soon as the wgmma that read it retired (wait<1>), and stores its rows with
 //     the shared epilogue (sm90_moe_epilogue.cuh).
 //   - Persistent: gridDim.x CTAs (<= SM count) walk the tiles of the device-side block count in
@@ -64,12 +66,15 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
   pid_n = (t % per_group) / size_m;
 }
 
-template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1>
-__global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
+template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1,
+          int kSplitN>
+__global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
-  constexpr int kConsumers = kBlockM / 64;
-  constexpr int kBRows = kGated ? 2 * kBlockN : kBlockN;
+  constexpr int kConsumers = kBlockM / 64 * kSplitN;
+  constexpr int kWgN = kBlockN / kSplitN;                // columns per consumer warpgroup
+  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;     // its B rows: [gate | up] or plain
+  constexpr int kBRows = kSplitN * kWgBRows;
   constexpr int kABytes = kBlockM * 128;  // kBlockK = 64 bf16 = 128 bytes per row
   constexpr int kBBytes = kBRows * 128;
   constexpr int kStageBytes = kABytes + kBBytes;
@@ -78,7 +83,10 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
   constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
   static_assert(kBlockM == 64 || kBlockM == 128, "tma_ws: block_m must be 64 or 128");
-  static_assert(kBlockN % 8 == 0 && kBRows <= 256, "tma_ws: wgmma N is a multiple of 8, <= 256");
+  static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
+                "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
+  static_assert(kBlockN % (8 * kSplitN) == 0 && kWgBRows <= 256,
+                "tma_ws: wgmma N is a multiple of 8, <= 256 per warpgroup");
   static_assert(kStages >= 2, "tma_ws: at least two stages");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
@@ -135,8 +143,12 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
         const moe_u32 sb = sa + kABytes;
         if (tid == 0) {
           mbar_arrive_expect_tx(fb, kBBytes + (kIsGemm1 ? 0 : kABytes));
-          tma_load_2d(sb, &p.tma_b, fb, kt * 64, b_row);
-          if (kGated) tma_load_2d(sb + kBlockN * 128, &p.tma_b, fb, kt * 64, b_row + g.n_dim);
+#pragma unroll
+          for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
+            const moe_u32 dst = sb + cn * kWgBRows * 128;
+            tma_load_2d(dst, &p.tma_b, fb, kt * 64, b_row + cn * kWgN);
+            if (kGated) tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, kt * 64, b_row + g.n_dim + cn * kWgN);
+          }
           if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, kt * 64, row0);
         }
         if (kIsGemm1) {
@@ -163,27 +175,44 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
     if (kConsumers == 2) warpgroup_reg_alloc<kConsumerRegs>();
-    const int c = wg - 1;
-    WsAccumulators<kBlockN, kGated> ml;
+    const int cm = (wg - 1) / kSplitN;  // 64-row half of the tile
+    const int cn = (wg - 1) % kSplitN;  // column part of the tile
+    WsAccumulators<kWgN, kGated> ml;
     int stage = 0, phase = 0;
     for (int t = blockIdx.x; t < total; t += gridDim.x) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      const long long row0 = (long long)pid_m * kBlockM;
+      // Padding sits at the end of each expert's blocks, so a 64-row half whose first row is
+      // padding has no valid row at all: that warpgroup only passes the stages on (no MMA, no
+      // store), and the other warpgroup's wgmma get the tensor cores. Decided once per tile, so
+      // the MMA loop below stays branch-free (a branch inside it serialises wgmma).
+      if (kBlockM == 128 && g.sorted_pairs[row0 + cm * 64] < 0) {
+        for (int kt = 0; kt < num_k; ++kt) {
+          mbar_wait(smem_u32(&full_bar[stage]), phase);
+          if (tid == 0) mbar_arrive(smem_u32(&empty_bar[stage]));
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+        continue;
+      }
 #pragma unroll
-      for (int i = 0; i < WsAccumulators<kBlockN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
+      for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
       int prev = -1;
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&full_bar[stage]), phase);
         // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
         // async proxy.
         if (kIsGemm1) fence_proxy_async();
-        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + c * 64 * 128;
-        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes);
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * 64 * 128;
+        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
         ml.fence_all();
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<kBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
+          Wgmma<kWgBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
                              wgmma_desc_sw128(b_base + kk * 32), 1);
         }
         wgmma_commit();
@@ -200,10 +229,9 @@ __global__ void __launch_bounds__((kBlockM / 64 + 1) * 128, 1)
       wgmma_wait<0>();
       ml.fence_all();
       if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
-      const long long row0 = (long long)pid_m * kBlockM;
-      moe_epilogue_store<WsAccumulators<kBlockN, kGated>, kAct, kIsGemm1>(
-          ml, c * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN, g.n_dim,
-          g.topk_weights);
+      moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
+          ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN + cn * kWgN,
+          g.n_dim, g.topk_weights);
     }
   }
 }

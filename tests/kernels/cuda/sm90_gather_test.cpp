@@ -127,6 +127,15 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.tile.block_n = 200;
         cfgs.push_back(c);
       }
+      {  // tma_ws at block_m 64 with two consumer warpgroups splitting block_n
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = 64, .block_n = 96, .block_k = 64, .group_m = 8};
+        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = 160;
+        cfgs.push_back(c);
+      }
       for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
         MoeConfig c;
         c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 64 : 40, .block_k = 64, .group_m = 3};
@@ -192,6 +201,21 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
       ASSERT_TRUE(b.ok());
       EXPECT_EQ(a->digest, b->digest) << core::to_string(p);
       if (m >= 1000) {
+        // 64-row tiles split over two consumer warpgroups: within the band, deterministic.
+        auto split = cfg;
+        for (auto* k : {&split.gemm1, &split.gemm2}) {
+          k->tile.block_m = 64;
+          k->tile.block_n *= 2;
+          k->pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
+          k->launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        }
+        auto s1 = tb_->check(split);
+        ASSERT_TRUE(s1.ok()) << s1.error().to_string();
+        EXPECT_TRUE(s1->all_written && s1->all_finite) << core::to_string(p);
+        EXPECT_LE(s1->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2) << core::to_string(p);
+        auto s2 = tb_->check(split);
+        ASSERT_TRUE(s2.ok());
+        EXPECT_EQ(s1->digest, s2->digest) << "split-N tma_ws, " << core::to_string(p);
         // tma_ws issues the same wgmma sequence per tile as cooperative: identical bits.
         auto ws = cfg;
         ws.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
