@@ -3,7 +3,7 @@
 // measurement and the command that reproduces them. Pinned rows always win over tuned ones;
 // --merge keeps the table's other rows. Exit 1 when every candidate of a bucket failed (the run
 // stops there with a summary; rows tuned so far are written), 2 on bad input, before any kernel
-// runs. (Past the 400-line rule of thumb by the help text of its eleven options; the report lives
+// runs. (Past the 400-line rule of thumb by the help text of its twelve options; the report lives
 // in tune_report.cpp, the search in tuner/.)
 #include <unistd.h>
 
@@ -38,6 +38,7 @@ struct TuneArgs {
   bool merge = false;
   bool json = false;
   bool measure_pinned = false;  ///< also tune pinned buckets (report only; the pin still wins)
+  bool exhaustive = false;      ///< no halving: the reference sweep the tuner is compared with
   int reps = 15;                ///< final-round reps
   int warmup = 1;
   int repeat = 0;
@@ -96,6 +97,7 @@ std::string reproduce_command(TuneArgs const& args, std::string const& backend, 
   out << "moetune tune --recipe " << args.recipe_path << " --buckets " << bucket << " --backend "
       << backend << " --out " << out_dir << " --merge --reps " << args.reps << " --warmup "
       << args.warmup << " --margin " << args.margin << " --timeout-s " << args.timeout_s;
+  if (args.exhaustive) out << " --exhaustive";
   return out.str();
 }
 
@@ -138,7 +140,8 @@ std::string tune_hash(TuneArgs const& args, core::RecipeShape const& shape,
                           core::format_routing(shape.routing) + "|" + backend + "|" + shape.family +
                           "|" + std::to_string(shape.family_version) + "|w" +
                           std::to_string(args.warmup) + "|r" + std::to_string(args.reps) +
-                          "|protocol" + std::to_string(tuner::kProtocolVersion));
+                          (args.exhaustive ? "|exhaustive" : "") + "|protocol" +
+                          std::to_string(tuner::kProtocolVersion));
 }
 
 ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index,
@@ -188,6 +191,7 @@ tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx)
   o.final_reps = args.reps;
   o.first_reps = std::min(3, args.reps);
   o.repeat = args.repeat;
+  o.exhaustive = args.exhaustive;
   o.faults = args.faults;
   if (ctx.deadline != Clock::time_point::max()) {
     // The budget left is shared evenly by the buckets left.
@@ -298,6 +302,7 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson
                                                                  .reps = args.reps,
                                                                  .warmup = args.warmup,
                                                                  .margin = args.margin,
+                                                                 .exhaustive = args.exhaustive,
                                                                  .routing = plan.shape->routing,
                                                                  .command = command})};
   }
@@ -403,6 +408,10 @@ void setup_tune(CLI::App& app, int& exit_code) {
   app.add_flag("--measure-pinned", args->measure_pinned,
                "tune pinned buckets too, the pin as incumbent, and print the result next to the "
                "pin (the pin still wins)");
+  app.add_flag("--exhaustive", args->exhaustive,
+               "no successive halving: every candidate of the per-GEMM search timed with --reps, "
+               "stage 2 at each group's 3 best GEMM1 configs; slow, the reference a tune is "
+               "checked against");
   app.add_option("--reps", args->reps, "timed runs per finalist in the final round")
       ->capture_default_str();
   app.add_option("--warmup", args->warmup, "untimed runs before each timing")

@@ -32,6 +32,25 @@ std::string stats_json(tuner::TimingStats const& s) {
          ", \"samples\": " + std::to_string(s.samples) + "}";
 }
 
+/// "per_gemm": bool, "joint_product": N, "groups": [{block_m, gemm1/gemm2 list sizes, base,
+/// gemm1_winner, winner (short strings; "" when the stage named none)}].
+std::string groups_json(tuner::BucketResult const& r) {
+  std::vector<std::string> groups;
+  for (tuner::GroupResult const& g : r.groups) {
+    groups.push_back(
+        "{\"block_m\": " + std::to_string(g.block_m) +
+        ", \"gemm1_candidates\": " + std::to_string(g.gemm1_candidates) +
+        ", \"gemm2_candidates\": " + std::to_string(g.gemm2_candidates) +
+        ", \"base\": " + json_quote(core::short_string(g.base)) +
+        ", \"gemm1_winner\": " + json_quote(g.gemm1_ok ? core::short_string(g.gemm1_winner) : "") +
+        ", \"winner\": " + json_quote(g.ok ? core::short_string(g.winner) : "") +
+        ", \"winner_us\": " + json_number(g.ok ? g.winner_stats.median_us : 0) + "}");
+  }
+  return "\"per_gemm\": " + std::string(r.per_gemm ? "true" : "false") +
+         ", \"joint_product\": " + std::to_string(r.joint_product) + ", \"groups\": [" +
+         join(groups, ", ") + "]";
+}
+
 std::string counts_json(tuner::BucketResult const& r) {
   std::vector<std::string> outcomes;
   for (auto const& [o, n] : r.outcomes) {
@@ -43,7 +62,9 @@ std::string counts_json(tuner::BucketResult const& r) {
   return "\"candidates\": " + std::to_string(r.candidates) + ", \"outcomes\": {" +
          join(outcomes, ", ") + "}, \"pruned\": {" + join(pruned, ", ") +
          "}, \"resumed\": " + std::to_string(r.resumed) +
-         ", \"not_run\": " + std::to_string(r.not_run);
+         ", \"not_run\": " + std::to_string(r.not_run) +
+         ", \"measured\": " + std::to_string(r.measured) +
+         ", \"precompiles\": " + std::to_string(r.precompiles) + ", " + groups_json(r);
 }
 
 }  // namespace
@@ -68,6 +89,10 @@ std::string bucket_line(tuner::BucketResult const& r) {
     out += "  (incumbent " + core::short_string(r.incumbent) + " failed)";
   }
   out += "  [" + r.summary;
+  if (r.per_gemm) {
+    out += "; per GEMM: " + std::to_string(r.measured) + " checked, joint product " +
+           std::to_string(r.joint_product);
+  }
   if (r.repeats > 0) {
     out += "; agreement " + std::to_string(r.agreeing) + "/" + std::to_string(r.repeats);
   }
@@ -81,9 +106,16 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
   s.date = tuner::utc_now().substr(0, 10);
   s.device = info.device;
   std::ostringstream protocol;
-  protocol << "moetune-tune-v2: worker process, check vs fp64 reference, successive halving "
-           << "(x3 reps per round) to 3 finalists, final " << info.reps << " reps in "
-           << tuner::kFinalPasses << " interleaved passes after " << info.warmup
+  protocol << "moetune-tune-v3: worker process, check vs fp64 reference, ";
+  if (r.per_gemm) {
+    protocol << "per GEMM per block_m (GEMM1 with GEMM2 at a base, then GEMM2 with GEMM1 at the "
+             << "winner; whole-layer timing), ";
+  }
+  protocol << (info.exhaustive ? "exhaustive (no halving, every candidate at full reps)"
+                               : "successive halving (x3 reps per round)")
+           << ", finalists: incumbent + " << (r.per_gemm ? "each block_m's winner" : "best 3")
+           << ", final " << info.reps << " reps in " << tuner::kFinalPasses
+           << " interleaved passes after " << info.warmup
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
            << info.margin * 100 << "%, routing " << core::format_routing(info.routing)
            << "; verdict " << r.verdict;
@@ -97,7 +129,8 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
                {"challenger_us", r.has_challenger ? r.challenger_stats.median_us : 0},
                {"tie", r.tie ? 1.0 : 0.0},
                {"candidates", double(r.candidates)},
-               {"rejected", double(rejected == r.outcomes.end() ? 0 : rejected->second)}};
+               {"rejected", double(rejected == r.outcomes.end() ? 0 : rejected->second)},
+               {"measured", double(r.measured)}};
   if (r.repeats > 0) s.numbers["agreement"] = double(r.agreeing) / r.repeats;
   s.digest = r.digest;
   s.command = info.command;

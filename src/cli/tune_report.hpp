@@ -16,7 +16,8 @@
 namespace moetune::cli {
 
 /// "bucket 16: m16n64k128g1w4s2t1  41.2 us [40.9, 41.8]  incumbent m16n64k128g1w4s2t1 41.2 us
-/// [..]  margin +0.0%  incumbent kept  [112 candidates: 90 ok, 22 rejected]".
+/// [..]  margin +0.0%  incumbent kept  [112 candidates: 90 ok, 22 rejected; per GEMM: 90 checked,
+/// joint product 1296]".
 std::string bucket_line(tuner::BucketResult const& r);
 /// "pruned: 22 (gemm1.pipeline.split_k 16, gemm2.pipeline.split_k 6)", "" when nothing was.
 std::string pruned_line(tuner::BucketResult const& r);
@@ -27,12 +28,13 @@ struct TunedSourceInfo {
   int reps = 0;
   int warmup = 0;
   double margin = 0;
+  bool exhaustive = false;
   core::RoutingProfile routing;
   std::string command;  ///< reproduces the row
 };
 /// The source of a tuned row: kind "tuned", the protocol in words (with the tie's other config),
 /// numbers time_us, ci_low_us, ci_high_us, default_us (the incumbent's), challenger_us, tie,
-/// candidates, rejected (+ agreement under --repeat), the digest and the command.
+/// candidates, rejected, measured (+ agreement under --repeat), the digest and the command.
 core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& info);
 
 /// Collects `moetune tune --json`: {"shapes": [{"name", "table", "backend", "buckets": [...]}],

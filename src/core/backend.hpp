@@ -2,6 +2,7 @@
 // Implementations: kernels/cpu (cpu_tiled) and kernels/cuda (sm90_gather).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,6 +14,17 @@
 #include "core/result.hpp"
 
 namespace moetune::core {
+
+/// The per-GEMM search space at one block_m (both GEMMs share it: align pads each expert's rows
+/// to it). The tuner searches GEMM1 over `gemm1` with GEMM2 fixed, then GEMM2 over `gemm2` with
+/// GEMM1 fixed at the winner, instead of the product of the two lists.
+struct GemmSpace {
+  int block_m = 0;
+  std::vector<KernelConfig> gemm1;  ///< every entry has tile.block_m == block_m
+  std::vector<KernelConfig> gemm2;  ///< every entry has tile.block_m == block_m
+  /// A reasonable whole config at this block_m: GEMM1's search runs with this GEMM2.
+  MoeConfig base;
+};
 
 /// One backend = one kernel family on one kind of device.
 class Backend {
@@ -31,6 +43,26 @@ class Backend {
   virtual MoeConfig default_config(MoeProblem const& problem) const = 0;
   /// The search space for (problem, M), before feasibility pruning.
   virtual std::vector<MoeConfig> search_space(MoeProblem const& problem) const = 0;
+  /// The per-GEMM spaces for (problem, M), one per block_m, before feasibility pruning. The
+  /// default derives them from search_space(): per gemm1.tile.block_m (in order of first
+  /// appearance), the distinct GEMM1 and GEMM2 configs, and the first config as the base. A
+  /// family whose GEMMs cannot be chosen apart returns {} and is tuned on search_space() jointly.
+  virtual std::vector<GemmSpace> gemm_search_space(MoeProblem const& problem) const {
+    std::vector<GemmSpace> out;
+    auto add = [](std::vector<KernelConfig>& list, KernelConfig const& k) {
+      if (std::find(list.begin(), list.end(), k) == list.end()) list.push_back(k);
+    };
+    for (MoeConfig const& c : search_space(problem)) {
+      int const bm = c.gemm1.tile.block_m;
+      if (c.gemm2.tile.block_m != bm) continue;
+      auto it =
+          std::find_if(out.begin(), out.end(), [&](auto const& s) { return s.block_m == bm; });
+      if (it == out.end()) it = out.insert(out.end(), GemmSpace{.block_m = bm, .base = c});
+      add(it->gemm1, c.gemm1);
+      add(it->gemm2, c.gemm2);
+    }
+    return out;
+  }
 };
 
 }  // namespace moetune::core

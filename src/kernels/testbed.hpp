@@ -35,6 +35,13 @@ struct Tolerance {
 /// bf16: 1e-2 (bf16 output rounding ~4e-3 plus bf16 intermediate); fp16: 5e-3; fp32: 1e-5.
 Tolerance tolerance_for(core::DType dtype);
 
+/// What check() writes into its output after the kernel ran and before the comparison (test-only
+/// fault injection, so that the correctness gate itself must catch a wrong or NaN output).
+enum class OutputFault { kNone, kWrong, kNan };
+/// The value kWrong writes into output element 0 (far outside any tolerance of a layer whose
+/// outputs are O(1)).
+inline constexpr float kWrongOutputValue = 1.0e4f;
+
 /// Timing of one config: per-replay samples in microseconds.
 struct TimingResult {
   std::vector<double> samples_us;
@@ -55,6 +62,20 @@ class Testbed {
   virtual core::Result<TimingResult> time(core::MoeConfig const& config, int warmup, int reps) = 0;
   /// The fast paths (levers) later runs take; backends without a given path ignore its field.
   virtual void set_fast_paths(FastPaths const& fast_paths) = 0;
+  /// Compiles (or loads from a cache) the kernels of `configs` ahead of their runs, concurrently
+  /// where the backend compiles (cuda: NVRTC on a thread pool). One Status per config, in order: a
+  /// failure is that config's own (its later check fails the same way); never fails as a whole.
+  /// Call after prepare(). Default: nothing to compile, every config ok.
+  virtual std::vector<core::Status> precompile(std::vector<core::MoeConfig> const& configs) {
+    return std::vector<core::Status>(configs.size(), core::Status::Ok());
+  }
+  /// The next check() (only that one) corrupts its real output after the kernel: kWrong writes
+  /// kWrongOutputValue into element 0, kNan a NaN. False when this testbed cannot (then nothing is
+  /// armed). Test only (--inject-fault wrong / nan).
+  virtual bool corrupt_next_output(OutputFault fault) {
+    (void)fault;
+    return false;
+  }
 };
 
 /// "cpu" always; "cuda" when built with CUDA and a GPU is present. The error says why not.

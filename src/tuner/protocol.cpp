@@ -22,6 +22,71 @@ std::string configs_text(std::vector<core::MoeConfig> const& configs) {
   return out + "]";
 }
 
+std::string kernel_configs_text(std::vector<core::KernelConfig> const& configs) {
+  std::string out = "[";
+  for (size_t i = 0; i < configs.size(); ++i) {
+    out += (i ? ", " : "") + core::to_json_text(configs[i], -1);
+  }
+  return out + "]";
+}
+
+std::string gemm_spaces_text(std::vector<core::GemmSpace> const& spaces) {
+  std::string out = "[";
+  for (size_t i = 0; i < spaces.size(); ++i) {
+    core::GemmSpace const& s = spaces[i];
+    std::string item = "{";
+    add(item, "block_m", std::to_string(s.block_m));
+    add(item, "base", core::to_json_text(s.base, -1));
+    add(item, "gemm1", kernel_configs_text(s.gemm1));
+    add(item, "gemm2", kernel_configs_text(s.gemm2));
+    out += (i ? ", " : "") + item + "}";
+  }
+  return out + "]";
+}
+
+core::Result<std::vector<core::KernelConfig>> parse_kernel_configs(std::string_view raw,
+                                                                   std::string const& where) {
+  auto items = FlatJson::split_array(raw, where);
+  if (!items.ok()) return items.error();
+  std::vector<core::KernelConfig> out;
+  for (size_t i = 0; i < items->size(); ++i) {
+    auto k = core::parse_kernel_config_json((*items)[i], where + "[" + std::to_string(i) + "]");
+    if (!k.ok()) return k.error();
+    out.push_back(*k);
+  }
+  return out;
+}
+
+core::Result<std::vector<core::GemmSpace>> parse_gemm_spaces(std::string_view raw,
+                                                             std::string const& where) {
+  auto items = FlatJson::split_array(raw, where + ": gemm_spaces");
+  if (!items.ok()) return items.error();
+  std::vector<core::GemmSpace> out;
+  for (size_t i = 0; i < items->size(); ++i) {
+    std::string const at = where + ": gemm_spaces[" + std::to_string(i) + "]";
+    auto j = FlatJson::parse((*items)[i], at);
+    if (!j.ok()) return j.error();
+    core::GemmSpace s;
+    auto bm = j->number("block_m");
+    if (!bm.ok()) return bm.error();
+    s.block_m = static_cast<int>(*bm);
+    if (!j->has("base") || !j->has("gemm1") || !j->has("gemm2")) {
+      return core::make_error(core::ErrorCode::kParse, at, "needs base, gemm1 and gemm2");
+    }
+    auto base = core::parse_moe_config_json(j->raw("base"), at + ": base");
+    if (!base.ok()) return base.error();
+    s.base = *base;
+    auto g1 = parse_kernel_configs(j->raw("gemm1"), at + ": gemm1");
+    if (!g1.ok()) return g1.error();
+    s.gemm1 = std::move(g1).value();
+    auto g2 = parse_kernel_configs(j->raw("gemm2"), at + ": gemm2");
+    if (!g2.ok()) return g2.error();
+    s.gemm2 = std::move(g2).value();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 core::Result<std::vector<core::MoeConfig>> parse_configs(std::string_view raw,
                                                          std::string const& where) {
   auto items = FlatJson::split_array(raw, where);
@@ -44,7 +109,14 @@ std::string encode(Request const& r) {
   if (r.op == "space" || r.op == "feasible" || r.op == "prepare") {
     add(out, "problem", core::to_json_text(r.problem, -1));
   }
-  if (r.op == "feasible") add(out, "configs", configs_text(r.configs));
+  if (r.op == "feasible" || r.op == "precompile") add(out, "configs", configs_text(r.configs));
+  if (r.op == "precompile") {
+    std::string faults = "[";
+    for (size_t i = 0; i < r.faults.size(); ++i) {
+      faults += (i ? ", " : "") + json_string(to_string(r.faults[i]));
+    }
+    add(out, "faults", faults + "]");
+  }
   if (r.op == "prepare") {
     add(out, "routing", core::to_json_text(r.routing, -1));
     add(out, "seed", std::to_string(r.seed));
@@ -97,6 +169,21 @@ core::Result<Request> decode_request(std::string_view line, std::string const& w
       r.fault = *kind;
     }
   }
+  if (j->has("faults")) {
+    auto items = FlatJson::split_array(j->raw("faults"), where + ": faults");
+    if (!items.ok()) return items.error();
+    for (std::string const& item : *items) {
+      auto text = FlatJson::unquote(item, where + ": faults");
+      if (!text.ok()) return text.error();
+      FaultKind kind = FaultKind::kNone;
+      if (!text->empty()) {
+        auto parsed = parse_fault_kind(*text);
+        if (!parsed.ok()) return parsed.error();
+        kind = *parsed;
+      }
+      r.faults.push_back(kind);
+    }
+  }
   if (j->has("warmup")) r.warmup = static_cast<int>(*j->number("warmup"));
   if (j->has("reps")) r.reps = static_cast<int>(*j->number("reps"));
   return r;
@@ -117,15 +204,22 @@ std::string encode(Response const& r) {
     add(out, "family_version", std::to_string(r.family_version));
     add(out, "device", core::to_json_text(r.device, -1));
   }
-  if (!r.configs.empty()) {
+  if (!r.configs.empty() || !r.gemm_spaces.empty()) {
     add(out, "default_config", core::to_json_text(r.default_config, -1));
     add(out, "configs", configs_text(r.configs));
+    add(out, "gemm_spaces", gemm_spaces_text(r.gemm_spaces));
   }
   if (!r.reasons.empty()) {
     std::string reasons = "[";
     for (size_t i = 0; i < r.reasons.size(); ++i)
       reasons += (i ? ", " : "") + json_string(r.reasons[i]);
     add(out, "reasons", reasons + "]");
+  }
+  if (!r.outcomes.empty()) {
+    std::string outcomes = "[";
+    for (size_t i = 0; i < r.outcomes.size(); ++i)
+      outcomes += (i ? ", " : "") + json_string(to_string(r.outcomes[i]));
+    add(out, "outcomes", outcomes + "]");
   }
   if (r.has_check) {
     add(out, "rel_l2_error", json_double(r.check.rel_l2_error));
@@ -165,13 +259,20 @@ core::Result<Response> decode_response(std::string_view line, std::string const&
     if (!d.ok()) return d.error();
     r.device = *d;
   }
-  if (j->has("configs")) {
+  if (j->has("default_config")) {
     auto d = core::parse_moe_config_json(j->raw("default_config"), where + ": default_config");
     if (!d.ok()) return d.error();
     r.default_config = *d;
+    if (!j->has("configs") || !j->has("gemm_spaces")) {
+      return core::make_error(core::ErrorCode::kParse, where,
+                              "a space answer needs configs and gemm_spaces");
+    }
     auto c = parse_configs(j->raw("configs"), where);
     if (!c.ok()) return c.error();
     r.configs = std::move(c).value();
+    auto g = parse_gemm_spaces(j->raw("gemm_spaces"), where);
+    if (!g.ok()) return g.error();
+    r.gemm_spaces = std::move(g).value();
   }
   if (j->has("reasons")) {
     auto items = FlatJson::split_array(j->raw("reasons"), where + ": reasons");
@@ -180,6 +281,17 @@ core::Result<Response> decode_response(std::string_view line, std::string const&
       auto s = FlatJson::unquote(item, where + ": reasons");
       if (!s.ok()) return s.error();
       r.reasons.push_back(*s);
+    }
+  }
+  if (j->has("outcomes")) {
+    auto items = FlatJson::split_array(j->raw("outcomes"), where + ": outcomes");
+    if (!items.ok()) return items.error();
+    for (std::string const& item : *items) {
+      auto text = FlatJson::unquote(item, where + ": outcomes");
+      if (!text.ok()) return text.error();
+      auto o = parse_outcome(*text);
+      if (!o.ok()) return o.error();
+      r.outcomes.push_back(*o);
     }
   }
   if (j->has("digest")) {

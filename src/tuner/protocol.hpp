@@ -4,9 +4,12 @@
 // no JSON library outside core/json_io).
 //
 //   {"op":"hello"}                                  -> backend, family, family_version, device
-//   {"op":"space","problem":P}                      -> default_config, configs (the search space)
+//   {"op":"space","problem":P}                      -> default_config, configs (the joint search
+//                                                      space), gemm_spaces (per block_m: block_m,
+//                                                      base, gemm1 [K..], gemm2 [K..])
 //   {"op":"feasible","problem":P,"configs":[C..]}   -> reasons ("" = can_implement ok)
 //   {"op":"prepare","problem":P,"routing":R,"seed":N}
+//   {"op":"precompile","configs":[C..],"faults":[".."]} -> reasons, outcomes (per config)
 //   {"op":"check","config":C,"fault":"crash"}       -> rel_l2_error, all_finite, ..., digest
 //   {"op":"time","config":C,"warmup":1,"reps":5,"fault":""} -> samples_us
 //   {"op":"quit"}
@@ -18,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "core/config.hpp"
 #include "core/device_info.hpp"
 #include "core/problem.hpp"
@@ -30,10 +34,10 @@
 namespace moetune::tuner {
 
 /// Bumped when a message changes; hello answers it and the parent refuses a mismatch.
-inline constexpr int kProtocolVersion = 1;
+inline constexpr int kProtocolVersion = 2;
 
 struct Request {
-  std::string op{};  ///< hello | space | feasible | prepare | check | time | quit
+  std::string op{};  ///< hello | space | feasible | prepare | precompile | check | time | quit
   core::MoeProblem problem{};
   core::RoutingProfile routing{};
   uint64_t seed = 0;
@@ -42,6 +46,7 @@ struct Request {
   int warmup = 0;
   int reps = 1;
   FaultKind fault = FaultKind::kNone;
+  std::vector<FaultKind> faults{};  ///< precompile: one per config (only kCompile acts there)
 };
 
 struct Response {
@@ -57,7 +62,9 @@ struct Response {
   // space / feasible
   core::MoeConfig default_config;
   std::vector<core::MoeConfig> configs;
+  std::vector<core::GemmSpace> gemm_spaces;  ///< empty: the family is tuned jointly on configs
   std::vector<std::string> reasons;
+  std::vector<Outcome> outcomes;  ///< precompile: per config, with its reason when not ok
   // check / time
   bool has_check = false;  ///< `check` holds a check's answer (a gate never reads a default)
   kernels::CheckResult check;

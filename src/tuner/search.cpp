@@ -1,5 +1,6 @@
-// tune_bucket: space, pruning, round 0 and successive halving; the final round and selection are
-// in select.cpp. See search.hpp for the whole procedure.
+// tune_bucket's measuring: requests to the worker, the correctness gate, round 0, the precompile of
+// a batch, timing rounds and successive halving; candidates and stages are in stages.cpp, the
+// final round and selection in select.cpp. See search.hpp for the whole procedure.
 #include "tuner/search.hpp"
 
 #include <algorithm>
@@ -179,12 +180,54 @@ core::Status BucketSearch::round0(CandidateResult& c) {
   return save(c, 0, samples);
 }
 
-core::Status BucketSearch::run_round0() {
-  int const total = static_cast<int>(result_.results.size());
+/// Compiles the batch's unmeasured candidates in the worker before their round 0 (the cuda
+/// worker compiles them concurrently). A candidate whose compile failed there ends in that
+/// outcome now; any other answer (a crash or a timeout of the whole request) is ignored and each
+/// candidate compiles on its own check, so the precompile can cost time but never a candidate it
+/// did not fail itself. Its time is not counted in the fail-fast window.
+core::Status BucketSearch::precompile(Candidates const& batch) {
+  Request req{.op = "precompile"};
+  Candidates todo;
+  for (CandidateResult* c : batch) {
+    if (c->outcome == Outcome::kRejected || c->rounds != 0) continue;
+    auto found = store_.find(key(*c, 0));
+    if (!found.ok()) return found.error();
+    if (*found) continue;  // resumed: round 0 reads it back without compiling
+    todo.push_back(c);
+    req.configs.push_back(c->config);
+    req.faults.push_back(options_.faults.at(c->index));
+  }
+  if (todo.empty() || (Clock::now() >= options_.deadline && any_ok_)) return core::Status::Ok();
+  auto const began = Clock::now();
+  double const timeout = options_.prepare_timeout_s + options_.timeout_s * double(todo.size());
+  Reply reply = worker_.call(req, timeout);
+  if (!any_ok_) start_ += Clock::now() - began;
+  ++result_.precompiles;
+  if (!reply.ok() || reply.response.outcomes.size() != todo.size() ||
+      reply.response.reasons.size() != todo.size()) {
+    return core::Status::Ok();
+  }
+  for (size_t i = 0; i < todo.size(); ++i) {
+    CandidateResult& c = *todo[i];
+    if (reply.response.outcomes[i] == Outcome::kOk) continue;
+    c.outcome = reply.response.outcomes[i];
+    c.reason = reply.response.reasons[i];
+    c.rounds = 1;
+    MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
+  }
+  return core::Status::Ok();
+}
+
+/// Round 0 of every candidate of `batch` not measured yet (after its precompile), within the
+/// budget and the fail-fast window.
+core::Status BucketSearch::measure(Candidates const& batch, double progress_from,
+                                   double progress_to) {
+  MOETUNE_RETURN_IF_ERROR(precompile(batch));
   int done = 0;
-  for (CandidateResult& c : result_.results) {
+  for (CandidateResult* cp : batch) {
+    CandidateResult& c = *cp;
     ++done;
-    if (c.outcome == Outcome::kRejected) continue;
+    if (c.outcome == Outcome::kRejected || c.rounds != 0) continue;  // pruned, or measured
     bool const over_budget = Clock::now() >= options_.deadline && any_ok_;
     if (over_budget || (!any_ok_ && request_timeout() <= 0)) {
       result_.aborted = !any_ok_;
@@ -202,57 +245,83 @@ core::Status BucketSearch::run_round0() {
     }
     c.rounds = 1;
     any_ok_ = any_ok_ || c.outcome == Outcome::kOk;
-    if (progress_) progress_(0.7 * done / total);
+    if (progress_) {
+      progress_(progress_from + (progress_to - progress_from) * done / double(batch.size()));
+    }
   }
   return core::Status::Ok();
 }
 
-std::vector<CandidateResult*> BucketSearch::ok_sorted() {
-  std::vector<CandidateResult*> out;
-  for (CandidateResult& c : result_.results) {
-    if (c.outcome == Outcome::kOk) out.push_back(&c);
+/// Times every ok candidate of `set` once with `reps` in store round `round`.
+core::Status BucketSearch::time_round(Candidates const& set, int round, int reps) {
+  for (CandidateResult* c : set) {
+    if (c->outcome != Outcome::kOk) continue;
+    std::vector<double> samples;
+    MOETUNE_RETURN_IF_ERROR(time(*c, round, reps, &samples));
+    ++c->rounds;
   }
-  std::stable_sort(out.begin(), out.end(),
+  return core::Status::Ok();
+}
+
+Candidates BucketSearch::ok_sorted_among(Candidates set) {
+  std::erase_if(set, [](auto* c) { return c->outcome != Outcome::kOk; });
+  std::stable_sort(set.begin(), set.end(),
                    [](auto* a, auto* b) { return a->stats.median_us < b->stats.median_us; });
-  return out;
+  return set;
 }
 
 /// Keeps the best `keep` of `ranked` plus the incumbent when it is still ok.
-std::vector<CandidateResult*> BucketSearch::keep_best(std::vector<CandidateResult*> ranked,
-                                                      size_t keep) {
-  std::vector<CandidateResult*> out(ranked.begin(), ranked.begin() + std::min(keep, ranked.size()));
-  CandidateResult& inc = result_.results.front();
+Candidates BucketSearch::keep_best(Candidates ranked, size_t keep) {
+  Candidates out(ranked.begin(), ranked.begin() + std::min(keep, ranked.size()));
+  CandidateResult& inc = cands_.front();
   if (inc.outcome == Outcome::kOk && std::find(out.begin(), out.end(), &inc) == out.end()) {
     out.push_back(&inc);
   }
   return out;
 }
 
-core::Result<std::vector<CandidateResult*>> BucketSearch::run_halving() {
-  std::vector<CandidateResult*> alive = ok_sorted();
+/// Joint search: halving over `pool` down to final_keep (the incumbent kept while ok).
+core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
+  Candidates alive = ok_sorted_among(std::move(pool));
   size_t const final_keep = static_cast<size_t>(std::max(1, options_.final_keep));
+  if (options_.exhaustive) {
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, 1, options_.final_reps));
+    return keep_best(ok_sorted_among(alive), final_keep);
+  }
   int reps = options_.first_reps;
   for (int round = 1; alive.size() > final_keep + 1; ++round) {
     if (Clock::now() >= options_.deadline) break;
     size_t const keep = std::max(final_keep, (alive.size() + 2) / 3);
     alive = keep_best(alive, keep);
     reps = std::min(reps * 3, std::max(options_.final_reps, options_.first_reps));
-    for (CandidateResult* c : alive) {
-      std::vector<double> samples;
-      MOETUNE_RETURN_IF_ERROR(time(*c, round, reps, &samples));
-      ++c->rounds;
-    }
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, round, reps));
     alive = ok_sorted_among(alive);
     if (progress_) progress_(std::min(0.9, 0.7 + 0.1 * round));
   }
   return keep_best(alive, final_keep);
 }
 
-std::vector<CandidateResult*> BucketSearch::ok_sorted_among(std::vector<CandidateResult*> set) {
-  std::erase_if(set, [](auto* c) { return c->outcome != Outcome::kOk; });
-  std::stable_sort(set.begin(), set.end(),
-                   [](auto* a, auto* b) { return a->stats.median_us < b->stats.median_us; });
-  return set;
+/// One per-GEMM stage's winner: halving over the ok candidates of `pool` (the best third, at
+/// least two, re-timed with 3x the reps) until two were compared at the full reps; nullptr when
+/// none passed. Exhaustive: one round of all of them at final_reps.
+core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool, int stage) {
+  Candidates alive = ok_sorted_among(pool);
+  int const cap = std::max(options_.final_reps, options_.first_reps);
+  auto round_of = [&](int r) { return kStageRoundBase + stage * kStageRoundStride + r; };
+  if (options_.exhaustive && !alive.empty()) {
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(1), cap));
+    alive = ok_sorted_among(alive);
+  }
+  int reps = options_.first_reps;
+  for (int r = 1; !options_.exhaustive && alive.size() > 1; ++r) {
+    if (Clock::now() >= options_.deadline) break;
+    alive.resize(std::min(alive.size(), std::max<size_t>(2, (alive.size() + 2) / 3)));
+    reps = std::min(reps * 3, cap);
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(r), reps));
+    alive = ok_sorted_among(alive);
+    if (alive.size() <= 2 && reps >= cap) break;
+  }
+  return alive.empty() ? nullptr : alive.front();
 }
 
 }  // namespace detail

@@ -1,20 +1,30 @@
 // Search: tunes one (shape, bucket) through a worker into the store.
-//   1. space: the backend's search space (asked of the worker: the parent never touches the
-//      device), ordered incumbent first, then neighbouring buckets' winners, then the rest; that
-//      order's positions are the candidate indices --inject-fault names;
-//   2. pruning: can_implement per candidate; each rejection is recorded with its reason and
-//      counted per field (no silent exclusions);
-//   3. round 0: every feasible candidate is checked against the reference on fresh random data
-//      (all written, finite, relative L2 error within tolerance_for(dtype): else wrong_result) and
-//      timed cheaply (first_reps);
-//   4. successive halving: the best third (at least final_keep, the incumbent always kept) is
-//      re-timed with 3x the reps (at most final_reps), until final_keep remain;
-//   5. final: the finalists are timed in interleaved passes (final_reps in all); median and
-//      bootstrap CI; the incumbent stays unless a challenger's CI upper bound is below the
-//      incumbent's CI lower bound by `margin` (else a tie: the table keeps the incumbent, both are
-//      recorded); the winner is checked again and must reproduce its digest;
-//   6. --repeat N: the final round again N times; agreement = share naming the same winner.
-// Every measurement is looked up in the store first (resume) and recorded after.
+//   1. space: asked of the worker (the parent never touches the device): the default config, the
+//      joint space and the per-GEMM spaces (one per block_m: GEMM1 and GEMM2 candidate lists);
+//   2. anchors: the incumbent (index 0), neighbouring buckets' winners, the default; checked and
+//      timed first;
+//   3. per GEMM (families that list per-GEMM spaces), for every block_m group:
+//        stage 1: GEMM1 over the group's GEMM1 list, GEMM2 fixed at the base (the first anchor
+//                 that passed with this block_m, else the family's base for it);
+//        stage 2: GEMM2 over the group's GEMM2 list, GEMM1 fixed at stage 1's winner;
+//      each stage: pruning (can_implement per candidate, each rejection recorded with its reason
+//      and counted per field), a parallel precompile of the stage's new candidates in the worker,
+//      round 0 (check against the reference on fresh random data: all written, finite, relative L2
+//      error within tolerance_for(dtype), else wrong_result; cheap timing, first_reps), then
+//      successive halving (the best third re-timed with 3x the reps, at most final_reps) down to
+//      one winner; stage 1 of every group runs before any stage 2. Timing is always of the whole
+//      layer. Families without per-GEMM spaces are tuned jointly (round 0 over the joint space,
+//      halving to final_keep with the incumbent kept);
+//   4. final: the incumbent and each group's combined winner (plus anchors of no group) are timed
+//      in interleaved passes (final_reps in all); median and bootstrap CI; the incumbent stays
+//      unless a challenger's CI upper bound is below the incumbent's CI lower bound by `margin`
+//      (else a tie: the table keeps the incumbent, both are recorded); the winner is checked
+//      again and must reproduce its digest;
+//   5. --repeat N: the final round again N times; agreement = share naming the same winner.
+// Candidate indices (what --inject-fault names) follow creation order: anchors, stage 1 of each
+// group, then stage 2 of each group. Every measurement is looked up in the store first (resume)
+// and recorded after. `exhaustive` replaces halving by one full-reps round of every candidate and
+// runs stage 2 for the best kExhaustiveGemm1Top GEMM1 configs of each group (see SearchOptions).
 #pragma once
 
 #include <chrono>
@@ -44,6 +54,14 @@ inline constexpr int kFinalPasses = 3;
 inline constexpr int kRecheckRound = 99;
 /// CandidateResult::rounds of a candidate the budget or the fail-fast window left out.
 inline constexpr int kNotRun = -1;
+/// Store round of halving round r (>= 1) of per-GEMM stage s: kStageRoundBase + s *
+/// kStageRoundStride + r (stage s = 2 * group for GEMM1, 2 * group + 1 for GEMM2).
+inline constexpr int kStageRoundBase = 1000;
+inline constexpr int kStageRoundStride = 100;
+/// CandidateResult::stage of the incumbent, neighbours' winners and the default.
+inline constexpr int kAnchorStage = -1;
+/// --exhaustive: stage 2 runs for this many of each group's best GEMM1 configs.
+inline constexpr int kExhaustiveGemm1Top = 3;
 
 struct SearchOptions {
   double timeout_s = 10;  ///< per request (one check, or one timing)
@@ -55,6 +73,10 @@ struct SearchOptions {
   int final_keep = 3;    ///< finalists (the incumbent joins them when it survived round 0)
   int repeat = 0;        ///< extra final rounds for the agreement report
   int resamples = 1000;  ///< bootstrap resamples
+  /// No halving: every candidate is timed with final_reps after round 0 and stage 2 runs for the
+  /// kExhaustiveGemm1Top best GEMM1 configs per group (joint families: every config at
+  /// final_reps). The reference the tuned result is compared with (bench/tuner_targets.py).
+  bool exhaustive = false;
   /// While no candidate of a bucket has passed, the bucket gives up after timeout_s + this:
   /// every candidate failing must end the run within timeout + 5 s.
   double fail_fast_extra_s = 3;
@@ -86,8 +108,23 @@ struct CandidateResult {
   TimingStats stats;   ///< of the latest round it was timed in
   std::string digest;  ///< of its round-0 check
   double rel_err = 0;
-  int rounds = 0;  ///< timing rounds it took part in; kNotRun: never measured (budget or
-                   ///< fail-fast), its outcome is then only a placeholder
+  int rounds = 0;            ///< timing rounds it took part in; kNotRun: never measured (budget or
+                             ///< fail-fast), its outcome is then only a placeholder
+  int stage = kAnchorStage;  ///< the per-GEMM stage that created it (2 * group + 0 for GEMM1,
+                             ///< + 1 for GEMM2), kAnchorStage for anchors and joint candidates
+};
+
+/// One block_m group of the per-GEMM search.
+struct GroupResult {
+  int block_m = 0;
+  int gemm1_candidates = 0;  ///< the family's GEMM1 list at this block_m
+  int gemm2_candidates = 0;
+  core::MoeConfig base;   ///< GEMM2 during stage 1 came from here
+  bool gemm1_ok = false;  ///< stage 1 named a winner
+  core::MoeConfig gemm1_winner;
+  bool ok = false;  ///< stage 2 named a winner (the group's finalist)
+  core::MoeConfig winner;
+  TimingStats winner_stats;  ///< from its last stage round
 };
 
 struct BucketResult {
@@ -109,11 +146,17 @@ struct BucketResult {
   std::string digest;
   int candidates = 0;  ///< in search order, rejected ones included
   std::map<Outcome, int> outcomes;
-  std::map<std::string, int> pruned;     ///< can_implement reason (field) -> count
-  int resumed = 0;                       ///< measurements read back from the store
-  int not_run = 0;                       ///< left out by the budget or fail-fast
-  bool aborted = false;                  ///< fail-fast: nothing passed in time
-  std::string summary;                   ///< one line of outcome counts (why, when !ok)
+  std::map<std::string, int> pruned;  ///< can_implement reason (field) -> count
+  bool per_gemm = false;              ///< searched per GEMM (else jointly)
+  std::vector<GroupResult> groups;    ///< per block_m, when per_gemm
+  int measured = 0;  ///< candidates checked (round 0 ran or was read back), rejected excluded
+  int64_t joint_product = 0;  ///< per_gemm: sum over groups of |GEMM1 list| x |GEMM2 list|, what
+                              ///< a joint sweep of the same lists would measure
+  int resumed = 0;            ///< measurements read back from the store
+  int precompiles = 0;        ///< precompile requests sent to the worker
+  int not_run = 0;            ///< left out by the budget or fail-fast
+  bool aborted = false;       ///< fail-fast: nothing passed in time
+  std::string summary;        ///< one line of outcome counts (why, when !ok)
   std::vector<CandidateResult> results;  ///< in search order
 };
 

@@ -1,17 +1,25 @@
-// The state of one bucket's search, shared by search.cpp (space, round 0, halving) and select.cpp
-// (final round, selection, recheck, repeats). Not a public interface: use tune_bucket.
+// The state of one bucket's search, shared by search.cpp (measuring: requests, round 0, the
+// precompile, timing rounds, halving), stages.cpp (candidates, anchors, the per-GEMM and joint
+// searches) and select.cpp (space, final round, selection, recheck, repeats). Not a public
+// interface: use tune_bucket.
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <string>
 #include <vector>
 
+#include "core/backend.hpp"
 #include "kernels/testbed.hpp"
 #include "tuner/search.hpp"
 
 namespace moetune::tuner::detail {
 
 using Clock = std::chrono::steady_clock;
+using Candidates = std::vector<CandidateResult*>;
+
+/// "shape bucket N: the worker could not <what>: <outcome>: <reason>" (kInternal).
+core::Error worker_error(BucketTask const& task, std::string const& what, Reply const& reply);
 
 class BucketSearch {
  public:
@@ -32,18 +40,26 @@ class BucketSearch {
   core::Status time(CandidateResult& c, int round, int reps, std::vector<double>* samples);
   TimingStats stats_of(CandidateResult const& c, std::vector<double> const& samples) const;
   core::Status round0(CandidateResult& c);
-  core::Status run_round0();
-  std::vector<CandidateResult*> ok_sorted();
-  std::vector<CandidateResult*> ok_sorted_among(std::vector<CandidateResult*> set);
-  std::vector<CandidateResult*> keep_best(std::vector<CandidateResult*> ranked, size_t keep);
-  core::Result<std::vector<CandidateResult*>> run_halving();
+  core::Status precompile(Candidates const& batch);
+  core::Status measure(Candidates const& batch, double progress_from, double progress_to);
+  core::Status time_round(Candidates const& set, int round, int reps);
+  static Candidates ok_sorted_among(Candidates set);
+  Candidates keep_best(Candidates ranked, size_t keep);
+  core::Result<Candidates> run_halving(Candidates pool);
+  core::Result<CandidateResult*> stage_winner(Candidates const& pool, int stage);
+  // stages.cpp
+  core::Result<Candidates> admit(std::vector<core::MoeConfig> const& configs, int stage);
+  core::Result<Candidates> run_joint();
+  core::Result<Candidates> run_per_gemm();
+  core::MoeConfig stage_base(core::GemmSpace const& group) const;
+  core::Status run_gemm2_stages(std::vector<Candidates> const& ranked, Candidates* finalists);
   // select.cpp
   core::Status plan();
-  core::Status final_round(std::vector<CandidateResult*> const& finalists, int base_round);
-  void decide(std::vector<CandidateResult*> const& finalists);
-  void restore_decision(BucketResult const& from);
+  core::Status final_round(Candidates const& finalists, int base_round);
+  void decide(Candidates const& finalists);
+  void restore_decision(BucketResult const& from, std::deque<CandidateResult> const& cands);
   core::Result<bool> recheck_winner();
-  core::Status run_repeats(std::vector<CandidateResult*> const& finalists);
+  core::Status run_repeats(Candidates const& finalists);
   void finish();
 
   WorkerClient& worker_;
@@ -51,9 +67,17 @@ class BucketSearch {
   BucketTask const& task_;
   SearchOptions const& options_;
   Progress const& progress_;
-  BucketResult result_;
+  BucketResult result_;  ///< results is filled from cands_ by finish()
+  /// Every candidate in index order; a deque, so the pointers the rounds hold stay valid while
+  /// later stages add candidates.
+  std::deque<CandidateResult> cands_;
   Clock::time_point start_ = Clock::now();
   bool any_ok_ = false;
+  // From the worker's space answer.
+  core::MoeConfig default_config_;
+  std::vector<core::MoeConfig> joint_space_;
+  std::vector<core::GemmSpace> gemm_spaces_;
+  size_t anchors_ = 0;  ///< cands_[0, anchors_): incumbent, neighbours' winners, default
 };
 
 }  // namespace moetune::tuner::detail

@@ -1,59 +1,26 @@
-// tune_bucket's plan (space, order, pruning), final round, selection, winner recheck and repeats;
-// see search.hpp for the whole procedure.
+// tune_bucket's plan (space, anchors, prepare), final round, selection, winner recheck and
+// repeats; see search.hpp for the whole procedure.
 #include <algorithm>
 
 #include "tuner/search_internal.hpp"
 
 namespace moetune::tuner::detail {
-namespace {
-
-void push_unique(std::vector<core::MoeConfig>& order, core::MoeConfig const& c) {
-  if (std::find(order.begin(), order.end(), c) == order.end()) order.push_back(c);
-}
-
-core::Error worker_error(BucketTask const& task, std::string const& what, Reply const& reply) {
-  return core::make_error(core::ErrorCode::kInternal,
-                          task.shape + " bucket " + std::to_string(task.bucket),
-                          "the worker could not " + what + ": " +
-                              std::string(to_string(reply.outcome)) + ": " + reply.reason);
-}
-
-}  // namespace
-
-/// Space from the worker, search order (incumbent, neighbours' winners, default, the rest),
-/// can_implement pruning with reasons, then prepare.
+/// The space from the worker, the anchors (incumbent, neighbours' winners, default) with their
+/// pruning, then prepare.
 core::Status BucketSearch::plan() {
   Request space{.op = "space", .problem = task_.problem};
   Reply reply = worker_.call(space, options_.prepare_timeout_s);
   if (!reply.ok()) return worker_error(task_, "list the search space", reply);
-  result_.incumbent = task_.incumbent.value_or(reply.response.default_config);
-  std::vector<core::MoeConfig> order = {result_.incumbent};
-  for (core::MoeConfig const& c : task_.seeds) push_unique(order, c);
-  push_unique(order, reply.response.default_config);
-  for (core::MoeConfig const& c : reply.response.configs) push_unique(order, c);
-
-  Reply feasible =
-      worker_.call(Request{.op = "feasible", .problem = task_.problem, .configs = order},
-                   options_.prepare_timeout_s);
-  if (!feasible.ok() || feasible.response.reasons.size() != order.size()) {
-    return worker_error(task_, "check feasibility", feasible);
-  }
-  for (size_t i = 0; i < order.size(); ++i) {
-    CandidateResult c;
-    c.index = static_cast<int>(i);
-    c.config = order[i];
-    std::string const& why = feasible.response.reasons[i];
-    if (!why.empty()) {
-      c.outcome = Outcome::kRejected;
-      c.reason = why;
-      ++result_.pruned[prune_key(why)];
-      auto found = store_.find(key(c, 0));
-      if (!found.ok()) return found.error();
-      if (!*found) MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
-    }
-    result_.results.push_back(c);
-  }
-  result_.candidates = static_cast<int>(order.size());
+  default_config_ = reply.response.default_config;
+  joint_space_ = reply.response.configs;
+  gemm_spaces_ = reply.response.gemm_spaces;
+  result_.incumbent = task_.incumbent.value_or(default_config_);
+  std::vector<core::MoeConfig> anchors = {result_.incumbent};
+  anchors.insert(anchors.end(), task_.seeds.begin(), task_.seeds.end());
+  anchors.push_back(default_config_);
+  auto admitted = admit(anchors, kAnchorStage);
+  if (!admitted.ok()) return admitted.error();
+  anchors_ = cands_.size();
   Reply prepared = worker_.call(
       Request{
           .op = "prepare", .problem = task_.problem, .routing = task_.routing, .seed = task_.seed},
@@ -65,8 +32,7 @@ core::Status BucketSearch::plan() {
 
 /// Times every finalist in kFinalPasses interleaved passes (drift hits all alike); each
 /// finalist's stats come from all its samples of this round.
-core::Status BucketSearch::final_round(std::vector<CandidateResult*> const& finalists,
-                                       int base_round) {
+core::Status BucketSearch::final_round(Candidates const& finalists, int base_round) {
   int const per_pass = std::max(1, (options_.final_reps + kFinalPasses - 1) / kFinalPasses);
   std::vector<std::vector<double>> all(finalists.size());
   for (int pass = 0; pass < kFinalPasses; ++pass) {
@@ -87,11 +53,11 @@ core::Status BucketSearch::final_round(std::vector<CandidateResult*> const& fina
 }
 
 /// Selection among the ok finalists: the incumbent stays unless beaten beyond the intervals.
-void BucketSearch::decide(std::vector<CandidateResult*> const& finalists) {
-  std::vector<CandidateResult*> ranked = ok_sorted_among(finalists);
+void BucketSearch::decide(Candidates const& finalists) {
+  Candidates ranked = ok_sorted_among(finalists);
   result_.ok = !ranked.empty();
   if (!result_.ok) return;
-  CandidateResult const& inc = result_.results.front();
+  CandidateResult const& inc = cands_.front();
   CandidateResult const* challenger = nullptr;
   for (CandidateResult* c : ranked) {
     if (c->index != 0) {
@@ -124,11 +90,12 @@ void BucketSearch::decide(std::vector<CandidateResult*> const& finalists) {
   result_.digest = winner->digest;
 }
 
-void BucketSearch::restore_decision(BucketResult const& from) {
-  for (size_t i = 0; i < result_.results.size(); ++i) {
-    result_.results[i].stats = from.results[i].stats;
-    result_.results[i].outcome = from.results[i].outcome;
-    result_.results[i].reason = from.results[i].reason;
+void BucketSearch::restore_decision(BucketResult const& from,
+                                    std::deque<CandidateResult> const& cands) {
+  for (size_t i = 0; i < cands_.size(); ++i) {
+    cands_[i].stats = cands[i].stats;
+    cands_[i].outcome = cands[i].outcome;
+    cands_[i].reason = cands[i].reason;
   }
   result_.ok = from.ok;
   result_.winner = from.winner;
@@ -147,7 +114,7 @@ void BucketSearch::restore_decision(BucketResult const& from) {
 /// Checks the winner a second time: it must still pass the gate and reproduce its round-0
 /// digest. False (with the candidate marked wrong_result) when it does not.
 core::Result<bool> BucketSearch::recheck_winner() {
-  auto it = std::find_if(result_.results.begin(), result_.results.end(),
+  auto it = std::find_if(cands_.begin(), cands_.end(),
                          [&](CandidateResult const& c) { return c.config == result_.winner; });
   CandidateResult& c = *it;
   CandidateResult probe = c;
@@ -181,21 +148,25 @@ core::Result<bool> BucketSearch::recheck_winner() {
 
 /// The final round again `repeat` times; each repeat's decision is compared with the main one,
 /// which stays the answer.
-core::Status BucketSearch::run_repeats(std::vector<CandidateResult*> const& finalists) {
+core::Status BucketSearch::run_repeats(Candidates const& finalists) {
   BucketResult const main = result_;
+  std::deque<CandidateResult> const cands = cands_;
   for (int k = 1; k <= options_.repeat; ++k) {
     MOETUNE_RETURN_IF_ERROR(final_round(finalists, kFinalRound + k * kFinalPasses));
     decide(finalists);
     ++result_.repeats;
     if (result_.ok && result_.winner == main.winner) ++result_.agreeing;
-    restore_decision(main);
+    restore_decision(main, cands);
   }
   return core::Status::Ok();
 }
 
 void BucketSearch::finish() {
-  for (CandidateResult const& c : result_.results) {
+  result_.results.assign(cands_.begin(), cands_.end());
+  result_.candidates = static_cast<int>(cands_.size());
+  for (CandidateResult const& c : cands_) {
     if (c.rounds != kNotRun) ++result_.outcomes[c.outcome];
+    if (c.rounds >= 1) ++result_.measured;
   }
   std::string counts = outcome_summary(result_.outcomes);
   if (result_.not_run > 0) counts += ", " + std::to_string(result_.not_run) + " not run";
@@ -206,8 +177,7 @@ void BucketSearch::finish() {
 core::Result<BucketResult> BucketSearch::run() {
   result_.bucket = task_.bucket;
   MOETUNE_RETURN_IF_ERROR(plan());
-  MOETUNE_RETURN_IF_ERROR(run_round0());
-  auto finalists = run_halving();
+  auto finalists = gemm_spaces_.empty() ? run_joint() : run_per_gemm();
   if (!finalists.ok()) return finalists.error();
   MOETUNE_RETURN_IF_ERROR(final_round(*finalists, kFinalRound));
   while (true) {

@@ -7,8 +7,6 @@
 // run. After launch_failed or oom the worker is restarted too: the device context may be poisoned.
 #pragma once
 
-#include "kernels/fast_paths.hpp"
-
 #include <sys/types.h>
 
 #include <optional>
@@ -16,6 +14,8 @@
 #include <vector>
 
 #include "core/result.hpp"
+#include "kernels/fast_paths.hpp"
+#include "kernels/testbed.hpp"
 #include "tuner/outcome.hpp"
 #include "tuner/protocol.hpp"
 
@@ -37,20 +37,21 @@ struct Reply {
   bool ok() const { return outcome == Outcome::kOk; }
 };
 
-/// The parent's handle on one worker process. Not thread-safe; one per device.
+/// The parent's handle on one worker process. Not thread-safe; one per device. hello and call are
+/// virtual so tests can answer in-process (tests/tuner: a worker with synthetic timings).
 class WorkerClient {
  public:
   explicit WorkerClient(WorkerOptions options);
-  ~WorkerClient();
+  virtual ~WorkerClient();
   WorkerClient(WorkerClient const&) = delete;
   WorkerClient& operator=(WorkerClient const&) = delete;
 
   /// Starts the worker when none runs (replaying the last successful prepare) and answers hello:
   /// the backend, family and device. Fails (kUnsupported) with the worker's reason, e.g. no GPU.
-  core::Result<Response> hello();
+  virtual core::Result<Response> hello();
   /// Sends one request and waits at most `timeout_s` for its answer. Never fails as a call: every
   /// failure is a Reply outcome. A successful prepare is remembered and replayed after restarts.
-  Reply call(Request const& request, double timeout_s);
+  virtual Reply call(Request const& request, double timeout_s);
   /// Workers started so far (1 + restarts).
   int starts() const { return starts_; }
   /// The running worker's pid, or -1.
@@ -72,6 +73,10 @@ class WorkerClient {
   std::optional<Request> prepared_;
   std::optional<Response> hello_;
 };
+
+/// The worker's answer to one request with `bed` (what run_worker sends back): testbed errors
+/// classified into outcomes, injected faults applied. crash and hang faults act on this process.
+Response answer_request(kernels::Testbed& bed, Request const& request);
 
 /// The worker side (`moetune worker`): answers requests read from `in_fd` on `out_fd` with a
 /// testbed of `backend` until quit or EOF. Returns the process exit code (0).

@@ -6,9 +6,14 @@
 //   oom             -> std::bad_alloc thrown inside the request (caught like a real one);
 //   crash           -> raise(SIGSEGV) (a real segfault of the worker process);
 //   hang            -> the worker sleeps forever (the parent's timeout must fire);
-//   wrong, nan      -> the kernel runs, then the check answers as if one output element were
-//                      corrupted (off by 1.0 relative L2) or NaN; its timing is reported 100x
-//                      faster, so a gate that let it through would make it win.
+//   wrong, nan      -> the kernel runs, then the testbed writes a wrong value (1e4) or a NaN
+//                      into its real output (device memory on the GPU) before the comparison, so
+//                      the check itself must catch it; its timing is reported 100x faster, so a
+//                      gate that let it through would make it win. (A testbed that cannot corrupt
+//                      its output gets a corrupted check result instead.)
+// precompile compiles a round's configs before their checks (concurrently on the cuda testbed); a
+// config's failure there (its own compile error, or an injected compile fault) is answered as that
+// config's outcome, so it still costs only that candidate.
 #include <signal.h>
 #include <unistd.h>
 
@@ -63,7 +68,32 @@ bool inject_before(FaultKind fault, Response* out) {
   }
 }
 
-Response answer(kernels::Testbed& bed, Request const& req) {
+/// Compiles the configs of a round ahead of their checks; an injected compile fault answers for
+/// its config without compiling it. reasons[i] = "" and outcomes[i] = ok when config i compiled.
+Response precompile(kernels::Testbed& bed, Request const& req) {
+  Response r;
+  std::vector<core::MoeConfig> configs;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < req.configs.size(); ++i) {
+    FaultKind const f = i < req.faults.size() ? req.faults[i] : FaultKind::kNone;
+    if (f == FaultKind::kCompile) continue;
+    configs.push_back(req.configs[i]);
+    where.push_back(i);
+  }
+  r.reasons.assign(req.configs.size(), injected(FaultKind::kCompile));
+  r.outcomes.assign(req.configs.size(), Outcome::kCompileFailed);
+  std::vector<core::Status> const done = bed.precompile(configs);
+  for (size_t k = 0; k < where.size(); ++k) {
+    Response const one = k < done.size() && !done[k].ok() ? classify(done[k].error()) : Response{};
+    r.reasons[where[k]] = one.ok ? "" : one.message;
+    r.outcomes[where[k]] = one.ok ? Outcome::kOk : one.outcome;
+  }
+  return r;
+}
+
+}  // namespace
+
+Response answer_request(kernels::Testbed& bed, Request const& req) {
   Response r;
   core::Backend const& backend = bed.backend();
   if (req.op == "hello") {
@@ -76,6 +106,7 @@ Response answer(kernels::Testbed& bed, Request const& req) {
   if (req.op == "space") {
     r.default_config = backend.default_config(req.problem);
     r.configs = backend.search_space(req.problem);
+    r.gemm_spaces = backend.gemm_search_space(req.problem);
     return r;
   }
   if (req.op == "feasible") {
@@ -89,14 +120,19 @@ Response answer(kernels::Testbed& bed, Request const& req) {
     core::Status s = bed.prepare(req.problem, req.routing, req.seed);
     return s.ok() ? r : classify(s.error());
   }
+  if (req.op == "precompile") return precompile(bed, req);
   if (req.op == "check" || req.op == "time") {
     if (inject_before(req.fault, &r)) return r;
     bool const corrupt = req.fault == FaultKind::kWrong || req.fault == FaultKind::kNan;
     if (req.op == "check") {
+      bool const armed = corrupt && bed.corrupt_next_output(req.fault == FaultKind::kNan
+                                                                ? kernels::OutputFault::kNan
+                                                                : kernels::OutputFault::kWrong);
       auto check = bed.check(req.config);
       if (!check.ok()) return classify(check.error());
       r.has_check = true;
       r.check = *check;
+      if (armed) return r;  // the output itself was corrupted: the gate must see it
       if (req.fault == FaultKind::kWrong) {
         r.check.rel_l2_error += 1.0;
         r.check.first_bad = 0;
@@ -119,6 +155,8 @@ Response answer(kernels::Testbed& bed, Request const& req) {
   }
   return failure(Outcome::kLaunchFailed, "unknown request op '" + req.op + "'");
 }
+
+namespace {
 
 bool read_line(int fd, std::string& buffer, std::string* line) {
   while (true) {
@@ -167,7 +205,7 @@ int run_worker(std::string const& backend, int in_fd, int out_fd,
       r = failure(Outcome::kLaunchFailed, bed.error().to_string());
     } else {
       try {
-        r = answer(**bed, *req);
+        r = answer_request(**bed, *req);
       } catch (std::bad_alloc const&) {
         r = failure(Outcome::kOom, req->fault == FaultKind::kOom
                                        ? injected(FaultKind::kOom)

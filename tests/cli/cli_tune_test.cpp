@@ -1,5 +1,6 @@
 // `moetune tune` on the cpu backend: the table it writes loads, pinned rows win, tuned rows carry
 // their measurement, --merge keeps rows a run does not tune, and the result passes `check`.
+#include <cstdint>
 #include <string>
 
 #include "cli/cli_test_util.hpp"
@@ -112,6 +113,30 @@ TEST_F(CliTune, EachRowCarriesTheCommandThatReproducesIt) {
   EXPECT_NE(r.out.find(" incumbent "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find(" us ["), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("pruned "), std::string::npos) << r.out;
+}
+
+/// The number after `"key": ` in a JSON text, -1 when absent.
+int64_t json_int(std::string const& text, std::string const& key) {
+  size_t const at = text.find("\"" + key + "\": ");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + key.size() + 4));
+}
+
+TEST_F(CliTune, ExhaustiveMeasuresMoreAndSaysSoInTheReproduceCommand) {
+  write("recipe.json", tiny_recipe_json());
+  RunResult quick = run({"tune", "--recipe", "recipe.json", "--out", "quick", "--buckets", "4",
+                         "--reps", "2", "--warmup", "0", "--json"});
+  ASSERT_EQ(quick.exit_code, 0) << quick.err;
+  RunResult full = run({"tune", "--recipe", "recipe.json", "--out", "full", "--buckets", "4",
+                        "--reps", "2", "--warmup", "0", "--json", "--exhaustive"});
+  ASSERT_EQ(full.exit_code, 0) << full.err;
+  EXPECT_NE(quick.out.find("\"per_gemm\": true"), std::string::npos) << quick.out;
+  EXPECT_GT(json_int(quick.out, "joint_product"), json_int(quick.out, "measured"));
+  EXPECT_GT(json_int(full.out, "measured"), json_int(quick.out, "measured")) << full.out;
+  auto table = core::load_table(path(std::string("full/") + kTinyTableName).string());
+  ASSERT_TRUE(table.ok()) << table.error().to_string();
+  std::string const& command = table->rows.at(4).source->command;
+  EXPECT_EQ(command.substr(command.size() - 13), " --exhaustive");
+  EXPECT_NE(table->rows.at(4).source->protocol.find("exhaustive"), std::string::npos);
 }
 
 TEST_F(CliTune, ARerunOnTheSameStoreReadsItsMeasurementsBack) {

@@ -45,6 +45,56 @@ TEST(Protocol, RequestsRoundTrip) {
   EXPECT_EQ(fb->configs, f.configs);
 }
 
+TEST(Protocol, SpaceAndPrecompileRoundTrip) {
+  Response space;
+  space.default_config = odd_config();
+  core::KernelConfig wide = odd_config().gemm1;
+  wide.tile.block_n = 256;
+  space.gemm_spaces = {core::GemmSpace{.block_m = 16,
+                                       .gemm1 = {odd_config().gemm1, wide},
+                                       .gemm2 = {wide},
+                                       .base = odd_config()},
+                       core::GemmSpace{.block_m = 64}};
+  auto back = decode_response(encode(space), "test");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->default_config, space.default_config);
+  EXPECT_TRUE(back->configs.empty());
+  ASSERT_EQ(back->gemm_spaces.size(), 2u);
+  EXPECT_EQ(back->gemm_spaces[0].block_m, 16);
+  EXPECT_EQ(back->gemm_spaces[0].gemm1, space.gemm_spaces[0].gemm1);
+  EXPECT_EQ(back->gemm_spaces[0].gemm2, space.gemm_spaces[0].gemm2);
+  EXPECT_EQ(back->gemm_spaces[0].base, space.gemm_spaces[0].base);
+  EXPECT_EQ(back->gemm_spaces[1].block_m, 64);
+  EXPECT_TRUE(back->gemm_spaces[1].gemm1.empty());
+
+  Request pre{.op = "precompile", .configs = {odd_config(), core::MoeConfig{}}};
+  pre.faults = {FaultKind::kCompile, FaultKind::kNone};
+  auto pb = decode_request(encode(pre), "test");
+  ASSERT_TRUE(pb.ok()) << pb.error().to_string();
+  EXPECT_EQ(pb->configs, pre.configs);
+  EXPECT_EQ(pb->faults, pre.faults);
+
+  Response compiled;
+  compiled.reasons = {"", "NVRTC could not compile x"};
+  compiled.outcomes = {Outcome::kOk, Outcome::kCompileFailed};
+  auto cb = decode_response(encode(compiled), "test");
+  ASSERT_TRUE(cb.ok()) << cb.error().to_string();
+  EXPECT_EQ(cb->reasons, compiled.reasons);
+  EXPECT_EQ(cb->outcomes, compiled.outcomes);
+}
+
+TEST(Protocol, ASpaceAnswerWithoutItsPerGemmSpacesIsAnError) {
+  // Negative twin: a space answer that lost gemm_spaces must not read as a joint-only family.
+  Response space;
+  space.configs = {odd_config()};
+  std::string line = encode(space);
+  line.replace(line.find("\"gemm_spaces\""), 13, "\"gemm_spaceX\"");
+  auto back = decode_response(line, "test");
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message.find("needs configs and gemm_spaces"), std::string::npos)
+      << back.error().to_string();
+}
+
 TEST(Protocol, ResponsesRoundTripIncludingNaNAndQuotes) {
   Response r;
   r.has_check = true;

@@ -78,6 +78,29 @@ TEST_F(SearchTest, EveryCandidateEndsInOneOutcomeAndPruningIsCountedByReason) {
   EXPECT_FALSE(r.digest.empty());
 }
 
+TEST_F(SearchTest, OnTheCpuBackendEachGemmIsSearchedOnItsOwn) {
+  BucketResult const& r = *clean_;
+  ASSERT_TRUE(r.ok);
+  EXPECT_TRUE(r.per_gemm);
+  ASSERT_EQ(r.groups.size(), 4u);  // block_m 8, 16, 32, 64
+  EXPECT_EQ(r.precompiles, 3);     // anchors, every stage 1, every stage 2
+  EXPECT_GT(r.measured, 0);
+  EXPECT_LT(r.measured * 10, r.joint_product) << r.measured << " of " << r.joint_product;
+  for (GroupResult const& g : r.groups) {
+    ASSERT_TRUE(g.ok) << g.block_m;
+    EXPECT_EQ(g.winner.gemm1, g.gemm1_winner.gemm1) << g.block_m;  // stage 2 keeps GEMM1
+  }
+  for (CandidateResult const& c : r.results) {
+    if (c.stage == kAnchorStage) continue;
+    GroupResult const& g = r.groups.at(c.stage / 2);
+    if (c.stage % 2 == 0) {
+      EXPECT_EQ(c.config.gemm2, g.base.gemm2) << c.index;  // stage 1: GEMM2 at the base
+    } else {
+      EXPECT_EQ(c.config.gemm1, g.gemm1_winner.gemm1) << c.index;  // stage 2: GEMM1 at the winner
+    }
+  }
+}
+
 TEST_F(SearchTest, EachInjectedFaultEndsInItsOutcomeAndNeverWins) {
   int const w = winner_index();
   int const other = other_feasible_index();

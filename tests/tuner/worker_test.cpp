@@ -85,7 +85,7 @@ TEST(Worker, InjectedCompileLaunchAndOomFailuresKeepTheirClass) {
   }
 }
 
-TEST(Worker, WrongAndNanFaultsCorruptTheCheckNotTheProtocol) {
+TEST(Worker, WrongAndNanFaultsCorruptTheRealOutputForOneCheck) {
   WorkerClient worker(cpu_worker());
   ASSERT_TRUE(worker.call(prepare_request(), 30).ok());
   Reply clean = worker.call(Request{.op = "check", .config = default_like()}, 10);
@@ -93,10 +93,37 @@ TEST(Worker, WrongAndNanFaultsCorruptTheCheckNotTheProtocol) {
       worker.call(Request{.op = "check", .config = default_like(), .fault = FaultKind::kWrong}, 10);
   Reply nan =
       worker.call(Request{.op = "check", .config = default_like(), .fault = FaultKind::kNan}, 10);
-  ASSERT_TRUE(clean.ok() && wrong.ok() && nan.ok());
+  Reply again = worker.call(Request{.op = "check", .config = default_like()}, 10);
+  ASSERT_TRUE(clean.ok() && wrong.ok() && nan.ok() && again.ok());
   EXPECT_LT(clean.response.check.rel_l2_error, 1e-2);
-  EXPECT_GT(wrong.response.check.rel_l2_error, 1.0);
+  // Element 0 holds 1e4 in the output the check read (a faked result would read ~1.0 here), and
+  // the digest is that of the corrupted bits.
+  EXPECT_GT(wrong.response.check.rel_l2_error, 100.0);
+  EXPECT_EQ(wrong.response.check.first_bad, 0);
+  EXPECT_EQ(wrong.response.check.digest.size(), clean.response.check.digest.size());
+  EXPECT_NE(wrong.response.check.digest, clean.response.check.digest);
   EXPECT_FALSE(nan.response.check.all_finite);
+  EXPECT_EQ(nan.response.check.first_bad, 0);
+  EXPECT_NE(nan.response.check.digest, clean.response.check.digest);
+  // Only the one check was armed.
+  EXPECT_EQ(again.response.check.digest, clean.response.check.digest);
+}
+
+TEST(Worker, PrecompileAnswersEachConfigAndAnInjectedCompileFaultOnlyItsOwn) {
+  WorkerClient worker(cpu_worker());
+  ASSERT_TRUE(worker.call(prepare_request(), 30).ok());
+  core::MoeConfig other = default_like();
+  other.gemm2.tile.block_n = 64;
+  Request req{.op = "precompile", .configs = {default_like(), other, default_like()}};
+  req.faults = {FaultKind::kNone, FaultKind::kCompile, FaultKind::kNone};
+  Reply r = worker.call(req, 10);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_EQ(r.response.outcomes,
+            (std::vector<Outcome>{Outcome::kOk, Outcome::kCompileFailed, Outcome::kOk}));
+  ASSERT_EQ(r.response.reasons.size(), 3u);
+  EXPECT_EQ(r.response.reasons[0], "");
+  EXPECT_EQ(r.response.reasons[1], "injected compile fault (test-only --inject-fault)");
+  EXPECT_EQ(worker.starts(), 1);  // a compile failure needs no restart
 }
 
 TEST(Worker, AnUnavailableBackendFailsHelloWithTheReason) {

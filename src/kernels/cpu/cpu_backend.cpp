@@ -169,4 +169,29 @@ std::vector<core::MoeConfig> cpu_tiled_search_space(core::MoeProblem const& prob
   return space;
 }
 
+std::vector<core::GemmSpace> cpu_tiled_gemm_search_space(core::MoeProblem const& problem) {
+  int64_t const p = pairs_per_expert(problem);
+  core::MoeConfig const fallback = cpu_tiled_default_config(problem);
+  std::vector<core::GemmSpace> out;
+  for (int block_m : {8, 16, 32, 64}) {
+    std::vector<core::KernelConfig> list;
+    for (int threads : {1, 0}) {
+      for (int block_n : {32, 64, 128}) {
+        for (int block_k : {64, 128, 256}) {
+          list.push_back(tile_config(block_m, block_n, block_k, 1, 1, threads));
+          if (p <= 16 && block_n <= 64) {
+            list.push_back(tile_config(block_m, block_n, block_k, 1, 2, threads));
+          }
+          if (p >= 256) list.push_back(tile_config(block_m, block_n, block_k, 8, 1, threads));
+        }
+      }
+    }
+    core::MoeConfig base = fallback;
+    base.gemm1.tile.block_m = block_m;
+    base.gemm2.tile.block_m = block_m;
+    out.push_back({.block_m = block_m, .gemm1 = list, .gemm2 = list, .base = base});
+  }
+  return out;
+}
+
 }  // namespace moetune::kernels::cpu

@@ -54,6 +54,12 @@ core::MoeConfig cpu_tiled_default_config(core::MoeProblem const& problem);
 /// GEMM1/GEMM2 tiles (block_n/block_k differ per GEMM). 88 to 160 configs.
 std::vector<core::MoeConfig> cpu_tiled_search_space(core::MoeProblem const& problem);
 
+/// The per-GEMM spaces the tuner searches, one per block_m {8,16,32,64}: for each GEMM (they run
+/// as separate phases with their own tiles and threads), block_n {32,64,128} x block_k
+/// {64,128,256} x threads {1, all}, plus split_k 2 variants (block_n 32/64) when P <= 16 and
+/// group_m 8 variants when P >= 256: 18 to 36 per GEMM. base = the default config at that block_m.
+std::vector<core::GemmSpace> cpu_tiled_gemm_search_space(core::MoeProblem const& problem);
+
 /// The cpu_tiled backend: name "cpu", family "cpu_tiled", version 1.
 class CpuBackend final : public core::Backend {
  public:
@@ -70,6 +76,9 @@ class CpuBackend final : public core::Backend {
   }
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override {
     return cpu_tiled_search_space(problem);
+  }
+  std::vector<core::GemmSpace> gemm_search_space(core::MoeProblem const& problem) const override {
+    return cpu_tiled_gemm_search_space(problem);
   }
 };
 

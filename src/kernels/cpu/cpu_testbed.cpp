@@ -3,8 +3,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string>
+#include <utility>
 
+#include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/output_check.hpp"
 
 namespace moetune::kernels::cpu {
@@ -77,6 +80,17 @@ core::Result<CheckResult> CpuTestbed::check(core::MoeConfig const& config) {
   core::DType const dtype = data_->problem.dtype;
   poison_output(dtype, const_cast<void*>(output()), static_cast<int64_t>(ref->size()));
   MOETUNE_RETURN_IF_ERROR(run_once(config));
+  OutputFault const fault = std::exchange(output_fault_, OutputFault::kNone);
+  if (fault != OutputFault::kNone && !ref->empty()) {
+    // Test-only (--inject-fault wrong / nan): the real output is corrupted, so the check below
+    // (not the worker) is what must catch it.
+    float const value = fault == OutputFault::kNan ? std::nanf("") : kWrongOutputValue;
+    if (dtype == core::DType::kBf16) {
+      out_bf16_[0] = float_to_bf16_bits(value);
+    } else {
+      out_fp32_[0] = value;
+    }
+  }
   return check_output(dtype, output(), *ref, tolerance_for(dtype));
 }
 

@@ -36,6 +36,12 @@ class CpuTestbed final : public Testbed {
   void const* output() const;
   /// The fast paths later runs take (levers: cpu_register_tiles).
   void set_fast_paths(FastPaths const& fp) override { fast_paths_ = fp; }
+  /// Arms the next check() to overwrite output element 0 (kWrongOutputValue or NaN) after the run;
+  /// always true.
+  bool corrupt_next_output(OutputFault fault) override {
+    output_fault_ = fault;
+    return true;
+  }
 
  private:
   core::Status ready(core::MoeConfig const& config, char const* where) const;
@@ -48,6 +54,7 @@ class CpuTestbed final : public Testbed {
   std::vector<float> out_fp32_;
   CpuMoeWorkspace workspace_;
   FastPaths fast_paths_;
+  OutputFault output_fault_ = OutputFault::kNone;
 };
 
 }  // namespace moetune::kernels::cpu

@@ -25,6 +25,11 @@ class CudaBackend final : public core::Backend {
   core::MoeConfig default_config(core::MoeProblem const& problem) const override;
   /// Configs with both GEMMs sharing block_m; the space around the regime of M (see .cpp).
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override;
+  /// Per block_m of sm90_block_m_candidates: sm90_gemm_candidates of each GEMM (GEMM1 and GEMM2
+  /// are separate launches, so each is chosen on its own); base = the default config when its
+  /// block_m matches, else the first pair of search_space() at that block_m, else the first
+  /// candidate of each list.
+  std::vector<core::GemmSpace> gemm_search_space(core::MoeProblem const& problem) const override;
 
  private:
   core::DeviceInfo device_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
@@ -36,6 +37,12 @@ uint64_t fnv1a_bytes(const void* data, size_t n) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+uint16_t float_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);  // round to nearest even
 }
 
 float bf16_to_float(uint16_t v) {
@@ -250,6 +257,10 @@ core::Status CudaTestbed::compile(core::MoeConfig const& config) {
   return k.ok() ? core::Status::Ok() : core::Status(k.error());
 }
 
+std::vector<core::Status> CudaTestbed::precompile(std::vector<core::MoeConfig> const& configs) {
+  return precompile_sm90_gather(problem_, configs, fast_paths_);
+}
+
 core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   auto k = kernels_for(config);
   if (!k.ok()) return k.error();
@@ -264,6 +275,14 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   MOETUNE_RETURN_IF_ERROR(
       launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
   MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  OutputFault const fault = std::exchange(output_fault_, OutputFault::kNone);
+  if (fault != OutputFault::kNone && n_out > 0) {
+    // Test-only (--inject-fault wrong / nan): corrupt the real device output, so the check below
+    // is what must catch it. Element 0 belongs to token 0, which the reference always samples.
+    const uint16_t bits =
+        fault == OutputFault::kNan ? uint16_t{0x7FC0} : float_to_bf16(kWrongOutputValue);
+    MOETUNE_CUDA_CHECK(cudaMemcpy(out_, &bits, sizeof(bits), cudaMemcpyHostToDevice));
+  }
   MOETUNE_RETURN_IF_ERROR(run_reference());
   std::vector<uint16_t> out(n_out);
   if (n_out > 0)

@@ -50,6 +50,14 @@ class CudaTestbed final : public Testbed {
   std::vector<uint16_t> const& last_output() const { return last_out_; }
   /// JIT compile (or cache load) without running: for prewarm and parallel compiles.
   core::Status compile(core::MoeConfig const& config);
+  /// precompile_sm90_gather for the prepared problem and the testbed's fast paths.
+  std::vector<core::Status> precompile(std::vector<core::MoeConfig> const& configs) override;
+  /// Arms the next check() to write one bf16 value (kWrongOutputValue or NaN) into the device
+  /// output element 0 after the kernels ran (cudaMemcpy), before the output is read back.
+  bool corrupt_next_output(OutputFault fault) override {
+    output_fault_ = fault;
+    return true;
+  }
 
  private:
   CudaTestbed() = default;
@@ -78,7 +86,17 @@ class CudaTestbed final : public Testbed {
   std::string last_ptxas_;
   std::vector<uint16_t> last_out_;
   FastPaths fast_paths_;
+  OutputFault output_fault_ = OutputFault::kNone;
   size_t w1_cap_ = 0, w2_cap_ = 0, x_cap_ = 0, ids_cap_ = 0, wts_cap_ = 0, out_cap_ = 0;
 };
+
+/// NVRTC-compiles the kernels of `configs` for `problem` into the cubin cache on a pool of
+/// `threads` threads (0 = hardware_concurrency()), each distinct module once. Makes no CUDA call
+/// and needs no GPU: a config's first run loads its module from the cache. Per config, in order:
+/// can_implement's reason, the NVRTC error (where "jit"), or ok. compile_module is thread-safe.
+std::vector<core::Status> precompile_sm90_gather(core::MoeProblem const& problem,
+                                                 std::vector<core::MoeConfig> const& configs,
+                                                 FastPaths const& fast_paths = {},
+                                                 unsigned threads = 0);
 
 }  // namespace moetune::kernels::cuda

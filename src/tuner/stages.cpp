@@ -1,0 +1,195 @@
+// tune_bucket's candidates and stages: admitting configs (dedup, feasibility, pruning with
+// reasons), the per-GEMM search (stage 1: GEMM1 with GEMM2 at a base; stage 2: GEMM2 with GEMM1 at
+// stage 1's winner; per block_m group) and the joint search of families without per-GEMM spaces.
+// See search.hpp for the whole procedure.
+#include <algorithm>
+
+#include "tuner/search_internal.hpp"
+
+namespace moetune::tuner::detail {
+namespace {
+
+bool same_block_m(core::MoeConfig const& c, int block_m) {
+  return c.gemm1.tile.block_m == block_m && c.gemm2.tile.block_m == block_m;
+}
+
+void push_unique(Candidates& set, CandidateResult* c) {
+  if (std::find(set.begin(), set.end(), c) == set.end()) set.push_back(c);
+}
+
+}  // namespace
+
+core::Error worker_error(BucketTask const& task, std::string const& what, Reply const& reply) {
+  return core::make_error(core::ErrorCode::kInternal,
+                          task.shape + " bucket " + std::to_string(task.bucket),
+                          "the worker could not " + what + ": " +
+                              std::string(to_string(reply.outcome)) + ": " + reply.reason);
+}
+
+/// The candidates of `configs`, in order: an existing candidate when the config was seen before
+/// (never measured twice), else a new one (next index, `stage`) checked by can_implement in the
+/// worker; a rejection is recorded with its reason and counted by field.
+core::Result<Candidates> BucketSearch::admit(std::vector<core::MoeConfig> const& configs,
+                                             int stage) {
+  Candidates out;
+  Candidates fresh;
+  Request req{.op = "feasible", .problem = task_.problem};
+  for (core::MoeConfig const& config : configs) {
+    auto it = std::find_if(cands_.begin(), cands_.end(),
+                           [&](CandidateResult const& c) { return c.config == config; });
+    if (it == cands_.end()) {
+      CandidateResult c;
+      c.index = static_cast<int>(cands_.size());
+      c.config = config;
+      c.stage = stage;
+      cands_.push_back(c);
+      fresh.push_back(&cands_.back());
+      req.configs.push_back(config);
+      push_unique(out, &cands_.back());
+    } else {
+      push_unique(out, &*it);
+    }
+  }
+  if (fresh.empty()) return out;
+  Reply feasible = worker_.call(req, options_.prepare_timeout_s);
+  if (!feasible.ok() || feasible.response.reasons.size() != fresh.size()) {
+    return worker_error(task_, "check feasibility", feasible);
+  }
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    std::string const& why = feasible.response.reasons[i];
+    if (why.empty()) continue;
+    CandidateResult& c = *fresh[i];
+    c.outcome = Outcome::kRejected;
+    c.reason = why;
+    ++result_.pruned[prune_key(why)];
+    auto found = store_.find(key(c, 0));
+    if (!found.ok()) return found.error();
+    if (!*found) MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
+  }
+  return out;
+}
+
+/// Families without per-GEMM spaces: round 0 over anchors + the joint space, halving to
+/// final_keep with the incumbent kept.
+core::Result<Candidates> BucketSearch::run_joint() {
+  auto joint = admit(joint_space_, kAnchorStage);
+  if (!joint.ok()) return joint.error();
+  Candidates all;
+  for (CandidateResult& c : cands_) all.push_back(&c);
+  MOETUNE_RETURN_IF_ERROR(measure(all, 0, 0.7));
+  return run_halving(all);
+}
+
+/// The config stage 1 of `group` takes its GEMM2 from: the first anchor at this block_m that
+/// passed round 0 (the incumbent, a neighbour's winner, the default), else the family's base.
+core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const {
+  for (size_t i = 0; i < anchors_; ++i) {
+    CandidateResult const& c = cands_[i];
+    if (c.outcome == Outcome::kOk && same_block_m(c.config, group.block_m)) return c.config;
+  }
+  return group.base;
+}
+
+/// Stage 2 of every group with a GEMM1 winner (ranked[g]: stage 1's ok candidates, winner first):
+/// GEMM2 over the group's list with GEMM1 fixed at the winner (exhaustive: at each of the
+/// kExhaustiveGemm1Top best distinct GEMM1 configs), one precompile batch for all groups. Each
+/// stage's winner (else stage 1's) joins `finalists`.
+core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranked,
+                                            Candidates* finalists) {
+  std::vector<Candidates> pools(ranked.size());
+  Candidates batch;
+  size_t const top = options_.exhaustive ? kExhaustiveGemm1Top : 1;
+  for (size_t g = 0; g < ranked.size(); ++g) {
+    std::vector<core::KernelConfig> fixed;
+    for (CandidateResult* c : ranked[g]) {
+      if (fixed.size() >= top) break;
+      if (std::find(fixed.begin(), fixed.end(), c->config.gemm1) == fixed.end()) {
+        fixed.push_back(c->config.gemm1);
+      }
+    }
+    for (core::KernelConfig const& gemm1 : fixed) {
+      std::vector<core::MoeConfig> configs;
+      for (core::KernelConfig const& k : gemm_spaces_[g].gemm2) configs.push_back({gemm1, k});
+      auto admitted = admit(configs, 2 * static_cast<int>(g) + 1);
+      if (!admitted.ok()) return admitted.error();
+      for (CandidateResult* c : ranked[g]) {
+        if (c->config.gemm1 == gemm1) push_unique(pools[g], c);
+      }
+      for (CandidateResult* c : *admitted) {
+        push_unique(pools[g], c);
+        push_unique(batch, c);
+      }
+    }
+  }
+  MOETUNE_RETURN_IF_ERROR(measure(batch, 0.45, 0.85));
+  for (size_t g = 0; g < ranked.size(); ++g) {
+    if (ranked[g].empty()) continue;
+    auto w = stage_winner(pools[g], 2 * static_cast<int>(g) + 1);
+    if (!w.ok()) return w.error();
+    CandidateResult* best = *w != nullptr ? *w : ranked[g].front();
+    if (best->outcome != Outcome::kOk) continue;
+    result_.groups[g].ok = true;
+    result_.groups[g].winner = best->config;
+    result_.groups[g].winner_stats = best->stats;
+    push_unique(*finalists, best);
+  }
+  return core::Status::Ok();
+}
+
+/// Per GEMM: anchors, then stage 1 of every group (one precompile batch), then stage 2 of every
+/// group (another). Returns the finalists: each group's winner, anchors of no group that passed,
+/// and the incumbent while ok.
+core::Result<Candidates> BucketSearch::run_per_gemm() {
+  result_.per_gemm = true;
+  Candidates anchors;
+  for (size_t i = 0; i < anchors_; ++i) anchors.push_back(&cands_[i]);
+  MOETUNE_RETURN_IF_ERROR(measure(anchors, 0, 0.05));
+
+  std::vector<Candidates> pools(gemm_spaces_.size());
+  Candidates batch;
+  for (size_t g = 0; g < gemm_spaces_.size(); ++g) {
+    core::GemmSpace const& space = gemm_spaces_[g];
+    GroupResult group{.block_m = space.block_m,
+                      .gemm1_candidates = static_cast<int>(space.gemm1.size()),
+                      .gemm2_candidates = static_cast<int>(space.gemm2.size()),
+                      .base = stage_base(space)};
+    result_.joint_product += int64_t(space.gemm1.size()) * int64_t(space.gemm2.size());
+    std::vector<core::MoeConfig> configs;
+    for (core::KernelConfig const& k : space.gemm1) configs.push_back({k, group.base.gemm2});
+    auto admitted = admit(configs, 2 * static_cast<int>(g));
+    if (!admitted.ok()) return admitted.error();
+    for (CandidateResult* c : anchors) {
+      if (same_block_m(c->config, space.block_m)) push_unique(pools[g], c);
+    }
+    for (CandidateResult* c : *admitted) {
+      push_unique(pools[g], c);
+      push_unique(batch, c);
+    }
+    result_.groups.push_back(group);
+  }
+  MOETUNE_RETURN_IF_ERROR(measure(batch, 0.05, 0.45));
+
+  std::vector<Candidates> ranked(gemm_spaces_.size());
+  for (size_t g = 0; g < gemm_spaces_.size(); ++g) {
+    auto w = stage_winner(pools[g], 2 * static_cast<int>(g));
+    if (!w.ok()) return w.error();
+    if (*w == nullptr) continue;
+    result_.groups[g].gemm1_ok = true;
+    result_.groups[g].gemm1_winner = (*w)->config;
+    ranked[g] = ok_sorted_among(pools[g]);
+    std::stable_partition(ranked[g].begin(), ranked[g].end(),
+                          [&](CandidateResult* c) { return c == *w; });
+  }
+  Candidates finalists;
+  MOETUNE_RETURN_IF_ERROR(run_gemm2_stages(ranked, &finalists));
+  for (CandidateResult* c : anchors) {
+    bool const grouped = std::any_of(gemm_spaces_.begin(), gemm_spaces_.end(), [&](auto const& s) {
+      return same_block_m(c->config, s.block_m);
+    });
+    if (!grouped && c->outcome == Outcome::kOk) push_unique(finalists, c);
+  }
+  if (cands_.front().outcome == Outcome::kOk) push_unique(finalists, &cands_.front());
+  return finalists;
+}
+
+}  // namespace moetune::tuner::detail
