@@ -262,8 +262,9 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
 //   pairs per expert p = M * top_k / E.
 //   p <= 1      tiny:  BM 16, GEMM1 BN 32 (2 warps) / GEMM2 BN 64 (4 warps), BK 128
 //   p <= 48     small: BM 16..64 matched to p, BN 64, BK 64, 4 warps, 4 stages
-//   otherwise   large: wgmma (cooperative) BM 128, BN 128 (gated GEMM1) / 256, BK 64, 8 warps,
-//               4 stages, group_m 8
+//   otherwise   large: TMA + warp-specialised wgmma (tma_ws) BM 128, BN 128 (gated GEMM1) /
+//               256, BK 64, 8 MMA warps, 4 stages, group_m 8 (beat cooperative at every M >= 1024
+//               measured on H200: bench/results/raw/2026-11-29-9989eea-pinned-as-tma_ws.csv)
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
   const double per_expert =
       p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
@@ -281,11 +282,11 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     set(g1, bm, 64, 64, 4, 4, 8);
     set(g2, bm, 64, 64, 4, 4, 8);
   } else {
-    // wgmma (schedule cooperative), one warpgroup per 64 rows.
+    // TMA + warp-specialised wgmma (schedule tma_ws), one MMA warpgroup per 64 rows.
     set(g1, 128, core::is_gated(p.activation) ? 128 : 256, 64, 8, 4, 8);
     set(g2, 128, 256, 64, 8, 4, 8);
-    g1.launch.schedule = core::Schedule::kCooperative;
-    g2.launch.schedule = core::Schedule::kCooperative;
+    g1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    g2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
   }
   core::MoeConfig c{.gemm1 = g1, .gemm2 = g2};
   // Fall back to the smallest safe block_k when the shape does not divide the choice.
@@ -293,7 +294,7 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     const bool is_g1 = k == &c.gemm1;
     const int64_t kd = is_g1 ? p.hidden_size : p.intermediate_size;
     while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
-    if (k->launch.schedule == core::Schedule::kCooperative &&
+    if (k->launch.schedule != core::Schedule::kAuto &&
         (k->tile.block_k != 64 || !fast_paths.wgmma_mainloop)) {
       k->launch.schedule = core::Schedule::kAuto;  // wgmma needs block_k 64; mma.sync does not
       k->tile.block_n = std::min(k->tile.block_n, 128);

@@ -126,7 +126,10 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
     const int warp = tid >> 5;
     const int lane = tid & 31;
     int stage = 0, phase = 0;
-    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    // GEMM2 needs one issuing thread; the others leave (a waiting thread that does not arrive
+    // anywhere could fall two phases behind and then wait on the wrong parity forever).
+    const int producer_end = kIsGemm1 || tid == 0 ? total : 0;
+    for (int t = blockIdx.x; t < producer_end; t += gridDim.x) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const int row0 = pid_m * kBlockM;
@@ -190,6 +193,10 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       if (kBlockM == 128 && g.sorted_pairs[row0 + cm * 64] < 0) {
         for (int kt = 0; kt < num_k; ++kt) {
           mbar_wait(smem_u32(&full_bar[stage]), phase);
+          // NOTE: every thread of the warpgroup must have seen this phase before the stage is
+          // released: a warp lagging two phases behind would wait on the wrong parity forever
+          // (the active path gets this from the warpgroup-wide wgmma).
+          named_barrier_sync(1 + (wg - 1), 128);
           if (tid == 0) mbar_arrive(smem_u32(&empty_bar[stage]));
           if (++stage == kStages) {
             stage = 0;

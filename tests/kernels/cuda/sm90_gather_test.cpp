@@ -302,7 +302,7 @@ TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   p.num_tokens = 2048;
   ASSERT_TRUE(tb_->prepare(p, {}, 9).ok());
   auto wg = tb_->backend().default_config(p);
-  ASSERT_EQ(wg.gemm1.launch.schedule, core::Schedule::kCooperative);
+  ASSERT_EQ(wg.gemm1.launch.schedule, core::Schedule::kTmaWarpSpecialized);
   auto a = tb_->check(wg);
   ASSERT_TRUE(a.ok());
   auto out_wg = tb_->last_output();
