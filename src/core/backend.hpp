@@ -22,7 +22,8 @@ struct GemmSpace {
   int block_m = 0;
   std::vector<KernelConfig> gemm1;  ///< every entry has tile.block_m == block_m
   std::vector<KernelConfig> gemm2;  ///< every entry has tile.block_m == block_m
-  /// A reasonable whole config at this block_m: GEMM1's search runs with this GEMM2.
+  /// A reasonable whole config at this block_m: GEMM1's search runs with this GEMM2. Best kept
+  /// the same at every M (a compiling backend then reuses stage-1 kernels across buckets).
   MoeConfig base;
 };
 

@@ -4,8 +4,8 @@
 //   2. anchors: the incumbent (index 0), neighbouring buckets' winners, the default; checked and
 //      timed first;
 //   3. per GEMM (families that list per-GEMM spaces), for every block_m group:
-//        stage 1: GEMM1 over the group's GEMM1 list, GEMM2 fixed at the base (the first anchor
-//                 that passed with this block_m, else the family's base for it);
+//        stage 1: GEMM1 over the group's GEMM1 list, GEMM2 fixed at the family's base for this
+//                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);
 //        stage 2: GEMM2 over the group's GEMM2 list, GEMM1 fixed at stage 1's winner;
 //      each stage: pruning (can_implement per candidate, each rejection recorded with its reason
 //      and counted per field), a parallel precompile of the stage's new candidates in the worker,

@@ -52,17 +52,27 @@ core::Status BucketSearch::final_round(Candidates const& finalists, int base_rou
   return core::Status::Ok();
 }
 
-/// Selection among the ok finalists: the incumbent stays unless beaten beyond the intervals.
+/// Selection among the ok finalists: the incumbent stays unless the fastest challenger beats it
+/// beyond the intervals and the margin. The challenger named is the earliest in search order
+/// among those the fastest does not beat so (statistically tied with it): which of two equivalent
+/// configs wins then does not depend on noise, so repeated tunes name the same one.
 void BucketSearch::decide(Candidates const& finalists) {
   Candidates ranked = ok_sorted_among(finalists);
   result_.ok = !ranked.empty();
   if (!result_.ok) return;
   CandidateResult const& inc = cands_.front();
-  CandidateResult const* challenger = nullptr;
+  CandidateResult const* fastest = nullptr;
   for (CandidateResult* c : ranked) {
     if (c->index != 0) {
-      challenger = c;
+      fastest = c;
       break;
+    }
+  }
+  CandidateResult const* challenger = fastest;
+  for (CandidateResult* c : ranked) {
+    if (c->index != 0 && c->index < challenger->index &&
+        tuner::decide(c->stats, fastest->stats, options_.margin) != Verdict::kChallengerWins) {
+      challenger = c;
     }
   }
   result_.has_challenger = challenger != nullptr;
@@ -75,14 +85,15 @@ void BucketSearch::decide(Candidates const& finalists) {
   result_.tie = false;
   if (result_.incumbent_ok) {
     result_.incumbent_stats = inc.stats;
-    Verdict const v = challenger == nullptr
+    Verdict const v = fastest == nullptr
                           ? Verdict::kIncumbentFaster
-                          : tuner::decide(inc.stats, challenger->stats, options_.margin);
+                          : tuner::decide(inc.stats, fastest->stats, options_.margin);
     result_.verdict = std::string(to_string(v));
     result_.tie = v == Verdict::kTie;
     winner = v == Verdict::kChallengerWins ? challenger : &inc;
   } else {
     result_.verdict = "no_incumbent";
+    winner = challenger;  // the incumbent failed: ranked holds challengers only
   }
   result_.incumbent_kept = winner->index == 0;
   result_.winner = winner->config;

@@ -80,15 +80,10 @@ core::Result<Candidates> BucketSearch::run_joint() {
   return run_halving(all);
 }
 
-/// The config stage 1 of `group` takes its GEMM2 from: the first anchor at this block_m that
-/// passed round 0 (the incumbent, a neighbour's winner, the default), else the family's base.
-core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const {
-  for (size_t i = 0; i < anchors_; ++i) {
-    CandidateResult const& c = cands_[i];
-    if (c.outcome == Outcome::kOk && same_block_m(c.config, group.block_m)) return c.config;
-  }
-  return group.base;
-}
+/// The config stage 1 of `group` takes its GEMM2 from: the family's base. Not an anchor: the base
+/// is the same at every M, so on a compiling backend the stage-1 modules of one block_m (GEMM1
+/// candidate + base GEMM2) are compiled once and every bucket reuses them from the cache.
+core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { return group.base; }
 
 /// Stage 2 of every group with a GEMM1 winner (ranked[g]: stage 1's ok candidates, winner first):
 /// GEMM2 over the group's list with GEMM1 fixed at the winner (exhaustive: at each of the

@@ -87,6 +87,21 @@ TEST(PerGemm, Gemm1AndGemm2WinnersDifferAndMatchTheBestOfTheJointProduct) {
   }
 }
 
+TEST(PerGemm, AmongEquivalentChallengersTheEarliestIsNamed) {
+  // Every block_m equally good, block_m 64 faster by 0.01%: far inside the 1% margin. The fastest
+  // median alone would name block_m 64 (or any, with noise); the rule names the earliest group's.
+  auto flat = [](core::MoeConfig const& c) {
+    return cost(c) - (c.gemm1.tile.block_m == 16 ? 0 : 4) -
+           (c.gemm1.tile.block_m == 64 ? 0.01 : 0);
+  };
+  InProcessWorker worker(flat);
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.verdict, "challenger_wins");
+  EXPECT_EQ(r.winner.gemm1.tile.block_m, 8) << core::short_string(r.winner);
+  EXPECT_DOUBLE_EQ(flat(r.winner), 100.0);
+}
+
 TEST(PerGemm, ChecksFarFewerCandidatesThanTheJointProduct) {
   InProcessWorker worker(cost);
   BucketResult r = tune(worker);

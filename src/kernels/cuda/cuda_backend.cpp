@@ -147,18 +147,18 @@ std::vector<core::MoeConfig> CudaBackend::search_space(core::MoeProblem const& p
 
 std::vector<core::GemmSpace> CudaBackend::gemm_search_space(core::MoeProblem const& p) const {
   std::vector<core::GemmSpace> out;
-  core::MoeConfig const fallback = default_config(p);
-  std::vector<core::MoeConfig> const joint = search_space(p);
   for (int bm : sm90_block_m_candidates(p)) {
     core::GemmSpace s{.block_m = bm,
                       .gemm1 = sm90_gemm_candidates(p, bm, true),
                       .gemm2 = sm90_gemm_candidates(p, bm, false)};
     if (s.gemm1.empty() || s.gemm2.empty()) continue;
-    auto pair = std::find_if(joint.begin(), joint.end(),
-                             [&](auto const& c) { return c.gemm1.tile.block_m == bm; });
-    s.base = fallback.gemm1.tile.block_m == bm && fallback.gemm2.tile.block_m == bm
-                 ? fallback
-                 : (pair != joint.end() ? *pair : core::MoeConfig{s.gemm1[0], s.gemm2[0]});
+    // The base GEMM2 does not depend on M: every bucket's stage 1 at this block_m then compiles
+    // the same modules (GEMM1 candidate + this GEMM2), once, into the cubin cache.
+    core::KernelConfig b2;
+    b2.tile = {.block_m = bm, .block_n = 64, .block_k = 64, .group_m = 8};
+    b2.pipeline = {.num_warps = 4, .num_stages = 4, .split_k = 1};
+    if (!gemm_geometry(p, b2, false).ok()) b2 = s.gemm2.front();
+    s.base = {.gemm1 = s.gemm1.front(), .gemm2 = b2};
     out.push_back(std::move(s));
   }
   return out;

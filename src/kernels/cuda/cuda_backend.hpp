@@ -26,9 +26,8 @@ class CudaBackend final : public core::Backend {
   /// Configs with both GEMMs sharing block_m; the space around the regime of M (see .cpp).
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override;
   /// Per block_m of sm90_block_m_candidates: sm90_gemm_candidates of each GEMM (GEMM1 and GEMM2
-  /// are separate launches, so each is chosen on its own); base = the default config when its
-  /// block_m matches, else the first pair of search_space() at that block_m, else the first
-  /// candidate of each list.
+  /// are separate launches, so each is chosen on its own); base GEMM2 = mma.sync
+  /// m<block_m>n64k64g8w4s4 (else the first GEMM2 candidate), the same at every M.
   std::vector<core::GemmSpace> gemm_search_space(core::MoeProblem const& problem) const override;
 
  private:
