@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The tuner's issue-4 targets from one bench/run_h200_tuner.sh folder.
+
+Reads the stores (decisions are recorded per bucket as it finishes, so a run stopped by its
+timeout still counts the buckets it did) and the --json outputs where the runs finished:
+  tune-a.db / tune-a.json / tune-a.time.json   part a: the table tune and its wall time
+  exhaustive-<M>.db / .json                    part b: exhaustive sweeps, a's winner as incumbent
+  tune-<k>.db / .json (k = 2..5)               part c: repeated tunes
+Writes <dir>/tuner-targets.csv (one row per bucket) and prints the summary table last.
+
+Targets: a <= 300 s; b: a's winner within 2% of the exhaustive best, both timed in the same final
+round of the exhaustive run; c: in >= 95% of buckets every tune names the modal winner or
+declares a tie.
+Usage: bench/tuner_targets.py DIR
+"""
+import csv
+import json
+import os
+import sqlite3
+import sys
+from collections import Counter
+
+TUNE_TARGET_S = 300.0
+GAP_TARGET = 0.02
+AGREE_TARGET = 0.95
+
+
+def short(config_text):
+    """core::short_string of a MoeConfig's JSON text ("m64n128k64g1w4s4co|..."), '' if empty."""
+    if not config_text:
+        return ""
+    c = json.loads(config_text) if isinstance(config_text, str) else config_text
+
+    def one(k):
+        t, p, l = k["tile"], k["pipeline"], k["launch"]
+        s = "m%dn%dk%dg%dw%ds%d" % (t["block_m"], t["block_n"], t["block_k"], t["group_m"],
+                                    p["num_warps"], p["num_stages"])
+        if p["split_k"] != 1:
+            s += "sk%d" % p["split_k"]
+        if l.get("swap_ab"):
+            s += "swap"
+        if l.get("cluster_m", 1) != 1 or l.get("cluster_n", 1) != 1:
+            s += "c%dx%d" % (l["cluster_m"], l["cluster_n"])
+        s += {"pingpong": "pp", "cooperative": "co", "tma_ws": "tw"}.get(l.get("schedule"), "")
+        if l.get("num_threads", 0) != 0:
+            s += "t%d" % l["num_threads"]
+        return s
+
+    a, b = one(c["gemm1"]), one(c["gemm2"])
+    return a if a == b else a + "|" + b
+
+
+def decisions(path):
+    """bucket -> the last decision row of the store at `path` ({} when absent)."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        db.row_factory = sqlite3.Row
+        rows = db.execute("SELECT * FROM decisions ORDER BY id").fetchall()
+        db.close()
+    except sqlite3.Error:
+        return {}
+    return {int(r["bucket"]): dict(r) for r in rows}
+
+
+def json_buckets(path):
+    """bucket -> the --json entry of a finished run ({} when the run did not finish)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for shape in doc.get("shapes", []):
+        for b in shape.get("buckets", []):
+            if b.get("outcome") == "tuned":
+                out[int(b["bucket"])] = b
+    return out
+
+
+def main(folder):
+    a = decisions(os.path.join(folder, "tune-a.db"))
+    a_json = json_buckets(os.path.join(folder, "tune-a.json"))
+    try:
+        with open(os.path.join(folder, "tune-a.time.json")) as f:
+            a_time = json.load(f)
+    except (OSError, ValueError):
+        a_time = {"exit": None, "wall_s": None}
+    tunes = [a]
+    for k in range(2, 6):
+        d = decisions(os.path.join(folder, "tune-%d.db" % k))
+        if d:
+            tunes.append(d)
+    buckets = sorted(set(a) | set().union(*[set(t) for t in tunes]))
+    exh = {}
+    for name in os.listdir(folder):
+        if name.startswith("exhaustive-") and name.endswith(".db"):
+            for b, row in decisions(os.path.join(folder, name)).items():
+                exh[b] = (row, json_buckets(os.path.join(folder, name[:-3] + ".json")).get(b, {}))
+
+    rows = []
+    for b in buckets:
+        row = {"M": b}
+        d = a.get(b)
+        j = a_json.get(b, {})
+        row["tuned_winner"] = short(d["winner"]) if d else ""
+        row["tuned_us"] = round(d["winner_us"], 3) if d else ""
+        row["tuned_verdict"] = d["verdict"] if d else "not tuned"
+        row["checked"] = j.get("measured", "")
+        row["joint_product"] = j.get("joint_product", "")
+        row["final_agreement"] = ("%d/%d" % (j["agreeing"], j["repeats"])
+                                  if j.get("repeats") else "")
+        if b in exh and d:
+            e, ej = exh[b]
+            tuned_is_incumbent = e["incumbent"] == d["winner"]
+            times = [t for t in (e["incumbent_us"], e["challenger_us"]) if t and t > 0]
+            best = min(times) if times else None
+            row["exhaustive_best"] = short(e["challenger"] if best and e["challenger_us"] == best
+                                           else e["incumbent"])
+            row["exhaustive_best_us"] = round(best, 3) if best else ""
+            row["tuned_us_same_round"] = round(e["incumbent_us"], 3) if tuned_is_incumbent else ""
+            row["exhaustive_checked"] = ej.get("measured", "")
+            if tuned_is_incumbent and best and e["incumbent_us"] > 0:
+                gap = e["incumbent_us"] / best - 1
+                row["gap_pct"] = round(100 * gap, 2)
+                row["within_2pct"] = gap <= GAP_TARGET
+            else:
+                row["gap_pct"] = ""
+                row["within_2pct"] = "" if not tuned_is_incumbent else False
+        winners = [short(t[b]["winner"]) for t in tunes if b in t]
+        ties = [t[b]["verdict"] == "tie" for t in tunes if b in t]
+        if winners:
+            modal = Counter(winners).most_common(1)[0][0]
+            row["winners"] = ";".join(winners)
+            row["tunes"] = len(winners)
+            row["same_winner"] = len(set(winners)) == 1
+            row["agree"] = all(w == modal or tie for w, tie in zip(winners, ties))
+        rows.append(row)
+
+    fields = ["M", "tuned_winner", "tuned_us", "tuned_verdict", "checked", "joint_product",
+              "final_agreement", "exhaustive_best", "exhaustive_best_us", "tuned_us_same_round",
+              "gap_pct", "within_2pct", "exhaustive_checked", "tunes", "winners", "same_winner",
+              "agree"]
+    with open(os.path.join(folder, "tuner-targets.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+
+    print("%6s  %-44s %10s  %-9s %-44s %7s  %s" % ("M", "tuned winner", "us", "checked",
+                                                   "exhaustive best", "gap %", "agree"))
+    for r in rows:
+        checked = ("%s/%s" % (r["checked"], r["joint_product"])) if r["checked"] != "" else ""
+        print("%6d  %-44s %10s  %-9s %-44s %7s  %s" % (
+            r["M"], r["tuned_winner"][:44], r["tuned_us"], checked,
+            r.get("exhaustive_best", "")[:44], r.get("gap_pct", ""),
+            "%s (%d tunes)" % (r["agree"], r["tunes"]) if "agree" in r else ""))
+    wall = a_time.get("wall_s")
+    tuned = sum(1 for r in rows if r["tuned_winner"])
+    a_met = a_time.get("exit") == 0 and wall is not None and wall <= TUNE_TARGET_S
+    compared = [r for r in rows if r.get("within_2pct") in (True, False)]
+    gaps = [r["gap_pct"] for r in compared]
+    b_met = bool(compared) and all(r["within_2pct"] for r in compared)
+    judged = [r for r in rows if "agree" in r and r["tunes"] >= 2]
+    agree = sum(1 for r in judged if r["agree"])
+    c_met = bool(judged) and agree >= AGREE_TARGET * len(judged)
+    print()
+    print("target                                    measured                                met")
+    print("a. table tuned in <= %3.0f s (%2d buckets)   %-39s %s" % (
+        TUNE_TARGET_S, len(buckets),
+        "%s s, exit %s, %d buckets tuned" % (wall, a_time.get("exit"), tuned), a_met))
+    print("b. within 2%% of exhaustive                 %-39s %s" % (
+        "%d/%d buckets, max gap %s%%" % (sum(1 for r in compared if r["within_2pct"]),
+                                         len(compared), max(gaps) if gaps else "-"), b_met))
+    print("c. same winner or tie in >= 95%% of buckets %-39s %s" % (
+        "%d/%d buckets over %d tunes" % (agree, len(judged), len(tunes)), c_met))
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
