@@ -184,7 +184,9 @@ core::Status BucketSearch::round0(CandidateResult& c) {
 /// worker compiles them concurrently). A candidate whose compile failed there ends in that
 /// outcome now; any other answer (a crash or a timeout of the whole request) is ignored and each
 /// candidate compiles on its own check, so the precompile can cost time but never a candidate it
-/// did not fail itself. Its time is not counted in the fail-fast window.
+/// did not fail itself. Only once a candidate has passed: until then each compile happens inside
+/// its own check, so the fail-fast window (every candidate failing ends the bucket within
+/// timeout_s + fail_fast_extra_s) still bounds the whole bucket.
 core::Status BucketSearch::precompile(Candidates const& batch) {
   Request req{.op = "precompile"};
   Candidates todo;
@@ -197,11 +199,9 @@ core::Status BucketSearch::precompile(Candidates const& batch) {
     req.configs.push_back(c->config);
     req.faults.push_back(options_.faults.at(c->index));
   }
-  if (todo.empty() || (Clock::now() >= options_.deadline && any_ok_)) return core::Status::Ok();
-  auto const began = Clock::now();
+  if (todo.empty() || !any_ok_ || Clock::now() >= options_.deadline) return core::Status::Ok();
   double const timeout = options_.prepare_timeout_s + options_.timeout_s * double(todo.size());
   Reply reply = worker_.call(req, timeout);
-  if (!any_ok_) start_ += Clock::now() - began;
   ++result_.precompiles;
   if (!reply.ok() || reply.response.outcomes.size() != todo.size() ||
       reply.response.reasons.size() != todo.size()) {

@@ -8,13 +8,14 @@
 //                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);
 //        stage 2: GEMM2 over the group's GEMM2 list, GEMM1 fixed at stage 1's winner;
 //      each stage: pruning (can_implement per candidate, each rejection recorded with its reason
-//      and counted per field), a parallel precompile of the stage's new candidates in the worker,
-//      round 0 (check against the reference on fresh random data: all written, finite, relative L2
-//      error within tolerance_for(dtype), else wrong_result; cheap timing, first_reps), then
-//      successive halving (the best third re-timed with 3x the reps, at most final_reps) down to
-//      one winner; stage 1 of every group runs before any stage 2. Timing is always of the whole
-//      layer. Families without per-GEMM spaces are tuned jointly (round 0 over the joint space,
-//      halving to final_keep with the incumbent kept);
+//      and counted per field), a parallel precompile of the stage's new candidates in the worker
+//      (once some candidate has passed: until then each compiles inside its check, within the
+//      fail-fast window), round 0 (check against the reference on fresh random data: all written,
+//      finite, relative L2 error within tolerance_for(dtype), else wrong_result; cheap timing,
+//      first_reps), then successive halving (the best third re-timed with 3x the reps, at most
+//      final_reps) down to one winner; stage 1 of every group runs before any stage 2. Timing is
+//      always of the whole layer. Families without per-GEMM spaces are tuned jointly (round 0 over
+//      the joint space, halving to final_keep with the incumbent kept);
 //   4. final: the incumbent and each group's combined winner (plus anchors of no group) are timed
 //      in interleaved passes (final_reps in all); median and bootstrap CI; the incumbent stays
 //      unless a challenger's CI upper bound is below the incumbent's CI lower bound by `margin`
