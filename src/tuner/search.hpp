@@ -2,7 +2,8 @@
 //   1. space: asked of the worker (the parent never touches the device): the default config, the
 //      joint space and the per-GEMM spaces (one per block_m: GEMM1 and GEMM2 candidate lists);
 //   2. anchors: the incumbent (index 0), neighbouring buckets' winners, the default; checked and
-//      timed first;
+//      timed first; their GEMM configs join the stages of their block_m group (GEMM1 in stage 1,
+//      GEMM2 in stage 2), so neighbours' winners seed both stages;
 //   3. per GEMM (families that list per-GEMM spaces), for every block_m group:
 //        stage 1: GEMM1 over the group's GEMM1 list, GEMM2 fixed at the family's base for this
 //                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);

@@ -105,6 +105,11 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
     for (core::KernelConfig const& gemm1 : fixed) {
       std::vector<core::MoeConfig> configs;
       for (core::KernelConfig const& k : gemm_spaces_[g].gemm2) configs.push_back({gemm1, k});
+      for (size_t i = 0; i < anchors_; ++i) {  // the anchors' GEMM2 at this block_m too
+        if (same_block_m(cands_[i].config, gemm_spaces_[g].block_m)) {
+          configs.push_back({gemm1, cands_[i].config.gemm2});
+        }
+      }
       auto admitted = admit(configs, 2 * static_cast<int>(g) + 1);
       if (!admitted.ok()) return admitted.error();
       for (CandidateResult* c : ranked[g]) {
@@ -133,7 +138,8 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
 
 /// Per GEMM: anchors, then stage 1 of every group (one precompile batch), then stage 2 of every
 /// group (another). Returns the finalists: each group's winner, anchors of no group that passed,
-/// and the incumbent while ok.
+/// and the incumbent while ok. Anchors of a group take part in its stages by their GEMM configs,
+/// not as whole configs (which would compare two GEMMs at once).
 core::Result<Candidates> BucketSearch::run_per_gemm() {
   result_.per_gemm = true;
   Candidates anchors;
@@ -149,13 +155,17 @@ core::Result<Candidates> BucketSearch::run_per_gemm() {
                       .gemm2_candidates = static_cast<int>(space.gemm2.size()),
                       .base = stage_base(space)};
     result_.joint_product += int64_t(space.gemm1.size()) * int64_t(space.gemm2.size());
+    // The anchors at this block_m join by their GEMM1 (with the base GEMM2 like the rest), so a
+    // stage compares one GEMM at a time; neighbours' winners thus seed both stages.
     std::vector<core::MoeConfig> configs;
     for (core::KernelConfig const& k : space.gemm1) configs.push_back({k, group.base.gemm2});
+    for (CandidateResult* c : anchors) {
+      if (same_block_m(c->config, space.block_m)) {
+        configs.push_back({c->config.gemm1, group.base.gemm2});
+      }
+    }
     auto admitted = admit(configs, 2 * static_cast<int>(g));
     if (!admitted.ok()) return admitted.error();
-    for (CandidateResult* c : anchors) {
-      if (same_block_m(c->config, space.block_m)) push_unique(pools[g], c);
-    }
     for (CandidateResult* c : *admitted) {
       push_unique(pools[g], c);
       push_unique(batch, c);

@@ -91,8 +91,7 @@ TEST(PerGemm, AmongEquivalentChallengersTheEarliestIsNamed) {
   // Every block_m equally good, block_m 64 faster by 0.01%: far inside the 1% margin. The fastest
   // median alone would name block_m 64 (or any, with noise); the rule names the earliest group's.
   auto flat = [](core::MoeConfig const& c) {
-    return cost(c) - (c.gemm1.tile.block_m == 16 ? 0 : 4) -
-           (c.gemm1.tile.block_m == 64 ? 0.01 : 0);
+    return cost(c) - (c.gemm1.tile.block_m == 16 ? 0 : 4) - (c.gemm1.tile.block_m == 64 ? 0.01 : 0);
   };
   InProcessWorker worker(flat);
   BucketResult r = tune(worker);
@@ -100,6 +99,32 @@ TEST(PerGemm, AmongEquivalentChallengersTheEarliestIsNamed) {
   EXPECT_EQ(r.verdict, "challenger_wins");
   EXPECT_EQ(r.winner.gemm1.tile.block_m, 8) << core::short_string(r.winner);
   EXPECT_DOUBLE_EQ(flat(r.winner), 100.0);
+}
+
+TEST(PerGemm, ANeighboursWinnerSeedsBothStagesByItsGemms) {
+  // A seed outside the lists (block_k 32): its GEMM1 runs in stage 1 with the base GEMM2, its
+  // GEMM2 in stage 2 with the GEMM1 winner.
+  core::MoeConfig seed;
+  seed.gemm1.tile = {.block_m = 16, .block_n = 128, .block_k = 32, .group_m = 1};
+  seed.gemm2.tile = {.block_m = 16, .block_n = 32, .block_k = 32, .group_m = 1};
+  seed.gemm2.launch.num_threads = 1;
+  InProcessWorker worker(cost);
+  auto store = Store::open(":memory:");
+  BucketTask task = tiny_task();
+  task.seeds = {seed};
+  auto r = tune_bucket(worker, **store, task, fast_options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->results[1].config, seed);  // an anchor, right after the incumbent
+  ASSERT_EQ(r->groups[1].block_m, 16);
+  bool gemm1_staged = false, gemm2_staged = false;
+  for (CandidateResult const& c : r->results) {
+    gemm1_staged |=
+        c.stage == 2 && c.config.gemm1 == seed.gemm1 && c.config.gemm2 == r->groups[1].base.gemm2;
+    gemm2_staged |= c.stage == 3 && c.config.gemm2 == seed.gemm2 &&
+                    c.config.gemm1 == r->groups[1].gemm1_winner.gemm1;
+  }
+  EXPECT_TRUE(gemm1_staged);
+  EXPECT_TRUE(gemm2_staged);
 }
 
 TEST(PerGemm, ChecksFarFewerCandidatesThanTheJointProduct) {
