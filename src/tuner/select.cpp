@@ -52,10 +52,10 @@ core::Status BucketSearch::final_round(Candidates const& finalists, int base_rou
   return core::Status::Ok();
 }
 
-/// Selection among the ok finalists: the incumbent stays unless the fastest challenger beats it
-/// beyond the intervals and the margin. The challenger named is the earliest in search order
-/// among those the fastest does not beat so (statistically tied with it): which of two equivalent
-/// configs wins then does not depend on noise, so repeated tunes name the same one.
+/// Selection among the ok finalists: the incumbent stays unless the fastest challenger (the one
+/// reported) beats it beyond the intervals and the margin. The winner is then the earliest in
+/// search order among the challengers the fastest does not beat so (statistically tied with it):
+/// which of two equivalent configs wins does not depend on noise, so repeated tunes name the same.
 void BucketSearch::decide(Candidates const& finalists) {
   Candidates ranked = ok_sorted_among(finalists);
   result_.ok = !ranked.empty();
@@ -68,17 +68,17 @@ void BucketSearch::decide(Candidates const& finalists) {
       break;
     }
   }
-  CandidateResult const* challenger = fastest;
+  CandidateResult const* earliest = fastest;  // of the challengers tied with the fastest
   for (CandidateResult* c : ranked) {
-    if (c->index != 0 && c->index < challenger->index &&
+    if (c->index != 0 && c->index < earliest->index &&
         tuner::decide(c->stats, fastest->stats, options_.margin) != Verdict::kChallengerWins) {
-      challenger = c;
+      earliest = c;
     }
   }
-  result_.has_challenger = challenger != nullptr;
-  if (challenger != nullptr) {
-    result_.challenger = challenger->config;
-    result_.challenger_stats = challenger->stats;
+  result_.has_challenger = fastest != nullptr;
+  if (fastest != nullptr) {
+    result_.challenger = fastest->config;
+    result_.challenger_stats = fastest->stats;
   }
   result_.incumbent_ok = inc.outcome == Outcome::kOk;
   CandidateResult const* winner = ranked.front();
@@ -90,10 +90,10 @@ void BucketSearch::decide(Candidates const& finalists) {
                           : tuner::decide(inc.stats, fastest->stats, options_.margin);
     result_.verdict = std::string(to_string(v));
     result_.tie = v == Verdict::kTie;
-    winner = v == Verdict::kChallengerWins ? challenger : &inc;
+    winner = v == Verdict::kChallengerWins ? earliest : &inc;
   } else {
     result_.verdict = "no_incumbent";
-    winner = challenger;  // the incumbent failed: ranked holds challengers only
+    winner = earliest;  // the incumbent failed: ranked holds challengers only
   }
   result_.incumbent_kept = winner->index == 0;
   result_.winner = winner->config;
