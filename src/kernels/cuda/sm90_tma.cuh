@@ -60,11 +60,6 @@ MOETUNE_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<moe_u64>(desc)) : "memory");
 }
 
-/// Named barrier `id` (1..15; 0 is __syncthreads) over `threads` threads (a multiple of 32).
-MOETUNE_DEVICE void named_barrier_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 /// Warpgroup register reallocation (every warp of the warpgroup executes it).
 template <int kRegs>
 MOETUNE_DEVICE void warpgroup_reg_dealloc() {

@@ -186,25 +186,9 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const long long row0 = (long long)pid_m * kBlockM;
-      // Padding sits at the end of each expert's blocks, so a 64-row half whose first row is
-      // padding has no valid row at all: that warpgroup only passes the stages on (no MMA, no
-      // store), and the other warpgroup's wgmma get the tensor cores. Decided once per tile, so
-      // the MMA loop below stays branch-free (a branch inside it serialises wgmma).
-      if (kBlockM == 128 && g.sorted_pairs[row0 + cm * 64] < 0) {
-        for (int kt = 0; kt < num_k; ++kt) {
-          mbar_wait(smem_u32(&full_bar[stage]), phase);
-          // NOTE: every thread of the warpgroup must have seen this phase before the stage is
-          // released: a warp lagging two phases behind would wait on the wrong parity forever
-          // (the active path gets this from the warpgroup-wide wgmma).
-          named_barrier_sync(1 + (wg - 1), 128);
-          if (tid == 0) mbar_arrive(smem_u32(&empty_bar[stage]));
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
-        continue;
-      }
+      // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
+      // points 15-25% slower on H200 (bench/results/2026-11-29-89376cee86a2.csv vs
+      // bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
       int prev = -1;
