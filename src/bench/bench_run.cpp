@@ -75,18 +75,6 @@ core::Result<std::optional<core::Table>> find_table(std::string const& dir,
 
 namespace {
 
-std::string on_names(kernels::FastPaths const& fp) {
-  std::string out;
-  auto add = [&](bool on, char const* name) {
-    if (on) out += (out.empty() ? "" : "+") + std::string(name);
-  };
-  add(fp.align_multi_cta, "align_multi_cta");
-  add(fp.wgmma_mainloop, "wgmma_mainloop");
-  add(fp.cpu_register_tiles, "cpu_register_tiles");
-  add(fp.pdl, "pdl");
-  return out;
-}
-
 /// Resolves the config of one point: the table's row (or policy default), else the default.
 void resolve_point(kernels::Testbed const& testbed, BenchSeries const& series, BenchPoint* pt) {
   core::Backend const& backend = testbed.backend();
@@ -146,7 +134,7 @@ core::Result<std::vector<BenchPoint>> run_series(
     auto fp = fast_paths_for(backend, pt.problem, options);
     if (!fp.ok()) return fp.error();
     set_testbed_fast_paths(testbed, *fp);
-    pt.fast_paths = on_names(*fp);
+    pt.fast_paths = kernels::enabled_names(*fp);
     uint64_t const seed = options.seed + static_cast<uint64_t>(m);
     if (auto st = testbed.prepare(pt.problem, series.routing, seed); !st.ok()) {
       return core::make_error(st.error().code, where, st.error().to_string());

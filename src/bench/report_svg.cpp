@@ -77,6 +77,33 @@ std::string html_escape(std::string const& s) {
   return out;
 }
 
+namespace {
+
+/// Plot area of a chart: width, height and the left, right, top, bottom margins.
+struct Frame {
+  double w, h, l, r, t, b;
+};
+
+/// The shared frame of the per-M charts: M ticks on the (log2) x axis, both axis lines, the x
+/// title and the rotated y title.
+template <class XFn>
+std::string m_axes(std::set<int64_t> const& ms, XFn X, Frame const& f, std::string const& y_title) {
+  std::string s;
+  for (int64_t m : ms) {
+    s += line(X(m), f.h - f.b, X(m), f.h - f.b + 4, "#444") +
+         text(X(m), f.h - f.b + 16, std::to_string(m), "text-anchor=\"middle\"");
+  }
+  s += line(f.l, f.h - f.b, f.w - f.r, f.h - f.b, "#444") + line(f.l, f.t, f.l, f.h - f.b, "#444");
+  s += text((f.l + f.w - f.r) / 2, f.h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
+  s += text(14, (f.t + f.h - f.b) / 2, y_title,
+            ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((f.t + f.h - f.b) / 2) +
+             ")\"")
+                .c_str());
+  return s;
+}
+
+}  // namespace
+
 std::string roofline_svg(std::vector<ReportPoint> const& points) {
   double const r = std::max(340.0, label_px(longest(series_order(points))) + 34);
   double const w = 620 + r, l = 60, t = 20, b = 50;
@@ -108,17 +135,9 @@ std::string roofline_svg(std::vector<ReportPoint> const& points) {
     s += line(l, Y(v), w - r, Y(v), "#eee") +
          text(l - 6, Y(v) + 4, fmt(v, "%.2f"), "text-anchor=\"end\"");
   }
-  for (int64_t m : ms) {
-    s += line(X(m), h - b, X(m), h - b + 4, "#444") +
-         text(X(m), h - b + 16, std::to_string(m), "text-anchor=\"middle\"");
-  }
   s += line(l, Y(1), w - r, Y(1), "#d62728", "stroke-dasharray=\"6,3\"") +
        text(w - r - 4, Y(1) - 4, "floor", "text-anchor=\"end\" fill=\"#d62728\"");
-  s += line(l, h - b, w - r, h - b, "#444") + line(l, t, l, h - b, "#444");
-  s += text((l + w - r) / 2, h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
-  s += text(
-      14, (t + h - b) / 2, "t / floor",
-      ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((t + h - b) / 2) + ")\"").c_str());
+  s += m_axes(ms, X, {w, h, l, r, t, b}, "t / floor");
   auto const order = series_order(points);
   for (size_t i = 0; i < order.size(); ++i) {
     std::string const c = colour(i);
@@ -172,15 +191,7 @@ std::string time_svg(std::vector<ReportPoint> const& points) {
     s += line(l, Y(us), w - r, Y(us), "#eee") +
          text(l - 6, Y(us) + 4, us >= 1 ? fmt(us, "%.0f") : fmt(us, "%g"), "text-anchor=\"end\"");
   }
-  for (int64_t m : ms) {
-    s += line(X(m), h - b, X(m), h - b + 4, "#444") +
-         text(X(m), h - b + 16, std::to_string(m), "text-anchor=\"middle\"");
-  }
-  s += line(l, h - b, w - r, h - b, "#444") + line(l, t, l, h - b, "#444");
-  s += text((l + w - r) / 2, h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
-  s += text(
-      14, (t + h - b) / 2, "median time, us (log scale)",
-      ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((t + h - b) / 2) + ")\"").c_str());
+  s += m_axes(ms, X, {w, h, l, r, t, b}, "median time, us (log scale)");
   auto const order = series_order(points);
   for (size_t i = 0; i < order.size(); ++i) {
     std::string const c = colour(i);

@@ -3,13 +3,15 @@
 // only read it. Every field is a real code path with a check behind its class (docs/levers.md).
 #pragma once
 
+#include <string>
+
 namespace moetune::kernels {
 
 struct FastPaths {
   /// cuda: route/align with three parallel launches (count, scan, scatter) instead of one CTA
   /// when M * top_k > 8192. Class bitwise: the output bits equal the single-CTA path's.
   bool align_multi_cta = true;
-  /// cuda: configs with schedule = cooperative run the wgmma main loop; when off, such configs
+  /// cuda: configs with schedule = cooperative or tma_ws run a wgmma main loop; when off, such configs
   /// are refused by can_implement and defaults use the mma.sync main loop. Class numeric: a
   /// different fp32 accumulation order (max relative error recorded by the lever check).
   bool wgmma_mainloop = true;
@@ -24,5 +26,18 @@ struct FastPaths {
 
   bool operator==(FastPaths const&) const = default;
 };
+
+/// The fast paths that are on, joined by '+' in field order ("align_multi_cta+pdl"); "" if none.
+inline std::string enabled_names(FastPaths const& fp) {
+  std::string out;
+  auto add = [&](bool on, char const* name) {
+    if (on) out += (out.empty() ? "" : "+") + std::string(name);
+  };
+  add(fp.align_multi_cta, "align_multi_cta");
+  add(fp.wgmma_mainloop, "wgmma_mainloop");
+  add(fp.cpu_register_tiles, "cpu_register_tiles");
+  add(fp.pdl, "pdl");
+  return out;
+}
 
 }  // namespace moetune::kernels

@@ -88,17 +88,7 @@ std::vector<std::string> const& project_env_vars() {
   return names;
 }
 
-std::string on_names(kernels::FastPaths const& fp) {
-  std::string out;
-  auto add = [&](bool on, char const* name) {
-    if (on) out += (out.empty() ? "" : "+") + std::string(name);
-  };
-  add(fp.align_multi_cta, "align_multi_cta");
-  add(fp.wgmma_mainloop, "wgmma_mainloop");
-  add(fp.cpu_register_tiles, "cpu_register_tiles");
-  add(fp.pdl, "pdl");
-  return out;
-}
+std::string on_names(kernels::FastPaths const& fp) { return kernels::enabled_names(fp); }
 
 std::string default_knob_cache_path(std::string const& role) {
   std::string const env = env_or_empty("MOETUNE_CACHE");
