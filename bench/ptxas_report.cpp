@@ -40,7 +40,8 @@ std::map<std::string, Usage> parse_ptxas(std::string const& log) {
     if (std::regex_search(line, m, entry)) {
       current = m[1];
     } else if (!current.empty() && std::regex_search(line, m, spill)) {
-      out[current].spills = m[1].str() == "0" && m[2].str() == "0" ? "0" : m[1].str() + "/" + m[2].str();
+      out[current].spills =
+          m[1].str() == "0" && m[2].str() == "0" ? "0" : m[1].str() + "/" + m[2].str();
     } else if (!current.empty() && std::regex_search(line, m, used)) {
       out[current].regs = m[1];
       if (m[2].matched) out[current].static_smem = m[2];
@@ -74,8 +75,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "moetune_ptxas_report: %s\n", t.error().to_string().c_str());
       return 2;
     }
-    const std::string shape = "E" + std::to_string(t->key.num_experts) + " N" +
-                              std::to_string(t->key.intermediate_size);
+    const std::string shape =
+        "E" + std::to_string(t->key.num_experts) + " N" + std::to_string(t->key.intermediate_size);
     for (auto const& [m, row] : t->rows) {
       const core::MoeProblem p = core::problem_for_key(t->key, m);
       for (bool is_g1 : {true, false}) {
@@ -106,8 +107,9 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::printf("| GEMM | config | used at | registers | static smem (B) | dynamic smem (B) | threads "
-              "| spills |\n|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| GEMM | config | used at | registers | static smem (B) | dynamic smem (B) | threads "
+      "| spills |\n|---|---|---|---|---|---|---|---|\n");
   for (auto const& [key, val] : rows) {
     std::string at;
     for (int64_t m : val.first) at += (at.empty() ? "M=" : ", ") + std::to_string(m);

@@ -215,7 +215,8 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
   core::MoeConfig best = tb.backend().default_config(p);
   double best_total = 1e30;
   auto keep = [&](std::vector<core::KernelConfig> v) {
-    if (only) std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
+    if (only)
+      std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
     return v;
   };
   for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
@@ -413,7 +414,8 @@ int main(int argc, char** argv) {
         best = *pinned;
         if (opt.schedule_override) {
           for (auto* k : {&best.gemm1, &best.gemm2}) {
-            if (k->launch.schedule != core::Schedule::kAuto) k->launch.schedule = *opt.schedule_override;
+            if (k->launch.schedule != core::Schedule::kAuto)
+              k->launch.schedule = *opt.schedule_override;
           }
           if (auto st = tb->backend().can_implement(pt.p, best); !st.ok()) {
             std::fprintf(stderr, "override refused, keeping the pinned row: %s\n",

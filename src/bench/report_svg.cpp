@@ -95,10 +95,10 @@ std::string m_axes(std::set<int64_t> const& ms, XFn X, Frame const& f, std::stri
   }
   s += line(f.l, f.h - f.b, f.w - f.r, f.h - f.b, "#444") + line(f.l, f.t, f.l, f.h - f.b, "#444");
   s += text((f.l + f.w - f.r) / 2, f.h - 12, "tokens M (log scale)", "text-anchor=\"middle\"");
-  s += text(14, (f.t + f.h - f.b) / 2, y_title,
-            ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((f.t + f.h - f.b) / 2) +
-             ")\"")
-                .c_str());
+  s += text(
+      14, (f.t + f.h - f.b) / 2, y_title,
+      ("text-anchor=\"middle\" transform=\"rotate(-90 14 " + fmt((f.t + f.h - f.b) / 2) + ")\"")
+          .c_str());
   return s;
 }
 

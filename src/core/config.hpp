@@ -13,10 +13,11 @@ namespace moetune::core {
 
 /// Tile shape of one CTA (GPU) or one work item (CPU).
 struct TileConfig {
-  int block_m = 64;   ///< rows of tokens (token-expert pairs) per tile
-  int block_n = 64;   ///< output columns per tile
-  int block_k = 64;   ///< reduction depth per main-loop step
-  int group_m = 1;    ///< raster: tiles of this many M-blocks walk N before moving on (vLLM GROUP_SIZE_M)
+  int block_m = 64;  ///< rows of tokens (token-expert pairs) per tile
+  int block_n = 64;  ///< output columns per tile
+  int block_k = 64;  ///< reduction depth per main-loop step
+  int group_m =
+      1;  ///< raster: tiles of this many M-blocks walk N before moving on (vLLM GROUP_SIZE_M)
 
   bool operator==(TileConfig const&) const = default;
 };
@@ -43,7 +44,7 @@ struct LaunchConfig {
   int cluster_m = 1;     ///< CTA cluster shape (Hopper), 1x1 = no cluster
   int cluster_n = 1;
   Schedule schedule = Schedule::kAuto;
-  int num_threads = 0;   ///< cpu family: worker threads (0 = all hardware threads)
+  int num_threads = 0;  ///< cpu family: worker threads (0 = all hardware threads)
 
   bool operator==(LaunchConfig const&) const = default;
 };

@@ -20,11 +20,11 @@ namespace moetune::kernels {
 
 /// The outcome of one checked run.
 struct CheckResult {
-  double rel_l2_error = 0;   ///< ||out - ref|| / ||ref|| (0 when ref is all zero and out too)
-  bool all_finite = true;    ///< no NaN/Inf in the output
-  bool all_written = true;   ///< no poisoned element left after the run
-  std::string digest;        ///< hex digest of the output bits (deterministic paths: stable)
-  int64_t first_bad = -1;    ///< flat index of the first bad element, -1 when none
+  double rel_l2_error = 0;  ///< ||out - ref|| / ||ref|| (0 when ref is all zero and out too)
+  bool all_finite = true;   ///< no NaN/Inf in the output
+  bool all_written = true;  ///< no poisoned element left after the run
+  std::string digest;       ///< hex digest of the output bits (deterministic paths: stable)
+  int64_t first_bad = -1;   ///< flat index of the first bad element, -1 when none
 };
 
 /// Tolerances per dtype, with their reasons (STYLE 22).

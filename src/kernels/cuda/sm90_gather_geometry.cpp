@@ -104,13 +104,12 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   const std::string sched = ws ? "tma_ws" : "cooperative";
   if (wgmma) {
     if (t.block_k != 64) {
-      return reject(gemm,
-                    "tile.block_k = " + std::to_string(t.block_k) +
-                        " with schedule " + sched + " (wgmma); use 64 (one 128-byte swizzle atom)");
+      return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " with schedule " +
+                              sched + " (wgmma); use 64 (one 128-byte swizzle atom)");
     }
     if (t.block_m != 64 && t.block_m != 128) {
-      return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
-                              " with schedule " + sched + " (wgmma); use 64 or 128");
+      return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) + " with schedule " +
+                              sched + " (wgmma); use 64 or 128");
     }
     if (pl.num_stages < (ws ? 2 : 3)) {
       return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
@@ -118,15 +117,13 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                               (ws ? "; use 2..8" : "; use 3..8 (two tiles stay in flight)"));
     }
     if (pl.num_warps != t.block_m / 16 && !ws_split_n) {
-      return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
-                              " with schedule " + sched +
-                              " needs one MMA warpgroup per 64 rows; use " +
-                              std::to_string(t.block_m / 16) +
-                              (!ws ? ""
-                               : t.block_m == 64
-                                   ? " (or 8: two warpgroups split block_n; the producer "
-                                     "warpgroup is not counted)"
-                                   : " (the producer warpgroup is not counted)"));
+      return reject(
+          gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " with schedule " + sched +
+                    " needs one MMA warpgroup per 64 rows; use " + std::to_string(t.block_m / 16) +
+                    (!ws               ? ""
+                     : t.block_m == 64 ? " (or 8: two warpgroups split block_n; the producer "
+                                         "warpgroup is not counted)"
+                                       : " (the producer warpgroup is not counted)"));
     }
     if (is_gemm1 && core::is_gated(p.activation) && t.block_n > (ws_split_n ? 256 : 128)) {
       return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) + " with schedule " +
@@ -206,8 +203,8 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
           k->launch.schedule == core::Schedule::kTmaWarpSpecialized) {
         return core::make_error(
             ErrorCode::kUnsupported, "sm90_gather",
-            std::string(k == &c.gemm1 ? "gemm1" : "gemm2") + ".launch.schedule = " +
-                std::string(core::to_string(k->launch.schedule)) +
+            std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
+                ".launch.schedule = " + std::string(core::to_string(k->launch.schedule)) +
                 " needs the wgmma_mainloop fast path, which is off here; use schedule auto or "
                 "turn the lever on");
       }

@@ -85,8 +85,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   const moe_bf16* b_base = p.b + (long long)expert * p.b_rows_per_expert * p.k_dim;
   Mainloop ml;
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
-  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, p.out, row_pair, row0, n0,
-                                               p.n_dim, p.topk_weights);
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, p.out, row_pair, row0, n0, p.n_dim,
+                                               p.topk_weights);
 }
 
 struct CombineParams {

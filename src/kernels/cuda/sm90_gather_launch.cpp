@@ -88,15 +88,15 @@ core::Status encode_tma_2d(CUtensorMap* map, const void* base, uint64_t rows, ui
   const cuuint64_t strides[1] = {cols * 2};
   const cuuint32_t box[2] = {64, box_rows};
   const cuuint32_t elem[2] = {1, 1};
-  const CUresult r = fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims,
-                        strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                        CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r =
+      fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+         elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             std::string("cuTensorMapEncodeTiled failed for ") + what + " (" +
-                                std::to_string(rows) + " x " + std::to_string(cols) +
-                                ", box " + std::to_string(box_rows) + " x 64): error " +
+                                std::to_string(rows) + " x " + std::to_string(cols) + ", box " +
+                                std::to_string(box_rows) + " x 64): error " +
                                 std::to_string(static_cast<int>(r)) +
                                 "; the base must be 16-byte aligned and cols a multiple of 8");
   }
@@ -200,8 +200,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   }
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
-  MOETUNE_CUDA_CHECK(
-      cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
+  MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
   MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           k->g1.smem_bytes()));
@@ -280,8 +279,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
       }
       const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
       void* params[] = {&wp};
-      MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream,
-                                fast_paths.pdl));
+      MOETUNE_CUDA_CHECK(
+          launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
       return core::Status::Ok();
     }
     void* params[] = {&gp};
@@ -317,8 +316,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(p.hidden_size),
                   static_cast<int>(p.top_k),
                   mb};
-    MOETUNE_RETURN_IF_ERROR(
-        gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * k.g1.block_m));
+    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * k.g1.block_m));
   }
   if (stages & kStageCombine) {
     CombineParams cp{y, args.out, static_cast<int>(p.num_tokens), static_cast<int>(p.top_k),

@@ -44,7 +44,7 @@ struct Sm90GatherKernels {
   GemmGeometry g1, g2;
   cudaKernel_t align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
   cudaKernel_t align_count = nullptr, align_scan = nullptr, align_scatter = nullptr;
-  int sm_count = 132;      ///< grid of the persistent (tma_ws) GEMMs
+  int sm_count = 132;     ///< grid of the persistent (tma_ws) GEMMs
   std::string ptxas_log;  ///< registers / smem per kernel
   double compile_ms = 0;
   bool from_cache = false;

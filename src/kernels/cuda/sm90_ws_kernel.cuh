@@ -66,14 +66,13 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
   pid_n = (t % per_group) / size_m;
 }
 
-template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1,
-          int kSplitN>
+template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN>
 __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
   constexpr int kConsumers = kBlockM / 64 * kSplitN;
-  constexpr int kWgN = kBlockN / kSplitN;                // columns per consumer warpgroup
-  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;     // its B rows: [gate | up] or plain
+  constexpr int kWgN = kBlockN / kSplitN;             // columns per consumer warpgroup
+  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;  // its B rows: [gate | up] or plain
   constexpr int kBRows = kSplitN * kWgBRows;
   constexpr int kABytes = kBlockM * 128;  // kBlockK = 64 bf16 = 128 bytes per row
   constexpr int kBBytes = kBRows * 128;
@@ -150,7 +149,8 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
           for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
             const moe_u32 dst = sb + cn * kWgBRows * 128;
             tma_load_2d(dst, &p.tma_b, fb, kt * 64, b_row + cn * kWgN);
-            if (kGated) tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, kt * 64, b_row + g.n_dim + cn * kWgN);
+            if (kGated)
+              tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, kt * 64, b_row + g.n_dim + cn * kWgN);
           }
           if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, kt * 64, row0);
         }
@@ -204,7 +204,7 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) {
           Wgmma<kWgBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
-                             wgmma_desc_sw128(b_base + kk * 32), 1);
+                               wgmma_desc_sw128(b_base + kk * 32), 1);
         }
         wgmma_commit();
         ml.fence_all();

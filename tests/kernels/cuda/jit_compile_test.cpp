@@ -117,8 +117,10 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
     ~Restore() {
       std::error_code ec;
       std::filesystem::remove_all(dir, ec);
-      if (had) ::setenv("MOETUNE_CACHE_DIR", saved.c_str(), 1);
-      else ::unsetenv("MOETUNE_CACHE_DIR");
+      if (had)
+        ::setenv("MOETUNE_CACHE_DIR", saved.c_str(), 1);
+      else
+        ::unsetenv("MOETUNE_CACHE_DIR");
     }
   } restore{saved, old != nullptr, cache};
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
@@ -127,7 +129,8 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
     p.num_tokens = 4096;
     const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
     for (int bm : {128, 64, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
-      core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bn1, 4), .gemm2 = tma_ws(bm ? bm : 64, 224, 4)};
+      core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bn1, 4),
+                        .gemm2 = tma_ws(bm ? bm : 64, 224, 4)};
       if (bm == 0) {
         for (auto* k : {&c.gemm1, &c.gemm2}) {
           k->tile.block_n *= 2;
