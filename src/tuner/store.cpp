@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <thread>
 
 #include "core/json_text.hpp"
 #include "tuner/protocol.hpp"
@@ -141,7 +142,18 @@ core::Result<std::unique_ptr<Store>> Store::open(std::string const& path) {
   sqlite3_busy_timeout(db, kStoreBusyTimeoutMs);
   // NOTE: WAL lets readers run beside one writer; the busy timeout makes a second writer wait
   // for the lock instead of failing, so two tuners on one store lose nothing.
-  MOETUNE_RETURN_IF_ERROR(store->exec("PRAGMA journal_mode=WAL"));
+  // NOTE: switching to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once,
+  // without the busy handler, while another connection is creating or converting the same file
+  // (seen as a failed two-writer test on CI): retry within the busy timeout.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kStoreBusyTimeoutMs);
+  core::Status wal = store->exec("PRAGMA journal_mode=WAL");
+  while (!wal.ok() && (sqlite3_errcode(db) & 0xff) == SQLITE_BUSY &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    wal = store->exec("PRAGMA journal_mode=WAL");
+  }
+  MOETUNE_RETURN_IF_ERROR(wal);
   MOETUNE_RETURN_IF_ERROR(store->exec("BEGIN IMMEDIATE"));
   auto fail = [&](core::Error e) -> core::Result<std::unique_ptr<Store>> {
     (void)store->exec("ROLLBACK");
