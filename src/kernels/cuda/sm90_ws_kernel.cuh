@@ -187,8 +187,8 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const long long row0 = (long long)pid_m * kBlockM;
       // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
-      // points 15-25% slower on H200 (bench/results/2026-11-29-89376cee86a2.csv vs
-      // bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
+      // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
+      // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
       int prev = -1;
