@@ -2,8 +2,9 @@
 # The end-of-session device call (one call, every step bounded by `timeout`, ~9 min at most):
 #   1. GPU kernel tests (cuda_kernel_tests)            -> $OUT/gpu_tests.log
 #   2. kernel benchmark of recipes/h200.json's rows    -> $OUT/final/<date>-<commit>.csv
-#   3. runtime on the GPU (bench/run_h200_runtime.sh)  -> $OUT/runtime/
-#   4. bench + A/B protocol (bench/run_h200_ab.sh)     -> $OUT/ab/
+#   3. runtime on the GPU (bench/run_h200_runtime.sh)  -> $OUT/runtime.tgz
+#   4. bench + A/B protocol (bench/run_h200_ab.sh)     -> $OUT/ab.tgz
+# (folders are packed: the device tool returns at most 8 files per call).
 # Binaries from scripts/build_device.sh (.devbin/). Knobs: TEST_S, BENCH_S, RUNTIME_S, AB_S.
 set -uo pipefail
 BIN=${BIN:-.devbin}
@@ -20,6 +21,10 @@ echo "runtime exit $?"
 OUT="$OUT/ab" BENCH_M=${BENCH_M:-16,2048} AB_M=${AB_M:-256} ROUNDS=${ROUNDS:-2} REPEATS=${REPEATS:-10} \
   timeout "${AB_S:-110}" bash bench/run_h200_ab.sh > "$OUT/ab.log" 2>&1
 echo "ab exit $?"
+# The device tool brings back at most 8 files: pack the runtime and A/B folders.
+for d in runtime ab; do
+  tar -czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
+done
 echo "== gpu tests"; grep -E "^\[  (PASSED|FAILED) |Failure" -A2 "$OUT/gpu_tests.log" | head -12
 echo "== runtime"; sed -n '/== summary/,$p' "$OUT/runtime.log" | head -30
 echo "== ab"; sed -n '/== summary/,$p' "$OUT/ab.log" | head -25
