@@ -9,11 +9,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "kernels/fast_paths.hpp"
 #include "core/backend.hpp"
 #include "core/problem.hpp"
 #include "core/recipe.hpp"
 #include "core/table.hpp"
+#include "kernels/fast_paths.hpp"
 
 namespace moetune::cli {
 

@@ -1,6 +1,6 @@
 // JSON text the CLI prints for data that has no core type: show's whole table (tune's report is
-// tune_report.hpp). Values of core types are printed by core/json_text.hpp (STYLE 3: no JSON library
-// outside core/json_io); this file only joins those texts and quotes strings.
+// tune_report.hpp). Values of core types are printed by core/json_text.hpp (STYLE 3: no JSON
+// library outside core/json_io); this file only joins those texts and quotes strings.
 #pragma once
 
 #include <cstdint>

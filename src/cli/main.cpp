@@ -23,7 +23,8 @@ std::vector<CommandSpec> const& command_table() {
       {"prewarm", "compile or validate every config the tables name, before serving",
        setup_prewarm},
       {"pack", "write a deployable bundle: tables, cubins, manifest", setup_pack},
-      {"bench", "measure a sweep of token counts: median, CI, floor, digests, archive", setup_bench},
+      {"bench", "measure a sweep of token counts: median, CI, floor, digests, archive",
+       setup_bench},
       {"ab", "compare arms (tables, levers, binaries) in fresh interleaved processes", setup_ab},
       {"report", "render a bench/ab folder or a bench CSV as one HTML page", setup_report},
   };

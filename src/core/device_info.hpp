@@ -6,11 +6,11 @@
 namespace moetune::core {
 
 struct DeviceInfo {
-  std::string name;          ///< "NVIDIA H200" or "cpu: <model name>"
-  std::string arch;          ///< "sm_90a" or "cpu"
-  int sm_count = 0;          ///< SMs, or hardware threads on the CPU
-  std::string driver;        ///< driver version ("580.159.04"), "" on the CPU
-  std::string toolchain;     ///< "nvcc 13.0" / "g++ 12.2.0"
+  std::string name;       ///< "NVIDIA H200" or "cpu: <model name>"
+  std::string arch;       ///< "sm_90a" or "cpu"
+  int sm_count = 0;       ///< SMs, or hardware threads on the CPU
+  std::string driver;     ///< driver version ("580.159.04"), "" on the CPU
+  std::string toolchain;  ///< "nvcc 13.0" / "g++ 12.2.0"
   double l2_bytes = 0;
   double smem_per_block_bytes = 0;
 

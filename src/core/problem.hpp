@@ -37,14 +37,14 @@ inline constexpr int64_t kMaxTokens = int64_t{1} << 24;
 
 /// What is asked. Sizes are element counts. `num_tokens` (M) may be 0 (an empty batch).
 struct MoeProblem {
-  int64_t num_tokens = 0;        ///< M: tokens in the batch, before top-k
-  int64_t hidden_size = 0;       ///< K: model hidden size (x is [M, K], out is [M, K])
-  int64_t intermediate_size = 0; ///< I: per-expert intermediate size (vLLM's N)
-  int64_t num_experts = 0;       ///< E
-  int64_t top_k = 1;             ///< experts per token
+  int64_t num_tokens = 0;         ///< M: tokens in the batch, before top-k
+  int64_t hidden_size = 0;        ///< K: model hidden size (x is [M, K], out is [M, K])
+  int64_t intermediate_size = 0;  ///< I: per-expert intermediate size (vLLM's N)
+  int64_t num_experts = 0;        ///< E
+  int64_t top_k = 1;              ///< experts per token
   Activation activation = Activation::kSiluGated;
-  DType dtype = DType::kBf16;    ///< x, w1, w2 and out
-  std::string arch = "sm_90a";   ///< target arch; "cpu" for the cpu backend's own tables
+  DType dtype = DType::kBf16;   ///< x, w1, w2 and out
+  std::string arch = "sm_90a";  ///< target arch; "cpu" for the cpu backend's own tables
 
   bool operator==(MoeProblem const&) const = default;
 };

@@ -30,22 +30,22 @@ struct PinnedRow {
 
 /// One shape of a recipe.
 struct RecipeShape {
-  std::string name;                  ///< e.g. "qwen3-30b-a3b"
-  MoeProblem problem;                ///< num_tokens unused
-  std::string device;                ///< device name the table is for ("NVIDIA H200", "cpu")
-  std::string backend;               ///< "cuda" | "cpu"
-  std::string family;                ///< search family ("sm90_gather", "cpu_tiled")
+  std::string name;     ///< e.g. "qwen3-30b-a3b"
+  MoeProblem problem;   ///< num_tokens unused
+  std::string device;   ///< device name the table is for ("NVIDIA H200", "cpu")
+  std::string backend;  ///< "cuda" | "cpu"
+  std::string family;   ///< search family ("sm90_gather", "cpu_tiled")
   int family_version = 0;
-  std::vector<int64_t> buckets;      ///< M values to tune, ascending, distinct
-  RoutingProfile routing;            ///< workload the tuner measures on
-  ResolverPolicy policy;             ///< written into the table's manifest
+  std::vector<int64_t> buckets;              ///< M values to tune, ascending, distinct
+  RoutingProfile routing;                    ///< workload the tuner measures on
+  ResolverPolicy policy;                     ///< written into the table's manifest
   std::map<int64_t, PinnedRow> pinned_rows;  ///< bucket -> pinned row
 
   bool operator==(RecipeShape const&) const = default;
 };
 
 struct Recipe {
-  std::string path;                  ///< file it was loaded from (for messages)
+  std::string path;  ///< file it was loaded from (for messages)
   std::string name;
   std::vector<RecipeShape> shapes;
 

@@ -16,11 +16,11 @@ namespace moetune::core {
 
 /// Which rule chose the config.
 enum class Rule {
-  kExactKey,      ///< M is a key
-  kNearestKey,    ///< vLLM's nearest-key rule picked another key
-  kTinyMGate,     ///< policy: M <= tiny_m_threshold -> default config
-  kBeyondRange,   ///< policy: M > factor * largest key -> default config
-  kEmptyTable,    ///< no rows -> default config
+  kExactKey,     ///< M is a key
+  kNearestKey,   ///< vLLM's nearest-key rule picked another key
+  kTinyMGate,    ///< policy: M <= tiny_m_threshold -> default config
+  kBeyondRange,  ///< policy: M > factor * largest key -> default config
+  kEmptyTable,   ///< no rows -> default config
 };
 /// "exact_key", "nearest_key", "tiny_m_gate", "beyond_range", "empty_table".
 std::string_view to_string(Rule r);
@@ -28,11 +28,11 @@ std::string_view to_string(Rule r);
 /// The answer for one M.
 struct Resolution {
   int64_t m = 0;
-  std::optional<int64_t> key;     ///< the bucket used; none when a default was used
+  std::optional<int64_t> key;  ///< the bucket used; none when a default was used
   Rule rule = Rule::kNearestKey;
   MoeConfig config;
-  std::optional<Source> source;   ///< the row's source; for defaults, kind "default"
-  std::string explain;            ///< one sentence: "M=115 -> key 113 (nearest key, |113-115|=2; ...)"
+  std::optional<Source> source;  ///< the row's source; for defaults, kind "default"
+  std::string explain;  ///< one sentence: "M=115 -> key 113 (nearest key, |113-115|=2; ...)"
 };
 
 /// The backend's default config for (problem with num_tokens = M). Supplied by the caller so

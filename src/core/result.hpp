@@ -40,7 +40,7 @@ struct Error {
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
   Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
@@ -81,10 +81,10 @@ inline Error make_error(ErrorCode code, std::string where, std::string message) 
 }  // namespace moetune::core
 
 /// Return early from a function returning Result/Status when `expr` (a Status) failed.
-#define MOETUNE_RETURN_IF_ERROR(expr)              \
-  do {                                             \
-    auto moetune_status_ = (expr);                 \
-    if (!moetune_status_.ok()) {                   \
-      return moetune_status_.error();              \
-    }                                              \
+#define MOETUNE_RETURN_IF_ERROR(expr) \
+  do {                                \
+    auto moetune_status_ = (expr);    \
+    if (!moetune_status_.ok()) {      \
+      return moetune_status_.error(); \
+    }                                 \
   } while (0)

@@ -12,12 +12,14 @@ namespace moetune::core {
 enum class RoutingKind {
   kUniform,           ///< top-k of softmax(randn(M, E)) per token (the baseline's protocol)
   kBalanced,          ///< round-robin: every expert gets M*k/E pairs (+-1)
-  kBlockPermutation,  ///< tokens in blocks share a permuted expert set (seed 004's realistic routing)
+  kBlockPermutation,  ///< tokens in blocks share a permuted expert set (seed 004's realistic
+                      ///< routing)
   kZipf,              ///< expert popularity ~ 1/rank^s
   kTrace,             ///< recorded top-k ids from a file
   kSingleExpert,      ///< every token's first choice is expert 0 (the "all to one expert" case)
 };
-std::string_view to_string(RoutingKind k);  ///< "uniform", "balanced", "block_permutation", "zipf", "trace", "single_expert"
+std::string_view to_string(RoutingKind k);  ///< "uniform", "balanced", "block_permutation", "zipf",
+                                            ///< "trace", "single_expert"
 
 /// A routing profile. Spec form: "uniform", "balanced", "block_permutation[:block=64]",
 /// "zipf[:s=1.2]", "trace:PATH", "single_expert", each optionally ",seed=N".
@@ -25,8 +27,8 @@ struct RoutingProfile {
   RoutingKind kind = RoutingKind::kUniform;
   uint64_t seed = 0;
   double zipf_s = 1.2;
-  int64_t block = 64;        ///< block_permutation: tokens per block
-  std::string trace_path;    ///< trace: file of rows "id id ... id" (top_k per line) or JSON [[..]]
+  int64_t block = 64;      ///< block_permutation: tokens per block
+  std::string trace_path;  ///< trace: file of rows "id id ... id" (top_k per line) or JSON [[..]]
 
   bool operator==(RoutingProfile const&) const = default;
 };

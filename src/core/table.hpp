@@ -1,7 +1,8 @@
 // Table: bucket M -> row, as in a vLLM fused-MoE config file, plus the key and provenance that
 // vLLM's file lacks. On disk a table is two files in one directory:
 //   E=128,N=768,device_name=NVIDIA_H200.json             the vLLM file, read by vLLM unchanged
-//   E=128,N=768,device_name=NVIDIA_H200.json.moetune     the manifest (JSON): full TableKey, policy,
+//   E=128,N=768,device_name=NVIDIA_H200.json.moetune     the manifest (JSON): full TableKey,
+//   policy,
 //                                                        per-row GEMM2 config when it differs,
 //                                                        knobs vLLM lacks, per-row Source
 // The vLLM file holds each row's GEMM1 config in vLLM's six fields; a vLLM reader never sees the
@@ -29,18 +30,18 @@ inline constexpr int kOldestManifestVersion = 1;
 /// The full key of a table. The vLLM file name is derived from (E, N, device, dtype, block_shape);
 /// the rest lives in the manifest and must match the problem a table is used for.
 struct TableKey {
-  int64_t num_experts = 0;        ///< E
-  int64_t intermediate_size = 0;  ///< N in vLLM's name = I
-  int64_t hidden_size = 0;        ///< K (0 = unknown: a plain vLLM file)
-  int64_t top_k = 0;              ///< 0 = unknown
+  int64_t num_experts = 0;               ///< E
+  int64_t intermediate_size = 0;         ///< N in vLLM's name = I
+  int64_t hidden_size = 0;               ///< K (0 = unknown: a plain vLLM file)
+  int64_t top_k = 0;                     ///< 0 = unknown
   std::optional<Activation> activation;  ///< unknown for a plain vLLM file
   DType dtype = DType::kBf16;
-  std::string dtype_tag;          ///< vLLM's dtype suffix ("fp8_w8a8", ...); "" for bf16/fp16
+  std::string dtype_tag;  ///< vLLM's dtype suffix ("fp8_w8a8", ...); "" for bf16/fp16
   std::optional<std::pair<int, int>> block_shape;  ///< vLLM's block_shape=[bn,bk]
-  std::string device_name;        ///< as in the file name: spaces replaced by '_'
-  std::string family;             ///< kernel family ("cpu_tiled", "sm90_gather"); "" = unknown
-  int family_version = 0;         ///< 0 = unknown
-  std::string toolchain;          ///< "nvcc 13.0" / "g++ 12.2"; "" = unknown
+  std::string device_name;                         ///< as in the file name: spaces replaced by '_'
+  std::string family;      ///< kernel family ("cpu_tiled", "sm90_gather"); "" = unknown
+  int family_version = 0;  ///< 0 = unknown
+  std::string toolchain;   ///< "nvcc 13.0" / "g++ 12.2"; "" = unknown
 
   bool operator==(TableKey const&) const = default;
 };
@@ -62,7 +63,7 @@ Status check_key_matches(TableKey const& key, MoeProblem const& problem,
 
 /// Resolver policies; both off by default (vLLM parity).
 struct ResolverPolicy {
-  std::optional<int64_t> tiny_m_threshold;  ///< M <= t -> the backend's default config
+  std::optional<int64_t> tiny_m_threshold;    ///< M <= t -> the backend's default config
   std::optional<double> beyond_range_factor;  ///< M > f * largest key -> default config
 
   bool operator==(ResolverPolicy const&) const = default;
@@ -83,8 +84,8 @@ struct TableRow {
 struct Table {
   TableKey key;
   ResolverPolicy policy;
-  std::map<int64_t, TableRow> rows;  ///< bucket M -> row, ascending
-  bool has_manifest = false;         ///< false for a plain vLLM file
+  std::map<int64_t, TableRow> rows;          ///< bucket M -> row, ascending
+  bool has_manifest = false;                 ///< false for a plain vLLM file
   std::map<std::string, std::string> extra;  ///< top-level keys vLLM writes that we keep verbatim
                                              ///< (e.g. "triton_version"), value as JSON text
 
