@@ -2,15 +2,15 @@
 
 #include <unistd.h>
 
-#include "core/lever_resolve.hpp"
-#include "kernels/fast_paths_from_levers.hpp"
-
 #include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "core/lever_resolve.hpp"
+#include "core/lint.hpp"
 #include "core/names.hpp"
+#include "kernels/fast_paths_from_levers.hpp"
 #include "kernels/testbed.hpp"
 
 namespace moetune::cli {
@@ -94,16 +94,7 @@ core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::str
                       "backend's default config cannot be chosen; pass --problem "
                       "E=..,K=..,I=..,topk=..,act=..,dtype=.."};
   }
-  core::MoeProblem p;
-  p.num_tokens = m;
-  p.hidden_size = key.hidden_size;
-  p.intermediate_size = key.intermediate_size;
-  p.num_experts = key.num_experts;
-  p.top_k = key.top_k;
-  p.activation = *key.activation;
-  p.dtype = key.dtype;
-  if (key.family == "cpu_tiled") p.arch = "cpu";
-  return p;
+  return core::problem_for_key(key, m);
 }
 
 std::string backend_for_family(std::string const& family) {

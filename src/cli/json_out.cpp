@@ -8,15 +8,12 @@
 #include "core/json_text.hpp"
 
 namespace moetune::cli {
-namespace {
 
 std::string join(std::vector<std::string> const& items, std::string const& sep) {
   std::string out;
   for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
   return out;
 }
-
-}  // namespace
 
 // One escaping and number rule for every JSON line moetune writes (tuner/flat_json.hpp).
 std::string json_quote(std::string_view s) { return tuner::json_string(s); }

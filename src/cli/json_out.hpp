@@ -16,6 +16,8 @@ namespace moetune::cli {
 
 /// A JSON string literal for `s` (quotes, backslashes and control characters escaped).
 std::string json_quote(std::string_view s);
+/// items joined by sep ("a, b, c").
+std::string join(std::vector<std::string> const& items, std::string const& sep);
 /// A JSON number for `v` (shortest round-trip form; non-finite values become null).
 std::string json_number(double v);
 

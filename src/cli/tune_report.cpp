@@ -14,12 +14,6 @@
 namespace moetune::cli {
 namespace {
 
-std::string join(std::vector<std::string> const& items, std::string const& sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
 std::string timing_text(tuner::TimingStats const& s) {
   return format_us(s.median_us) + " us [" + format_us(s.ci_low_us) + ", " +
          format_us(s.ci_high_us) + "]";

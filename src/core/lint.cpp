@@ -52,6 +52,7 @@ MoeProblem problem_for_key(TableKey const& key, int64_t m) {
   p.top_k = key.top_k == 0 ? 1 : key.top_k;
   p.activation = key.activation.value_or(Activation::kSiluGated);
   p.dtype = key.dtype;
+  if (key.family == "cpu_tiled") p.arch = "cpu";  // the cpu backend's own tables
   return p;
 }
 

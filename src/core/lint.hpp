@@ -49,7 +49,8 @@ struct LintOptions {
   int64_t tiny_m_bucket = 32;  ///< buckets <= this (or <= the policy's threshold) are tiny-M rows
 };
 
-/// The problem a table's key describes, at M (unknown fields stay 0 / silu).
+/// The problem a table's key describes, at M (unknown fields stay 0 / silu; arch "cpu" for the
+/// cpu_tiled family, else the default sm_90a).
 MoeProblem problem_for_key(TableKey const& key, int64_t m);
 
 /// True when `source` records a measurement showing the row beats the default:

@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/config.hpp"
+#include "core/lint.hpp"
 #include "core/table.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "tuner/flat_json.hpp"
@@ -32,15 +33,7 @@ core::Result<core::MoeProblem> problem_of(core::TableKey const& key, std::string
                "cannot be checked or compiled; regenerate it with `moetune materialize` "
                "or `moetune tune`");
   }
-  core::MoeProblem p;
-  p.hidden_size = key.hidden_size;
-  p.intermediate_size = key.intermediate_size;
-  p.num_experts = key.num_experts;
-  p.top_k = key.top_k;
-  p.activation = *key.activation;
-  p.dtype = key.dtype;
-  p.arch = key.family == kernels::cpu::kCpuFamily ? "cpu" : "sm_90a";
-  return p;
+  return core::problem_for_key(key, 0);
 }
 
 core::Status prewarm_row(core::Table const& t, std::string const& file, int64_t bucket,
