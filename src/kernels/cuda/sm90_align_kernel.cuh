@@ -26,6 +26,20 @@ struct AlignParams {
   int max_blocks;
 };
 
+/// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
+/// their successor's offset, so the last one wins). offsets: [num_experts + 1], ascending.
+MOETUNE_DEVICE int expert_of_row(const int* offsets, int num_experts, int row) {
+  int lo = 0, hi = num_experts - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (offsets[mid] <= row)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 template <int kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __shared__ int counts[kMaxExperts];
@@ -69,20 +83,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   const int total_blocks = total_rows / kBlockM;
   if (tid == 0) *p.num_blocks = total_blocks;
   for (int b = tid; b < p.max_blocks; b += blockDim.x) {
-    int e = -1;
-    if (b < total_blocks) {
-      // Binary search: the last expert whose offset <= b * kBlockM (empty experts share offsets).
-      int lo = 0, hi = p.num_experts - 1, row = b * kBlockM;
-      while (lo < hi) {
-        int mid = (lo + hi + 1) >> 1;
-        if (offsets[mid] <= row)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
-      e = lo;
-    }
-    p.block_expert[b] = e;
+    p.block_expert[b] = b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
   }
   for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
   __syncthreads();
@@ -162,19 +163,7 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   const int total_blocks = total_rows / kBlockM;
   if (threadIdx.x == 0) *p.base.num_blocks = total_blocks;
   for (int b = threadIdx.x; b < p.base.max_blocks; b += blockDim.x) {
-    int e = -1;
-    if (b < total_blocks) {
-      int lo = 0, hi = E - 1, row = b * kBlockM;
-      while (lo < hi) {
-        int mid = (lo + hi + 1) >> 1;
-        if (offsets[mid] <= row)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
-      e = lo;
-    }
-    p.base.block_expert[b] = e;
+    p.base.block_expert[b] = b < total_blocks ? expert_of_row(offsets, E, b * kBlockM) : -1;
   }
   for (int r = threadIdx.x; r < total_rows; r += blockDim.x) p.base.sorted_pairs[r] = -1;
 }
