@@ -138,6 +138,7 @@ struct Options {
   std::optional<core::Schedule> schedule_override;
   // --sweep-schedule S: the sweep only times candidates with schedule S.
   std::optional<core::Schedule> sweep_schedule;
+  bool sweep_decode_only = false;  // --sweep-decode-only: only the decode kernels (launch.swap_ab)
   int sweep_reps = 5;
 };
 
@@ -163,12 +164,14 @@ Options parse_options(int argc, char** argv) {
       o.schedule_override = must(core::parse_schedule(next()), "--schedule-override");
     else if (a == "--sweep-schedule")
       o.sweep_schedule = must(core::parse_schedule(next()), "--sweep-schedule");
+    else if (a == "--sweep-decode-only")
+      o.sweep_decode_only = true;
     else if (a == "--recipe")
       o.recipe = next();
     else
       die("unknown option " + a +
           " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R "
-          "--schedule-override S --sweep-schedule S)");
+          "--schedule-override S --sweep-schedule S --sweep-decode-only)");
   }
   return o;
 }
@@ -211,21 +214,28 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
 // block_m whose two winners sum lowest wins.
 core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates,
-                           std::optional<core::Schedule> only) {
+                           std::optional<core::Schedule> only, bool decode_only) {
   core::MoeConfig best = tb.backend().default_config(p);
   double best_total = 1e30;
   auto keep = [&](std::vector<core::KernelConfig> v) {
     if (only)
       std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
+    if (decode_only) std::erase_if(v, [](core::KernelConfig const& k) { return !k.launch.swap_ab; });
     return v;
   };
-  for (int bm : kernels::cuda::sm90_block_m_candidates(p)) {
-    auto c1 = keep(kernels::cuda::sm90_gemm_candidates(p, bm, true));
-    auto c2 = keep(kernels::cuda::sm90_gemm_candidates(p, bm, false));
+  // The backend's per-GEMM spaces (one per block_m, plus the decode kernels at tiny M).
+  for (core::GemmSpace const& space : tb.backend().gemm_search_space(p)) {
+    auto c1 = keep(space.gemm1);
+    auto c2 = keep(space.gemm2);
     if (c1.empty() || c2.empty()) continue;
+    // Each GEMM is timed alone against the space's base partner (decode needs a decode partner).
+    const core::KernelConfig base1 =
+        space.base.gemm1.launch.swap_ab == c1.front().launch.swap_ab ? space.base.gemm1 : c1.front();
+    const core::KernelConfig base2 =
+        space.base.gemm2.launch.swap_ab == c2.front().launch.swap_ab ? space.base.gemm2 : c2.front();
     std::vector<core::MoeConfig> all;
-    for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = c2.front()});
-    for (auto const& b : c2) all.push_back({.gemm1 = c1.front(), .gemm2 = b});
+    for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = base2});
+    for (auto const& b : c2) all.push_back({.gemm1 = base1, .gemm2 = b});
     precompile(p, all);
     candidates += static_cast<int>(all.size());
     auto pick = [&](std::vector<core::KernelConfig> const& cands, bool first,
@@ -233,8 +243,9 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
       core::KernelConfig win = cands.front();
       best_us = 1e30;
       for (auto const& k : cands) {
-        core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = c2.front()}
-                                  : core::MoeConfig{.gemm1 = c1.front(), .gemm2 = k};
+        core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = base2}
+                                  : core::MoeConfig{.gemm1 = base1, .gemm2 = k};
+        if (!tb.backend().can_implement(p, c).ok()) continue;
         auto t = tb.time_stages(c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2,
                                 1, reps);
         if (t.ok() && t->median_us < best_us) {
@@ -301,10 +312,12 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   auto stage = [&](unsigned mask) {
     return must(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
   };
-  pt.align_us = stage(kernels::cuda::kStageAlign);
+  // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch.
+  const bool decode = best.gemm1.launch.swap_ab;
+  pt.align_us = decode ? 0.0 : stage(kernels::cuda::kStageAlign);
   pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
   pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
-  pt.combine_us = stage(kernels::cuda::kStageCombine);
+  pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
   pt.config_json =
@@ -424,7 +437,8 @@ int main(int argc, char** argv) {
           }
         }
       } else if (opt.sweep) {
-        best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule);
+        best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule,
+                          opt.sweep_decode_only);
       }
       check_point(*tb, pt, best);
       time_point(*tb, nvml, pt, best, dflt);

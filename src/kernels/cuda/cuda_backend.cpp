@@ -129,6 +129,45 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
   return out;
 }
 
+namespace {
+double pairs_per_expert(core::MoeProblem const& p) {
+  return p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+}
+int decode_block_m(core::MoeProblem const& p) {
+  int bm = 1;
+  while (bm < 8 && bm < p.num_tokens) bm *= 2;
+  return bm;
+}
+}  // namespace
+
+core::KernelConfig sm90_decode_base(core::MoeProblem const& p) {
+  core::KernelConfig k;
+  k.tile = {.block_m = decode_block_m(p), .block_n = 8, .block_k = 256, .group_m = 1};
+  k.pipeline = {.num_warps = 4, .num_stages = 2, .split_k = 1};
+  k.launch.swap_ab = true;
+  return k;
+}
+
+std::vector<core::KernelConfig> sm90_decode_candidates(core::MoeProblem const& p, bool is_gemm1) {
+  std::vector<core::KernelConfig> out;
+  if (pairs_per_expert(p) > 2) return out;  // beyond decode: the GEMM kernels reuse weights
+  for (int bn : {4, 8, 16, 32}) {
+    for (int warps : {4, 8}) {
+      for (int rows : {1, 2, 4}) {
+        for (int bk : {256, 512}) {
+          core::KernelConfig k = sm90_decode_base(p);
+          k.tile.block_n = bn;
+          k.tile.block_k = bk;
+          k.pipeline.num_warps = warps;
+          k.pipeline.num_stages = rows;
+          if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::vector<core::MoeConfig> CudaBackend::search_space(core::MoeProblem const& p) const {
   std::vector<core::MoeConfig> out;
   for (int bm : sm90_block_m_candidates(p)) {
@@ -141,6 +180,9 @@ std::vector<core::MoeConfig> CudaBackend::search_space(core::MoeProblem const& p
         if (a == b) out.push_back({.gemm1 = a, .gemm2 = b});
       }
     }
+  }
+  for (auto const& k : sm90_decode_candidates(p, true)) {
+    if (gemm_geometry(p, k, false).ok()) out.push_back({.gemm1 = k, .gemm2 = k});
   }
   return out;
 }
@@ -160,6 +202,13 @@ std::vector<core::GemmSpace> CudaBackend::gemm_search_space(core::MoeProblem con
     if (!gemm_geometry(p, b2, false).ok()) b2 = s.gemm2.front();
     s.base = {.gemm1 = s.gemm1.front(), .gemm2 = b2};
     out.push_back(std::move(s));
+  }
+  core::GemmSpace d{.block_m = decode_block_m(p),
+                    .gemm1 = sm90_decode_candidates(p, true),
+                    .gemm2 = sm90_decode_candidates(p, false)};
+  if (!d.gemm1.empty() && !d.gemm2.empty()) {
+    d.base = {.gemm1 = sm90_decode_base(p), .gemm2 = sm90_decode_base(p)};
+    out.push_back(std::move(d));
   }
   return out;
 }

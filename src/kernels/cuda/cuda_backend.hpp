@@ -27,7 +27,8 @@ class CudaBackend final : public core::Backend {
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override;
   /// Per block_m of sm90_block_m_candidates: sm90_gemm_candidates of each GEMM (GEMM1 and GEMM2
   /// are separate launches, so each is chosen on its own); base GEMM2 = mma.sync
-  /// m<block_m>n64k64g8w4s4 (else the first GEMM2 candidate), the same at every M.
+  /// m<block_m>n64k64g8w4s4 (else the first GEMM2 candidate), the same at every M. At tiny M
+  /// one more space: the decode kernels (sm90_decode_candidates), base sm90_decode_base.
   std::vector<core::GemmSpace> gemm_search_space(core::MoeProblem const& problem) const override;
 
  private:
@@ -41,6 +42,11 @@ core::Result<core::DeviceInfo> query_cuda_device();
 /// Candidate KernelConfigs of one GEMM for block_m (used by search_space and the bench sweep).
 std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, int block_m,
                                                      bool is_gemm1);
+/// The decode kernels (launch.swap_ab) at tiny M (pairs per expert <= 2), else none: block_m =
+/// pairs per pass (M rounded up to a power of two, at most 8), GEMM1 and GEMM2 lists equal.
+std::vector<core::KernelConfig> sm90_decode_candidates(core::MoeProblem const& p, bool is_gemm1);
+/// The decode base config (GEMM1's stage-1 partner and a search_space entry).
+core::KernelConfig sm90_decode_base(core::MoeProblem const& p);
 /// block_m candidates for the regime of M.
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p);
 

@@ -112,7 +112,7 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   // A tiny translation unit that includes the kernel file; instantiations come from name exprs.
   const std::string main_src =
       "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_ws_kernel.cuh\"\n"
-      "#include \"sm90_align_kernel.cuh\"\n"
+      "#include \"sm90_align_kernel.cuh\"\n#include \"sm90_decode_kernel.cuh\"\n"
       "#include \"sm90_reference_kernel.cuh\"\n";
   std::vector<const char*> hdr_text, hdr_name;
   for (auto const& [name, text] : sources) {

@@ -74,6 +74,13 @@ MOETUNE_DEVICE void pdl_launch_dependents() {
 }
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
+/// Sum over the warp's lanes with a fixed xor tree (deterministic); every lane gets the total.
+MOETUNE_DEVICE float warp_sum(float v) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+
 MOETUNE_DEVICE float act_silu(float g) { return g / (1.0f + __expf(-g)); }
 MOETUNE_DEVICE float act_relu2(float h) {
   float r = h > 0.0f ? h : 0.0f;

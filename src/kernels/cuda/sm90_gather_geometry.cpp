@@ -14,6 +14,79 @@ core::Error reject(std::string_view gemm, std::string msg) {
   return core::make_error(ErrorCode::kUnsupported, "sm90_gather", std::string(gemm) + "." + msg);
 }
 
+/// Geometry of the decode kernels (launch.swap_ab), or why not.
+core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                           bool is_gemm1) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const auto& t = k.tile;
+  const auto& pl = k.pipeline;
+  const auto& l = k.launch;
+  const std::string pre = "launch.swap_ab = true (decode kernels) ";
+  if (l.schedule != core::Schedule::kAuto) {
+    return reject(gemm, pre + "runs CUDA-core dot products, not " +
+                            std::string(core::to_string(l.schedule)) + "; use schedule auto");
+  }
+  if (t.block_m < 1 || t.block_m > 16 || !is_pow2(t.block_m)) {
+    return reject(gemm, pre + "takes tile.block_m = pairs per pass in 1, 2, 4, 8, 16; saw " +
+                            std::to_string(t.block_m));
+  }
+  if (t.block_n < 1 || t.block_n > 256) {
+    return reject(gemm, pre + "takes tile.block_n = columns per CTA in 1..256; saw " +
+                            std::to_string(t.block_n));
+  }
+  if (t.block_k != 256 && t.block_k != 512) {
+    return reject(gemm, pre + "takes tile.block_k = 256 or 512 (one or two 16-byte vectors per "
+                              "lane and step); saw " + std::to_string(t.block_k));
+  }
+  if (t.group_m != 1 || pl.split_k != 1) {
+    return reject(gemm, pre + "has no raster or split-K; use group_m = 1 and split_k = 1");
+  }
+  if (pl.num_stages != 1 && pl.num_stages != 2 && pl.num_stages != 4) {
+    return reject(gemm, pre + "takes pipeline.num_stages = rows each warp streams at once in 1, "
+                              "2, 4; saw " + std::to_string(pl.num_stages));
+  }
+  if (!is_pow2(pl.num_warps) || pl.num_warps > 16) {
+    return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
+                            " is not 1, 2, 4, 8 or 16");
+  }
+  if (l.cluster_m != 1 || l.cluster_n != 1 || l.num_threads != 0) {
+    return reject(gemm, pre + "uses no cluster and no cpu threads; use cluster 1x1, threads 0");
+  }
+  if (p.hidden_size % 8 != 0 || p.intermediate_size % 8 != 0) {
+    return reject(gemm, pre + "reads 16-byte vectors: K and I must be multiples of 8; saw K = " +
+                            std::to_string(p.hidden_size) +
+                            ", I = " + std::to_string(p.intermediate_size));
+  }
+  GemmGeometry g;
+  g.decode = true;
+  g.block_m = t.block_m;
+  g.block_n = t.block_n;
+  g.block_k = t.block_k;
+  g.warps_m = pl.num_warps;
+  g.warps_n = 1;
+  g.stages = pl.num_stages;
+  g.group_m = 1;
+  g.gated = is_gemm1 && core::is_gated(p.activation);
+  const int vec = t.block_k / 256;
+  const int regs = is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec)
+                            : g.stages * (1 + 4 * vec);
+  if (regs > 160) {
+    return reject(gemm, pre + "needs " + std::to_string(regs) +
+                            " registers per lane for accumulators and loads (rows x halves x "
+                            "(block_m + 4 x block_k / 256)), over 160; use fewer rows "
+                            "(num_stages), a smaller block_m or block_k 256");
+  }
+  if (!is_gemm1) {
+    g.decode_smem = static_cast<int>(p.top_k) * g.block_n * 4;
+    if (g.decode_smem > 48 * 1024) {
+      return reject(gemm, pre + "keeps top_k x block_n partial dots in shared memory: " +
+                              std::to_string(g.decode_smem) +
+                              " bytes, over 48 KB; use a smaller block_n");
+    }
+  }
+  return g;
+}
+
 }  // namespace
 
 int act_id(core::Activation a) {
@@ -35,6 +108,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
   const int64_t k_dim = is_gemm1 ? p.hidden_size : p.intermediate_size;
   const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
+  if (k.launch.swap_ab) return decode_geometry(p, k, is_gemm1);
   const auto& t = k.tile;
   if (t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) {
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
@@ -87,9 +161,6 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " is out of range; the cp.async pipeline needs 2..8 stages");
   }
   const auto& l = k.launch;
-  if (l.swap_ab) {
-    return reject(gemm, "launch.swap_ab = true is not implemented by sm90_gather v1; use false");
-  }
   if (l.cluster_m != 1 || l.cluster_n != 1) {
     return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
                             std::to_string(l.cluster_n) +
@@ -233,6 +304,14 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
             " differs from gemm2.tile.block_m = " + std::to_string(c.gemm2.tile.block_m) +
             "; both GEMMs read the align step's padding, so they must be equal");
   }
+  if (c.gemm1.launch.swap_ab != c.gemm2.launch.swap_ab) {
+    return core::make_error(
+        ErrorCode::kUnsupported, "sm90_gather",
+        std::string("gemm1.launch.swap_ab = ") + (c.gemm1.launch.swap_ab ? "true" : "false") +
+            " but gemm2.launch.swap_ab = " + (c.gemm2.launch.swap_ab ? "true" : "false") +
+            "; the decode GEMM1 writes h in pair order, which only the decode GEMM2 reads: set "
+            "both or neither");
+  }
   auto g1 = gemm_geometry(p, c.gemm1, true);
   if (!g1.ok()) return g1.error();
   auto g2 = gemm_geometry(p, c.gemm2, false);
@@ -241,6 +320,14 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
 }
 
 std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  if (g.decode) {
+    const std::string tail = std::to_string(g.block_n) + "," + std::to_string(g.warps_m) + "," +
+                             std::to_string(g.stages) + "," + std::to_string(g.block_k / 256) +
+                             ">";
+    if (!is_gemm1) return "&moetune_dev::moe_decode_gemm2_kernel<" + tail;
+    return "&moetune_dev::moe_decode_gemm1_kernel<" + std::to_string(act) + "," +
+           (g.gated ? "true" : "false") + "," + std::to_string(g.block_m) + "," + tail;
+  }
   if (g.mma == 2) {
     return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +
            std::to_string(g.block_n) + "," + std::to_string(g.stages) + "," +

@@ -27,12 +27,20 @@ struct GemmGeometry {
   /// 0 = mma.sync main loop (schedule auto), 1 = cp.async + wgmma (schedule cooperative),
   /// 2 = TMA + warp-specialised persistent wgmma (schedule tma_ws).
   int mma = 0;
+  /// launch.swap_ab: the decode kernels (sm90_decode_kernel.cuh): no align, no combine launch;
+  /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
+  /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.
+  bool decode = false;
+  int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
 
   /// Threads per CTA: the MMA warps, plus the producer warpgroup of schedule tma_ws.
   int threads() const { return warps_m * warps_n * 32 + (mma == 2 ? 128 : 0); }
   int b_rows() const { return gated ? 2 * block_n : block_n; }
   /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
-  int smem_bytes() const { return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0); }
+  int smem_bytes() const {
+    if (decode) return decode_smem;
+    return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0);
+  }
   /// Persistent kernels launch at most one CTA per SM and loop over tiles.
   bool persistent() const { return mma == 2; }
   /// fp32 accumulator registers per thread.

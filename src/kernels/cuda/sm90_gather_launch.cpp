@@ -39,6 +39,14 @@ struct GemmParams {
   const float* topk_weights;
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks;
 };
+struct DecodeParams {  // sm90_decode_kernel.cuh
+  const void* a;
+  const void* b;
+  void* out;
+  const int32_t* topk_ids;
+  const float* topk_weights;
+  int k_dim, n_dim, b_rows_per_expert, top_k, num_pairs, num_experts;
+};
 struct CombineParams {
   const void* y;
   void* out;
@@ -162,10 +170,14 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   auto g1 = gemm_geometry(p, c.gemm1, true);
   auto g2 = gemm_geometry(p, c.gemm2, false);
   const int act = act_id(p.activation);
+  if (g1->decode) {  // the decode kernels route and combine themselves
+    return std::vector<std::string>{gemm_name_expr(*g1, act, true),
+                                    gemm_name_expr(*g2, act, false)};
+  }
   return std::vector<std::string>{
-      align_expr(g1->block_m),
       gemm_name_expr(*g1, act, true),
       gemm_name_expr(*g2, act, false),
+      align_expr(g1->block_m),
       kCombineExpr,
       "&moetune_dev::moe_align_count_kernel",
       "&moetune_dev::moe_align_scan_kernel<" + std::to_string(g1->block_m) + ">",
@@ -193,7 +205,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   k->ptxas_log = mod->ptxas_log;
   k->compile_ms = mod->compile_ms;
   k->from_cache = mod->from_cache;
-  cudaKernel_t* slots[] = {&k->align,       &k->gemm1,      &k->gemm2,        &k->combine,
+  // In sm90_gather_name_exprs order (the decode kernels: the first two only).
+  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,        &k->combine,
                            &k->align_count, &k->align_scan, &k->align_scatter};
   for (size_t i = 0; i < exprs->size(); ++i) {
     MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
@@ -201,9 +214,11 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
-  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          k->g1.smem_bytes()));
+  if (!k->g1.decode) {
+    MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1),
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            k->g1.smem_bytes()));
+  }
   MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm2),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           k->g2.smem_bytes()));
@@ -236,6 +251,30 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   void* y = ws + w.y;
   const int pairs = static_cast<int>(core::num_pairs(p));
   const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, k.g1.block_m));
+
+  if (k.g1.decode) {  // two launches: GEMM1 routes itself, GEMM2 combines itself
+    const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
+    if (stages & kStageGemm1) {
+      DecodeParams dp{args.x, args.w1, h, args.topk_ids, args.topk_weights, kd, n1,
+                      static_cast<int>(core::gemm1_n(p)), static_cast<int>(p.top_k), pairs,
+                      static_cast<int>(p.num_experts)};
+      void* params[] = {&dp};
+      const dim3 grid(static_cast<unsigned>(pairs),
+                      static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
+      MOETUNE_CUDA_CHECK(launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream,
+                                fast_paths.pdl));
+    }
+    if (stages & kStageGemm2) {
+      DecodeParams dp{h,  args.w2, args.out, args.topk_ids, args.topk_weights, n1, kd, kd,
+                      static_cast<int>(p.top_k), pairs, static_cast<int>(p.num_experts)};
+      void* params[] = {&dp};
+      const dim3 grid(static_cast<unsigned>(p.num_tokens),
+                      static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
+      MOETUNE_CUDA_CHECK(launch(k.gemm2, grid, dim3(k.g2.threads()), params,
+                                static_cast<size_t>(k.g2.smem_bytes()), stream, fast_paths.pdl));
+    }
+    return core::Status::Ok();
+  }
 
   if ((stages & kStageAlign) && fast_paths.align_multi_cta && pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,

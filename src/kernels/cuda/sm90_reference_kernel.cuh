@@ -22,11 +22,6 @@ struct RefParams {
   int num_sample, k_dim, i_dim, top_k, act, gated;
 };
 
-MOETUNE_DEVICE float warp_sum(float v) {
-  for (int d = 16; d > 0; d >>= 1) v += __shfl_xor_sync(0xffffffffu, v, d);
-  return v;
-}
-
 __global__ void __launch_bounds__(256) moe_ref_gemm1_kernel(RefParams p) {
   const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;

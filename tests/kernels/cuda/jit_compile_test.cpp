@@ -2,12 +2,14 @@
 // can_implement reasons, the default config, and NVRTC compiles of configs tables name.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
 
 #include "../../core/temp_dir.hpp"
 
+#include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
@@ -155,6 +157,79 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
       EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
     }
   }
+}
+
+// The decode kernels (launch.swap_ab) of the tiny-M space compile without spills, gated and not:
+// every GEMM1 and GEMM2 candidate of S1 and S2 at M = 4, one module each (a fresh cache).
+TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
+  const std::string cache = moetune::testing::unique_temp_dir("jit_decode");
+  ASSERT_FALSE(cache.empty());
+  const char* old = std::getenv("MOETUNE_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  ::setenv("MOETUNE_CACHE_DIR", cache.c_str(), 1);
+  struct Restore {
+    std::string saved;
+    bool had;
+    std::string dir;
+    ~Restore() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      if (had)
+        ::setenv("MOETUNE_CACHE_DIR", saved.c_str(), 1);
+      else
+        ::unsetenv("MOETUNE_CACHE_DIR");
+    }
+  } restore{saved, old != nullptr, cache};
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
+    core::MoeProblem p = s1();
+    p.activation = act;
+    p.num_tokens = 4;
+    auto g1 = sm90_decode_candidates(p, true);
+    auto g2 = sm90_decode_candidates(p, false);
+    ASSERT_GE(g1.size(), 24u);
+    ASSERT_GE(g2.size(), 24u);
+    std::vector<std::string> exprs;
+    for (auto const& k : g1) {
+      core::MoeConfig c{.gemm1 = k, .gemm2 = sm90_decode_base(p)};
+      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+      exprs.push_back((*sm90_gather_name_exprs(p, c))[0]);
+    }
+    for (auto const& k : g2) {
+      core::MoeConfig c{.gemm1 = sm90_decode_base(p), .gemm2 = k};
+      exprs.push_back((*sm90_gather_name_exprs(p, c))[1]);
+    }
+    std::sort(exprs.begin(), exprs.end());
+    exprs.erase(std::unique(exprs.begin(), exprs.end()), exprs.end());
+    auto m = compile_module(exprs);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    const std::regex spill(R"((\d+) bytes spill (stores|loads))");
+    int lines = 0;
+    for (std::sregex_iterator it(m->ptxas_log.begin(), m->ptxas_log.end(), spill), e; it != e;
+         ++it, ++lines) {
+      EXPECT_EQ((*it)[1].str(), "0") << m->ptxas_log;
+    }
+    EXPECT_GE(lines, static_cast<int>(exprs.size())) << "no ptxas -v report per kernel";
+  }
+}
+
+TEST(Sm90Geometry, DecodeNeedsSwapAbOnBothGemmsAndSaysWhy) {
+  core::MoeProblem p = s1();
+  p.num_tokens = 4;
+  core::MoeConfig c{.gemm1 = sm90_decode_base(p), .gemm2 = sm90_decode_base(p)};
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  c.gemm2.launch.swap_ab = false;  // negative twin: one GEMM decode, the other not
+  auto st = sm90_can_implement(p, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("set both or neither"), std::string::npos)
+      << st.error().message;
+  c.gemm2 = c.gemm1;
+  c.gemm1.pipeline.num_stages = 3;
+  st = sm90_can_implement(p, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("gemm1.launch.swap_ab = true (decode kernels) takes "
+                                    "pipeline.num_stages"),
+            std::string::npos)
+      << st.error().message;
 }
 
 TEST(Sm90Geometry, TmaWarpSpecialisedRejectsAWrongWarpCountNamingTheProducer) {

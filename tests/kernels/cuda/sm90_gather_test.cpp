@@ -54,6 +54,16 @@ float bf16f(uint16_t v) {
   return f;
 }
 
+// A decode (launch.swap_ab) config: block_m pairs per pass, block_n columns per CTA, `rows` rows
+// per warp in flight, block_k 256 x vec.
+MoeConfig decode(int bm, int bn, int warps, int rows, int bk) {
+  core::KernelConfig k;
+  k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = 1};
+  k.pipeline = {.num_warps = warps, .num_stages = rows, .split_k = 1};
+  k.launch.swap_ab = true;
+  return {.gemm1 = k, .gemm2 = k};
+}
+
 // The CPU fp64 reference of the prepared problem (computed once per prepare).
 std::vector<double> fp64_reference(CudaTestbed& tb) {
   auto in = tb.download_inputs();
@@ -136,6 +146,15 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.tile.block_n = 160;
         cfgs.push_back(c);
       }
+      // Decode kernels at every M (several passes and gather rounds at large M): one pair per
+      // pass, and 4 pairs with two rows per warp, 512-wide steps and partial column chunks.
+      cfgs.push_back(decode(1, 8, 4, 1, 256));
+      {
+        MoeConfig c = decode(4, 24, 8, 2, 512);
+        c.gemm2.tile.block_n = 40;
+        c.gemm2.pipeline.num_stages = 4;
+        cfgs.push_back(c);
+      }
       for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
         MoeConfig c;
         c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 64 : 40, .block_k = 64, .group_m = 3};
@@ -161,15 +180,21 @@ TEST_F(Sm90Gather, HandlesAllTokensOnOneExpertAndTopK1) {
     core::RoutingProfile r;
     r.kind = core::RoutingKind::kSingleExpert;
     ASSERT_TRUE(tb_->prepare(p, r, 3).ok());
-    expect_matches_fp64(*tb_, tb_->backend().default_config(p), fp64_reference(*tb_),
+    const auto ref = fp64_reference(*tb_);
+    expect_matches_fp64(*tb_, tb_->backend().default_config(p), ref,
                         "single expert top1 M=" + std::to_string(m));
+    // Decode: one CTA owns all M pairs (gather rounds of 128 at M = 300).
+    expect_matches_fp64(*tb_, decode(8, 16, 4, 2, 256), ref,
+                        "decode single expert top1 M=" + std::to_string(m));
   }
   p.top_k = 4;
   p.num_tokens = 129;
   core::RoutingProfile r;
   r.kind = core::RoutingKind::kZipf;  // many experts with zero tokens
   ASSERT_TRUE(tb_->prepare(p, r, 5).ok());
-  expect_matches_fp64(*tb_, tb_->backend().default_config(p), fp64_reference(*tb_), "zipf top4");
+  const auto ref = fp64_reference(*tb_);
+  expect_matches_fp64(*tb_, tb_->backend().default_config(p), ref, "zipf top4");
+  expect_matches_fp64(*tb_, decode(2, 8, 4, 4, 512), ref, "decode zipf top4");
 }
 
 TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
@@ -200,6 +225,17 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
       auto b = tb_->check(cfg);
       ASSERT_TRUE(b.ok());
       EXPECT_EQ(a->digest, b->digest) << core::to_string(p);
+      if (m <= 64) {  // the decode kernels at the benchmark shapes: within the band, deterministic
+        const MoeConfig d = decode(m == 1 ? 1 : 8, 8, 8, 2, 512);
+        auto d1 = tb_->check(d);
+        ASSERT_TRUE(d1.ok()) << d1.error().to_string();
+        EXPECT_TRUE(d1->all_written && d1->all_finite) << "decode " << core::to_string(p);
+        EXPECT_LE(d1->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2)
+            << "decode " << core::to_string(p);
+        auto d2 = tb_->check(d);
+        ASSERT_TRUE(d2.ok());
+        EXPECT_EQ(d1->digest, d2->digest) << "decode, " << core::to_string(p);
+      }
       if (m >= 1000) {
         // 64-row tiles split over two consumer warpgroups: within the band, deterministic.
         auto split = cfg;

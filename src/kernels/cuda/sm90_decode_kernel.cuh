@@ -1,0 +1,271 @@
+// sm90_decode_kernel.cuh: the tiny-M path of the sm90_gather family (KernelConfig.launch.swap_ab):
+// the whole layer in two launches, no align and no combine launch. Weights are streamed once at
+// HBM rate by CUDA-core dot products (weights on the "M" side, the few tokens on "N": swap-AB).
+//   GEMM1 (moe_decode_gemm1_kernel): grid (pair p, column chunk). The CTA of the first pair of each
+//     expert (in pair order) takes every pair of that expert, found from topk_ids in the kernel
+//     itself; it streams its block_n rows of w1 (gate and up for silu) once per kBlockM pairs and
+//     writes h[pair, I] = act(w1[e] @ x[token(pair)]) (bf16, pair order). Other CTAs leave at once.
+//   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of row c of
+//     w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
+//     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
+// Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
+// top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
+// [0, E) contribute nothing. Knobs (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass,
+// kBlockN columns per CTA, kWarps, kRows rows each warp streams at once (pipeline.num_stages),
+// kVec 16-byte vectors per lane per row and step (block_k / 256).
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+#pragma once
+
+#include "sm90_common.cuh"
+
+namespace moetune_dev {
+
+struct DecodeParams {
+  const moe_bf16* a;          // GEMM1: x [M, K]; GEMM2: h [M * top_k, I]
+  const moe_bf16* b;          // GEMM1: w1 [E, N1, K]; GEMM2: w2 [E, K, I]
+  moe_bf16* out;              // GEMM1: h [M * top_k, I]; GEMM2: out [M, K]
+  const int* topk_ids;        // [M * top_k]
+  const float* topk_weights;  // [M * top_k]
+  int k_dim;                  // reduction size: K (GEMM1) or I (GEMM2)
+  int n_dim;                  // output columns: I (GEMM1) or K (GEMM2)
+  int b_rows_per_expert;      // N1 (GEMM1) or K (GEMM2)
+  int top_k;
+  int num_pairs;
+  int num_experts;
+};
+
+/// 16-byte weight load that skips L1 (each weight byte is read once).
+MOETUNE_DEVICE uint4 ld_stream_16(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+/// 16-byte activation load through L1 (the same x / h row is read by every warp).
+MOETUNE_DEVICE uint4 ld_cached_16(const void* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+MOETUNE_DEVICE void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
+/// acc += dot(w[0..8), x[0..8)) in element order.
+MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
+  const moe_u32 wv[4] = {w.x, w.y, w.z, w.w};
+  const moe_u32 xv[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    acc = fmaf(__uint_as_float(wv[i] << 16), __uint_as_float(xv[i] << 16), acc);
+    acc = fmaf(__uint_as_float(wv[i] & 0xffff0000u), __uint_as_float(xv[i] & 0xffff0000u), acc);
+  }
+  return acc;
+}
+
+constexpr int kDecodeBatch = 128;  // pairs of one expert gathered per round (shared memory)
+
+template <int kAct, bool kGated, int kBlockM, int kBlockN, int kWarps, int kRows, int kVec>
+__global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(DecodeParams p) {
+  constexpr int kHalves = kGated ? 2 : 1;
+  __shared__ int s_pairs[kDecodeBatch];
+  __shared__ int s_count, s_next;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  // Wait before letting GEMM2 launch: GEMM2 reads topk_ids before its own wait.
+  pdl_wait();
+  pdl_launch_dependents();
+  const int pair = blockIdx.x;
+  const int e = p.topk_ids[pair];
+  if (e < 0 || e >= p.num_experts) return;
+  int earlier = 0;
+  for (int q = threadIdx.x; q < pair; q += blockDim.x) earlier |= (p.topk_ids[q] == e);
+  if (__syncthreads_or(earlier)) return;  // an earlier pair's CTA owns this expert
+
+  const moe_bf16* w = p.b + (long long)e * p.b_rows_per_expert * p.k_dim;
+  const int nvec = p.k_dim >> 3;
+  const int col0 = blockIdx.y * kBlockN;
+  int pos = pair;
+  while (pos < p.num_pairs) {
+    // Warp 0 gathers the next kDecodeBatch pairs of expert e at or after pos, in pair order.
+    if (warp == 0) {
+      int count = 0, next = p.num_pairs;
+      for (int q0 = pos; q0 < p.num_pairs; q0 += 32) {
+        const int q = q0 + lane;
+        const bool hit = q < p.num_pairs && p.topk_ids[q] == e;
+        const unsigned mask = __ballot_sync(0xffffffffu, hit);
+        const int before = __popc(mask & ((1u << lane) - 1u));
+        const int room = kDecodeBatch - count;
+        if (hit && before < room) s_pairs[count + before] = q;
+        if (__popc(mask) > room) {  // full: the next round starts after the last pair taken
+          const unsigned last = __ballot_sync(0xffffffffu, hit && before == room - 1);
+          next = q0 + __ffs(last);
+          count = kDecodeBatch;
+          break;
+        }
+        count += __popc(mask);
+      }
+      if (lane == 0) {
+        s_count = count;
+        s_next = next;
+      }
+    }
+    __syncthreads();
+    const int count = s_count;
+    for (int g0 = 0; g0 < count; g0 += kBlockM) {
+      const int np = min(kBlockM, count - g0);
+      const moe_bf16* xrow[kBlockM];
+#pragma unroll
+      for (int i = 0; i < kBlockM; ++i) {
+        xrow[i] = p.a + (long long)(s_pairs[g0 + min(i, np - 1)] / p.top_k) * p.k_dim;
+      }
+      for (int it = warp; it < kBlockN; it += kWarps * kRows) {
+        float acc[kRows][kHalves][kBlockM];
+        const moe_bf16* wrow[kRows][kHalves];
+        bool valid[kRows];
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+          const int cl = it + r * kWarps;
+          const int col = col0 + cl;
+          valid[r] = cl < kBlockN && col < p.n_dim;
+#pragma unroll
+          for (int hh = 0; hh < kHalves; ++hh) {
+            wrow[r][hh] = w + (long long)(valid[r] ? col + hh * p.n_dim : 0) * p.k_dim;
+#pragma unroll
+            for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
+          }
+        }
+        for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+          uint4 wv[kRows][kHalves][kVec];
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+            for (int hh = 0; hh < kHalves; ++hh) {
+#pragma unroll
+              for (int j = 0; j < kVec; ++j) {
+                const int v = v0 + j * 32 + lane;
+                wv[r][hh][j] = (valid[r] && v < nvec) ? ld_stream_16(wrow[r][hh] + v * 8)
+                                                      : make_uint4(0, 0, 0, 0);
+              }
+            }
+          }
+#pragma unroll
+          for (int i = 0; i < kBlockM; ++i) {
+            if (i < np) {
+#pragma unroll
+              for (int j = 0; j < kVec; ++j) {
+                const int v = v0 + j * 32 + lane;
+                const uint4 xv = v < nvec ? ld_cached_16(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+                for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+                  for (int hh = 0; hh < kHalves; ++hh) {
+                    acc[r][hh][i] = dot8(wv[r][hh][j], xv, acc[r][hh][i]);
+                  }
+                }
+              }
+            }
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+          for (int i = 0; i < kBlockM; ++i) {
+            float v = warp_sum(acc[r][0][i]);
+            if (kGated) {
+              v = act_silu(v) * warp_sum(acc[r][kHalves - 1][i]);
+            } else {
+              v = apply_act<kAct>(v);
+            }
+            if (lane == i % 32 && i < np && valid[r]) {
+              const long long q = s_pairs[g0 + i];
+              p.out[q * p.n_dim + col0 + it + r * kWarps] =
+                  (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+            }
+          }
+        }
+      }
+    }
+    pos = s_next;
+    __syncthreads();  // s_pairs / s_next are rewritten by the next round
+  }
+}
+
+template <int kBlockN, int kWarps, int kRows, int kVec>
+__global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodeParams p) {
+  extern __shared__ float s_dot[];  // [top_k][kBlockN]
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int t = blockIdx.x;
+  const int col0 = blockIdx.y * kBlockN;
+  const int items = p.top_k * kBlockN;
+  const int nvec = p.k_dim >> 3;
+  // topk_ids and w2 are not written by GEMM1 (which waited for the previous grid before letting
+  // this one launch), so this CTA warms L2 with its weight rows while GEMM1 finishes.
+  for (int i = threadIdx.x; i < items * ((nvec + 7) >> 3); i += blockDim.x) {
+    const int item = i % items, line = i / items;
+    const int j = item / kBlockN, c = item % kBlockN;
+    const int e = p.topk_ids[t * p.top_k + j];
+    if (e >= 0 && e < p.num_experts && col0 + c < p.n_dim) {
+      prefetch_l2(p.b + ((long long)e * p.b_rows_per_expert + col0 + c) * p.k_dim + line * 64);
+    }
+  }
+  pdl_launch_dependents();
+  pdl_wait();  // h from GEMM1
+  for (int it = warp; it < items; it += kWarps * kRows) {
+    float acc[kRows];
+    const moe_bf16* wrow[kRows];
+    const moe_bf16* hrow[kRows];
+    bool valid[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const int item = it + r * kWarps;
+      const int j = item / kBlockN, c = item % kBlockN;
+      const int pair = t * p.top_k + j;
+      const int e = item < items ? p.topk_ids[pair] : -1;
+      valid[r] = item < items && e >= 0 && e < p.num_experts && col0 + c < p.n_dim;
+      wrow[r] = p.b + (valid[r] ? ((long long)e * p.b_rows_per_expert + col0 + c) * p.k_dim : 0);
+      hrow[r] = p.a + (valid[r] ? (long long)pair * p.k_dim : 0);
+      acc[r] = 0.0f;
+    }
+    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wv[kRows][kVec];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int v = v0 + j * 32 + lane;
+          wv[r][j] = (valid[r] && v < nvec) ? ld_stream_16(wrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int v = v0 + j * 32 + lane;
+          if (valid[r] && v < nvec) acc[r] = dot8(wv[r][j], ld_cached_16(hrow[r] + v * 8), acc[r]);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float v = warp_sum(acc[r]);
+      const int item = it + r * kWarps;
+      if (lane == 0 && item < items) s_dot[item] = valid[r] ? v : 0.0f;
+    }
+  }
+  __syncthreads();
+  for (int c = threadIdx.x; c < kBlockN; c += blockDim.x) {
+    if (col0 + c >= p.n_dim) continue;
+    float sum = 0.0f;
+    for (int j = 0; j < p.top_k; ++j) {
+      sum = fmaf(p.topk_weights[t * p.top_k + j], s_dot[j * kBlockN + c], sum);
+    }
+    p.out[(long long)t * p.n_dim + col0 + c] = (moe_bf16)(pack_bf16x2(sum, 0.0f) & 0xffffu);
+  }
+}
+
+}  // namespace moetune_dev
