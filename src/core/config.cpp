@@ -60,7 +60,10 @@ Status validate(KernelConfig const& k, std::string_view where) {
     return bad(where, "tile.block_n", k.tile.block_n,
                "a power of two in [1, 512] or a multiple of 8 in [8, 512]");
   }
-  if (!is_pow2_in(k.tile.block_k, 1, 512)) return bad(where, "tile.block_k", k.tile.block_k, pow2);
+  // block_k up to 4096: the decode kernels step through K in up to 2048 elements per warp.
+  if (!is_pow2_in(k.tile.block_k, 1, 4096)) {
+    return bad(where, "tile.block_k", k.tile.block_k, "a power of two in [1, 4096]");
+  }
   if (k.tile.group_m < 1) return bad(where, "tile.group_m", k.tile.group_m, ">= 1");
   if (!one_of(k.pipeline.num_warps, {1, 2, 4, 8, 16})) {
     return bad(where, "pipeline.num_warps", k.pipeline.num_warps, "one of 1, 2, 4, 8, 16");

@@ -71,8 +71,8 @@ struct MoeConfig {
 /// Both GEMMs set to the same config (how a vLLM row, which has one config, is read).
 MoeConfig uniform_config(KernelConfig const& k);
 
-/// Structural checks every family shares: every size >= 1, block sizes powers of two in [1, 512]
-/// (block_n may also be a multiple of 8 in [8, 512]),
+/// Structural checks every family shares: every size >= 1, block_m and block_n powers of two in
+/// [1, 512] (block_n may also be a multiple of 8 in [8, 512]), block_k a power of two in [1, 4096],
 /// group_m >= 1, num_warps in {1,2,4,8,16}, num_stages in [1, 8], split_k in [1, 64],
 /// cluster dims in {1,2,4}, num_threads >= 0. The error names the field and the allowed values.
 Status validate(KernelConfig const& k, std::string_view where = "");

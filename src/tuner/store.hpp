@@ -1,7 +1,8 @@
 // Store: every measurement of every tune run in one SQLite file (WAL, busy timeout), with its
 // provenance, so tables can be derived from it, a killed run resumes from it, and two tuners can
 // share it. The schema is versioned (STYLE 15): open() refuses a version outside
-// [kStoreOldestSupported, kStoreSchemaVersion] by name. Every write is one transaction.
+// [kStoreOldestSupported, kStoreSchemaVersion] by name. Every write is one transaction, committed
+// without an fsync (synchronous=NORMAL).
 //
 // Tables: schema_version(version); runs (one per `moetune tune`); measurements (one per candidate
 // per round: outcome, samples, median, CI, digest, ...); decisions (per bucket: winner, incumbent,
@@ -107,6 +108,9 @@ class Store {
   core::Result<std::vector<Measurement>> measurements(int64_t run = 0);
   core::Result<std::vector<Decision>> decisions(int64_t run = 0);
   core::Result<int64_t> count_runs();
+  /// This connection's `PRAGMA synchronous`: 1 (NORMAL) after open(), so a commit does not wait
+  /// for an fsync; a killed writer loses no committed measurement (see open() in store.cpp).
+  core::Result<int64_t> synchronous();
 
  private:
   Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

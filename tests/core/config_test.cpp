@@ -36,6 +36,14 @@ TEST(Config, ValidateNamesTheFieldAndTheAllowedValues) {
   EXPECT_EQ(st.error().to_string(),
             "row.gemm1: tile.block_m = 96 is not allowed; expected a power of two in "
             "[1, 512]");
+  KernelConfig deep;
+  deep.tile.block_k = 2048;  // the decode kernels' deepest step
+  EXPECT_TRUE(validate(deep).ok());
+  deep.tile.block_k = 8192;
+  Status const too_deep = validate(deep);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_EQ(too_deep.error().message,
+            "tile.block_k = 8192 is not allowed; expected a power of two in [1, 4096]");
   KernelConfig w;
   w.pipeline.num_warps = 3;
   EXPECT_FALSE(validate(w).ok());

@@ -154,7 +154,8 @@ std::vector<core::KernelConfig> sm90_decode_candidates(core::MoeProblem const& p
   for (int bn : {4, 8, 16, 32}) {
     for (int warps : {4, 8}) {
       for (int rows : {1, 2, 4}) {
-        for (int bk : {256, 512}) {
+        for (int bk : {256, 512, 1024, 2048}) {
+          if (rows * bk > 2048) continue;  // loads in flight per lane: rows x block_k / 256 <= 8
           core::KernelConfig k = sm90_decode_base(p);
           k.tile.block_n = bn;
           k.tile.block_k = bk;

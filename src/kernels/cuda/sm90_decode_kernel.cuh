@@ -50,9 +50,6 @@ MOETUNE_DEVICE uint4 ld_cached_16(const void* p) {
                : "l"(p));
   return r;
 }
-MOETUNE_DEVICE void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
 
 /// acc += dot(w[0..8), x[0..8)) in element order.
 MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
@@ -203,16 +200,6 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   const int col0 = blockIdx.y * kBlockN;
   const int items = p.top_k * kBlockN;
   const int nvec = p.k_dim >> 3;
-  // topk_ids and w2 are not written by GEMM1 (which waited for the previous grid before letting
-  // this one launch), so this CTA warms L2 with its weight rows while GEMM1 finishes.
-  for (int i = threadIdx.x; i < items * ((nvec + 7) >> 3); i += blockDim.x) {
-    const int item = i % items, line = i / items;
-    const int j = item / kBlockN, c = item % kBlockN;
-    const int e = p.topk_ids[t * p.top_k + j];
-    if (e >= 0 && e < p.num_experts && col0 + c < p.n_dim) {
-      prefetch_l2(p.b + ((long long)e * p.b_rows_per_expert + col0 + c) * p.k_dim + line * 64);
-    }
-  }
   pdl_launch_dependents();
   pdl_wait();  // h from GEMM1
   for (int it = warp; it < items; it += kWarps * kRows) {

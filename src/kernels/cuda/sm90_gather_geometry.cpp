@@ -34,9 +34,9 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
     return reject(gemm, pre + "takes tile.block_n = columns per CTA in 1..256; saw " +
                             std::to_string(t.block_n));
   }
-  if (t.block_k != 256 && t.block_k != 512) {
-    return reject(gemm, pre + "takes tile.block_k = 256 or 512 (one or two 16-byte vectors per "
-                              "lane and step); saw " + std::to_string(t.block_k));
+  if (t.block_k < 256 || t.block_k > 2048 || !is_pow2(t.block_k)) {
+    return reject(gemm, pre + "takes tile.block_k = 256, 512, 1024 or 2048 (1..8 16-byte "
+                              "vectors per lane and step); saw " + std::to_string(t.block_k));
   }
   if (t.group_m != 1 || pl.split_k != 1) {
     return reject(gemm, pre + "has no raster or split-K; use group_m = 1 and split_k = 1");

@@ -147,11 +147,13 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         cfgs.push_back(c);
       }
       // Decode kernels at every M (several passes and gather rounds at large M): one pair per
-      // pass, and 4 pairs with two rows per warp, 512-wide steps and partial column chunks.
+      // pass, and 4 pairs with 2 / 4 rows per warp, 1024 / 2048-wide steps (longer than K and
+      // I here: masked lanes) and partial column chunks.
       cfgs.push_back(decode(1, 8, 4, 1, 256));
       {
-        MoeConfig c = decode(4, 24, 8, 2, 512);
+        MoeConfig c = decode(4, 24, 8, 2, 1024);
         c.gemm2.tile.block_n = 40;
+        c.gemm2.tile.block_k = 2048;
         c.gemm2.pipeline.num_stages = 4;
         cfgs.push_back(c);
       }
