@@ -344,6 +344,9 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
 
 // Default rule (measured on H200, see docs/kernels.md once tuned tables exist):
 //   pairs per expert p = M * top_k / E.
+//   M <= 4 and p <= 1: the decode kernels (launch.swap_ab), GEMM1 n8 k512 4 warps 1 row, GEMM2
+//               n4 k512 8 warps 1 row (won at M = 1 on S1-S3 and M = 4 on S1/S2:
+//               bench/results/raw/2026-11-29-c35ea3c-decode-sweep.csv)
 //   p <= 1      tiny:  BM 16, GEMM1 BN 32 (2 warps) / GEMM2 BN 64 (4 warps), BK 128
 //   p <= 48     small: BM 16..64 matched to p, BN 64, BK 64, 4 warps, 4 stages
 //   otherwise   large: TMA + warp-specialised wgmma (tma_ws) BM 128, BN 128 (gated GEMM1) /
@@ -358,6 +361,18 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
   };
   const int bk_small = (p.hidden_size % 128 == 0 && p.intermediate_size % 128 == 0) ? 128 : 64;
+  if (p.num_tokens <= 4 && per_expert <= 1.0) {
+    // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
+    int bm = 1;
+    while (bm < p.num_tokens) bm *= 2;
+    set(g1, bm, 8, 512, 4, 1, 1);
+    set(g2, bm, 4, 512, 8, 1, 1);
+    g1.launch.swap_ab = g2.launch.swap_ab = true;
+    if (decode_geometry(p, g1, true).ok() && decode_geometry(p, g2, false).ok()) {
+      return {.gemm1 = g1, .gemm2 = g2};
+    }
+    g1 = g2 = core::KernelConfig{};  // K or I not a multiple of 8: the mma.sync rule below
+  }
   if (per_expert <= 1.0) {
     set(g1, 16, 32, bk_small, 2, 4, 1);
     set(g2, 16, 64, bk_small, 4, 4, 1);

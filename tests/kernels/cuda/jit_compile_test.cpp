@@ -24,6 +24,7 @@ core::MoeProblem s1() {
   p.intermediate_size = 1856;
   p.top_k = 6;
   p.activation = core::Activation::kRelu2;
+  p.num_tokens = 64;  // past the decode kernels' M (their default starts at M <= 4)
   return p;
 }
 
