@@ -10,13 +10,47 @@
 
 namespace moetune_dev {
 
+/// The pair id and routing weight of each accumulator row a thread holds ((mm, half) order),
+/// loaded ahead of the epilogue (the persistent kernel loads them before the tile's main loop, so
+/// the two dependent global loads never stall the store).
+template <int kRows>
+struct EpilogueRows {
+  int pair[kRows];
+  float scale[kRows];
+};
+
+/// Row info of thread `tid` for the tile rows row_pair[0..kBlockM) (shared or global memory):
+/// the pair ids now, the routing weights (GEMM2) in moe_epilogue_scales, which the persistent
+/// kernel calls once the tile's first wgmma is in flight (the weight load depends on the pair load).
+template <class Mainloop>
+MOETUNE_DEVICE EpilogueRows<Mainloop::kMmaM * 2> moe_epilogue_rows(int tid, const int* row_pair) {
+  EpilogueRows<Mainloop::kMmaM * 2> rows;
+  const int warp_m = (tid >> 5) / Mainloop::kWarpColumns;
+  const int lane = tid & 31;
+#pragma unroll
+  for (int i = 0; i < Mainloop::kMmaM * 2; ++i) {
+    const int r = warp_m * Mainloop::kWarpTileM + (i >> 1) * 16 + (lane >> 2) + (i & 1) * 8;
+    rows.pair[i] = row_pair[r];
+    rows.scale[i] = 1.0f;
+  }
+  return rows;
+}
+template <bool kIsGemm1, int kRows>
+MOETUNE_DEVICE void moe_epilogue_scales(EpilogueRows<kRows>& rows, const float* topk_weights) {
+  if (kIsGemm1) return;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    rows.scale[i] = rows.pair[i] >= 0 ? topk_weights[rows.pair[i]] : 1.0f;
+  }
+}
+
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
-/// row_pair: [kBlockM] pair id of each tile row (-1 = padding), in shared or global memory.
-/// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
+/// rows: moe_epilogue_rows of this thread. tid: the thread's index among the threads that hold
+/// the accumulators (warp = tid / 32).
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
-                                       const int* row_pair, long long row0, int n0, int n_dim,
-                                       const float* topk_weights) {
+                                       EpilogueRows<Mainloop::kMmaM * 2> const& rows,
+                                       long long row0, int n0, int n_dim) {
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -27,10 +61,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int r = warp_m * Mainloop::kWarpTileM + mm * 16 + (lane >> 2) + half * 8;
-      const int pair = row_pair[r];
+      const int pair = rows.pair[mm * 2 + half];
       if (pair < 0) continue;
       const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
-      const float scale = kIsGemm1 ? 1.0f : topk_weights[pair];
+      const float scale = rows.scale[mm * 2 + half];
       moe_bf16* out_ptr = out + out_row * n_dim;
 #pragma unroll
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
@@ -54,6 +88,16 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
       }
     }
   }
+}
+
+/// The same, reading the row info now (row_pair in shared or global memory).
+template <class Mainloop, int kAct, bool kIsGemm1>
+MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
+                                       const int* row_pair, long long row0, int n0, int n_dim,
+                                       const float* topk_weights) {
+  auto rows = moe_epilogue_rows<Mainloop>(tid, row_pair);
+  moe_epilogue_scales<kIsGemm1>(rows, topk_weights);
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, tid, out, rows, row0, n0, n_dim);
 }
 
 }  // namespace moetune_dev
