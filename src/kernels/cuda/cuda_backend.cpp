@@ -124,6 +124,24 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
           }
         }
       }
+      // GEMM2 split over K when its output tiles fill few waves of SMs (S3's deep I = 14336 at
+      // mid M: 12 blocks x 16 tiles = 192 tiles on 132 SMs): each tma_ws GEMM2 above, split 2, 4.
+      if (!is_gemm1) {
+        const double est_tiles = (static_cast<double>(p.num_tokens) * p.top_k / block_m +
+                                  static_cast<double>(p.num_experts)) *
+                                 static_cast<double>(p.hidden_size) / 256.0;
+        if (est_tiles < 4.0 * 132) {
+          const size_t n = out.size();
+          for (size_t i = 0; i < n; ++i) {
+            if (out[i].launch.schedule != core::Schedule::kTmaWarpSpecialized) continue;
+            for (int split : {2, 4}) {
+              core::KernelConfig k = out[i];
+              k.pipeline.split_k = split;
+              if (gemm_geometry(p, k, false).ok()) out.push_back(k);
+            }
+          }
+        }
+      }
     }
   }
   return out;

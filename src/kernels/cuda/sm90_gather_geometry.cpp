@@ -152,9 +152,18 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   const auto& pl = k.pipeline;
   if (pl.split_k != 1) {
-    return reject(gemm, "pipeline.split_k = " + std::to_string(pl.split_k) +
-                            " is not implemented by sm90_gather v1 (no deterministic split-K "
-                            "reduction yet); use split_k = 1 and a smaller block_n for more CTAs");
+    // GEMM2 of tma_ws: fp32 partials per split, summed by combine in a fixed order.
+    if (is_gemm1 || !ws) {
+      return reject(gemm, "pipeline.split_k = " + std::to_string(pl.split_k) +
+                              " is implemented for GEMM2 with schedule tma_ws only (GEMM1's "
+                              "activation needs the whole sum); use split_k = 1");
+    }
+    if (pl.split_k < 1 || pl.split_k > 8 || (k_dim / 64) % pl.split_k != 0) {
+      return reject(gemm, "pipeline.split_k = " + std::to_string(pl.split_k) +
+                              " must be in 1..8 and divide I / 64 = " +
+                              std::to_string(k_dim / 64) +
+                              " (every split takes whole 64-deep k-tiles)");
+    }
   }
   if (pl.num_stages < 2 || pl.num_stages > 8) {
     return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
@@ -220,6 +229,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   g.group_m = t.group_m;
   g.gated = is_gemm1 && core::is_gated(p.activation);
   g.mma = ws ? 2 : (wgmma ? 1 : 0);
+  g.split_k = pl.split_k;
   double best = 1e9;
   bool found = false;
   for (int wm = 1; wm <= warps; wm *= 2) {

@@ -31,6 +31,8 @@ struct GemmGeometry {
   /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
   /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.
   bool decode = false;
+  /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
+  int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
 
   /// Threads per CTA: the MMA warps, plus the producer warpgroup of schedule tma_ws.

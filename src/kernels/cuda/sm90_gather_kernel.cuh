@@ -28,6 +28,8 @@ struct GemmParams {
   int b_rows_per_expert;      // N1 (GEMM1) or K (GEMM2)
   int top_k;
   int max_blocks;
+  int split_k;    // GEMM2 with schedule tma_ws: K splits, out = fp32 partials (1 elsewhere)
+  int num_pairs;  // M * top_k (row count of one split's partials)
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
@@ -90,14 +92,16 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
 }
 
 struct CombineParams {
-  const moe_bf16* y;  // [M * top_k, K]
+  const moe_bf16* y;  // [M * top_k, K] bf16; with split_k > 1: [split_k, M * top_k, K] fp32
   moe_bf16* out;      // [M, K]
   int num_tokens;
   int top_k;
   int k_dim;
+  int split_k;
 };
 
-/// out[t] = sum_j y[t*top_k + j] in fp32, j ascending. One thread per 8 columns (16-byte loads).
+/// out[t] = sum_j y[t*top_k + j] in fp32, j ascending (split GEMM2: sum_j sum_s y[s][t*top_k + j],
+/// s ascending inside j). One thread per 8 columns (16-byte loads).
 __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
   pdl_wait();
   const int vec_per_row = p.k_dim / 8;
@@ -108,14 +112,34 @@ __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
   float sum[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) sum[i] = 0.0f;
-  for (int j = 0; j < p.top_k; ++j) {
-    const uint4 q =
-        *reinterpret_cast<const uint4*>(p.y + ((long long)t * p.top_k + j) * p.k_dim + v * 8);
-    const moe_u32 w[4] = {q.x, q.y, q.z, q.w};
+  if (p.split_k > 1) {
+    const float* y32 = reinterpret_cast<const float*>(p.y);
+    const long long split_stride = (long long)p.num_tokens * p.top_k * p.k_dim;
+    for (int j = 0; j < p.top_k; ++j) {
+      for (int s = 0; s < p.split_k; ++s) {
+        const float* src = y32 + s * split_stride + ((long long)t * p.top_k + j) * p.k_dim + v * 8;
+        const float4 a = *reinterpret_cast<const float4*>(src);
+        const float4 b = *reinterpret_cast<const float4*>(src + 4);
+        sum[0] += a.x;
+        sum[1] += a.y;
+        sum[2] += a.z;
+        sum[3] += a.w;
+        sum[4] += b.x;
+        sum[5] += b.y;
+        sum[6] += b.z;
+        sum[7] += b.w;
+      }
+    }
+  } else {
+    for (int j = 0; j < p.top_k; ++j) {
+      const uint4 q =
+          *reinterpret_cast<const uint4*>(p.y + ((long long)t * p.top_k + j) * p.k_dim + v * 8);
+      const moe_u32 w[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      sum[2 * i] += __uint_as_float(w[i] << 16);
-      sum[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+      for (int i = 0; i < 4; ++i) {
+        sum[2 * i] += __uint_as_float(w[i] << 16);
+        sum[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+      }
     }
   }
   uint4 o;

@@ -37,7 +37,7 @@ struct GemmParams {
   const int32_t* block_expert;
   const int32_t* num_blocks;
   const float* topk_weights;
-  int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks;
+  int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -50,7 +50,7 @@ struct DecodeParams {  // sm90_decode_kernel.cuh
 struct CombineParams {
   const void* y;
   void* out;
-  int num_tokens, top_k, k_dim;
+  int num_tokens, top_k, k_dim, split_k;
 };
 // sm90_ws_kernel.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
 struct WsGemmParams {
@@ -117,7 +117,8 @@ struct WorkspaceLayout {
   size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, hist = 0, h = 0, y = 0, total = 0;
 };
 
-WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m) {
+/// split_k: GEMM2's K splits (fp32 partials instead of bf16 y rows).
+WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int split_k) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -133,7 +134,7 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m) {
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
-  off += align_up(2 * static_cast<size_t>(pairs) * p.hidden_size);
+  off += align_up((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs * p.hidden_size);
   w.total = off;
   return w;
 }
@@ -228,14 +229,14 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
 }
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
-  return layout_for(p, c.gemm1.tile.block_m).total;
+  return layout_for(p, c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
 }
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
                                 cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
   if (p.num_tokens == 0) return core::Status::Ok();
-  const WorkspaceLayout w = layout_for(p, k.g1.block_m);
+  const WorkspaceLayout w = layout_for(p, k.g1.block_m, k.g2.split_k);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             "workspace of " + std::to_string(workspace_bytes) +
@@ -302,7 +303,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp,
                   uint64_t a_rows) -> core::Status {
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
-    const unsigned tiles = static_cast<unsigned>(mb) * n_blocks;
+    const unsigned tiles = static_cast<unsigned>(mb) * n_blocks * static_cast<unsigned>(g.split_k);
     if (g.persistent()) {
       // TMA maps of this call's pointers: B = the experts' weight rows, A = h rows (GEMM2).
       WsGemmParams wp{};
@@ -339,7 +340,9 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(p.intermediate_size),
                   static_cast<int>(core::gemm1_n(p)),
                   static_cast<int>(p.top_k),
-                  mb};
+                  mb,
+                  1,
+                  pairs};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp, 0));
   }
   if (stages & kStageGemm2) {
@@ -354,12 +357,14 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(p.hidden_size),
                   static_cast<int>(p.hidden_size),
                   static_cast<int>(p.top_k),
-                  mb};
+                  mb,
+                  k.g2.split_k,
+                  pairs};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * k.g1.block_m));
   }
   if (stages & kStageCombine) {
     CombineParams cp{y, args.out, static_cast<int>(p.num_tokens), static_cast<int>(p.top_k),
-                     static_cast<int>(p.hidden_size)};
+                     static_cast<int>(p.hidden_size), k.g2.split_k};
     const long long threads = p.num_tokens * (p.hidden_size / 8);
     void* params[] = {&cp};
     MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),

@@ -47,10 +47,13 @@ MOETUNE_DEVICE void moe_epilogue_scales(EpilogueRows<kRows>& rows, const float* 
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
 /// rows: moe_epilogue_rows of this thread. tid: the thread's index among the threads that hold
 /// the accumulators (warp = tid / 32).
+/// partial (GEMM2 split over K): when not null, fp32 rows partial[pair] (the split's slice)
+/// receive weight * acc instead of bf16 rows of out; combine sums the splits.
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
                                        EpilogueRows<Mainloop::kMmaM * 2> const& rows,
-                                       long long row0, int n0, int n_dim) {
+                                       long long row0, int n0, int n_dim,
+                                       float* partial = nullptr) {
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -83,6 +86,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
         } else {
           v0 *= scale;
           v1 *= scale;
+          if (partial != nullptr) {
+            *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
+            continue;
+          }
         }
         *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(v0, v1);
       }

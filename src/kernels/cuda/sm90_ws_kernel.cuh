@@ -115,8 +115,11 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
   const GemmParams& g = p.g;
   const int num_m = *g.num_blocks;
   const int num_n = (g.n_dim + kBlockN - 1) / kBlockN;
-  const int total = num_m * num_n;
-  const int num_k = g.k_dim / 64;
+  // GEMM2 may split K (g.split_k parts, host-checked to divide k_dim / 64): tile t covers the
+  // k-part t % split of output tile t / split.
+  const int split = kIsGemm1 ? 1 : g.split_k;
+  const int total = num_m * num_n * split;
+  const int num_k = g.k_dim / 64 / split;
 
   if (wg == 0) {
     // ---------------------------------------------------------------- producer warpgroup
@@ -130,7 +133,8 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
     const int producer_end = kIsGemm1 || tid == 0 ? total : 0;
     for (int t = blockIdx.x; t < producer_end; t += gridDim.x) {
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      ws_tile_coords<kGroupM>(t / split, num_m, num_n, pid_m, pid_n);
+      const int k0 = (t % split) * num_k;
       const int row0 = pid_m * kBlockM;
       const int b_row = g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
       long long my_off = -1;  // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
@@ -148,11 +152,12 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
 #pragma unroll
           for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
             const moe_u32 dst = sb + cn * kWgBRows * 128;
-            tma_load_2d(dst, &p.tma_b, fb, kt * 64, b_row + cn * kWgN);
+            tma_load_2d(dst, &p.tma_b, fb, (k0 + kt) * 64, b_row + cn * kWgN);
             if (kGated)
-              tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, kt * 64, b_row + g.n_dim + cn * kWgN);
+              tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, (k0 + kt) * 64,
+                          b_row + g.n_dim + cn * kWgN);
           }
-          if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, kt * 64, row0);
+          if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
         }
         if (kIsGemm1) {
           // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
@@ -162,7 +167,7 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
           for (int i = 0; i < kRowsPerWarp / 4; ++i) {
             const int lr = (lane >> 3) + 4 * i;
             const long long off = __shfl_sync(0xffffffffu, my_off, lr);
-            const moe_bf16* src = off >= 0 ? g.a + off + kt * 64 + chunk * 8 : g.a;
+            const moe_bf16* src = off >= 0 ? g.a + off + (k0 + kt) * 64 + chunk * 8 : g.a;
             cp_async_16(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
                         off >= 0 ? 16 : 0);
           }
@@ -184,8 +189,11 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
     int stage = 0, phase = 0;
     for (int t = blockIdx.x; t < total; t += gridDim.x) {
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      ws_tile_coords<kGroupM>(t / split, num_m, num_n, pid_m, pid_n);
       const long long row0 = (long long)pid_m * kBlockM;
+      float* partial = split > 1 ? reinterpret_cast<float*>(g.out) +
+                                       (long long)(t % split) * g.num_pairs * g.n_dim
+                                 : nullptr;
       // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
       // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
       // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
@@ -226,7 +234,7 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       ml.fence_all();
       if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
       moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
-          ml, cm * 128 + tid, g.out, rows, row0, pid_n * kBlockN + cn * kWgN, g.n_dim);
+          ml, cm * 128 + tid, g.out, rows, row0, pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
     }
   }
 }

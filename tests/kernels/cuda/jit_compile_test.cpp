@@ -213,6 +213,28 @@ TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
   }
 }
 
+TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
+  core::MoeProblem p = s1();  // I = 1856: 29 k-tiles of 64, prime
+  core::MoeConfig c{.gemm1 = tma_ws(128, 232, 4), .gemm2 = tma_ws(128, 224, 4)};
+  c.gemm2.pipeline.split_k = 2;
+  auto st = sm90_can_implement(p, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().message,
+            "gemm2.pipeline.split_k = 2 must be in 1..8 and divide I / 64 = 29 (every split takes "
+            "whole 64-deep k-tiles)");
+  p.intermediate_size = 14336;  // 224 k-tiles: 2, 4, 7, 8 divide
+  c.gemm1.tile.block_n = 256;
+  EXPECT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  auto g2 = gemm_geometry(p, c.gemm2, false);
+  ASSERT_TRUE(g2.ok());
+  EXPECT_EQ(g2->split_k, 2);
+  c.gemm2.launch.schedule = core::Schedule::kCooperative;  // negative twin: not tma_ws
+  st = sm90_can_implement(p, c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("GEMM2 with schedule tma_ws only"), std::string::npos)
+      << st.error().message;
+}
+
 TEST(Sm90Geometry, DecodeNeedsSwapAbOnBothGemmsAndSaysWhy) {
   core::MoeProblem p = s1();
   p.num_tokens = 4;

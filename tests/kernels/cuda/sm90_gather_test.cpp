@@ -157,6 +157,16 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.pipeline.num_stages = 4;
         cfgs.push_back(c);
       }
+      for (int split : {2, 3}) {  // tma_ws GEMM2 split over K (fp32 partials, combine sums)
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = 128, .block_n = 64, .block_k = 64, .group_m = 8};
+        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = 96;
+        c.gemm2.pipeline.split_k = split;  // where it divides I / 64 (else can_implement skips)
+        cfgs.push_back(c);
+      }
       for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
         MoeConfig c;
         c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 64 : 40, .block_k = 64, .group_m = 3};
@@ -262,6 +272,19 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
         ASSERT_TRUE(w.ok()) << w.error().to_string();
         EXPECT_TRUE(w->all_written && w->all_finite) << core::to_string(p);
         EXPECT_EQ(w->digest, a->digest) << "tma_ws vs cooperative, " << core::to_string(p);
+        // GEMM2 split over K (where it divides I / 64): within the band, deterministic.
+        auto sk = ws;
+        sk.gemm2.pipeline.split_k = p.intermediate_size % 256 == 0 ? 4 : 2;
+        if (tb_->backend().can_implement(p, sk).ok()) {
+          auto k1 = tb_->check(sk);
+          ASSERT_TRUE(k1.ok()) << k1.error().to_string();
+          EXPECT_TRUE(k1->all_written && k1->all_finite) << "split-K " << core::to_string(p);
+          EXPECT_LE(k1->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2)
+              << "split-K " << core::to_string(p);
+          auto k2 = tb_->check(sk);
+          ASSERT_TRUE(k2.ok());
+          EXPECT_EQ(k1->digest, k2->digest) << "split-K tma_ws, " << core::to_string(p);
+        }
       }
     }
   }
