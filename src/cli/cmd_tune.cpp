@@ -193,11 +193,9 @@ tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx)
   o.repeat = args.repeat;
   o.exhaustive = args.exhaustive;
   o.faults = args.faults;
-  if (ctx.deadline != Clock::time_point::max()) {
-    // The budget left is shared evenly by the buckets left.
-    int const left = std::max(1, ctx.buckets_total - ctx.bucket_index + 1);
-    o.deadline = Clock::now() + (ctx.deadline - Clock::now()) / left;
-  }
+  // This bucket may use the budget left but half an even share per bucket after it.
+  o.deadline =
+      tuner::bucket_deadline(Clock::now(), ctx.deadline, ctx.buckets_total - ctx.bucket_index + 1);
   return o;
 }
 
@@ -428,8 +426,9 @@ void setup_tune(CLI::App& app, int& exit_code) {
                  "restarted after it")
       ->capture_default_str();
   app.add_option("--budget-min", args->budget_min,
-                 "time budget in minutes for the whole run (0 = none): past a bucket's share, "
-                 "new candidates are not run and halving jumps to the final round")
+                 "time budget in minutes for the whole run (0 = none): past a bucket's share "
+                 "(the budget left but half an even share per bucket after it), new candidates "
+                 "are not run and halving jumps to the final round")
       ->capture_default_str();
   app.add_option("--inject-fault", args->inject_fault,
                  "TEST ONLY: KIND@N[,KIND@N...] makes candidate N (search order; or 'all') fail: "

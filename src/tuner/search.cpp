@@ -24,6 +24,17 @@ std::vector<core::MoeConfig> neighbour_seeds(std::map<int64_t, core::MoeConfig> 
   return out;
 }
 
+std::chrono::steady_clock::time_point bucket_deadline(
+    std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point run_deadline,
+    int buckets_left) {
+  if (run_deadline == std::chrono::steady_clock::time_point::max() || run_deadline <= now) {
+    return run_deadline;
+  }
+  auto const left = run_deadline - now;
+  int const n = std::max(1, buckets_left);
+  return run_deadline - left / (2 * n) * (n - 1);
+}
+
 std::string prune_key(std::string const& reason) {
   size_t const eq = reason.find(" = ");
   return eq == std::string::npos ? reason : reason.substr(0, eq);

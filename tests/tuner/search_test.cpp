@@ -1,6 +1,7 @@
 // tuner/search end to end on the cpu backend through a real worker: pruning is reported, every
 // candidate ends in one outcome, each injected fault ends in its own outcome and never wins, a
-// bucket where everything fails ends in time, and a rerun on the same store measures nothing.
+// bucket where everything fails ends in time, a rerun on the same store measures nothing, and a
+// run's budget lets a costly bucket overrun an even share while later buckets keep half of one.
 #include "tuner/search.hpp"
 
 #include <chrono>
@@ -246,6 +247,35 @@ TEST(Search, PruneKeyIsTheFieldBeforeTheValue) {
   EXPECT_EQ(prune_key("no equals sign"), "no equals sign");
   EXPECT_EQ(outcome_summary({{Outcome::kOk, 3}, {Outcome::kCrashed, 1}, {Outcome::kOom, 0}}),
             "3 ok, 1 crashed");
+}
+
+TEST(BucketDeadline, TheFirstOfManyBucketsMayUseMoreThanAnEvenShare) {
+  // A cold cubin cache makes the first bucket compile what later buckets reuse: 120 s for 12
+  // buckets lets it run to 65 s (120 less 11 half-shares of 5 s), not to an even 10 s.
+  auto const now = std::chrono::steady_clock::now();
+  auto const d = bucket_deadline(now, now + std::chrono::seconds(120), 12);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(d - now).count(), 65000);
+}
+
+TEST(BucketDeadline, EachBucketAfterItKeepsHalfAnEvenShare) {
+  auto const now = std::chrono::steady_clock::now();
+  auto const run_deadline = now + std::chrono::seconds(300);
+  for (int left = 1; left <= 16; ++left) {
+    auto const d = bucket_deadline(now, run_deadline, left);
+    double const kept_s = std::chrono::duration<double>(run_deadline - d).count();
+    EXPECT_NEAR(kept_s, (left - 1) * 0.5 * 300.0 / left, 1e-6) << left << " buckets left";
+    EXPECT_GT(d, now) << left << " buckets left";
+  }
+  EXPECT_EQ(bucket_deadline(now, run_deadline, 1), run_deadline);  // the last gets all that is left
+}
+
+TEST(BucketDeadline, NoBudgetOrASpentOneIsPassedThrough) {
+  auto const now = std::chrono::steady_clock::now();
+  auto const none = std::chrono::steady_clock::time_point::max();
+  EXPECT_EQ(bucket_deadline(now, none, 12), none);
+  EXPECT_EQ(bucket_deadline(now, now - std::chrono::seconds(1), 12), now - std::chrono::seconds(1));
+  EXPECT_EQ(bucket_deadline(now, now + std::chrono::seconds(10), 0),
+            now + std::chrono::seconds(10));
 }
 
 }  // namespace
