@@ -116,6 +116,7 @@ std::string encode(Request const& r) {
       faults += (i ? ", " : "") + json_string(to_string(r.faults[i]));
     }
     add(out, "faults", faults + "]");
+    if (r.background) add(out, "background", "true");
   }
   if (r.op == "prepare") {
     add(out, "routing", core::to_json_text(r.routing, -1));
@@ -186,6 +187,11 @@ core::Result<Request> decode_request(std::string_view line, std::string const& w
   }
   if (j->has("warmup")) r.warmup = static_cast<int>(*j->number("warmup"));
   if (j->has("reps")) r.reps = static_cast<int>(*j->number("reps"));
+  if (j->has("background")) {
+    auto b = j->boolean("background");
+    if (!b.ok()) return b.error();
+    r.background = *b;
+  }
   return r;
 }
 

@@ -10,6 +10,11 @@
 //   {"op":"feasible","problem":P,"configs":[C..]}   -> reasons ("" = can_implement ok)
 //   {"op":"prepare","problem":P,"routing":R,"seed":N}
 //   {"op":"precompile","configs":[C..],"faults":[".."]} -> reasons, outcomes (per config)
+//   {"op":"precompile",...,"background":true}       -> every config ok at once: the worker compiles
+//                                                      them while it answers the checks (a check
+//                                                      waits for its own config; any other request
+//                                                      stops the rest), a failure surfaces at the
+//                                                      config's check (background_compile.hpp)
 //   {"op":"check","config":C,"fault":"crash"}       -> rel_l2_error, all_finite, ..., digest
 //   {"op":"time","config":C,"warmup":1,"reps":5,"fault":""} -> samples_us
 //   {"op":"quit"}
@@ -34,7 +39,7 @@
 namespace moetune::tuner {
 
 /// Bumped when a message changes; hello answers it and the parent refuses a mismatch.
-inline constexpr int kProtocolVersion = 2;
+inline constexpr int kProtocolVersion = 3;
 
 struct Request {
   std::string op{};  ///< hello | space | feasible | prepare | precompile | check | time | quit
@@ -47,6 +52,7 @@ struct Request {
   int reps = 1;
   FaultKind fault = FaultKind::kNone;
   std::vector<FaultKind> faults{};  ///< precompile: one per config (only kCompile acts there)
+  bool background = false;          ///< precompile: answer at once, compile while answering checks
 };
 
 struct Response {

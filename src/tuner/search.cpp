@@ -153,8 +153,9 @@ TimingStats BucketSearch::stats_of(CandidateResult const& c, std::vector<double>
   return bootstrap_median(s, seed, options_.resamples);
 }
 
-/// Round 0 for one candidate: check, gate, cheap timing; or the stored answer.
-core::Status BucketSearch::round0(CandidateResult& c) {
+/// Round 0's check of `c` and the gate: true when it passed and its cheap timing comes next;
+/// false when round 0 is over for it (read back from the store, or failed and recorded).
+core::Result<bool> BucketSearch::round0_check(CandidateResult& c) {
   auto found = store_.find(key(c, 0));
   if (!found.ok()) return found.error();
   if (*found) {
@@ -164,10 +165,9 @@ core::Status BucketSearch::round0(CandidateResult& c) {
     c.digest = (*found)->digest;
     c.rel_err = (*found)->rel_err;
     if (c.outcome == Outcome::kOk) c.stats = stats_of(c, (*found)->samples_us);
-    return core::Status::Ok();
+    return false;
   }
   Reply reply;
-  std::vector<double> samples;
   if (request(c, Request{.op = "check"}, &reply)) {
     if (!reply.response.has_check) {
       c.outcome = Outcome::kLaunchFailed;
@@ -176,30 +176,45 @@ core::Status BucketSearch::round0(CandidateResult& c) {
       c.digest = reply.response.check.digest;
       c.rel_err = reply.response.check.rel_l2_error;
       std::string const why = gate(reply.response.check);
-      if (!why.empty()) {
-        c.outcome = Outcome::kWrongResult;
-        c.reason = why;
-      } else if (request(
-                     c,
-                     Request{.op = "time", .warmup = options_.warmup, .reps = options_.first_reps},
-                     &reply)) {
-        samples = reply.response.samples_us;
-        c.stats = stats_of(c, samples);
-      }
+      if (why.empty()) return true;
+      c.outcome = Outcome::kWrongResult;
+      c.reason = why;
     }
+  }
+  MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
+  return false;
+}
+
+/// Round 0's cheap timing of a candidate that passed its check, then its round-0 record.
+core::Status BucketSearch::round0_time(CandidateResult& c) {
+  Reply reply;
+  std::vector<double> samples;
+  if (request(c, Request{.op = "time", .warmup = options_.warmup, .reps = options_.first_reps},
+              &reply)) {
+    samples = reply.response.samples_us;
+    c.stats = stats_of(c, samples);
   }
   return save(c, 0, samples);
 }
 
+/// Round 0 for one candidate: check, gate, cheap timing; or the stored answer.
+core::Status BucketSearch::round0(CandidateResult& c) {
+  auto timing_next = round0_check(c);
+  if (!timing_next.ok()) return timing_next.error();
+  return *timing_next ? round0_time(c) : core::Status::Ok();
+}
+
 /// Compiles the batch's unmeasured candidates in the worker before their round 0 (the cuda
-/// worker compiles them concurrently). A candidate whose compile failed there ends in that
-/// outcome now; any other answer (a crash or a timeout of the whole request) is ignored and each
-/// candidate compiles on its own check, so the precompile can cost time but never a candidate it
-/// did not fail itself. Only once a candidate has passed: until then each compile happens inside
-/// its own check, so the fail-fast window (every candidate failing ends the bucket within
-/// timeout_s + fail_fast_extra_s) still bounds the whole bucket.
-core::Status BucketSearch::precompile(Candidates const& batch) {
-  Request req{.op = "precompile"};
+/// worker compiles them concurrently). Synchronous (background_compile false): a candidate whose
+/// compile failed there ends in that outcome now; any other answer (a crash or a timeout of the
+/// whole request) is ignored and each candidate compiles on its own check, so the precompile can
+/// cost time but never a candidate it did not fail itself. In the background the worker answers
+/// at once and a failed compile surfaces at the candidate's own check. Only once a candidate has
+/// passed: until then each compile happens inside its own check, so the fail-fast window (every
+/// candidate failing ends the bucket within timeout_s + fail_fast_extra_s) still bounds the whole
+/// bucket. True when the batch compiles in the background (its checks then come first).
+core::Result<bool> BucketSearch::precompile(Candidates const& batch) {
+  Request req{.op = "precompile", .background = options_.background_compile};
   Candidates todo;
   for (CandidateResult* c : batch) {
     if (c->outcome == Outcome::kRejected || c->rounds != 0) continue;
@@ -210,13 +225,14 @@ core::Status BucketSearch::precompile(Candidates const& batch) {
     req.configs.push_back(c->config);
     req.faults.push_back(options_.faults.at(c->index));
   }
-  if (todo.empty() || !any_ok_ || Clock::now() >= options_.deadline) return core::Status::Ok();
-  double const timeout = options_.prepare_timeout_s + options_.timeout_s * double(todo.size());
+  if (todo.empty() || !any_ok_ || Clock::now() >= options_.deadline) return false;
+  double const timeout =
+      options_.prepare_timeout_s + (req.background ? 0 : options_.timeout_s * double(todo.size()));
   Reply reply = worker_.call(req, timeout);
   ++result_.precompiles;
   if (!reply.ok() || reply.response.outcomes.size() != todo.size() ||
       reply.response.reasons.size() != todo.size()) {
-    return core::Status::Ok();
+    return false;
   }
   for (size_t i = 0; i < todo.size(); ++i) {
     CandidateResult& c = *todo[i];
@@ -226,39 +242,62 @@ core::Status BucketSearch::precompile(Candidates const& batch) {
     c.rounds = 1;
     MOETUNE_RETURN_IF_ERROR(save(c, 0, {}));
   }
-  return core::Status::Ok();
+  return req.background;
+}
+
+/// True when `c` takes no part in this round 0: pruned, measured already, or left out by the
+/// budget or the fail-fast window (then marked not run).
+bool BucketSearch::skip_in_round0(CandidateResult& c) {
+  if (c.outcome == Outcome::kRejected || c.rounds != 0) return true;  // pruned, or measured
+  bool const over_budget = Clock::now() >= options_.deadline && any_ok_;
+  if (!over_budget && (any_ok_ || request_timeout() > 0)) return false;
+  result_.aborted = !any_ok_;
+  c.outcome = Outcome::kTimedOut;
+  c.reason = over_budget ? "not run: the --budget-min budget was spent"
+                         : "not run: the fail-fast window was spent with no candidate passing";
+  c.rounds = kNotRun;
+  ++result_.not_run;
+  return true;
 }
 
 /// Round 0 of every candidate of `batch` not measured yet (after its precompile), within the
-/// budget and the fail-fast window.
+/// budget and the fail-fast window. With a background compile every check of the batch comes
+/// first (overlapping the compile) and the cheap timings after, once nothing compiles.
 core::Status BucketSearch::measure(Candidates const& batch, double progress_from,
                                    double progress_to) {
-  MOETUNE_RETURN_IF_ERROR(precompile(batch));
-  int done = 0;
-  for (CandidateResult* cp : batch) {
-    CandidateResult& c = *cp;
-    ++done;
-    if (c.outcome == Outcome::kRejected || c.rounds != 0) continue;  // pruned, or measured
-    bool const over_budget = Clock::now() >= options_.deadline && any_ok_;
-    if (over_budget || (!any_ok_ && request_timeout() <= 0)) {
-      result_.aborted = !any_ok_;
-      c.outcome = Outcome::kTimedOut;
-      c.reason = over_budget ? "not run: the --budget-min budget was spent"
-                             : "not run: the fail-fast window was spent with no candidate passing";
-      c.rounds = kNotRun;
-      ++result_.not_run;
-      continue;
-    }
-    MOETUNE_RETURN_IF_ERROR(round0(c));
+  auto background = precompile(batch);
+  if (!background.ok()) return background.error();
+  auto finished = [&](CandidateResult& c, size_t position) {
     if (c.rounds == kNotRun) {
       ++result_.not_run;
-      continue;
+      return;
     }
     c.rounds = 1;
     any_ok_ = any_ok_ || c.outcome == Outcome::kOk;
     if (progress_) {
-      progress_(progress_from + (progress_to - progress_from) * done / double(batch.size()));
+      progress_(progress_from +
+                (progress_to - progress_from) * double(position + 1) / double(batch.size()));
     }
+  };
+  std::vector<std::pair<CandidateResult*, size_t>> timing_next;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    CandidateResult& c = *batch[i];
+    if (skip_in_round0(c)) continue;
+    if (!*background) {
+      MOETUNE_RETURN_IF_ERROR(round0(c));
+    } else {
+      auto next = round0_check(c);
+      if (!next.ok()) return next.error();
+      if (*next) {
+        timing_next.push_back({&c, i});
+        continue;
+      }
+    }
+    finished(c, i);
+  }
+  for (auto [c, position] : timing_next) {
+    MOETUNE_RETURN_IF_ERROR(round0_time(*c));
+    finished(*c, position);
   }
   return core::Status::Ok();
 }

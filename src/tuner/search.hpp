@@ -11,12 +11,14 @@
 //      each stage: pruning (can_implement per candidate, each rejection recorded with its reason
 //      and counted per field), a parallel precompile of the stage's new candidates in the worker
 //      (once some candidate has passed: until then each compiles inside its check, within the
-//      fail-fast window), round 0 (check against the reference on fresh random data: all written,
-//      finite, relative L2 error within tolerance_for(dtype), else wrong_result; cheap timing,
-//      first_reps), then successive halving (the best third re-timed with 3x the reps, at most
-//      final_reps) down to one winner; stage 1 of every group runs before any stage 2. Timing is
-//      always of the whole layer. Families without per-GEMM spaces are tuned jointly (round 0 over
-//      the joint space, halving to final_keep with the incumbent kept);
+//      fail-fast window; by default in the background, overlapping the checks), round 0 (check
+//      against the reference on fresh random data: all written, finite, relative L2 error within
+//      tolerance_for(dtype), else wrong_result; cheap timing, first_reps; with the background
+//      compile every check of the batch comes before its timings), then successive halving (the
+//      best third re-timed with 3x the reps, at most final_reps) down to one winner; stage 1 of
+//      every group runs before any stage 2. Timing is always of the whole layer. Families without
+//      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
+//      the incumbent kept);
 //   4. final: the incumbent and each group's combined winner (plus anchors of no group) are timed
 //      in interleaved passes (final_reps in all); median and bootstrap CI; the incumbent stays
 //      unless a challenger's CI upper bound is below the incumbent's CI lower bound by `margin`
@@ -79,6 +81,11 @@ struct SearchOptions {
   /// kExhaustiveGemm1Top best GEMM1 configs per group (joint families: every config at
   /// final_reps). The reference the tuned result is compared with (bench/tuner_targets.py).
   bool exhaustive = false;
+  /// The worker compiles a batch in the background while it answers the batch's checks (all
+  /// checks first, then the cheap timings, so nothing is timed beside a compile); false: the
+  /// precompile request returns once everything is compiled and each check is followed by its
+  /// timing. Either way only once some candidate of the bucket has passed.
+  bool background_compile = true;
   /// While no candidate of a bucket has passed, the bucket gives up after timeout_s + this:
   /// every candidate failing must end the run within timeout + 5 s.
   double fail_fast_extra_s = 3;

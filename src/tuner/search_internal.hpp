@@ -39,8 +39,11 @@ class BucketSearch {
   bool request(CandidateResult& c, Request req, Reply* reply);
   core::Status time(CandidateResult& c, int round, int reps, std::vector<double>* samples);
   TimingStats stats_of(CandidateResult const& c, std::vector<double> const& samples) const;
+  core::Result<bool> round0_check(CandidateResult& c);
+  core::Status round0_time(CandidateResult& c);
   core::Status round0(CandidateResult& c);
-  core::Status precompile(Candidates const& batch);
+  core::Result<bool> precompile(Candidates const& batch);
+  bool skip_in_round0(CandidateResult& c);
   core::Status measure(Candidates const& batch, double progress_from, double progress_to);
   core::Status time_round(Candidates const& set, int round, int reps);
   static Candidates ok_sorted_among(Candidates set);

@@ -13,7 +13,9 @@
 //                      its output gets a corrupted check result instead.)
 // precompile compiles a round's configs before their checks (concurrently on the cuda testbed); a
 // config's failure there (its own compile error, or an injected compile fault) is answered as that
-// config's outcome, so it still costs only that candidate.
+// config's outcome, so it still costs only that candidate. With "background" it answers at once and
+// compiles while the checks are answered (background_compile.hpp): a check waits for its own
+// config, any other request first stops the compile, so timings never share the host with NVRTC.
 #include <signal.h>
 #include <unistd.h>
 
@@ -21,8 +23,10 @@
 #include <cmath>
 #include <memory>
 #include <new>
+#include <optional>
 
 #include "kernels/testbed.hpp"
+#include "tuner/background_compile.hpp"
 #include "tuner/worker.hpp"
 
 namespace moetune::tuner {
@@ -186,23 +190,50 @@ bool write_line(int fd, std::string text) {
   return true;
 }
 
+/// A background precompile: queues the configs (an injected compile fault is left to its check,
+/// which answers it) and answers every config ok at once.
+Response start_background(BackgroundCompile& compile, Request const& req) {
+  std::vector<core::MoeConfig> configs;
+  for (size_t i = 0; i < req.configs.size(); ++i) {
+    bool const faulty = i < req.faults.size() && req.faults[i] == FaultKind::kCompile;
+    if (!faulty) configs.push_back(req.configs[i]);
+  }
+  compile.start(std::move(configs));
+  Response r;
+  r.reasons.assign(req.configs.size(), "");
+  r.outcomes.assign(req.configs.size(), Outcome::kOk);
+  return r;
+}
+
 }  // namespace
 
 int run_worker(std::string const& backend, int in_fd, int out_fd,
                kernels::FastPaths const& fast_paths) {
   auto bed = kernels::make_testbed(backend);
   if (bed.ok()) (*bed)->set_fast_paths(fast_paths);
+  std::optional<BackgroundCompile> compile;
+  if (bed.ok()) compile.emplace(**bed, background_compile_threads());
   std::string buffer;
   std::string line;
   while (read_line(in_fd, buffer, &line)) {
     auto req = decode_request(line, "worker request");
     Response r;
+    if (req.ok() && compile) {
+      // Only a check runs beside the background compile (once its own config is compiled).
+      if (req->op == "check") {
+        compile->wait_for(req->config);
+      } else if (!(req->op == "precompile" && req->background)) {
+        compile->stop();
+      }
+    }
     if (!req.ok()) {
       r = failure(Outcome::kLaunchFailed, req.error().to_string());
     } else if (req->op == "quit") {
       return 0;
     } else if (!bed.ok()) {
       r = failure(Outcome::kLaunchFailed, bed.error().to_string());
+    } else if (req->op == "precompile" && req->background) {
+      r = start_background(*compile, *req);
     } else {
       try {
         r = answer_request(**bed, *req);

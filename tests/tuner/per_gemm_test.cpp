@@ -1,8 +1,9 @@
 // The per-GEMM search on the cpu backend's real spaces, feasibility and checks, with timings from a
 // cost model (an in-process worker) so the best config is known: GEMM1 and GEMM2 winners differ
 // when their costs say so, the search finds the best of the whole joint product while checking a
-// small part of it, each stage's candidates are precompiled before their checks, and a
-// precompile failure costs exactly its own candidate.
+// small part of it, each stage's candidates are precompiled before their checks (by default in
+// the background, all of a batch's checks before its timings), and a precompile failure costs
+// exactly its own candidate.
 #include <algorithm>
 #include <limits>
 
@@ -198,6 +199,49 @@ TEST(PerGemm, EachStageIsPrecompiledBeforeItsChecks) {
   }
   close_batch();
   EXPECT_EQ(batches, 2);
+}
+
+/// Per precompile request: how many requests after it are checks before the first timing.
+std::vector<size_t> checks_before_first_timing(InProcessWorker const& worker) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < worker.requests.size(); ++i) {
+    if (worker.requests[i].op != "precompile") continue;
+    size_t checks = 0;
+    for (size_t j = i + 1; j < worker.requests.size() && worker.requests[j].op != "time"; ++j) {
+      checks += worker.requests[j].op == "check";
+    }
+    out.push_back(checks);
+  }
+  return out;
+}
+
+TEST(PerGemm, WithABackgroundCompileEveryCheckOfABatchComesBeforeItsTimings) {
+  InProcessWorker worker(cost);
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  std::vector<size_t> batch_sizes;
+  for (Request const& req : worker.requests) {
+    if (req.op != "precompile") continue;
+    EXPECT_TRUE(req.background);
+    batch_sizes.push_back(req.configs.size());
+  }
+  ASSERT_EQ(batch_sizes.size(), 2u);
+  // Every candidate of this model passes, so all of a batch's checks precede its first timing.
+  EXPECT_EQ(checks_before_first_timing(worker), batch_sizes);
+
+  SearchOptions in_order = fast_options();
+  in_order.background_compile = false;
+  InProcessWorker sync(cost);
+  BucketResult s = tune(sync, in_order);
+  ASSERT_TRUE(s.ok);
+  for (Request const& req : sync.requests) EXPECT_FALSE(req.background);
+  EXPECT_EQ(checks_before_first_timing(sync), (std::vector<size_t>{1, 1}));  // check, time, ...
+  // The order of the requests is all that differs.
+  EXPECT_EQ(s.winner, r.winner);
+  EXPECT_EQ(s.measured, r.measured);
+  EXPECT_EQ(s.outcomes, r.outcomes);
+  EXPECT_EQ(sync.configs_of("check").size(), worker.configs_of("check").size());
+  EXPECT_EQ(sync.configs_of("time").size(), worker.configs_of("time").size());
 }
 
 /// The cpu testbed, except that precompile fails (as NVRTC would) for one config.

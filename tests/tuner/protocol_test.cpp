@@ -73,6 +73,12 @@ TEST(Protocol, SpaceAndPrecompileRoundTrip) {
   ASSERT_TRUE(pb.ok()) << pb.error().to_string();
   EXPECT_EQ(pb->configs, pre.configs);
   EXPECT_EQ(pb->faults, pre.faults);
+  EXPECT_FALSE(pb->background);
+  pre.background = true;
+  auto bg = decode_request(encode(pre), "test");
+  ASSERT_TRUE(bg.ok()) << bg.error().to_string();
+  EXPECT_TRUE(bg->background);
+  EXPECT_EQ(bg->configs, pre.configs);
 
   Response compiled;
   compiled.reasons = {"", "NVRTC could not compile x"};

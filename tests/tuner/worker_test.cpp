@@ -126,6 +126,30 @@ TEST(Worker, PrecompileAnswersEachConfigAndAnInjectedCompileFaultOnlyItsOwn) {
   EXPECT_EQ(worker.starts(), 1);  // a compile failure needs no restart
 }
 
+TEST(Worker, ABackgroundPrecompileAnswersAtOnceAndTheCheckAnswersAnInjectedCompileFault) {
+  WorkerClient worker(cpu_worker());
+  ASSERT_TRUE(worker.call(prepare_request(), 30).ok());
+  core::MoeConfig other = default_like();
+  other.gemm2.tile.block_n = 64;
+  Request req{.op = "precompile", .configs = {default_like(), other}, .background = true};
+  req.faults = {FaultKind::kNone, FaultKind::kCompile};
+  Reply r = worker.call(req, 10);
+  ASSERT_TRUE(r.ok()) << r.reason;
+  EXPECT_EQ(r.response.outcomes, (std::vector<Outcome>{Outcome::kOk, Outcome::kOk}));
+  // The fault is the config's own again at its check; the other config checks and times.
+  Reply faulty =
+      worker.call(Request{.op = "check", .config = other, .fault = FaultKind::kCompile}, 10);
+  EXPECT_EQ(faulty.outcome, Outcome::kCompileFailed);
+  EXPECT_EQ(faulty.reason, "injected compile fault (test-only --inject-fault)");
+  Reply check = worker.call(Request{.op = "check", .config = default_like()}, 10);
+  ASSERT_TRUE(check.ok()) << check.reason;
+  EXPECT_TRUE(check.response.has_check);
+  Reply time = worker.call(Request{.op = "time", .config = default_like(), .reps = 2}, 10);
+  ASSERT_TRUE(time.ok()) << time.reason;
+  EXPECT_EQ(time.response.samples_us.size(), 2u);
+  EXPECT_EQ(worker.starts(), 1);
+}
+
 TEST(Worker, AnUnavailableBackendFailsHelloWithTheReason) {
   WorkerOptions options = cpu_worker();
   options.backend = "cuda";
