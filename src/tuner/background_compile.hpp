@@ -51,8 +51,8 @@ class BackgroundCompile {
 };
 
 /// Threads for a background compile: the CPUs this process may run on (sched_getaffinity, which
-/// a container's cpuset limits, unlike hardware_concurrency()), less one for the thread that
-/// answers checks; at least 1.
+/// a container's cpuset limits; hardware_concurrency() may count the host's), less one for the
+/// thread that answers checks; at least 1.
 unsigned background_compile_threads();
 
 }  // namespace moetune::tuner
