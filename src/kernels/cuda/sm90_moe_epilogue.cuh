@@ -10,9 +10,7 @@
 
 namespace moetune_dev {
 
-/// The pair id and routing weight of each accumulator row a thread holds ((mm, half) order),
-/// loaded ahead of the epilogue (the persistent kernel loads them before the tile's main loop, so
-/// the two dependent global loads never stall the store).
+/// The pair id and routing weight of each accumulator row a thread holds ((mm, half) order).
 template <int kRows>
 struct EpilogueRows {
   int pair[kRows];
@@ -20,8 +18,7 @@ struct EpilogueRows {
 };
 
 /// Row info of thread `tid` for the tile rows row_pair[0..kBlockM) (shared or global memory):
-/// the pair ids now, the routing weights (GEMM2) in moe_epilogue_scales, which the persistent
-/// kernel calls once the tile's first wgmma is in flight (the weight load depends on the pair load).
+/// the pair ids, then the routing weights (GEMM2) in moe_epilogue_scales.
 template <class Mainloop>
 MOETUNE_DEVICE EpilogueRows<Mainloop::kMmaM * 2> moe_epilogue_rows(int tid, const int* row_pair) {
   EpilogueRows<Mainloop::kMmaM * 2> rows;
@@ -101,10 +98,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
                                        const int* row_pair, long long row0, int n0, int n_dim,
-                                       const float* topk_weights) {
+                                       const float* topk_weights, float* partial = nullptr) {
   auto rows = moe_epilogue_rows<Mainloop>(tid, row_pair);
   moe_epilogue_scales<kIsGemm1>(rows, topk_weights);
-  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, tid, out, rows, row0, n0, n_dim);
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, tid, out, rows, row0, n0, n_dim, partial);
 }
 
 }  // namespace moetune_dev

@@ -197,10 +197,9 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
       // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
       // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
-      // The epilogue's pair ids now and routing weights after the first wgmma: their latency
-      // hides behind the main loop instead of stalling the store.
-      auto rows = moe_epilogue_rows<WsAccumulators<kWgN, kGated>>(cm * 128 + tid,
-                                                                  g.sorted_pairs + row0);
+      // NOTE: loading the epilogue's pair ids at tile start and its routing weights after the
+      // first wgmma made GEMM2 2-3% slower on H200 (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs
+      // the 9935045 CSV, same configs and clocks): they are read at the store, as before.
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
       int prev = -1;
@@ -219,7 +218,6 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
                                wgmma_desc_sw128(b_base + kk * 32), 1);
         }
         wgmma_commit();
-        if (kt == 0) moe_epilogue_scales<kIsGemm1>(rows, g.topk_weights);
         ml.fence_all();
         wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
         ml.fence_all();
@@ -234,7 +232,8 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       ml.fence_all();
       if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
       moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
-          ml, cm * 128 + tid, g.out, rows, row0, pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
+          ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN + cn * kWgN,
+          g.n_dim, g.topk_weights, partial);
     }
   }
 }
