@@ -41,7 +41,11 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
   std::vector<Shape> shapes;
   const double pairs_per_expert =
       p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
-  if (pairs_per_expert <= 2 && block_m >= 64) {
+  // Compute-bound M (>= 96 pairs per expert): tma_ws tiles only. Every H200 winner from M = 1024
+  // up was tma_ws (bench/results/2026-11-29-9935045bdc85.csv); the mma.sync and cooperative
+  // tiles there only cost the tuner compile and check time.
+  const bool ws_only = pairs_per_expert >= 96;
+  if ((pairs_per_expert <= 2 && block_m >= 64) || ws_only) {
     // Decode at block_m 64: only the wgmma tiles below (mma.sync would waste the A tile).
   } else if (block_m <= 32) {
     shapes = {{16, 1}, {32, 2}, {64, 4}, {128, 4}, {128, 8}};
@@ -84,7 +88,7 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
     }
     std::vector<int> stage_list = tiny ? std::vector<int>{4, 6, 8} : std::vector<int>{3, 4, 5};
     for (int bn : widths) {
-      if (bn > max_bn) continue;
+      if (bn > max_bn || ws_only) continue;
       for (int stages : stage_list) {
         for (int gm : {1, 8}) {
           core::KernelConfig k;
