@@ -18,9 +18,11 @@ timeout "${BENCH_S:-180}" "$BIN/moetune_sm90_bench" --out "$OUT/final" --recipe 
 echo "kernel bench exit $?"
 OUT="$OUT/runtime" timeout "${RUNTIME_S:-90}" bash bench/run_h200_runtime.sh > "$OUT/runtime.log" 2>&1
 echo "runtime exit $?"
-OUT="$OUT/ab" BENCH_M=${BENCH_M:-16,2048} AB_M=${AB_M:-256} ROUNDS=${ROUNDS:-2} REPEATS=${REPEATS:-10} \
-  timeout "${AB_S:-110}" bash bench/run_h200_ab.sh > "$OUT/ab.log" 2>&1
-echo "ab exit $?"
+if [ "${AB_S:-110}" -gt 0 ]; then  # AB_S=0 skips the A/B step
+  OUT="$OUT/ab" BENCH_M=${BENCH_M:-16,2048} AB_M=${AB_M:-256} ROUNDS=${ROUNDS:-2} \
+    REPEATS=${REPEATS:-10} timeout "${AB_S:-110}" bash bench/run_h200_ab.sh > "$OUT/ab.log" 2>&1
+  echo "ab exit $?"
+fi
 # The device tool brings back at most 8 files: pack the runtime and A/B folders.
 for d in runtime ab; do
   tar -czf "$OUT/$d.tgz" -C "$OUT" "$d" && rm -rf "${OUT:?}/$d"
