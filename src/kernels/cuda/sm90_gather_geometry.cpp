@@ -342,7 +342,8 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
     return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +
            std::to_string(g.block_n) + "," + std::to_string(g.stages) + "," +
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
-           (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + ">";
+           (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
+           (g.split_k > 1 ? "true" : "false") + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

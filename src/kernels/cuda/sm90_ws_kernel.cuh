@@ -66,7 +66,10 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
   pid_n = (t % per_group) / size_m;
 }
 
-template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN>
+/// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
+/// unsplit kernels carry no split arithmetic or epilogue branch.
+template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
+          bool kSplitK>
 __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -87,6 +90,7 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
   static_assert(kBlockN % (8 * kSplitN) == 0 && kWgBRows <= 256,
                 "tma_ws: wgmma N is a multiple of 8, <= 256 per warpgroup");
   static_assert(kStages >= 2, "tma_ws: at least two stages");
+  static_assert(!(kSplitK && kIsGemm1), "tma_ws: split-K is for GEMM2 only");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
 
@@ -117,7 +121,7 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
   const int num_n = (g.n_dim + kBlockN - 1) / kBlockN;
   // GEMM2 may split K (g.split_k parts, host-checked to divide k_dim / 64): tile t covers the
   // k-part t % split of output tile t / split.
-  const int split = kIsGemm1 ? 1 : g.split_k;
+  const int split = kSplitK ? g.split_k : 1;
   const int total = num_m * num_n * split;
   const int num_k = g.k_dim / 64 / split;
 
@@ -191,9 +195,9 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_m, num_n, pid_m, pid_n);
       const long long row0 = (long long)pid_m * kBlockM;
-      float* partial = split > 1 ? reinterpret_cast<float*>(g.out) +
-                                       (long long)(t % split) * g.num_pairs * g.n_dim
-                                 : nullptr;
+      float* partial = kSplitK ? reinterpret_cast<float*>(g.out) +
+                                     (long long)(t % split) * g.num_pairs * g.n_dim
+                               : nullptr;
       // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
       // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
       // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).

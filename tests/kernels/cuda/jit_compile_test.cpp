@@ -228,6 +228,20 @@ TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
   auto g2 = gemm_geometry(p, c.gemm2, false);
   ASSERT_TRUE(g2.ok());
   EXPECT_EQ(g2->split_k, 2);
+  // The split kernel is its own instantiation (the unsplit one carries no split code) and
+  // compiles without spills.
+  auto exprs = sm90_gather_name_exprs(p, c);
+  ASSERT_TRUE(exprs.ok());
+  EXPECT_NE((*exprs)[1].find(",true>"), std::string::npos) << (*exprs)[1];
+  EXPECT_NE((*exprs)[0].find(",false>"), std::string::npos) << (*exprs)[0];
+  auto m = compile_module(*exprs);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+  const std::regex spill(R"((\d+) bytes spill (stores|loads))");
+  for (std::sregex_iterator it(m->ptxas_log.begin(), m->ptxas_log.end(), spill), e; it != e;
+       ++it) {
+    EXPECT_EQ((*it)[1].str(), "0") << m->ptxas_log;
+  }
   c.gemm2.launch.schedule = core::Schedule::kCooperative;  // negative twin: not tma_ws
   st = sm90_can_implement(p, c);
   ASSERT_FALSE(st.ok());
