@@ -10,7 +10,8 @@ import sys
 
 RULE = """| regime | rule |
 |---|---|
-| p <= 1 (decode) | mma.sync, block_m 16; GEMM1 block_n 32 on 2 warps, GEMM2 block_n 64 on 4 warps; block_k 128 where K and I allow it, else 64; 4 stages |
+| M <= 4 and p <= 1 | the decode kernels (launch.swap_ab: no align or combine launch): block_m = M rounded up to a power of two; GEMM1 block_n 8, block_k 512, 4 warps, 1 row per warp; GEMM2 block_n 4, block_k 512, 8 warps, 1 row per warp |
+| p <= 1 (other) | mma.sync, block_m 16; GEMM1 block_n 32 on 2 warps, GEMM2 block_n 64 on 4 warps; block_k 128 where K and I allow it, else 64; 4 stages |
 | p <= 48 | mma.sync, block_m 16 / 32 / 64 (the smallest >= p of 16, 32; else 64), block_n 64, block_k 64, 4 warps, 4 stages, group_m 8 |
 | p > 48 | TMA + warp-specialised persistent wgmma (schedule tma_ws), block_m 128 on 8 MMA warps (+ a producer warpgroup), GEMM1 block_n 128 (gated) or 256, GEMM2 block_n 256, block_k 64, 4 stages, group_m 8 |
 """
