@@ -4,6 +4,9 @@
 # re-timed (RECIPE_ARGS), each into its own CSV; the folders are packed into one archive (the
 # device tool returns at most 8 files) and a per-point table comparing the two prints last.
 #   SWEEP_ARGS="--shapes S3 --m 256,512,1024 --sweep-schedule tma_ws" bash bench/run_h200_round.sh
+# The decode sweep (bench/results/raw/2026-11-29-c35ea3c-decode-sweep.csv, made by this script's
+# first form, run_h200_decode.sh):
+#   SWEEP_ARGS="--m 1,4 --sweep-decode-only" RECIPE_ARGS="--m 1,4" bash bench/run_h200_round.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin}

@@ -34,20 +34,20 @@ struct DecodeParams {
   int num_experts;
 };
 
-/// 16-byte weight load that skips L1 (each weight byte is read once).
-MOETUNE_DEVICE uint4 ld_stream_16(const void* p) {
+/// 16-byte read-only load. kStream: weights, read once, so they skip L1; else activations (the
+/// same x / h row is read by every warp), kept in L1.
+template <bool kStream>
+MOETUNE_DEVICE uint4 ld_nc_16(const void* p) {
   uint4 r;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
-/// 16-byte activation load through L1 (the same x / h row is read by every warp).
-MOETUNE_DEVICE uint4 ld_cached_16(const void* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
+  if (kStream) {
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+  } else {
+    asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+  }
   return r;
 }
 
@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
 #pragma unroll
               for (int j = 0; j < kVec; ++j) {
                 const int v = v0 + j * 32 + lane;
-                wv[r][hh][j] = (valid[r] && v < nvec) ? ld_stream_16(wrow[r][hh] + v * 8)
+                wv[r][hh][j] = (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r][hh] + v * 8)
                                                       : make_uint4(0, 0, 0, 0);
               }
             }
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
 #pragma unroll
               for (int j = 0; j < kVec; ++j) {
                 const int v = v0 + j * 32 + lane;
-                const uint4 xv = v < nvec ? ld_cached_16(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
+                const uint4 xv = v < nvec ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
 #pragma unroll
                 for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -225,7 +225,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          wv[r][j] = (valid[r] && v < nvec) ? ld_stream_16(wrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
+          wv[r][j] = (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
         }
       }
 #pragma unroll
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          if (valid[r] && v < nvec) acc[r] = dot8(wv[r][j], ld_cached_16(hrow[r] + v * 8), acc[r]);
+          if (valid[r] && v < nvec) acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
       }
     }

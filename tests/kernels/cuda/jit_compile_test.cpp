@@ -96,6 +96,43 @@ TEST(Sm90Jit, CompilesTheDefaultConfigWithoutAGpu) {
   EXPECT_EQ(again->cubin, m->cubin);
 }
 
+/// Points MOETUNE_CACHE_DIR at a fresh folder for the scope (the ptxas report comes only with a
+/// real compile, not from the cubin cache) and restores the old value after.
+class FreshCubinCache {
+ public:
+  explicit FreshCubinCache(std::string const& tag)
+      : dir_(moetune::testing::unique_temp_dir(tag)) {
+    const char* old = std::getenv("MOETUNE_CACHE_DIR");
+    had_ = old != nullptr;
+    if (had_) saved_ = old;
+    ::setenv("MOETUNE_CACHE_DIR", dir_.c_str(), 1);
+  }
+  ~FreshCubinCache() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    if (had_)
+      ::setenv("MOETUNE_CACHE_DIR", saved_.c_str(), 1);
+    else
+      ::unsetenv("MOETUNE_CACHE_DIR");
+  }
+  bool ok() const { return !dir_.empty(); }
+
+ private:
+  std::string dir_, saved_;
+  bool had_ = false;
+};
+
+/// Every "N bytes spill stores/loads" line of a ptxas -v log says 0; returns how many there were.
+int expect_no_spills(std::string const& ptxas_log) {
+  const std::regex spill(R"((\d+) bytes spill (stores|loads))");
+  int lines = 0;
+  for (std::sregex_iterator it(ptxas_log.begin(), ptxas_log.end(), spill), e; it != e;
+       ++it, ++lines) {
+    EXPECT_EQ((*it)[1].str(), "0") << ptxas_log;
+  }
+  return lines;
+}
+
 core::KernelConfig tma_ws(int bm, int bn, int stages) {
   core::KernelConfig k;
   k.tile = {.block_m = bm, .block_n = bn, .block_k = 64, .group_m = 8};
@@ -107,25 +144,8 @@ core::KernelConfig tma_ws(int bm, int bn, int stages) {
 // The warp-specialised kernels compile for gated and non-gated GEMM1 and for GEMM2, with no
 // register spills (ptxas -v), at both block_m.
 TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
-  // A fresh cubin cache: the ptxas report comes only with a real compile.
-  const std::string cache = moetune::testing::unique_temp_dir("jit_spills");
-  ASSERT_FALSE(cache.empty());
-  const char* old = std::getenv("MOETUNE_CACHE_DIR");
-  const std::string saved = old ? old : "";
-  ::setenv("MOETUNE_CACHE_DIR", cache.c_str(), 1);
-  struct Restore {
-    std::string saved;
-    bool had;
-    std::string dir;
-    ~Restore() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      if (had)
-        ::setenv("MOETUNE_CACHE_DIR", saved.c_str(), 1);
-      else
-        ::unsetenv("MOETUNE_CACHE_DIR");
-    }
-  } restore{saved, old != nullptr, cache};
+  FreshCubinCache cache("jit_spills");
+  ASSERT_TRUE(cache.ok());
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
     core::MoeProblem p = s1();
     p.activation = act;
@@ -146,13 +166,7 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
       ASSERT_TRUE(exprs.ok());
       auto m = compile_module(*exprs);
       ASSERT_TRUE(m.ok()) << m.error().to_string();
-      const std::regex spill(R"((\d+) bytes spill (stores|loads))");
-      int lines = 0;
-      for (std::sregex_iterator it(m->ptxas_log.begin(), m->ptxas_log.end(), spill), e; it != e;
-           ++it, ++lines) {
-        EXPECT_EQ((*it)[1].str(), "0") << "bm " << bm << ": " << m->ptxas_log;
-      }
-      EXPECT_GT(lines, 0) << "no ptxas -v report in the log";
+      EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "bm " << bm << ": no ptxas -v report";
       // ptxas serialises wgmma (waits after every instruction) when it cannot keep the
       // accumulators in place; that costs a large part of the main loop's throughput.
       EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
@@ -163,24 +177,8 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
 // The decode kernels (launch.swap_ab) of the tiny-M space compile without spills, gated and not:
 // every GEMM1 and GEMM2 candidate of S1 and S2 at M = 4, one module each (a fresh cache).
 TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
-  const std::string cache = moetune::testing::unique_temp_dir("jit_decode");
-  ASSERT_FALSE(cache.empty());
-  const char* old = std::getenv("MOETUNE_CACHE_DIR");
-  const std::string saved = old ? old : "";
-  ::setenv("MOETUNE_CACHE_DIR", cache.c_str(), 1);
-  struct Restore {
-    std::string saved;
-    bool had;
-    std::string dir;
-    ~Restore() {
-      std::error_code ec;
-      std::filesystem::remove_all(dir, ec);
-      if (had)
-        ::setenv("MOETUNE_CACHE_DIR", saved.c_str(), 1);
-      else
-        ::unsetenv("MOETUNE_CACHE_DIR");
-    }
-  } restore{saved, old != nullptr, cache};
+  FreshCubinCache cache("jit_decode");
+  ASSERT_TRUE(cache.ok());
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
     core::MoeProblem p = s1();
     p.activation = act;
@@ -203,13 +201,8 @@ TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
     exprs.erase(std::unique(exprs.begin(), exprs.end()), exprs.end());
     auto m = compile_module(exprs);
     ASSERT_TRUE(m.ok()) << m.error().to_string();
-    const std::regex spill(R"((\d+) bytes spill (stores|loads))");
-    int lines = 0;
-    for (std::sregex_iterator it(m->ptxas_log.begin(), m->ptxas_log.end(), spill), e; it != e;
-         ++it, ++lines) {
-      EXPECT_EQ((*it)[1].str(), "0") << m->ptxas_log;
-    }
-    EXPECT_GE(lines, static_cast<int>(exprs.size())) << "no ptxas -v report per kernel";
+    EXPECT_GE(expect_no_spills(m->ptxas_log), static_cast<int>(exprs.size()))
+        << "no ptxas -v report per kernel";
   }
 }
 
@@ -237,11 +230,7 @@ TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
   auto m = compile_module(*exprs);
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
-  const std::regex spill(R"((\d+) bytes spill (stores|loads))");
-  for (std::sregex_iterator it(m->ptxas_log.begin(), m->ptxas_log.end(), spill), e; it != e;
-       ++it) {
-    EXPECT_EQ((*it)[1].str(), "0") << m->ptxas_log;
-  }
+  EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "no ptxas -v report";
   c.gemm2.launch.schedule = core::Schedule::kCooperative;  // negative twin: not tma_ws
   st = sm90_can_implement(p, c);
   ASSERT_FALSE(st.ok());

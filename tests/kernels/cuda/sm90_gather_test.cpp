@@ -209,6 +209,22 @@ TEST_F(Sm90Gather, HandlesAllTokensOnOneExpertAndTopK1) {
   expect_matches_fp64(*tb_, decode(2, 8, 4, 4, 512), ref, "decode zipf top4");
 }
 
+// Checks `cfg` twice on the prepared problem: all written, finite, within the bf16 band of the
+// fp32 GPU reference, and the same bits both times. Returns the digest ("" if it could not run).
+std::string expect_in_band_and_deterministic(CudaTestbed& tb, MoeConfig const& cfg,
+                                             std::string const& what) {
+  auto a = tb.check(cfg);
+  EXPECT_TRUE(a.ok()) << what << ": " << (a.ok() ? std::string() : a.error().to_string());
+  if (!a.ok()) return "";
+  EXPECT_TRUE(a->all_written && a->all_finite) << what << " " << core::short_string(cfg);
+  EXPECT_LE(a->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2)
+      << what << " " << core::short_string(cfg);
+  auto b = tb.check(cfg);
+  EXPECT_TRUE(b.ok()) << what;
+  if (b.ok()) EXPECT_EQ(a->digest, b->digest) << what << ": two runs differ in bits";
+  return a->digest;
+}
+
 TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
   const MoeProblem shapes[] = {shape(128, 2688, 1856, 6, Activation::kRelu2),
                                shape(128, 2048, 768, 8, Activation::kSiluGated),
@@ -230,26 +246,14 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
         }
         if (core::is_gated(p.activation)) cfg.gemm1.tile.block_n = 128;
       }
-      auto a = tb_->check(cfg);
-      ASSERT_TRUE(a.ok()) << a.error().to_string();
-      EXPECT_TRUE(a->all_written && a->all_finite) << core::to_string(p);
-      EXPECT_LE(a->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2) << core::to_string(p);
-      auto b = tb_->check(cfg);
-      ASSERT_TRUE(b.ok());
-      EXPECT_EQ(a->digest, b->digest) << core::to_string(p);
-      if (m <= 64) {  // the decode kernels at the benchmark shapes: within the band, deterministic
-        const MoeConfig d = decode(m == 1 ? 1 : 8, 8, 8, 2, 512);
-        auto d1 = tb_->check(d);
-        ASSERT_TRUE(d1.ok()) << d1.error().to_string();
-        EXPECT_TRUE(d1->all_written && d1->all_finite) << "decode " << core::to_string(p);
-        EXPECT_LE(d1->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2)
-            << "decode " << core::to_string(p);
-        auto d2 = tb_->check(d);
-        ASSERT_TRUE(d2.ok());
-        EXPECT_EQ(d1->digest, d2->digest) << "decode, " << core::to_string(p);
+      const std::string what = core::to_string(p);
+      const std::string digest = expect_in_band_and_deterministic(*tb_, cfg, what);
+      if (m <= 64) {  // the decode kernels at the benchmark shapes
+        expect_in_band_and_deterministic(*tb_, decode(m == 1 ? 1 : 8, 8, 8, 2, 512),
+                                         "decode, " + what);
       }
       if (m >= 1000) {
-        // 64-row tiles split over two consumer warpgroups: within the band, deterministic.
+        // 64-row tiles split over two consumer warpgroups.
         auto split = cfg;
         for (auto* k : {&split.gemm1, &split.gemm2}) {
           k->tile.block_m = 64;
@@ -257,33 +261,18 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
           k->pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
           k->launch.schedule = core::Schedule::kTmaWarpSpecialized;
         }
-        auto s1 = tb_->check(split);
-        ASSERT_TRUE(s1.ok()) << s1.error().to_string();
-        EXPECT_TRUE(s1->all_written && s1->all_finite) << core::to_string(p);
-        EXPECT_LE(s1->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2) << core::to_string(p);
-        auto s2 = tb_->check(split);
-        ASSERT_TRUE(s2.ok());
-        EXPECT_EQ(s1->digest, s2->digest) << "split-N tma_ws, " << core::to_string(p);
+        expect_in_band_and_deterministic(*tb_, split, "split-N tma_ws, " + what);
         // tma_ws issues the same wgmma sequence per tile as cooperative: identical bits.
         auto ws = cfg;
         ws.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
         ws.gemm2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-        auto w = tb_->check(ws);
-        ASSERT_TRUE(w.ok()) << w.error().to_string();
-        EXPECT_TRUE(w->all_written && w->all_finite) << core::to_string(p);
-        EXPECT_EQ(w->digest, a->digest) << "tma_ws vs cooperative, " << core::to_string(p);
-        // GEMM2 split over K (where it divides I / 64): within the band, deterministic.
+        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, ws, "tma_ws, " + what), digest)
+            << "tma_ws vs cooperative, " << what;
+        // GEMM2 split over K (where it divides I / 64).
         auto sk = ws;
         sk.gemm2.pipeline.split_k = p.intermediate_size % 256 == 0 ? 4 : 2;
         if (tb_->backend().can_implement(p, sk).ok()) {
-          auto k1 = tb_->check(sk);
-          ASSERT_TRUE(k1.ok()) << k1.error().to_string();
-          EXPECT_TRUE(k1->all_written && k1->all_finite) << "split-K " << core::to_string(p);
-          EXPECT_LE(k1->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2)
-              << "split-K " << core::to_string(p);
-          auto k2 = tb_->check(sk);
-          ASSERT_TRUE(k2.ok());
-          EXPECT_EQ(k1->digest, k2->digest) << "split-K tma_ws, " << core::to_string(p);
+          expect_in_band_and_deterministic(*tb_, sk, "split-K tma_ws, " + what);
         }
       }
     }
