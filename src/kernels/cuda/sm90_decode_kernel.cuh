@@ -72,7 +72,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
   __shared__ int s_count, s_next;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  // Wait before letting GEMM2 launch: GEMM2 reads topk_ids before its own wait.
+  // Wait first, then let GEMM2 launch: its CTAs would otherwise take SM slots while this grid
+  // still waits on the previous kernel (GEMM2 reads nothing before its own wait).
   pdl_wait();
   pdl_launch_dependents();
   const int pair = blockIdx.x;

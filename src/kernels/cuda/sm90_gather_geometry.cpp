@@ -57,6 +57,12 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
                             std::to_string(p.hidden_size) +
                             ", I = " + std::to_string(p.intermediate_size));
   }
+  const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
+  if ((n_dim + t.block_n - 1) / t.block_n > 65535) {
+    return reject(gemm, pre + "launches one grid row per " + std::to_string(t.block_n) +
+                            " columns: " + std::to_string(n_dim) +
+                            " columns need more than 65535; use a larger block_n");
+  }
   GemmGeometry g;
   g.decode = true;
   g.block_m = t.block_m;

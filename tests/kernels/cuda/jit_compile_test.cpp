@@ -223,6 +223,8 @@ TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
   EXPECT_EQ(g2->split_k, 2);
   // The split kernel is its own instantiation (the unsplit one carries no split code) and
   // compiles without spills.
+  FreshCubinCache cache("jit_split_k");
+  ASSERT_TRUE(cache.ok());
   auto exprs = sm90_gather_name_exprs(p, c);
   ASSERT_TRUE(exprs.ok());
   EXPECT_NE((*exprs)[1].find(",true>"), std::string::npos) << (*exprs)[1];
