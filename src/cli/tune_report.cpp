@@ -27,7 +27,8 @@ std::string stats_json(tuner::TimingStats const& s) {
 }
 
 /// "per_gemm": bool, "joint_product": N, "groups": [{block_m, gemm1/gemm2 list sizes, base,
-/// gemm1_winner, winner (short strings; "" when the stage named none)}].
+/// gemm1_winner, winner (short strings; "" when the stage named none), winner_us, carried (near
+/// ties carried into the final round)}].
 std::string groups_json(tuner::BucketResult const& r) {
   std::vector<std::string> groups;
   for (tuner::GroupResult const& g : r.groups) {
@@ -38,7 +39,8 @@ std::string groups_json(tuner::BucketResult const& r) {
         ", \"base\": " + json_quote(core::short_string(g.base)) +
         ", \"gemm1_winner\": " + json_quote(g.gemm1_ok ? core::short_string(g.gemm1_winner) : "") +
         ", \"winner\": " + json_quote(g.ok ? core::short_string(g.winner) : "") +
-        ", \"winner_us\": " + json_number(g.ok ? g.winner_stats.median_us : 0) + "}");
+        ", \"winner_us\": " + json_number(g.ok ? g.winner_stats.median_us : 0) +
+        ", \"carried\": " + std::to_string(g.carried) + "}");
   }
   return "\"per_gemm\": " + std::string(r.per_gemm ? "true" : "false") +
          ", \"joint_product\": " + std::to_string(r.joint_product) + ", \"groups\": [" +

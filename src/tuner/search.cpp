@@ -353,14 +353,23 @@ core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
 
 /// One per-GEMM stage's winner: halving over the ok candidates of `pool` (the best third, at
 /// least two, re-timed with 3x the reps) until two were compared at the full reps; nullptr when
-/// none passed. Exhaustive: one round of all of them at final_reps.
-core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool, int stage) {
+/// none passed. Exhaustive: one round of all of them at final_reps. `tied` (when given) gets the
+/// stage's near ties to carry (see stage_ties).
+core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool, int stage,
+                                                          Candidates* tied) {
   Candidates alive = ok_sorted_among(pool);
+  StageRounds rounds;
+  auto snapshot = [&] {
+    rounds.emplace_back();
+    for (CandidateResult* c : alive) rounds.back().push_back({c, c->stats});
+  };
+  snapshot();  // round 0 (or what the stage's candidates were last timed in before it)
   int const cap = std::max(options_.final_reps, options_.first_reps);
   auto round_of = [&](int r) { return kStageRoundBase + stage * kStageRoundStride + r; };
   if (options_.exhaustive && !alive.empty()) {
     MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(1), cap));
     alive = ok_sorted_among(alive);
+    snapshot();
   }
   int reps = options_.first_reps;
   for (int r = 1; !options_.exhaustive && alive.size() > 1; ++r) {
@@ -369,9 +378,12 @@ core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool
     reps = std::min(reps * 3, cap);
     MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(r), reps));
     alive = ok_sorted_among(alive);
+    snapshot();
     if (alive.size() <= 2 && reps >= cap) break;
   }
-  return alive.empty() ? nullptr : alive.front();
+  if (alive.empty()) return nullptr;
+  if (tied != nullptr) *tied = stage_ties(alive.front(), rounds);
+  return alive.front();
 }
 
 }  // namespace detail

@@ -8,6 +8,9 @@
 //        stage 1: GEMM1 over the group's GEMM1 list, GEMM2 fixed at the family's base for this
 //                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);
 //        stage 2: GEMM2 over the group's GEMM2 list, GEMM1 fixed at stage 1's winner;
+//        ties: each stage's other candidates statistically tied with its winner (at most
+//              kStageTiesCarried, in search order) join the final round; a tied GEMM1 does so
+//              paired with the stage-2 GEMM2 winner, a new config checked first;
 //      each stage: pruning (can_implement per candidate, each rejection recorded with its reason
 //      and counted per field), a parallel precompile of the stage's new candidates in the worker
 //      (once some candidate has passed: until then each compiles inside its check, within the
@@ -19,16 +22,19 @@
 //      every group runs before any stage 2. Timing is always of the whole layer. Families without
 //      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
 //      the incumbent kept);
-//   4. final: the incumbent and each group's combined winner (plus anchors of no group) are timed
-//      in interleaved passes (final_reps in all); median and bootstrap CI; the incumbent stays
-//      unless a challenger's CI upper bound is below the incumbent's CI lower bound by `margin`
-//      (else a tie: the table keeps the incumbent, both are recorded); the winner is checked
-//      again and must reproduce its digest;
+//   4. final: the incumbent and each group's combined winner and carried ties (plus anchors of no
+//      group) are timed in interleaved passes (final_reps in all); median and bootstrap CI; the
+//      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
+//      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
+//      challengers tied with the fastest the earliest in search order wins (per GEMM: by where
+//      its GEMM1, then its GEMM2, first entered the search, which does not depend on which stage
+//      candidate won); the winner is checked again and must reproduce its digest;
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
 // Candidate indices (what --inject-fault names) follow creation order: anchors, stage 1 of each
-// group, then stage 2 of each group. Every measurement is looked up in the store first (resume)
-// and recorded after. `exhaustive` replaces halving by one full-reps round of every candidate and
-// runs stage 2 for the best kExhaustiveGemm1Top GEMM1 configs of each group (see SearchOptions).
+// group, stage 2 of each group, then the tied GEMM1 configs paired with stage 2's winners. Every
+// measurement is looked up in the store first (resume) and recorded after. `exhaustive` replaces
+// halving by one full-reps round of every candidate and runs stage 2 for the best
+// kExhaustiveGemm1Top GEMM1 configs of each group (see SearchOptions).
 #pragma once
 
 #include <chrono>
@@ -66,6 +72,13 @@ inline constexpr int kStageRoundStride = 100;
 inline constexpr int kAnchorStage = -1;
 /// --exhaustive: stage 2 runs for this many of each group's best GEMM1 configs.
 inline constexpr int kExhaustiveGemm1Top = 3;
+/// Per GEMM: besides its winner, each stage carries at most this many of its other ok candidates
+/// into the final round, those the winner does not beat beyond the intervals and `margin` (the
+/// rule of `decide`) in the last stage round both were timed in, earliest in search order first.
+/// A stage-1 (GEMM1) one is paired with the group's stage-2 GEMM2 winner: a new whole config,
+/// checked like every candidate before it may enter. Near-equal candidates picked between by noise
+/// then meet in one final round, whose tie rule names the same one in every run.
+inline constexpr int kStageTiesCarried = 2;
 
 struct SearchOptions {
   double timeout_s = 10;  ///< per request (one check, or one timing)
@@ -120,7 +133,8 @@ struct CandidateResult {
   int rounds = 0;            ///< timing rounds it took part in; kNotRun: never measured (budget or
                              ///< fail-fast), its outcome is then only a placeholder
   int stage = kAnchorStage;  ///< the per-GEMM stage that created it (2 * group + 0 for GEMM1,
-                             ///< + 1 for GEMM2), kAnchorStage for anchors and joint candidates
+                             ///< + 1 for GEMM2), kAnchorStage for anchors and joint candidates; a
+                             ///< carried GEMM1 tie is 2 * group with the GEMM2 winner, not the base
 };
 
 /// One block_m group of the per-GEMM search.
@@ -134,6 +148,7 @@ struct GroupResult {
   bool ok = false;  ///< stage 2 named a winner (the group's finalist)
   core::MoeConfig winner;
   TimingStats winner_stats;  ///< from its last stage round
+  int carried = 0;  ///< near-tied stage candidates carried into the final round (kStageTiesCarried)
 };
 
 struct BucketResult {

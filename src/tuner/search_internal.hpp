@@ -4,6 +4,7 @@
 // interface: use tune_bucket.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <string>
@@ -17,6 +18,8 @@ namespace moetune::tuner::detail {
 
 using Clock = std::chrono::steady_clock;
 using Candidates = std::vector<CandidateResult*>;
+/// A stage's timing rounds, round 0 first: each ok candidate of the round with its stats then.
+using StageRounds = std::vector<std::vector<std::pair<CandidateResult*, TimingStats>>>;
 
 /// "shape bucket N: the worker could not <what>: <outcome>: <reason>" (kInternal).
 core::Error worker_error(BucketTask const& task, std::string const& what, Reply const& reply);
@@ -49,16 +52,21 @@ class BucketSearch {
   static Candidates ok_sorted_among(Candidates set);
   Candidates keep_best(Candidates ranked, size_t keep);
   core::Result<Candidates> run_halving(Candidates pool);
-  core::Result<CandidateResult*> stage_winner(Candidates const& pool, int stage);
+  core::Result<CandidateResult*> stage_winner(Candidates const& pool, int stage,
+                                              Candidates* tied = nullptr);
+  Candidates stage_ties(CandidateResult const* winner, StageRounds const& rounds) const;
   // stages.cpp
   core::Result<Candidates> admit(std::vector<core::MoeConfig> const& configs, int stage);
   core::Result<Candidates> run_joint();
   core::Result<Candidates> run_per_gemm();
   core::MoeConfig stage_base(core::GemmSpace const& group) const;
-  core::Status run_gemm2_stages(std::vector<Candidates> const& ranked, Candidates* finalists);
+  core::Status run_gemm2_stages(std::vector<Candidates> const& ranked,
+                                std::vector<Candidates> const& gemm1_ties, Candidates* finalists);
+  core::Status carry_gemm1_ties(std::vector<Candidates> const& gemm1_ties, Candidates* finalists);
   // select.cpp
   core::Status plan();
   core::Status final_round(Candidates const& finalists, int base_round);
+  std::array<int, 3> search_order(CandidateResult const& c) const;
   void decide(Candidates const& finalists);
   void restore_decision(BucketResult const& from, std::deque<CandidateResult> const& cands);
   core::Result<bool> recheck_winner();

@@ -52,6 +52,22 @@ core::Status BucketSearch::final_round(Candidates const& finalists, int base_rou
   return core::Status::Ok();
 }
 
+/// Where `c` stands in search order, lowest first. Jointly: its index. Per GEMM: the index of the
+/// first candidate with its GEMM1, then of the first with its GEMM2, then its own. A stage's
+/// candidates get their indices in list order whichever GEMM the other stage fixed, but a whole
+/// config's index depends on which GEMM1 won stage 1 (a carried tie is created after stage 2), so
+/// only the per-GEMM key names the same config in runs whose stage winners differ.
+std::array<int, 3> BucketSearch::search_order(CandidateResult const& c) const {
+  if (!result_.per_gemm) return {c.index, c.index, c.index};
+  auto first = [&](auto same) {
+    auto it = std::find_if(cands_.begin(), cands_.end(), same);
+    return it == cands_.end() ? c.index : it->index;
+  };
+  return {first([&](CandidateResult const& o) { return o.config.gemm1 == c.config.gemm1; }),
+          first([&](CandidateResult const& o) { return o.config.gemm2 == c.config.gemm2; }),
+          c.index};
+}
+
 /// Selection among the ok finalists: the incumbent stays unless the fastest challenger (the one
 /// reported) beats it beyond the intervals and the margin. The winner is then the earliest in
 /// search order among the challengers the fastest does not beat so (statistically tied with it):
@@ -70,7 +86,7 @@ void BucketSearch::decide(Candidates const& finalists) {
   }
   CandidateResult const* earliest = fastest;  // of the challengers tied with the fastest
   for (CandidateResult* c : ranked) {
-    if (c->index != 0 && c->index < earliest->index &&
+    if (c->index != 0 && search_order(*c) < search_order(*earliest) &&
         tuner::decide(c->stats, fastest->stats, options_.margin) != Verdict::kChallengerWins) {
       earliest = c;
     }

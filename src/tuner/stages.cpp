@@ -1,8 +1,9 @@
 // tune_bucket's candidates and stages: admitting configs (dedup, feasibility, pruning with
 // reasons), the per-GEMM search (stage 1: GEMM1 with GEMM2 at a base; stage 2: GEMM2 with GEMM1 at
-// stage 1's winner; per block_m group) and the joint search of families without per-GEMM spaces.
-// See search.hpp for the whole procedure.
+// stage 1's winner; per block_m group; each stage's near ties carried into the final round) and
+// the joint search of families without per-GEMM spaces. See search.hpp for the whole procedure.
 #include <algorithm>
+#include <map>
 
 #include "tuner/search_internal.hpp"
 
@@ -85,11 +86,39 @@ core::Result<Candidates> BucketSearch::run_joint() {
 /// candidate + base GEMM2) are compiled once and every bucket reuses them from the cache.
 core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { return group.base; }
 
+/// The candidates of a stage the winner does not beat (tuner::decide: beyond both intervals and
+/// the margin), each compared with the winner in the last round both were timed in (the winner
+/// took part in every one), so a candidate dropped early is judged on the samples it was
+/// dropped on; the earliest kStageTiesCarried in search order.
+Candidates BucketSearch::stage_ties(CandidateResult const* winner,
+                                    StageRounds const& rounds) const {
+  std::map<CandidateResult*, std::pair<TimingStats, TimingStats>> last;  // (its, the winner's)
+  for (auto const& round : rounds) {
+    auto w = std::find_if(round.begin(), round.end(),
+                          [&](auto const& entry) { return entry.first == winner; });
+    if (w == round.end()) continue;
+    for (auto const& [c, stats] : round) {
+      if (c != winner) last[c] = {stats, w->second};
+    }
+  }
+  Candidates tied;
+  for (auto const& [c, pair] : last) {
+    if (tuner::decide(pair.first, pair.second, options_.margin) != Verdict::kChallengerWins) {
+      tied.push_back(c);
+    }
+  }
+  std::sort(tied.begin(), tied.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  if (tied.size() > size_t(kStageTiesCarried)) tied.resize(kStageTiesCarried);
+  return tied;
+}
+
 /// Stage 2 of every group with a GEMM1 winner (ranked[g]: stage 1's ok candidates, winner first):
 /// GEMM2 over the group's list with GEMM1 fixed at the winner (exhaustive: at each of the
 /// kExhaustiveGemm1Top best distinct GEMM1 configs), one precompile batch for all groups. Each
-/// stage's winner (else stage 1's) joins `finalists`.
+/// stage's winner (else stage 1's) joins `finalists` with the stage's near ties, then stage 1's
+/// near ties (gemm1_ties[g]) paired with it (carry_gemm1_ties).
 core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranked,
+                                            std::vector<Candidates> const& gemm1_ties,
                                             Candidates* finalists) {
   std::vector<Candidates> pools(ranked.size());
   Candidates batch;
@@ -124,7 +153,8 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
   MOETUNE_RETURN_IF_ERROR(measure(batch, 0.45, 0.85));
   for (size_t g = 0; g < ranked.size(); ++g) {
     if (ranked[g].empty()) continue;
-    auto w = stage_winner(pools[g], 2 * static_cast<int>(g) + 1);
+    Candidates tied;
+    auto w = stage_winner(pools[g], 2 * static_cast<int>(g) + 1, &tied);
     if (!w.ok()) return w.error();
     CandidateResult* best = *w != nullptr ? *w : ranked[g].front();
     if (best->outcome != Outcome::kOk) continue;
@@ -132,14 +162,52 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
     result_.groups[g].winner = best->config;
     result_.groups[g].winner_stats = best->stats;
     push_unique(*finalists, best);
+    for (CandidateResult* c : tied) {  // whole configs, checked in stage 2 or before
+      if (c->outcome != Outcome::kOk) continue;
+      if (std::find(finalists->begin(), finalists->end(), c) != finalists->end()) continue;
+      finalists->push_back(c);
+      ++result_.groups[g].carried;
+    }
+  }
+  return carry_gemm1_ties(gemm1_ties, finalists);
+}
+
+/// Stage 1's near ties of every group with a winner, each GEMM1 paired with the group's GEMM2
+/// winner: admitted (pruned like any config), checked and timed in round 0 (one precompile batch),
+/// and only the ok ones join `finalists`. A pair that is already a candidate is not measured again.
+core::Status BucketSearch::carry_gemm1_ties(std::vector<Candidates> const& gemm1_ties,
+                                            Candidates* finalists) {
+  std::vector<Candidates> pairs(gemm1_ties.size());
+  Candidates batch;
+  for (size_t g = 0; g < gemm1_ties.size(); ++g) {
+    if (!result_.groups[g].ok || gemm1_ties[g].empty()) continue;
+    std::vector<core::MoeConfig> configs;
+    for (CandidateResult* c : gemm1_ties[g]) {
+      configs.push_back({c->config.gemm1, result_.groups[g].winner.gemm2});
+    }
+    auto admitted = admit(configs, 2 * static_cast<int>(g));
+    if (!admitted.ok()) return admitted.error();
+    pairs[g] = *admitted;
+    for (CandidateResult* c : *admitted) push_unique(batch, c);
+  }
+  if (batch.empty()) return core::Status::Ok();
+  MOETUNE_RETURN_IF_ERROR(measure(batch, 0.85, 0.9));
+  for (size_t g = 0; g < pairs.size(); ++g) {
+    for (CandidateResult* c : pairs[g]) {
+      if (c->outcome != Outcome::kOk) continue;
+      if (std::find(finalists->begin(), finalists->end(), c) != finalists->end()) continue;
+      finalists->push_back(c);
+      ++result_.groups[g].carried;
+    }
   }
   return core::Status::Ok();
 }
 
 /// Per GEMM: anchors, then stage 1 of every group (one precompile batch), then stage 2 of every
-/// group (another). Returns the finalists: each group's winner, anchors of no group that passed,
-/// and the incumbent while ok. Anchors of a group take part in its stages by their GEMM configs,
-/// not as whole configs (which would compare two GEMMs at once).
+/// group (another), then stage 1's near ties paired with stage 2's winners (a third, when any).
+/// Returns the finalists: each group's winner and carried near ties, anchors of no group that
+/// passed, and the incumbent while ok. Anchors of a group take part in its stages by their GEMM
+/// configs, not as whole configs (which would compare two GEMMs at once).
 core::Result<Candidates> BucketSearch::run_per_gemm() {
   result_.per_gemm = true;
   Candidates anchors;
@@ -175,8 +243,9 @@ core::Result<Candidates> BucketSearch::run_per_gemm() {
   MOETUNE_RETURN_IF_ERROR(measure(batch, 0.05, 0.45));
 
   std::vector<Candidates> ranked(gemm_spaces_.size());
+  std::vector<Candidates> gemm1_ties(gemm_spaces_.size());
   for (size_t g = 0; g < gemm_spaces_.size(); ++g) {
-    auto w = stage_winner(pools[g], 2 * static_cast<int>(g));
+    auto w = stage_winner(pools[g], 2 * static_cast<int>(g), &gemm1_ties[g]);
     if (!w.ok()) return w.error();
     if (*w == nullptr) continue;
     result_.groups[g].gemm1_ok = true;
@@ -186,7 +255,7 @@ core::Result<Candidates> BucketSearch::run_per_gemm() {
                           [&](CandidateResult* c) { return c == *w; });
   }
   Candidates finalists;
-  MOETUNE_RETURN_IF_ERROR(run_gemm2_stages(ranked, &finalists));
+  MOETUNE_RETURN_IF_ERROR(run_gemm2_stages(ranked, gemm1_ties, &finalists));
   for (CandidateResult* c : anchors) {
     bool const grouped = std::any_of(gemm_spaces_.begin(), gemm_spaces_.end(), [&](auto const& s) {
       return same_block_m(c->config, s.block_m);

@@ -18,6 +18,7 @@
 namespace moetune::tuner {
 namespace {
 
+using testing::CostModel;
 using testing::fast_options;
 using testing::InProcessWorker;
 using testing::tiny_task;
@@ -100,6 +101,137 @@ TEST(PerGemm, AmongEquivalentChallengersTheEarliestIsNamed) {
   EXPECT_EQ(r.verdict, "challenger_wins");
   EXPECT_EQ(r.winner.gemm1.tile.block_m, 8) << core::short_string(r.winner);
   EXPECT_DOUBLE_EQ(flat(r.winner), 100.0);
+}
+
+/// True for `k` at block_n `bn`, block_k `bk` on `threads` (split_k 1, group_m 1).
+bool is(core::KernelConfig const& k, int bn, int bk, int threads) {
+  return k.tile.block_n == bn && k.tile.block_k == bk && k.launch.num_threads == threads &&
+         k.pipeline.split_k == 1 && k.tile.group_m == 1;
+}
+
+/// `cost`, except that GEMM1 at block_k 128 costs what block_k 64 does plus `k128_extra_us`
+/// (negative: faster). In the GEMM1 list block_k 64 comes before 128.
+CostModel gemm1_k128_at(double k128_extra_us) {
+  return [=](core::MoeConfig const& c) {
+    return cost(c) - (is(c.gemm1, 128, 128, 0) ? 7 - k128_extra_us : 0);
+  };
+}
+
+/// The candidate with `config`, else nullptr.
+CandidateResult const* find(BucketResult const& r, core::MoeConfig const& config) {
+  for (CandidateResult const& c : r.results) {
+    if (c.config == config) return &c;
+  }
+  return nullptr;
+}
+
+TEST(PerGemm, ANearTiedGemm1MeetsTheStageWinnerInTheFinalAndTheEarliestIsNamed) {
+  // GEMM1 block_k 128 0.01 us faster than block_k 64 (0.01%, far inside the 1% margin): stage 1
+  // names block_k 128 by its median; block_k 64 is carried, paired with stage 2's GEMM2 winner,
+  // checked, timed in the final round beside it, and named there as the earlier in search order.
+  InProcessWorker worker(gemm1_k128_at(-0.01));
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.groups[1].block_m, 16);  // the fastest block_m of the model
+  GroupResult const& g = r.groups[1];
+  EXPECT_TRUE(is(g.gemm1_winner.gemm1, 128, 128, 0)) << core::short_string(g.gemm1_winner);
+  EXPECT_TRUE(is(g.winner.gemm1, 128, 128, 0)) << core::short_string(g.winner);
+  EXPECT_GE(g.carried, 1);
+  core::MoeConfig pair = g.winner;
+  pair.gemm1.tile.block_k = 64;
+  CandidateResult const* carried = find(r, pair);
+  ASSERT_NE(carried, nullptr) << "the tied GEMM1 was not paired with the GEMM2 winner";
+  EXPECT_EQ(carried->stage, 2);  // group 1's GEMM1 stage
+  EXPECT_EQ(carried->outcome, Outcome::kOk) << carried->reason;
+  EXPECT_EQ(carried->rounds, 2);  // round 0 and the final round
+  auto checked = worker.configs_of("check");
+  EXPECT_GE(std::count(checked.begin(), checked.end(), pair), 1);  // through the gate
+  auto timed = worker.configs_of("time");
+  EXPECT_EQ(std::count(timed.begin(), timed.end(), pair), 1 + kFinalPasses);
+  EXPECT_EQ(r.verdict, "challenger_wins");
+  EXPECT_EQ(r.winner, pair) << core::short_string(r.winner);
+  EXPECT_EQ(r.precompiles, 3);  // stage 1, stage 2, the carried pairs
+}
+
+TEST(PerGemm, RunsWhoseStage1NamesADifferentNearTiedGemm1NameTheSameWinner) {
+  // Which of two near-equal GEMM1 configs stage 1 names depends on noise on a device; here each
+  // run is made to name the other one. Both must name the same whole config.
+  std::vector<core::MoeConfig> winners;
+  for (double k128_extra_us : {-0.01, 0.01}) {
+    SCOPED_TRACE(k128_extra_us);
+    InProcessWorker worker(gemm1_k128_at(k128_extra_us));
+    BucketResult r = tune(worker);
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(is(r.groups[1].gemm1_winner.gemm1, 128, 128, 0), k128_extra_us < 0);
+    winners.push_back(r.winner);
+  }
+  EXPECT_EQ(winners[0], winners[1])
+      << core::short_string(winners[0]) << " vs " << core::short_string(winners[1]);
+  EXPECT_TRUE(is(winners[0].gemm1, 128, 64, 0)) << core::short_string(winners[0]);
+}
+
+TEST(PerGemm, AClearlySlowerRunnerUpIsNotCarried) {
+  // The negative twin: block_k 64 2 us (2%) behind block_k 128, beyond the margin.
+  InProcessWorker worker(gemm1_k128_at(-2));
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  GroupResult const& g = r.groups[1];
+  EXPECT_TRUE(is(g.winner.gemm1, 128, 128, 0)) << core::short_string(g.winner);
+  for (GroupResult const& each : r.groups) EXPECT_EQ(each.carried, 0) << each.block_m;
+  core::MoeConfig pair = g.winner;
+  pair.gemm1.tile.block_k = 64;
+  EXPECT_EQ(find(r, pair), nullptr);
+  EXPECT_EQ(r.precompiles, 2);
+  EXPECT_EQ(r.winner, g.winner);
+}
+
+TEST(PerGemm, ACarriedGemm1ThatFailsTheGateNeverEntersTheFinal) {
+  InProcessWorker clean(gemm1_k128_at(-0.01));
+  BucketResult first = tune(clean);
+  ASSERT_TRUE(first.ok);
+  CandidateResult const* pair = find(first, first.winner);
+  ASSERT_NE(pair, nullptr);
+  ASSERT_TRUE(is(pair->config.gemm1, 128, 64, 0));  // the carried pair won the clean run
+  SearchOptions options = fast_options();
+  options.faults = *parse_fault_plan("wrong@" + std::to_string(pair->index));
+  InProcessWorker worker(gemm1_k128_at(-0.01));
+  BucketResult r = tune(worker, options);
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.results[pair->index].config, pair->config);  // same model, same order
+  EXPECT_EQ(r.results[pair->index].outcome, Outcome::kWrongResult);
+  EXPECT_EQ(r.results[pair->index].rounds, 1);  // round 0 only: not in the final round
+  EXPECT_EQ(r.groups[1].carried, 0);
+  EXPECT_EQ(r.winner, r.groups[1].winner);  // the stage's own winner
+}
+
+TEST(PerGemm, ANearTiedGemm2IsCarriedAndTheEarlierInSearchOrderNamed) {
+  // GEMM2 block_k 256 (the model's optimum) 0.01 us faster than block_k 128, which comes first.
+  auto model = [](core::MoeConfig const& c) {
+    return cost(c) - (is(c.gemm2, 32, 128, 1) ? 7 - 0.01 : 0);
+  };
+  InProcessWorker worker(model);
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  GroupResult const& g = r.groups[1];
+  EXPECT_TRUE(is(g.winner.gemm2, 32, 256, 1)) << core::short_string(g.winner);
+  EXPECT_GE(g.carried, 1);
+  EXPECT_EQ(r.precompiles, 2);  // a stage-2 tie is a whole config checked in stage 2
+  EXPECT_TRUE(is(r.winner.gemm2, 32, 128, 1)) << core::short_string(r.winner);
+  EXPECT_EQ(r.winner.gemm1, g.winner.gemm1);
+}
+
+TEST(PerGemm, ExhaustiveNamesTheSameAmongNearTiedGemm1s) {
+  // Exhaustive runs stage 2 at the 3 best GEMM1 configs, so the tied pair is a stage-2 candidate
+  // there and carried as a stage-2 tie: the same winner as the halving search.
+  InProcessWorker quick(gemm1_k128_at(-0.01));
+  BucketResult tuned = tune(quick);
+  SearchOptions options = fast_options();
+  options.exhaustive = true;
+  InProcessWorker slow(gemm1_k128_at(-0.01));
+  BucketResult full = tune(slow, options);
+  ASSERT_TRUE(tuned.ok && full.ok);
+  EXPECT_EQ(full.winner, tuned.winner) << core::short_string(full.winner);
+  EXPECT_TRUE(is(full.winner.gemm1, 128, 64, 0));
 }
 
 TEST(PerGemm, ANeighboursWinnerSeedsBothStagesByItsGemms) {

@@ -84,22 +84,28 @@ TEST_F(SearchTest, OnTheCpuBackendEachGemmIsSearchedOnItsOwn) {
   ASSERT_TRUE(r.ok);
   EXPECT_TRUE(r.per_gemm);
   ASSERT_EQ(r.groups.size(), 4u);  // block_m 8, 16, 32, 64
-  EXPECT_EQ(r.precompiles, 2);     // every stage 1, then every stage 2 (anchors compile alone)
   EXPECT_GT(r.measured, 0);
   EXPECT_LT(r.measured * 10, r.joint_product) << r.measured << " of " << r.joint_product;
   for (GroupResult const& g : r.groups) {
     ASSERT_TRUE(g.ok) << g.block_m;
     EXPECT_EQ(g.winner.gemm1, g.gemm1_winner.gemm1) << g.block_m;  // stage 2 keeps GEMM1
+    EXPECT_LE(g.carried, 2 * kStageTiesCarried) << g.block_m;
   }
+  int carried_gemm1 = 0;
   for (CandidateResult const& c : r.results) {
     if (c.stage == kAnchorStage) continue;
     GroupResult const& g = r.groups.at(c.stage / 2);
     if (c.stage % 2 == 0) {
-      EXPECT_EQ(c.config.gemm2, g.base.gemm2) << c.index;  // stage 1: GEMM2 at the base
+      if (c.config.gemm2 == g.base.gemm2) continue;  // stage 1: GEMM2 at the base
+      // else a GEMM1 tied with stage 1's winner, carried with the group's GEMM2 winner
+      EXPECT_EQ(c.config.gemm2, g.winner.gemm2) << c.index;
+      ++carried_gemm1;
     } else {
       EXPECT_EQ(c.config.gemm1, g.gemm1_winner.gemm1) << c.index;  // stage 2: GEMM1 at the winner
     }
   }
+  // Every stage 1, then every stage 2, then the carried GEMM1 ties (anchors compile alone).
+  EXPECT_EQ(r.precompiles, carried_gemm1 > 0 ? 3 : 2);
 }
 
 TEST_F(SearchTest, EachInjectedFaultEndsInItsOutcomeAndNeverWins) {
