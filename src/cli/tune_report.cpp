@@ -109,7 +109,11 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
   }
   protocol << (info.exhaustive ? "exhaustive (no halving, every candidate at full reps)"
                                : "successive halving (x3 reps per round)")
-           << ", finalists: incumbent + " << (r.per_gemm ? "each block_m's winner" : "best 3")
+           << ", finalists: incumbent + "
+           << (r.per_gemm ? "each block_m's winner and up to " +
+                                std::to_string(tuner::kStageTiesCarried) +
+                                " near ties per stage (search order breaks final ties)"
+                          : std::string("best 3"))
            << ", final " << info.reps << " reps in " << tuner::kFinalPasses
            << " interleaved passes after " << info.warmup
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
