@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/cpu/cpu_testbed.hpp"
+#include "tuner/cpu_precompile_testbed.hpp"
 
 namespace moetune::tuner {
 namespace {
@@ -21,25 +21,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// The cpu testbed, except that precompile sleeps 40 ms per call and records the call.
-class SlowCompileTestbed : public kernels::Testbed {
+class SlowCompileTestbed : public testing::CpuPrecompileTestbed {
  public:
   struct Call {
     core::MoeConfig config;
     Clock::time_point begin, end;
     std::thread::id thread;
   };
-  core::Backend const& backend() const override { return bed_.backend(); }
-  core::Status prepare(core::MoeProblem const& p, core::RoutingProfile const& r,
-                       uint64_t seed) override {
-    return bed_.prepare(p, r, seed);
-  }
-  core::Result<kernels::CheckResult> check(core::MoeConfig const& c) override {
-    return bed_.check(c);
-  }
-  core::Result<kernels::TimingResult> time(core::MoeConfig const& c, int w, int n) override {
-    return bed_.time(c, w, n);
-  }
-  void set_fast_paths(kernels::FastPaths const& fp) override { bed_.set_fast_paths(fp); }
   std::vector<core::Status> precompile(std::vector<core::MoeConfig> const& configs) override {
     Call call{.begin = Clock::now(), .thread = std::this_thread::get_id()};
     std::this_thread::sleep_for(std::chrono::milliseconds(40));
@@ -57,7 +45,6 @@ class SlowCompileTestbed : public kernels::Testbed {
   }
 
  private:
-  kernels::cpu::CpuTestbed bed_;
   mutable std::mutex mutex_;
   std::vector<Call> calls_;
 };

@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_testbed.hpp"
+#include "tuner/cpu_precompile_testbed.hpp"
 #include "tuner/in_process_worker.hpp"
 #include "tuner/search.hpp"
 #include "tuner/tuner_test_util.hpp"
@@ -376,22 +377,19 @@ TEST(PerGemm, WithABackgroundCompileEveryCheckOfABatchComesBeforeItsTimings) {
   EXPECT_EQ(sync.configs_of("time").size(), worker.configs_of("time").size());
 }
 
+/// The search-order index of `config` among r's candidates (its last entry), or -1.
+int index_of(BucketResult const& r, core::MoeConfig const& config) {
+  int index = -1;
+  for (CandidateResult const& c : r.results) {
+    if (c.config == config) index = c.index;
+  }
+  return index;
+}
+
 /// The cpu testbed, except that precompile fails (as NVRTC would) for one config.
-class FailingCompileTestbed : public kernels::Testbed {
+class FailingCompileTestbed : public testing::CpuPrecompileTestbed {
  public:
   explicit FailingCompileTestbed(core::MoeConfig bad) : bad_(bad) {}
-  core::Backend const& backend() const override { return bed_.backend(); }
-  core::Status prepare(core::MoeProblem const& p, core::RoutingProfile const& r,
-                       uint64_t seed) override {
-    return bed_.prepare(p, r, seed);
-  }
-  core::Result<kernels::CheckResult> check(core::MoeConfig const& c) override {
-    return bed_.check(c);
-  }
-  core::Result<kernels::TimingResult> time(core::MoeConfig const& c, int w, int n) override {
-    return bed_.time(c, w, n);
-  }
-  void set_fast_paths(kernels::FastPaths const& fp) override { bed_.set_fast_paths(fp); }
   std::vector<core::Status> precompile(std::vector<core::MoeConfig> const& configs) override {
     ++calls;
     std::vector<core::Status> out;
@@ -405,7 +403,6 @@ class FailingCompileTestbed : public kernels::Testbed {
   int calls = 0;
 
  private:
-  kernels::cpu::CpuTestbed bed_;
   core::MoeConfig bad_;
 };
 
@@ -434,10 +431,7 @@ TEST(PerGemm, AnInjectedCompileFaultIsAnsweredByThePrecompile) {
   InProcessWorker clean(cost);
   BucketResult first = tune(clean);
   ASSERT_TRUE(first.ok);
-  int index = -1;
-  for (CandidateResult const& c : first.results) {
-    if (c.config == first.winner) index = c.index;
-  }
+  int const index = index_of(first, first.winner);
   ASSERT_GT(index, 0);
   SearchOptions options = fast_options();
   options.faults = *parse_fault_plan("compile@" + std::to_string(index));
@@ -457,10 +451,7 @@ TEST(PerGemm, WrongAndNanOutputsAreCaughtByTheGateAndNeverWin) {
   InProcessWorker clean(cost);
   BucketResult first = tune(clean);
   ASSERT_TRUE(first.ok);
-  int index = -1;
-  for (CandidateResult const& c : first.results) {
-    if (c.config == first.winner) index = c.index;
-  }
+  int const index = index_of(first, first.winner);
   for (char const* kind : {"wrong", "nan"}) {
     SCOPED_TRACE(kind);
     SearchOptions options = fast_options();
