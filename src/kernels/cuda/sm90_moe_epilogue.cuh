@@ -2,7 +2,8 @@
 // accumulator layout (row = lane/4 (+8), col = 2*(lane%4) (+1) per m16n8 fragment).
 //   GEMM1: h[sorted_row, n] = act(acc) (gated: silu(gate) * up), rounded to bf16; padding rows
 //          (pair -1) are not stored.
-//   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token).
+//   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token);
+//          split over K (tma_ws): fp32 partials of each split instead, summed by combine.
 // Limits: output column counts are even (bf16x2 stores). Covered by sm90_gather_test.cpp.
 #pragma once
 
@@ -10,47 +11,15 @@
 
 namespace moetune_dev {
 
-/// The pair id and routing weight of each accumulator row a thread holds ((mm, half) order).
-template <int kRows>
-struct EpilogueRows {
-  int pair[kRows];
-  float scale[kRows];
-};
-
-/// Row info of thread `tid` for the tile rows row_pair[0..kBlockM) (shared or global memory):
-/// the pair ids, then the routing weights (GEMM2) in moe_epilogue_scales.
-template <class Mainloop>
-MOETUNE_DEVICE EpilogueRows<Mainloop::kMmaM * 2> moe_epilogue_rows(int tid, const int* row_pair) {
-  EpilogueRows<Mainloop::kMmaM * 2> rows;
-  const int warp_m = (tid >> 5) / Mainloop::kWarpColumns;
-  const int lane = tid & 31;
-#pragma unroll
-  for (int i = 0; i < Mainloop::kMmaM * 2; ++i) {
-    const int r = warp_m * Mainloop::kWarpTileM + (i >> 1) * 16 + (lane >> 2) + (i & 1) * 8;
-    rows.pair[i] = row_pair[r];
-    rows.scale[i] = 1.0f;
-  }
-  return rows;
-}
-template <bool kIsGemm1, int kRows>
-MOETUNE_DEVICE void moe_epilogue_scales(EpilogueRows<kRows>& rows, const float* topk_weights) {
-  if (kIsGemm1) return;
-#pragma unroll
-  for (int i = 0; i < kRows; ++i) {
-    rows.scale[i] = rows.pair[i] >= 0 ? topk_weights[rows.pair[i]] : 1.0f;
-  }
-}
-
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
-/// rows: moe_epilogue_rows of this thread. tid: the thread's index among the threads that hold
-/// the accumulators (warp = tid / 32).
+/// row_pair: [kBlockM] pair id of each tile row (-1 = padding), in shared or global memory.
+/// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
 /// partial (GEMM2 split over K): when not null, fp32 rows partial[pair] (the split's slice)
-/// receive weight * acc instead of bf16 rows of out; combine sums the splits.
+/// receive weight * acc instead of bf16 rows of out.
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
-                                       EpilogueRows<Mainloop::kMmaM * 2> const& rows,
-                                       long long row0, int n0, int n_dim,
-                                       float* partial = nullptr) {
+                                       const int* row_pair, long long row0, int n0, int n_dim,
+                                       const float* topk_weights, float* partial = nullptr) {
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -61,10 +30,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       const int r = warp_m * Mainloop::kWarpTileM + mm * 16 + (lane >> 2) + half * 8;
-      const int pair = rows.pair[mm * 2 + half];
+      const int pair = row_pair[r];
       if (pair < 0) continue;
       const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
-      const float scale = rows.scale[mm * 2 + half];
+      const float scale = kIsGemm1 ? 1.0f : topk_weights[pair];
       moe_bf16* out_ptr = out + out_row * n_dim;
 #pragma unroll
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
@@ -92,16 +61,6 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
       }
     }
   }
-}
-
-/// The same, reading the row info now (row_pair in shared or global memory).
-template <class Mainloop, int kAct, bool kIsGemm1>
-MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
-                                       const int* row_pair, long long row0, int n0, int n_dim,
-                                       const float* topk_weights, float* partial = nullptr) {
-  auto rows = moe_epilogue_rows<Mainloop>(tid, row_pair);
-  moe_epilogue_scales<kIsGemm1>(rows, topk_weights);
-  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, tid, out, rows, row0, n0, n_dim, partial);
 }
 
 }  // namespace moetune_dev
