@@ -23,8 +23,7 @@ core::MoeConfig CudaBackend::default_config(core::MoeProblem const& p) const {
 }
 
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
-  const double per_expert =
-      p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+  const double per_expert = pairs_per_expert(p);
   if (per_expert <= 2) return {16, 64};  // 64: wgmma tiles sized to spread weights over all SMs
   if (per_expert <= 16) return {16, 32};
   if (per_expert <= 48) return {32, 64};
@@ -39,13 +38,12 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
     int bn, warps;
   };
   std::vector<Shape> shapes;
-  const double pairs_per_expert =
-      p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+  const double per_expert = pairs_per_expert(p);
   // Compute-bound M (>= 96 pairs per expert): tma_ws tiles only. Every H200 winner from M = 1024
   // up was tma_ws (bench/results/2026-11-29-9935045bdc85.csv); the mma.sync and cooperative
   // tiles there only cost the tuner compile and check time.
-  const bool ws_only = pairs_per_expert >= 96;
-  if ((pairs_per_expert <= 2 && block_m >= 64) || ws_only) {
+  const bool ws_only = per_expert >= 96;
+  if ((per_expert <= 2 && block_m >= 64) || ws_only) {
     // Decode at block_m 64: only the wgmma tiles below (mma.sync would waste the A tile).
   } else if (block_m <= 32) {
     shapes = {{16, 1}, {32, 2}, {64, 4}, {128, 4}, {128, 8}};
@@ -78,8 +76,6 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
         break;
       }
     }
-    const double per_expert =
-        p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
     const bool tiny = per_expert <= 2;
     if (tiny) {
       // Bandwidth-bound decode: narrow tiles so experts_hit x n_tiles lands near a multiple of
@@ -150,17 +146,6 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
   }
   return out;
 }
-
-namespace {
-double pairs_per_expert(core::MoeProblem const& p) {
-  return p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
-}
-int decode_block_m(core::MoeProblem const& p) {
-  int bm = 1;
-  while (bm < 8 && bm < p.num_tokens) bm *= 2;
-  return bm;
-}
-}  // namespace
 
 core::KernelConfig sm90_decode_base(core::MoeProblem const& p) {
   core::KernelConfig k;

@@ -105,6 +105,16 @@ int act_id(core::Activation a) {
   return 0;
 }
 
+double pairs_per_expert(core::MoeProblem const& p) {
+  return p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+}
+
+int decode_block_m(core::MoeProblem const& p) {
+  int bm = 1;
+  while (bm < 8 && bm < p.num_tokens) bm *= 2;
+  return bm;
+}
+
 int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m) {
   return (num_pairs + block_m - 1) / block_m + std::min(num_experts, num_pairs);
 }
@@ -370,8 +380,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
 //               256, BK 64, 8 MMA warps, 4 stages, group_m 8 (beat cooperative at every M >= 1024
 //               measured on H200: bench/results/raw/2026-11-29-9989eea-pinned-as-tma_ws.csv)
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
-  const double per_expert =
-      p.num_experts > 0 ? static_cast<double>(p.num_tokens) * p.top_k / p.num_experts : 0;
+  const double per_expert = pairs_per_expert(p);
   core::KernelConfig g1, g2;
   auto set = [](core::KernelConfig& k, int bm, int bn, int bk, int warps, int stages, int gm) {
     k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = gm};
@@ -380,10 +389,8 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
   const int bk_small = (p.hidden_size % 128 == 0 && p.intermediate_size % 128 == 0) ? 128 : 64;
   if (p.num_tokens <= 4 && per_expert <= 1.0) {
     // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
-    int bm = 1;
-    while (bm < p.num_tokens) bm *= 2;
-    set(g1, bm, 8, 512, 4, 1, 1);
-    set(g2, bm, 4, 512, 8, 1, 1);
+    set(g1, decode_block_m(p), 8, 512, 4, 1, 1);
+    set(g2, decode_block_m(p), 4, 512, 8, 1, 1);
     g1.launch.swap_ab = g2.launch.swap_ab = true;
     if (decode_geometry(p, g1, true).ok() && decode_geometry(p, g2, false).ok()) {
       return {.gemm1 = g1, .gemm2 = g2};

@@ -66,6 +66,11 @@ std::string gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
 /// Activation id shared with the device code (sm90_common.cuh ActId).
 int act_id(core::Activation a);
 
+/// Token-expert pairs per expert, M * top_k / E (0 when E = 0): what picks the regime.
+double pairs_per_expert(core::MoeProblem const& problem);
+/// block_m of the decode kernels (pairs per pass): M rounded up to a power of two, at most 8.
+int decode_block_m(core::MoeProblem const& problem);
+
 /// Upper bound of kBlockM-row blocks after padding each expert: ceil(P / BM) + min(E, P).
 int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m);
 
