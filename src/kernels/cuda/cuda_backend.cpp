@@ -124,6 +124,20 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
           }
         }
       }
+      // pingpong: two consumer warpgroups on alternate whole tiles, so stores overlap the other
+      // warpgroup's main loop (short-K GEMMs); one warpgroup holds <= 128 accumulators per
+      // thread: block_m 128 x 128 (64 gated) or block_m 64 x 256 (128 gated), plus the exact
+      // width that divides N where there is one.
+      for (int bn : widths) {
+        if (block_m * bn * (max_bn == 128 ? 2 : 1) > 64 * 256) continue;
+        for (int stages : {4, 5, 6}) {
+          core::KernelConfig k;
+          k.tile = {.block_m = block_m, .block_n = bn, .block_k = 64, .group_m = 8};
+          k.pipeline = {.num_warps = 8, .num_stages = stages, .split_k = 1};
+          k.launch.schedule = core::Schedule::kPingpong;
+          if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+        }
+      }
       // GEMM2 split over K when its output tiles fill few waves of SMs (S3's deep I = 14336 at
       // mid M: 12 blocks x 16 tiles = 192 tiles on 132 SMs): each tma_ws GEMM2 above, split 2, 4.
       if (!is_gemm1) {

@@ -15,6 +15,12 @@ typedef unsigned long long moe_u64;
 
 namespace moetune_dev {
 
+/// Compile-time int as a value (what std::integral_constant is, without the std headers).
+template <int kValue>
+struct IntConst {
+  static constexpr int value = kValue;
+};
+
 MOETUNE_DEVICE float bf16_to_float(moe_bf16 h) { return __uint_as_float(((moe_u32)h) << 16); }
 
 /// Packs two floats into bf16x2 (round to nearest even); `lo` lands in the low half.

@@ -18,6 +18,7 @@ struct CpAsyncMainloop {
   static constexpr int kWarpTileM = kBlockM / kWarpsM;
   static constexpr int kWarpTileN = kBlockN / kWarpsN;
   static constexpr int kMmaM = kWarpTileM / 16;
+  static constexpr int kMmaRowStride = 16;  // m16 fragment mm starts at row 16 * mm
   static constexpr int kMmaN = kWarpTileN / 8;
   static constexpr int kNumAcc = kGated ? 2 : 1;
   static constexpr int kChunksPerRow = kBlockK / 8;

@@ -130,18 +130,19 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
                             " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256");
   }
-  const bool ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized;
+  const bool pp = k.launch.schedule == core::Schedule::kPingpong;
+  const bool ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized || pp;
   const bool coop = k.launch.schedule == core::Schedule::kCooperative || ws;
   // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
   // tma_ws at block_m 64 with 8 warps: two consumer warpgroups split block_n (<= 2 x 256).
-  const bool ws_split_n = ws && t.block_m == 64 && k.pipeline.num_warps == 8;
+  const bool ws_split_n = ws && !pp && t.block_m == 64 && k.pipeline.num_warps == 8;
   if (coop ? (t.block_n < 32 || t.block_n > (ws_split_n ? 512 : 256) ||
               t.block_n % (ws_split_n ? 16 : 8) != 0)
            : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
     return reject(gemm,
                   "tile.block_n = " + std::to_string(t.block_n) +
-                      (coop ? " is not supported with schedule cooperative or tma_ws; use a "
+                      (coop ? " is not supported with schedule cooperative, tma_ws or pingpong; use a "
                               "multiple of 8 in 32..256 (tma_ws at block_m 64 with 8 warps: a "
                               "multiple of 16 up to 512)"
                             : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
@@ -169,7 +170,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   const auto& pl = k.pipeline;
   if (pl.split_k != 1) {
     // GEMM2 of tma_ws: fp32 partials per split, summed by combine in a fixed order.
-    if (is_gemm1 || !ws) {
+    if (is_gemm1 || !ws || pp) {
       return reject(gemm, "pipeline.split_k = " + std::to_string(pl.split_k) +
                               " is implemented for GEMM2 with schedule tma_ws only (GEMM1's "
                               "activation needs the whole sum); use split_k = 1");
@@ -191,13 +192,8 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             std::to_string(l.cluster_n) +
                             " is not used by sm90_gather v1; use 1x1");
   }
-  if (l.schedule == core::Schedule::kPingpong) {
-    return reject(gemm,
-                  "launch.schedule = pingpong is not implemented by sm90_gather v1; use auto "
-                  "(mma.sync), cooperative (wgmma) or tma_ws (TMA + warp-specialised wgmma)");
-  }
   const bool wgmma = coop;
-  const std::string sched = ws ? "tma_ws" : "cooperative";
+  const std::string sched = pp ? "pingpong" : ws ? "tma_ws" : "cooperative";
   if (wgmma) {
     if (t.block_k != 64) {
       return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " with schedule " +
@@ -212,7 +208,12 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                               " with schedule " + sched +
                               (ws ? "; use 2..8" : "; use 3..8 (two tiles stay in flight)"));
     }
-    if (pl.num_warps != t.block_m / 16 && !ws_split_n) {
+    if (pp && pl.num_warps != 8) {
+      return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
+                              " with schedule pingpong; use 8 (two MMA warpgroups on alternate "
+                              "tiles; the producer warpgroup is not counted)");
+    }
+    if (!pp && pl.num_warps != t.block_m / 16 && !ws_split_n) {
       return reject(
           gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " with schedule " + sched +
                     " needs one MMA warpgroup per 64 rows; use " + std::to_string(t.block_m / 16) +
@@ -262,8 +263,9 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     }
   }
   if (wgmma) {
-    g.warps_m = t.block_m / 16;
+    g.warps_m = pp ? 4 : t.block_m / 16;
     g.warps_n = ws_split_n ? 2 : 1;
+    g.pingpong = pp;
     found = true;
   }
   if (!found) {
@@ -273,7 +275,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them.
   const int reg_budget =
-      (ws ? (g.warps_m * g.warps_n == 8 ? 224 : std::min(255, 65536 / g.threads())) - 40
+      (ws ? (g.threads() == 384 ? 224 : std::min(255, 65536 / g.threads())) - 40
           : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
   if (g.acc_registers() > reg_budget) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
@@ -281,6 +283,13 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " accumulator registers per thread with " + std::to_string(warps) +
                             " warps, over the budget of " + std::to_string(reg_budget) +
                             "; use more warps or a smaller tile");
+  }
+  if (pp && g.acc_registers() > 128) {
+    return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
+                            " with schedule pingpong needs " +
+                            std::to_string(g.acc_registers()) +
+                            " accumulator registers per thread (one warpgroup holds the whole "
+                            "tile), over 128; use block_m 64 or a narrower block_n");
   }
   const int smem = g.smem_bytes() + (ws ? g.stages * 16 : g.block_m * 12);
   if (smem > kSm90MaxSmemBytes) {
@@ -297,7 +306,8 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
   if (!fast_paths.wgmma_mainloop) {
     for (auto const* k : {&c.gemm1, &c.gemm2}) {
       if (k->launch.schedule == core::Schedule::kCooperative ||
-          k->launch.schedule == core::Schedule::kTmaWarpSpecialized) {
+          k->launch.schedule == core::Schedule::kTmaWarpSpecialized ||
+          k->launch.schedule == core::Schedule::kPingpong) {
         return core::make_error(
             ErrorCode::kUnsupported, "sm90_gather",
             std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
@@ -359,7 +369,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
            std::to_string(g.block_n) + "," + std::to_string(g.stages) + "," +
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
            (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
-           (g.split_k > 1 ? "true" : "false") + ">";
+           (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

@@ -25,8 +25,11 @@ struct GemmGeometry {
   int stages = 3, group_m = 1;
   bool gated = false;  ///< GEMM1 with gate and up halves
   /// 0 = mma.sync main loop (schedule auto), 1 = cp.async + wgmma (schedule cooperative),
-  /// 2 = TMA + warp-specialised persistent wgmma (schedule tma_ws).
+  /// 2 = TMA + warp-specialised persistent wgmma (schedules tma_ws and pingpong).
   int mma = 0;
+  /// Schedule pingpong (mma 2): two consumer warpgroups on alternate whole tiles; warps_m x
+  /// warps_n = 4 x 1 is one warpgroup's layout (each warp: 16 rows of every 64-row half).
+  bool pingpong = false;
   /// launch.swap_ab: the decode kernels (sm90_decode_kernel.cuh): no align, no combine launch;
   /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
   /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.
@@ -35,8 +38,11 @@ struct GemmGeometry {
   int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
 
-  /// Threads per CTA: the MMA warps, plus the producer warpgroup of schedule tma_ws.
-  int threads() const { return warps_m * warps_n * 32 + (mma == 2 ? 128 : 0); }
+  /// Threads per CTA: the MMA warps (two warpgroups for pingpong), plus the producer warpgroup of
+  /// schedules tma_ws and pingpong.
+  int threads() const {
+    return (pingpong ? 256 : warps_m * warps_n * 32) + (mma == 2 ? 128 : 0);
+  }
   int b_rows() const { return gated ? 2 * block_n : block_n; }
   /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
   int smem_bytes() const {

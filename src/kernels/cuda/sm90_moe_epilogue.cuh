@@ -29,7 +29,8 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
   for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int r = warp_m * Mainloop::kWarpTileM + mm * 16 + (lane >> 2) + half * 8;
+      const int r =
+          warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
       const int pair = row_pair[r];
       if (pair < 0) continue;
       const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;

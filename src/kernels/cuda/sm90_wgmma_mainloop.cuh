@@ -26,6 +26,7 @@ struct WgmmaMainloop {
   static constexpr int kWarpTileM = 16;
   static constexpr int kWarpTileN = kBlockN;
   static constexpr int kMmaM = 1;
+  static constexpr int kMmaRowStride = 16;
   static constexpr int kMmaN = kBlockN / 8;
   // Gated GEMM1 issues one m64 x (2 kBlockN) wgmma over the contiguous [gate | up] B rows.
   static constexpr int kMmaWidth = kGated ? 2 * kBlockN : kBlockN;

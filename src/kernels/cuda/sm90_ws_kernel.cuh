@@ -1,22 +1,29 @@
 // sm90_ws_kernel.cuh: the warp-specialised, persistent GEMM kernel of the sm90_gather family
-// (schedule = tma_ws), for the compute-bound regime.
+// (schedules tma_ws and pingpong), for the compute-bound regime.
 //   - Warpgroup 0 is the producer (registers given back with setmaxnreg): one thread issues TMA
 //     loads of the expert's weight tile (two boxes for gated GEMM1: gate rows and up rows) and,
 //     for GEMM2, of the expert-sorted h rows; for GEMM1 the 128 producer threads gather the token
 //     rows of x with cp.async (TMA cannot address a row list on sm_90), each thread's copies
 //     arriving on the stage's barrier (.noinc).
-//   - Warpgroups 1..2 are consumers: each multiplies 64 rows x (kBlockN / kSplitN) columns of
-//     the tile (block_m 128: the two split M; block_m 64 with kSplitN = 2: they split N, so a
-//     64-row tile, which wastes less padding at mid M, still keeps two warpgroups busy) with
-//     m64 x N x k16 wgmma straight from the 128-byte-swizzled stages, releases a stage to
-//     the producer as soon as the wgmma that read it retired (wait<1>), and stores its rows with
-//     the shared epilogue (sm90_moe_epilogue.cuh).
+//   - tma_ws (cooperative): warpgroups 1..2 share each tile: each multiplies 64 rows x
+//     (kBlockN / kSplitN) columns (block_m 128: the two split M; block_m 64 with kSplitN = 2: they
+//     split N, so a 64-row tile, which wastes less padding at mid M, still keeps two warpgroups
+//     busy) with m64 x N x k16 wgmma straight from the 128-byte-swizzled stages, releases a stage
+//     to the producer as soon as the wgmma that read it retired (wait<1>), and stores its rows
+//     with the shared epilogue (sm90_moe_epilogue.cuh).
+//   - pingpong: warpgroups 1 and 2 take alternate tiles, each the whole kBlockM x kBlockN tile
+//     (block_m 128: two m64 wgmma per k16 step), so one warpgroup's epilogue runs under the other's
+//     main loop (what short-K GEMMs such as S2's GEMM2, K = 768, lose in tma_ws). A 128-row tile
+//     whose rows 64..127 are all padding (an expert's last block) runs one m64 wgmma per step.
+//     Stage and phase follow a running k-tile count: warpgroup c owns counts of the CTA's tiles
+//     c, c + 2, ...; every stage has one consumer.
 //   - Persistent: gridDim.x CTAs (<= SM count) walk the tiles of the device-side block count in
 //     the group_m raster; the producer runs ahead into the next tile while consumers store.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
-// Empty barrier: one arrival per consumer warpgroup. Phases flip every kStages k-tiles.
-// Same wgmma sequence per tile as schedule cooperative, so the two give identical bits.
-// Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule = tma_ws).
+// Empty barrier: one arrival per consumer warpgroup of the tile. Phases flip every kStages
+// k-tiles. Same wgmma sequence per 64-row half as schedule cooperative, so the three give
+// identical bits for the same wgmma width.
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule tma_ws / pingpong).
 #pragma once
 
 #include "sm90_common.cuh"
@@ -34,24 +41,26 @@ struct WsGemmParams {
 };
 
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
-/// and all kBlockN columns as n8 fragments; gated: gate fragments first, then up).
-template <int kBlockN, bool kGated>
+/// of each of kHalves 64-row halves and all kBlockN columns as n8 fragments; gated: gate
+/// fragments first, then up; half mm's registers follow half mm - 1's).
+template <int kBlockN, bool kGated, int kHalves = 1>
 struct WsAccumulators {
   static constexpr int kWarpColumns = 1;
   static constexpr int kWarpTileM = 16;
   static constexpr int kWarpTileN = kBlockN;
-  static constexpr int kMmaM = 1;
+  static constexpr int kMmaM = kHalves;
+  static constexpr int kMmaRowStride = 64;  // half mm starts at row 64 * mm
   static constexpr int kMmaN = kBlockN / 8;
   static constexpr int kNumAcc = kGated ? 2 : 1;
   static constexpr int kWidth = kNumAcc * kBlockN;
-  float acc[kWidth / 2];
+  static constexpr int kHalfRegs = kWidth / 2;  // registers of one m64 wgmma accumulator
+  float acc[kHalves * kHalfRegs];
   MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
-    (void)mm;
-    return acc[(h * (kBlockN / 8) + nn) * 4 + i];
+    return acc[mm * kHalfRegs + (h * (kBlockN / 8) + nn) * 4 + i];
   }
   MOETUNE_DEVICE void fence_all() {
 #pragma unroll
-    for (int i = 0; i < kWidth / 2; ++i) fence_operand(acc[i]);
+    for (int i = 0; i < kHalves * kHalfRegs; ++i) fence_operand(acc[i]);
   }
 };
 
@@ -67,13 +76,15 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
 }
 
 /// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
-/// unsplit kernels carry no split arithmetic or epilogue branch.
+/// unsplit kernels carry no split arithmetic or epilogue branch. kPingpong: schedule pingpong
+/// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K).
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK>
-__global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
+          bool kSplitK, bool kPingpong = false>
+__global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
-  constexpr int kConsumers = kBlockM / 64 * kSplitN;
+  constexpr int kConsumers = kPingpong ? 2 : kBlockM / 64 * kSplitN;
+  constexpr int kHalves = kPingpong ? kBlockM / 64 : 1;  // m64 wgmma per k16 step and warpgroup
   constexpr int kWgN = kBlockN / kSplitN;             // columns per consumer warpgroup
   constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;  // its B rows: [gate | up] or plain
   constexpr int kBRows = kSplitN * kWgBRows;
@@ -91,6 +102,9 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
                 "tma_ws: wgmma N is a multiple of 8, <= 256 per warpgroup");
   static_assert(kStages >= 2, "tma_ws: at least two stages");
   static_assert(!(kSplitK && kIsGemm1), "tma_ws: split-K is for GEMM2 only");
+  static_assert(!kPingpong || (kSplitN == 1 && !kSplitK && kHalves * kWgBRows / 2 <= 128),
+                "pingpong: whole tiles per warpgroup (no split-N or split-K), <= 128 "
+                "accumulator registers");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
 
@@ -108,7 +122,7 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(&full_bar[s]), kIsGemm1 ? 1 + 128 : 1);
-      mbar_init(smem_u32(&empty_bar[s]), kConsumers);
+      mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers);
     }
     mbar_init_fence();
   }
@@ -184,6 +198,63 @@ __global__ void __launch_bounds__((kBlockM / 64 * kSplitN + 1) * 128, 1)
       }
     }
     if (kIsGemm1) cp_async_wait<0>();
+  } else if (kPingpong) {
+    // ---------------------------------------------------------------- pingpong consumers
+    warpgroup_reg_alloc<kConsumerRegs>();
+    const int c = wg - 1;
+    using Acc = WsAccumulators<kWgN, kGated, kHalves>;
+    Acc ml;
+    // Running k-tile count of the CTA's tile sequence (the producer's stage order): this
+    // warpgroup's tiles are the CTA's tiles c, c + 2, ...
+    unsigned it = static_cast<unsigned>(c * num_k);
+    // k loop over the tile's first kH 64-row halves, stage and phase from the running count.
+    auto mainloop = [&](auto halves) {
+      constexpr int kH = decltype(halves)::value;
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt, ++it) {
+        const int stage = static_cast<int>(it % kStages);
+        mbar_wait(smem_u32(&full_bar[stage]), static_cast<int>((it / kStages) & 1));
+        if (kIsGemm1) fence_proxy_async();  // A rows written by cp.async (generic proxy)
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
+        const moe_u32 b_base = a_base + kABytes;
+        ml.fence_all();
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+          for (int h = 0; h < kH; ++h) {
+            Wgmma<kWgBRows>::mma(ml.acc + h * Acc::kHalfRegs,
+                                 wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
+                                 wgmma_desc_sw128(b_base + kk * 32), 1);
+          }
+        }
+        wgmma_commit();
+        ml.fence_all();
+        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+        ml.fence_all();
+        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+        prev = stage;
+      }
+      wgmma_wait<0>();
+      ml.fence_all();
+      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+    };
+    for (int t = blockIdx.x + c * gridDim.x; t < total; t += 2 * gridDim.x, it += num_k) {
+      int pid_m, pid_n;
+      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      const long long row0 = (long long)pid_m * kBlockM;
+#pragma unroll
+      for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
+      // align pads each expert's rows at the end of its last block: when row 64 is padding, so
+      // is the whole second half, and one m64 wgmma per step covers the tile (same bits).
+      if (kHalves == 1 || g.sorted_pairs[row0 + 64] >= 0) {
+        mainloop(IntConst<kHalves>{});
+      } else {
+        mainloop(IntConst<1>{});
+      }
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(
+          ml, tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN, g.n_dim, g.topk_weights);
+    }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
     if (kConsumers == 2) warpgroup_reg_alloc<kConsumerRegs>();

@@ -174,6 +174,71 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
   }
 }
 
+core::KernelConfig pingpong(int bm, int bn, int stages) {
+  core::KernelConfig k = tma_ws(bm, bn, stages);
+  k.pipeline.num_warps = 8;
+  k.launch.schedule = core::Schedule::kPingpong;
+  return k;
+}
+
+// The pingpong kernels (two consumer warpgroups on alternate whole tiles) compile for gated and
+// non-gated GEMM1 and for GEMM2 at both block_m, with no spills and no serialised wgmma (the
+// 128-row tiles branch to a one-half main loop for an expert's all-padding second half).
+TEST(Sm90Jit, PingpongConfigsCompileWithoutSpillsOrSerialisedWgmma) {
+  FreshCubinCache cache("jit_pingpong");
+  ASSERT_TRUE(cache.ok());
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
+    core::MoeProblem p = s1();
+    p.activation = act;
+    p.num_tokens = 4096;
+    const bool gated = act == core::Activation::kSiluGated;
+    for (int bm : {128, 64}) {
+      const int bn1 = bm == 128 ? (gated ? 64 : 128) : (gated ? 128 : 232);
+      core::MoeConfig c{.gemm1 = pingpong(bm, bn1, 5), .gemm2 = pingpong(bm, bm == 128 ? 128 : 224, 5)};
+      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+      auto exprs = sm90_gather_name_exprs(p, c);
+      ASSERT_TRUE(exprs.ok());
+      auto m = compile_module(*exprs);
+      ASSERT_TRUE(m.ok()) << m.error().to_string();
+      EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "bm " << bm << ": no ptxas -v report";
+      EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+    }
+  }
+}
+
+// can_implement of pingpong: 8 warps (two MMA warpgroups), one warpgroup's accumulators <= 128
+// registers, no split-K; each refusal names the field.
+TEST(Sm90Geometry, PingpongNeedsEightWarpsAndOneWarpgroupsAccumulators) {
+  core::MoeProblem p = s1();
+  p.num_tokens = 4096;
+  core::MoeConfig c{.gemm1 = pingpong(128, 128, 4), .gemm2 = pingpong(128, 128, 4)};
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  auto g = gemm_geometry(p, c.gemm2, false);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->threads(), 384);
+  EXPECT_TRUE(g->persistent());
+  EXPECT_EQ(g->acc_registers(), 128);
+  auto bad = c;  // negative twins, one field each
+  bad.gemm2.pipeline.num_warps = 4;
+  auto st = sm90_can_implement(p, bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("num_warps = 4 with schedule pingpong"), std::string::npos)
+      << st.error().to_string();
+  bad = c;
+  bad.gemm2.tile.block_n = 256;
+  st = sm90_can_implement(p, bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("256 accumulator registers"), std::string::npos)
+      << st.error().to_string();
+  bad = c;
+  bad.gemm2.pipeline.split_k = 2;
+  p.intermediate_size = 1792;  // 28 k-tiles: split 2 divides them
+  st = sm90_can_implement(p, bad);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("GEMM2 with schedule tma_ws only"), std::string::npos)
+      << st.error().to_string();
+}
+
 // The decode kernels (launch.swap_ab) of the tiny-M space compile without spills, gated and not:
 // every GEMM1 and GEMM2 candidate of S1 and S2 at M = 4, one module each (a fresh cache).
 TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {

@@ -176,6 +176,15 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.tile.block_n = bm == 64 ? 256 : 200;
         cfgs.push_back(c);
       }
+      for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 96 : 40, .block_k = 64, .group_m = 3};
+        c.gemm1.pipeline = {.num_warps = 8, .num_stages = bm == 64 ? 2 : 4, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kPingpong;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = bm == 64 ? 200 : 120;
+        cfgs.push_back(c);
+      }
       const auto ref = fp64_reference(*tb_);
       for (auto const& c : cfgs) {
         if (!tb_->backend().can_implement(p, c).ok()) continue;
@@ -268,6 +277,18 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
         ws.gemm2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
         EXPECT_EQ(expect_in_band_and_deterministic(*tb_, ws, "tma_ws, " + what), digest)
             << "tma_ws vs cooperative, " << what;
+        // pingpong at the same wgmma widths (GEMM2 128 wide, so one warpgroup holds the tile;
+        // expert-last tiles with an all-padding second half run one m64 wgmma): identical bits.
+        auto coop128 = cfg;
+        coop128.gemm2.tile.block_n = 128;
+        auto pp = coop128;
+        pp.gemm1.launch.schedule = core::Schedule::kPingpong;
+        pp.gemm2.launch.schedule = core::Schedule::kPingpong;
+        if (!core::is_gated(p.activation)) pp.gemm1.tile.block_n = coop128.gemm1.tile.block_n = 128;
+        else pp.gemm1.tile.block_n = coop128.gemm1.tile.block_n = 64;
+        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, pp, "pingpong, " + what),
+                  expect_in_band_and_deterministic(*tb_, coop128, "cooperative n128, " + what))
+            << "pingpong vs cooperative, " << what;
         // GEMM2 split over K (where it divides I / 64).
         auto sk = ws;
         sk.gemm2.pipeline.split_k = p.intermediate_size % 256 == 0 ? 4 : 2;
