@@ -23,6 +23,14 @@ MOETUNE_DEVICE void mbar_init(moe_u32 bar, int count) {
 MOETUNE_DEVICE void mbar_init_fence() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
+/// Named barrier `id` (1..15; 0 is __syncthreads) of `threads` threads: wait for it / arrive
+/// without waiting (pingpong's order between its two consumer warpgroups).
+MOETUNE_DEVICE void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+MOETUNE_DEVICE void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 MOETUNE_DEVICE void mbar_arrive(moe_u32 bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }

@@ -16,7 +16,10 @@
 //     main loop (what short-K GEMMs such as S2's GEMM2, K = 768, lose in tma_ws). A 128-row tile
 //     whose rows 64..127 are all padding (an expert's last block) runs one m64 wgmma per step.
 //     Stage and phase follow a running k-tile count: warpgroup c owns counts of the CTA's tiles
-//     c, c + 2, ...; every stage has one consumer.
+//     c, c + 2, ...; every stage has one consumer. A warpgroup starts waiting on tile i's stages
+//     only after the other one has waited on all of tile i - 1's (named barriers 1 and 2): a
+//     parity wait can only tell the current phase from the one before, so waiting further ahead
+//     would pass on a stage not yet filled.
 //   - Persistent: gridDim.x CTAs (<= SM count) walk the tiles of the device-side block count in
 //     the group_m raster; the producer runs ahead into the next tile while consumers store.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
@@ -208,7 +211,9 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
     // warpgroup's tiles are the CTA's tiles c, c + 2, ...
     unsigned it = static_cast<unsigned>(c * num_k);
     // k loop over the tile's first kH 64-row halves, stage and phase from the running count.
-    auto mainloop = [&](auto halves) {
+    // next_tile: the CTA has a tile after this one (the other warpgroup's), which may start
+    // once this one's stages have all been waited on.
+    auto mainloop = [&](auto halves, bool next_tile) {
       constexpr int kH = decltype(halves)::value;
       int prev = -1;
       for (int kt = 0; kt < num_k; ++kt, ++it) {
@@ -235,6 +240,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
         if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
         prev = stage;
       }
+      if (next_tile) named_bar_arrive(2 - c, 256);  // the other warpgroup waits on 1 + (1 - c)
       wgmma_wait<0>();
       ml.fence_all();
       if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
@@ -247,10 +253,12 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
       // align pads each expert's rows at the end of its last block: when row 64 is padding, so
       // is the whole second half, and one m64 wgmma per step covers the tile (same bits).
+      const bool next_tile = t + static_cast<int>(gridDim.x) < total;
+      if (t >= static_cast<int>(gridDim.x)) named_bar_sync(1 + c, 256);  // not the CTA's first
       if (kHalves == 1 || g.sorted_pairs[row0 + 64] >= 0) {
-        mainloop(IntConst<kHalves>{});
+        mainloop(IntConst<kHalves>{}, next_tile);
       } else {
-        mainloop(IntConst<1>{});
+        mainloop(IntConst<1>{}, next_tile);
       }
       moe_epilogue_store<Acc, kAct, kIsGemm1>(
           ml, tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN, g.n_dim, g.topk_weights);
