@@ -5,12 +5,15 @@
 // GPU reference (sampled tokens) with poisoned outputs, times the whole layer (graph replay, L2
 // flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median) and each
 // stage, and writes bench/results-style CSV plus the winners as JSON. Prints a short table last.
+// Exit 1: a step failed (the message names it); 2: the --out folder cannot be written (checked
+// before anything is measured).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -396,13 +399,24 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   run.date = date;
   std::fprintf(stderr, "device %s, driver %s\n", run.device.c_str(), run.driver.c_str());
+  // The CSV folder is made (and the file opened) before anything is measured: a run whose
+  // results could not be written fails here, not silently after minutes of device time.
+  const std::string csv_path = opt.out_dir + "/" + run.date + "-" + run.commit + ".csv";
+  std::error_code mkdir_error;
+  std::filesystem::create_directories(opt.out_dir, mkdir_error);
+  std::ofstream csv(csv_path);
+  if (!csv) {
+    std::fprintf(stderr,
+                 "moetune_sm90_bench: cannot write %s (--out %s: %s); use a writable folder\n",
+                 csv_path.c_str(), opt.out_dir.c_str(),
+                 mkdir_error ? mkdir_error.message().c_str() : "open failed");
+    return 2;
+  }
   run.ceil = measure_ceilings();
   std::fprintf(stderr, "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s)\n",
                run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str());
   run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
 
-  const std::string csv_path = opt.out_dir + "/" + run.date + "-" + run.commit + ".csv";
-  std::ofstream csv(csv_path);
   write_csv_header(csv);
   std::vector<Point> points;
   auto wanted = split(opt.shapes, ',');

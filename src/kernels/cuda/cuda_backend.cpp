@@ -124,18 +124,20 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
           }
         }
       }
-      // pingpong: two consumer warpgroups on alternate whole tiles, so stores overlap the other
-      // warpgroup's main loop (short-K GEMMs); one warpgroup holds <= 128 accumulators per
-      // thread: block_m 128 x 128 (64 gated) or block_m 64 x 256 (128 gated), plus the exact
-      // width that divides N where there is one.
-      for (int bn : widths) {
-        if (block_m * bn * (max_bn == 128 ? 2 : 1) > 64 * 256) continue;
-        for (int stages : {4, 5, 6}) {
+      // pingpong GEMM2 at block_m 128 x 128 (two consumer warpgroups on alternate whole tiles:
+      // stores under the other's main loop). Measured on H200 (bench/results/raw/
+      // 2026-11-29-2a21e8b-pingpong-*): in the layer it beat tma_ws GEMM2 at S2 (K = 768) by
+      // 1.6-4.2% at M 2048-16384 in two A/B pairs, and lost 3-6% at S1 16384 and S3; pingpong
+      // GEMM1 lost at every point alone (S1 16384 2884 vs 1679 us, S3 14865 vs 12606 us: a
+      // warpgroup's own 64- or 128-row tile reloads the weight tile more often) and 64-row
+      // pingpong GEMM2 won alone but lost in the layer (S1 2048 949 vs 773 us).
+      if (!is_gemm1 && block_m == 128) {
+        for (int stages : {4, 5}) {
           core::KernelConfig k;
-          k.tile = {.block_m = block_m, .block_n = bn, .block_k = 64, .group_m = 8};
+          k.tile = {.block_m = 128, .block_n = 128, .block_k = 64, .group_m = 8};
           k.pipeline = {.num_warps = 8, .num_stages = stages, .split_k = 1};
           k.launch.schedule = core::Schedule::kPingpong;
-          if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+          if (gemm_geometry(p, k, false).ok()) out.push_back(k);
         }
       }
       // GEMM2 split over K when its output tiles fill few waves of SMs (S3's deep I = 14336 at
