@@ -3,7 +3,9 @@
 (vLLM Triton fused_moe and torch._grouped_mm on the same H200 model, same protocol) and the
 issue's targets. Prints a markdown table and per-shape summary.
 
-usage: bench/compare_peers.py bench/results/<date>-<commit>.csv
+usage: bench/compare_peers.py bench/results/<date>-<commit>.csv [LATER.csv ...]
+With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (e.g. the session
+bench, then a re-time of the rows a later commit changed); the table names each point's commit.
 """
 import csv
 import math
@@ -28,9 +30,14 @@ TARGETS = {"S1": (1.12, 1.30), "S2": (1.12, 1.30), "S3": (1.08, 1.25)}  # geomea
 
 
 def main():
-    rows = list(csv.DictReader(open(sys.argv[1])))
-    print("| shape | M | moetune us | floor us | t/floor | vLLM us | grouped_mm us | vs better peer | point target | met |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    points = {}
+    for path in sys.argv[1:]:
+        for r in csv.DictReader(open(path)):
+            points[(r["shape"], int(r["M"]))] = r
+    order = {"S1": 0, "S2": 1, "S3": 2}
+    rows = [points[k] for k in sorted(points, key=lambda k: (order.get(k[0], 9), k[1]))]
+    print("| shape | M | moetune us | floor us | t/floor | vLLM us | grouped_mm us | vs better peer | point target | met | commit |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for r in rows:
         s, m = r["shape"], int(r["M"])
@@ -41,7 +48,7 @@ def main():
         ok = t <= target
         summary.setdefault(s, []).append((t / fl, ok, t / best))
         print(f"| {s} | {m} | {t:.1f} | {fl:.1f} | {t / fl:.3f} | {peer[0]:.1f} | {peer[1]:.1f} | "
-              f"{t / best:.2f}x | {target:.1f} | {'yes' if ok else 'no'} |")
+              f"{t / best:.2f}x | {target:.1f} | {'yes' if ok else 'no'} | {r['commit'][:7]} |")
     print()
     for s, vals in summary.items():
         geo = math.exp(sum(math.log(v[0]) for v in vals) / len(vals))
