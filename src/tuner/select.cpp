@@ -174,11 +174,14 @@ core::Result<bool> BucketSearch::recheck_winner() {
 }
 
 /// The final round again `repeat` times; each repeat's decision is compared with the main one,
-/// which stays the answer.
+/// which stays the answer. Repeats are a statistic, not part of the decision: none starts after
+/// the bucket's budget is spent (`repeats` counts those that ran; on the H200 4 repeats were 70 s
+/// of S1 M = 16384's 106 s and took the tune past its --budget-min).
 core::Status BucketSearch::run_repeats(Candidates const& finalists) {
   BucketResult const main = result_;
   std::deque<CandidateResult> const cands = cands_;
   for (int k = 1; k <= options_.repeat; ++k) {
+    if (Clock::now() >= options_.deadline) break;
     MOETUNE_RETURN_IF_ERROR(final_round(finalists, kFinalRound + k * kFinalPasses));
     decide(finalists);
     ++result_.repeats;

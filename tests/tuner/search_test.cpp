@@ -235,6 +235,18 @@ TEST_F(SearchTest, ASpentBudgetStopsNewCandidatesButStillNamesAWinner) {
   }
 }
 
+// Negative twin of RepeatReportsAgreement...: with the budget spent, no repeat of the final round
+// starts (they are a statistic; the decision is the main final round's).
+TEST_F(SearchTest, ASpentBudgetRunsNoFinalRoundRepeats) {
+  SearchOptions options = fast_options();
+  options.repeat = 3;
+  options.deadline = std::chrono::steady_clock::now();
+  BucketResult r = run_with("", options);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.repeats, 0);
+  EXPECT_EQ(r.agreeing, 0);
+}
+
 TEST(Search, NeighbourSeedsAreOrderedByDistanceInLogM) {
   core::MoeConfig a, b, c;
   a.gemm1.tile.block_m = 8;
