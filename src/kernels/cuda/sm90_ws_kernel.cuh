@@ -67,24 +67,6 @@ struct WsAccumulators {
   }
 };
 
-/// The epilogue's view of the first kNumAcc * kN / 2 registers of a warpgroup's accumulators, laid
-/// out as WsAccumulators<kN, kGated> (a tail tile's narrower wgmma results; see the kernel).
-template <int kN, bool kGated>
-struct WsAccumulatorView {
-  static constexpr int kWarpColumns = 1;
-  static constexpr int kWarpTileM = 16;
-  static constexpr int kWarpTileN = kN;
-  static constexpr int kMmaM = 1;
-  static constexpr int kMmaRowStride = 64;
-  static constexpr int kMmaN = kN / 8;
-  static constexpr int kNumAcc = kGated ? 2 : 1;
-  const float* acc;
-  MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
-    (void)mm;
-    return acc[(h * (kN / 8) + nn) * 4 + i];
-  }
-};
-
 /// Tile t of the (num_m x num_n) grid in the group_m raster (as Triton's GROUP_SIZE_M).
 template <int kGroupM>
 MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int& pid_n) {
@@ -116,9 +98,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
   constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
   constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
-  // block_m 128 tiles of <= 64 rows split N between the two warpgroups (both halves >= 32 wide).
-  constexpr bool kTailSplit = !kPingpong && kBlockM == 128 && kSplitN == 1 && kBlockN >= 64;
-  constexpr int kTailN0 = 8 * ((kBlockN / 8 + 1) / 2);  // warpgroup 1's columns; 2 takes the rest
   static_assert(kBlockM == 64 || kBlockM == 128, "tma_ws: block_m must be 64 or 128");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
                 "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
@@ -291,48 +270,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
     const int cn = (wg - 1) % kSplitN;  // column part of the tile
     WsAccumulators<kWgN, kGated> ml;
     int stage = 0, phase = 0;
-    // Tail split (block_m 128): a tile whose rows 64..127 are padding runs as 64 rows x kNc
-    // columns per warpgroup (kTailN0 | kBlockN - kTailN0, multiples of 8), with the same k loop
-    // and barriers as a full tile; per element the same k16 sequence (bits as the full tile).
-    auto tail_tile = [&](auto nc, int c0, long long row0, int pid_n, float* partial) {
-      constexpr int kNc = decltype(nc)::value;
-#pragma unroll
-      for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
-      int prev = -1;
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&full_bar[stage]), phase);
-        if (kIsGemm1) fence_proxy_async();
-        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
-        const moe_u32 b_base = a_base + kABytes + c0 * 128;
-        ml.fence_all();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<kNc>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
-                          wgmma_desc_sw128(b_base + kk * 32), 1);
-          if (kGated) {  // the up rows of the same columns, kBlockN rows further
-            Wgmma<kNc>::mma(ml.acc + kNc / 2, wgmma_desc_sw128(a_base + kk * 32),
-                            wgmma_desc_sw128(b_base + kBlockN * 128 + kk * 32), 1);
-          }
-        }
-        wgmma_commit();
-        ml.fence_all();
-        wgmma_wait<1>();
-        ml.fence_all();
-        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
-        prev = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      wgmma_wait<0>();
-      ml.fence_all();
-      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
-      moe_epilogue_store<WsAccumulatorView<kNc, kGated>, kAct, kIsGemm1>(
-          WsAccumulatorView<kNc, kGated>{ml.acc}, tid, g.out, g.sorted_pairs + row0, row0,
-          pid_n * kBlockN + c0, g.n_dim, g.topk_weights, partial);
-    };
     for (int t = blockIdx.x; t < total; t += gridDim.x) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_m, num_n, pid_m, pid_n);
@@ -348,18 +285,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // the 9935045 CSV, same configs and clocks): they are read at the store, as before.
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
-      if constexpr (kTailSplit) {
-        if (g.sorted_pairs[row0 + 64] < 0) {
-          // An expert's last block with <= 64 rows: both warpgroups take rows 0..63, each half
-          // of the columns, so the padding half costs no MMA and no warpgroup idles.
-          if (cm == 0) {
-            tail_tile(IntConst<kTailN0>{}, 0, row0, pid_n, partial);
-          } else {
-            tail_tile(IntConst<kBlockN - kTailN0>{}, kTailN0, row0, pid_n, partial);
-          }
-          continue;
-        }
-      }
       int prev = -1;
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&full_bar[stage]), phase);
