@@ -280,6 +280,11 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
       // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
       // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
+      // NOTE: a tail split (an expert's last block with <= 64 rows run as 64 rows x half the
+      // columns on each warpgroup) was correct but slower in the layer on H200: S3 M=512 1019/1024
+      // -> 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (bench/results/raw/
+      // 2026-11-29-99dd5cf-tail-split-ab-*.log, A B A B in one call): at mid M the tile's cost is
+      // its weight-tile load, not its MMA.
       // NOTE: loading the epilogue's pair ids at tile start and its routing weights after the
       // first wgmma made GEMM2 2-3% slower on H200 (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs
       // the 9935045 CSV, same configs and clocks): they are read at the store, as before.
