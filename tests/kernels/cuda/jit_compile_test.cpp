@@ -239,6 +239,55 @@ TEST(Sm90Geometry, PingpongNeedsEightWarpsAndOneWarpgroupsAccumulators) {
       << st.error().to_string();
 }
 
+// Held-out shapes (not S1-S3; the issue measures some): at every benchmark M the default config
+// is implementable and every kernel it names compiles without spills or serialised wgmma. The
+// shapes: DeepSeek-V3-like, Mixtral-8x22B, Qwen2-57B, DeepSeek-V2-Lite (I = 1408 = 22 x 64),
+// Qwen1.5-MoE (E = 60), GPT-OSS-like (K = I = 2880 = 45 x 64), a non-gated relu^2 and a gelu one.
+TEST(Sm90Jit, DefaultConfigsOfHeldOutShapesCompileAtEveryBenchmarkM) {
+  FreshCubinCache cache("jit_held_out");
+  ASSERT_TRUE(cache.ok());
+  struct Shape {
+    int64_t e, k, i, top_k;
+    core::Activation act;
+  };
+  const Shape shapes[] = {{256, 7168, 2048, 8, core::Activation::kSiluGated},
+                          {8, 6144, 16384, 2, core::Activation::kSiluGated},
+                          {64, 3584, 2560, 8, core::Activation::kSiluGated},
+                          {64, 2048, 1408, 6, core::Activation::kSiluGated},
+                          {60, 2048, 1408, 4, core::Activation::kSiluGated},
+                          {128, 2880, 2880, 4, core::Activation::kSiluGated},
+                          {64, 4096, 2688, 6, core::Activation::kRelu2},
+                          {16, 1024, 4096, 2, core::Activation::kGelu}};
+  std::vector<std::string> exprs;
+  int points = 0;
+  for (auto const& sh : shapes) {
+    for (int64_t m : {1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384}) {
+      core::MoeProblem p;
+      p.num_experts = sh.e;
+      p.hidden_size = sh.k;
+      p.intermediate_size = sh.i;
+      p.top_k = sh.top_k;
+      p.activation = sh.act;
+      p.num_tokens = m;
+      const core::MoeConfig c = sm90_default_config(p);
+      auto st = sm90_can_implement(p, c);
+      ASSERT_TRUE(st.ok()) << core::to_string(p) << ": " << st.error().to_string();
+      auto e = sm90_gather_name_exprs(p, c);
+      ASSERT_TRUE(e.ok()) << core::to_string(p);
+      exprs.insert(exprs.end(), e->begin(), e->end());
+      ++points;
+    }
+  }
+  EXPECT_EQ(points, 96);
+  std::sort(exprs.begin(), exprs.end());
+  exprs.erase(std::unique(exprs.begin(), exprs.end()), exprs.end());
+  auto m = compile_module(exprs);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_GE(expect_no_spills(m->ptxas_log), static_cast<int>(exprs.size()))
+      << "no ptxas -v report per kernel";
+  EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+}
+
 // The decode kernels (launch.swap_ab) of the tiny-M space compile without spills, gated and not:
 // every GEMM1 and GEMM2 candidate of S1 and S2 at M = 4, one module each (a fresh cache).
 TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
