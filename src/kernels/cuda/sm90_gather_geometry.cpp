@@ -187,10 +187,14 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " is out of range; the cp.async pipeline needs 2..8 stages");
   }
   const auto& l = k.launch;
-  if (l.cluster_m != 1 || l.cluster_n != 1) {
+  // Clusters: 2x1 for tma_ws only (CTA pairs over m-blocks sharing the weight tile by multicast).
+  const bool cluster_ok = l.cluster_n == 1 &&
+                          (l.cluster_m == 1 || (l.cluster_m == 2 && ws && !pp && pl.split_k == 1));
+  if (!cluster_ok) {
     return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
                             std::to_string(l.cluster_n) +
-                            " is not used by sm90_gather v1; use 1x1");
+                            " is not implemented here; use 1x1, or 2x1 with schedule tma_ws and "
+                            "split_k 1 (CTA pairs over m-blocks, weight tile multicast)");
   }
   const bool wgmma = coop;
   const std::string sched = pp ? "pingpong" : ws ? "tma_ws" : "cooperative";
@@ -247,6 +251,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   g.gated = is_gemm1 && core::is_gated(p.activation);
   g.mma = ws ? 2 : (wgmma ? 1 : 0);
   g.split_k = pl.split_k;
+  g.cluster_m = l.cluster_m;
   double best = 1e9;
   bool found = false;
   for (int wm = 1; wm <= warps; wm *= 2) {
@@ -369,7 +374,8 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
            std::to_string(g.block_n) + "," + std::to_string(g.stages) + "," +
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
            (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
-           (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + ">";
+           (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + "," +
+           std::to_string(g.cluster_m) + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

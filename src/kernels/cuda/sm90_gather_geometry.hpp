@@ -30,6 +30,9 @@ struct GemmGeometry {
   /// Schedule pingpong (mma 2): two consumer warpgroups on alternate whole tiles; warps_m x
   /// warps_n = 4 x 1 is one warpgroup's layout (each warp: 16 rows of every 64-row half).
   bool pingpong = false;
+  /// launch.cluster_m (tma_ws): 2 = CTA pairs over m-blocks, the weight tile multicast when the
+  /// pair's blocks share an expert.
+  int cluster_m = 1;
   /// launch.swap_ab: the decode kernels (sm90_decode_kernel.cuh): no align, no combine launch;
   /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
   /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <tuple>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/jit.hpp"
@@ -145,18 +146,30 @@ std::string align_expr(int block_m) {
 constexpr const char* kCombineExpr = "&moetune_dev::moe_combine_kernel";
 
 // Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
+/// cluster_m > 1: CTA clusters of cluster_m x 1 (grid.x a multiple of it).
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
-                   cudaStream_t stream, bool pdl) {
+                   cudaStream_t stream, bool pdl, int cluster_m = 1) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (pdl) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (cluster_m > 1) {
+    attr[n].id = cudaLaunchAttributeClusterDimension;
+    attr[n].val.clusterDim.x = static_cast<unsigned>(cluster_m);
+    attr[n].val.clusterDim.y = 1;
+    attr[n].val.clusterDim.z = 1;
+    ++n;
+  }
   cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cfg.numAttrs = n;
   return cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(k), params);
 }
 
@@ -223,6 +236,31 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm2),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           k->g2.smem_bytes()));
+  // Clustered GEMMs: a persistent grid larger than the co-resident clusters would run its last
+  // clusters after the others (a second wave), so the grid is capped at what fits.
+  for (auto [f, g, out] : {std::tuple{k->gemm1, &k->g1, &k->clusters1},
+                           std::tuple{k->gemm2, &k->g2, &k->clusters2}}) {
+    if (g->cluster_m < 2) continue;
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(g->cluster_m * (k->sm_count / g->cluster_m)));
+    cfg.blockDim = dim3(static_cast<unsigned>(g->threads()));
+    cfg.dynamicSmemBytes = static_cast<size_t>(g->smem_bytes());
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = static_cast<unsigned>(g->cluster_m);
+    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    MOETUNE_CUDA_CHECK(
+        cudaOccupancyMaxActiveClusters(out, reinterpret_cast<const void*>(f), &cfg));
+    if (*out < 1) {
+      return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                              "launch.cluster = " + std::to_string(g->cluster_m) +
+                                  "x1: no cluster of this kernel fits on the device (" +
+                                  std::to_string(g->smem_bytes()) +
+                                  " bytes of shared memory per CTA); use cluster 1x1");
+    }
+  }
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);
   return it->second;
@@ -317,10 +355,17 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                               static_cast<uint64_t>(gp.k_dim),
                                               static_cast<uint32_t>(g.block_m), "h"));
       }
-      const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
+      // cluster_m 2: one cluster per pair of m-blocks' tiles, at most one CTA per SM.
+      const unsigned cm = static_cast<unsigned>(g.cluster_m);
+      const unsigned units = cm > 1 ? (static_cast<unsigned>(mb) + cm - 1) / cm * n_blocks : tiles;
+      const int fit = f == k.gemm1 ? k.clusters1 : k.clusters2;
+      const unsigned cap =
+          cm > 1 ? std::min(static_cast<unsigned>(k.sm_count) / cm, static_cast<unsigned>(fit))
+                 : static_cast<unsigned>(k.sm_count);
+      const unsigned grid = cm * std::min(units, cap);
       void* params[] = {&wp};
-      MOETUNE_CUDA_CHECK(
-          launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
+      MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream,
+                                fast_paths.pdl, g.cluster_m));
       return core::Status::Ok();
     }
     void* params[] = {&gp};

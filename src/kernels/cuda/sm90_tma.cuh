@@ -1,7 +1,8 @@
 // sm90_tma.cuh: Hopper asynchronous-copy primitives for the warp-specialised kernels of the
 // sm90_gather family: shared-memory mbarriers (init / arrive / expect_tx / parity wait), TMA 2-D
-// tile loads (cp.async.bulk.tensor) completing on an mbarrier, cp.async completion routed to an
-// mbarrier (for gathered rows TMA cannot address), and warpgroup register reallocation.
+// tile loads (cp.async.bulk.tensor) completing on an mbarrier, multicast to a cluster, remote
+// (cluster) mbarrier arrivals, cp.async completion routed to an mbarrier (for gathered rows TMA
+// cannot address), and warpgroup register reallocation.
 // Header-free like sm90_common.cuh (NVRTC compiles it with no CUDA headers).
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule = tma_ws).
 #pragma once
@@ -63,6 +64,35 @@ MOETUNE_DEVICE void tma_load_2d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 
       " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
+}
+/// The TMA load above, delivered to the same shared-memory offset (data and complete_tx on the
+/// barrier at `bar`'s offset) in every CTA of the cluster named by `cta_mask`.
+MOETUNE_DEVICE void tma_load_2d_multicast(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar,
+                                          int c0, int c1, unsigned short cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+/// This CTA's rank in its cluster.
+MOETUNE_DEVICE int cluster_cta_rank() {
+  moe_u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return static_cast<int>(r);
+}
+/// One arrival on the mbarrier at `bar`'s shared-memory offset in cluster CTA `cta` (release at
+/// cluster scope: this thread's earlier reads of that CTA's stage are done).
+MOETUNE_DEVICE void mbar_arrive_cluster(moe_u32 bar, int cta) {
+  asm volatile(
+      "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(cta)
+      : "memory");
+}
+/// Every thread of every CTA of the cluster (barrier.cluster; also a CTA-wide barrier).
+MOETUNE_DEVICE void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
 }
 MOETUNE_DEVICE void tma_prefetch_descriptor(const TmaDescriptor* desc) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<moe_u64>(desc)) : "memory");

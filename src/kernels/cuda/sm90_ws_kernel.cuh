@@ -80,9 +80,11 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
 
 /// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
 /// unsplit kernels carry no split arithmetic or epilogue branch. kPingpong: schedule pingpong
-/// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K).
+/// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
+/// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
+/// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK, bool kPingpong = false>
+          bool kSplitK, bool kPingpong = false, int kClusterM = 1>
 __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -108,6 +110,8 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   static_assert(!kPingpong || (kSplitN == 1 && !kSplitK && kHalves * kWgBRows / 2 <= 128),
                 "pingpong: whole tiles per warpgroup (no split-N or split-K), <= 128 "
                 "accumulator registers");
+  static_assert(kClusterM == 1 || (kClusterM == 2 && !kPingpong && !kSplitK),
+                "cluster_m 2: tma_ws without split-K");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
 
@@ -125,11 +129,19 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(&full_bar[s]), kIsGemm1 ? 1 + 128 : 1);
-      mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers);
+      // cluster_m 2: a stage is free once the consumers of both CTAs released it (the peer's
+      // multicast writes into it).
+      mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers * kClusterM);
     }
     mbar_init_fence();
   }
-  __syncthreads();
+  // cluster_m 2: the peer's barriers are initialised before any multicast or remote arrival.
+  if constexpr (kClusterM == 2) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
+  const int rank = kClusterM == 2 ? cluster_cta_rank() : 0;
   pdl_launch_dependents();
   pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
 
@@ -139,8 +151,19 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   // GEMM2 may split K (g.split_k parts, host-checked to divide k_dim / 64): tile t covers the
   // k-part t % split of output tile t / split.
   const int split = kSplitK ? g.split_k : 1;
-  const int total = num_m * num_n * split;
+  // cluster_m 2: the raster walks pairs of m-blocks; the CTA of rank r takes block 2j + r (a
+  // "ghost" when that is past the last block: it loads and computes nothing, but keeps the stage
+  // protocol with its peer).
+  const int num_mp = (num_m + kClusterM - 1) / kClusterM;
+  const int total = num_mp * num_n * split;
   const int num_k = g.k_dim / 64 / split;
+  const int cta0 = blockIdx.x / kClusterM;
+  const int ctas = gridDim.x / kClusterM;
+  // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
+  auto pair_shares_b = [&](int pm) {
+    return kClusterM == 2 && pm * 2 + 1 < num_m &&
+           g.block_expert[pm * 2] == g.block_expert[pm * 2 + 1];
+  };
 
   if (wg == 0) {
     // ---------------------------------------------------------------- producer warpgroup
@@ -152,14 +175,18 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
     // GEMM2 needs one issuing thread; the others leave (a waiting thread that does not arrive
     // anywhere could fall two phases behind and then wait on the wrong parity forever).
     const int producer_end = kIsGemm1 || tid == 0 ? total : 0;
-    for (int t = blockIdx.x; t < producer_end; t += gridDim.x) {
+    for (int t = cta0; t < producer_end; t += ctas) {
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t / split, num_m, num_n, pid_m, pid_n);
+      ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
+      const bool shares_b = pair_shares_b(pid_m);
+      pid_m = pid_m * kClusterM + rank;
+      const bool ghost = kClusterM == 2 && pid_m >= num_m;
       const int k0 = (t % split) * num_k;
       const int row0 = pid_m * kBlockM;
-      const int b_row = g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
+      const int b_row =
+          ghost ? 0 : g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
       long long my_off = -1;  // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
-      if (kIsGemm1) {
+      if (kIsGemm1 && !ghost) {
         const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + lane % kRowsPerWarp];
         my_off = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
       }
@@ -168,15 +195,26 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
         const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
         const moe_u32 sb = sa + kABytes;
-        if (tid == 0) {
+        if (tid == 0 && ghost) {
+          mbar_arrive(fb);  // nothing lands here (its peer's pair shares no weight tile)
+        } else if (tid == 0) {
           mbar_arrive_expect_tx(fb, kBBytes + (kIsGemm1 ? 0 : kABytes));
+          if (!shares_b || rank == 0) {
 #pragma unroll
-          for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
-            const moe_u32 dst = sb + cn * kWgBRows * 128;
-            tma_load_2d(dst, &p.tma_b, fb, (k0 + kt) * 64, b_row + cn * kWgN);
-            if (kGated)
-              tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, (k0 + kt) * 64,
-                          b_row + g.n_dim + cn * kWgN);
+            for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
+              const moe_u32 dst = sb + cn * kWgBRows * 128;
+              const int col = (k0 + kt) * 64;
+              if (shares_b) {
+                tma_load_2d_multicast(dst, &p.tma_b, fb, col, b_row + cn * kWgN, 3);
+                if (kGated)
+                  tma_load_2d_multicast(dst + kWgN * 128, &p.tma_b, fb, col,
+                                        b_row + g.n_dim + cn * kWgN, 3);
+              } else {
+                tma_load_2d(dst, &p.tma_b, fb, col, b_row + cn * kWgN);
+                if (kGated)
+                  tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, col, b_row + g.n_dim + cn * kWgN);
+              }
+            }
           }
           if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
         }
@@ -270,9 +308,30 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
     const int cn = (wg - 1) % kSplitN;  // column part of the tile
     WsAccumulators<kWgN, kGated> ml;
     int stage = 0, phase = 0;
-    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    // A consumed stage is released to this CTA's producer and, with cluster_m 2, to the peer's.
+    auto release = [&](int s) {
+      if (tid != 0) return;
+      mbar_arrive(smem_u32(&empty_bar[s]));
+      if (kClusterM == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
+    };
+    for (int t = cta0; t < total; t += ctas) {
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t / split, num_m, num_n, pid_m, pid_n);
+      ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
+      pid_m = pid_m * kClusterM + rank;
+      if (kClusterM == 2 && pid_m >= num_m) {
+        // Ghost tile: consume every stage without MMA. NOTE: the warpgroup syncs before each
+        // release (the MMA path gets that from wgmma), so no warp can fall two phases behind.
+        for (int kt = 0; kt < num_k; ++kt) {
+          mbar_wait(smem_u32(&full_bar[stage]), phase);
+          named_bar_sync(3 + (wg - 1), 128);
+          release(stage);
+          if (++stage == kStages) {
+            stage = 0;
+            phase ^= 1;
+          }
+        }
+        continue;
+      }
       const long long row0 = (long long)pid_m * kBlockM;
       float* partial = kSplitK ? reinterpret_cast<float*>(g.out) +
                                      (long long)(t % split) * g.num_pairs * g.n_dim
@@ -309,7 +368,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
         ml.fence_all();
         wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
         ml.fence_all();
-        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+        if (prev >= 0) release(prev);
         prev = stage;
         if (++stage == kStages) {
           stage = 0;
@@ -318,12 +377,15 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       }
       wgmma_wait<0>();
       ml.fence_all();
-      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+      if (prev >= 0) release(prev);
       moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
           ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN + cn * kWgN,
           g.n_dim, g.topk_weights, partial);
     }
   }
+  // cluster_m 2: neither CTA leaves while its peer may still multicast into its shared memory or
+  // arrive on its barriers.
+  if constexpr (kClusterM == 2) cluster_sync();
 }
 
 }  // namespace moetune_dev

@@ -206,6 +206,58 @@ TEST(Sm90Jit, PingpongConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   }
 }
 
+// cluster_m 2 (CTA pairs over m-blocks, weight tile multicast): tma_ws kernels at both block_m,
+// gated and not, compile without spills or serialised wgmma.
+TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
+  FreshCubinCache cache("jit_cluster");
+  ASSERT_TRUE(cache.ok());
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
+    core::MoeProblem p = s1();
+    p.activation = act;
+    p.num_tokens = 4096;
+    const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
+    for (int bm : {128, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
+      core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bm ? bn1 : 2 * bn1, bm ? 4 : 3),
+                        .gemm2 = tma_ws(bm ? bm : 64, bm ? 224 : 448, bm ? 4 : 3)};
+      for (auto* k : {&c.gemm1, &c.gemm2}) {
+        k->launch.cluster_m = 2;
+        if (bm == 0) k->pipeline.num_warps = 8;
+      }
+      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+      auto exprs = sm90_gather_name_exprs(p, c);
+      ASSERT_TRUE(exprs.ok());
+      EXPECT_NE((*exprs)[0].find(",false,false,2>"), std::string::npos) << (*exprs)[0];
+      auto m = compile_module(*exprs);
+      ASSERT_TRUE(m.ok()) << m.error().to_string();
+      EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "bm " << bm << ": no ptxas -v report";
+      EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+    }
+  }
+}
+
+// can_implement of clusters: 2x1 with tma_ws and split_k 1 only; each refusal names the field.
+TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
+  core::MoeProblem p = s1();
+  p.num_tokens = 4096;
+  p.intermediate_size = 1792;  // 28 k-tiles: split 2 would divide them
+  core::MoeConfig c{.gemm1 = tma_ws(128, 232, 4), .gemm2 = tma_ws(128, 224, 4)};
+  c.gemm1.launch.cluster_m = c.gemm2.launch.cluster_m = 2;
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  EXPECT_EQ(gemm_geometry(p, c.gemm2, false)->cluster_m, 2);
+  for (int which = 0; which < 4; ++which) {  // negative twins
+    auto bad = c;
+    if (which == 0) bad.gemm2.launch.schedule = core::Schedule::kCooperative;
+    if (which == 1) bad.gemm2 = pingpong(128, 128, 4), bad.gemm2.launch.cluster_m = 2;
+    if (which == 2) bad.gemm2.pipeline.split_k = 2;
+    if (which == 3) bad.gemm2.launch.cluster_n = 2;
+    auto st = sm90_can_implement(p, bad);
+    ASSERT_FALSE(st.ok()) << which;
+    EXPECT_NE(st.error().message.find("gemm2"), std::string::npos) << st.error().to_string();
+    EXPECT_NE(st.error().message.find("launch.cluster"), std::string::npos)
+        << which << ": " << st.error().to_string();
+  }
+}
+
 // can_implement of pingpong: 8 warps (two MMA warpgroups), one warpgroup's accumulators <= 128
 // registers, no split-K; each refusal names the field.
 TEST(Sm90Geometry, PingpongNeedsEightWarpsAndOneWarpgroupsAccumulators) {
@@ -341,9 +393,9 @@ TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
   ASSERT_TRUE(cache.ok());
   auto exprs = sm90_gather_name_exprs(p, c);
   ASSERT_TRUE(exprs.ok());
-  // Template tail: kSplitN, kSplitK, kPingpong.
-  EXPECT_NE((*exprs)[1].find(",1,true,false>"), std::string::npos) << (*exprs)[1];
-  EXPECT_NE((*exprs)[0].find(",1,false,false>"), std::string::npos) << (*exprs)[0];
+  // Template tail: kSplitN, kSplitK, kPingpong, kClusterM.
+  EXPECT_NE((*exprs)[1].find(",1,true,false,1>"), std::string::npos) << (*exprs)[1];
+  EXPECT_NE((*exprs)[0].find(",1,false,false,1>"), std::string::npos) << (*exprs)[0];
   auto m = compile_module(*exprs);
   ASSERT_TRUE(m.ok()) << m.error().to_string();
   EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;

@@ -176,6 +176,16 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm2.tile.block_n = bm == 64 ? 256 : 200;
         cfgs.push_back(c);
       }
+      for (int bm : {64, 128}) {  // tma_ws on CTA pairs (cluster 2x1, weight tile multicast)
+        MoeConfig c;            // odd block counts leave ghost tiles; E % 2 != 0 unshared pairs
+        c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 128 : 64, .block_k = 64, .group_m = 2};
+        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
+        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        c.gemm1.launch.cluster_m = 2;
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = bm == 64 ? 192 : 96;
+        cfgs.push_back(c);
+      }
       for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
         MoeConfig c;
         c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 96 : 40, .block_k = 64, .group_m = 3};
@@ -277,6 +287,12 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
         ws.gemm2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
         EXPECT_EQ(expect_in_band_and_deterministic(*tb_, ws, "tma_ws, " + what), digest)
             << "tma_ws vs cooperative, " << what;
+        // CTA pairs with the weight tile multicast: the same wgmma sequence, identical bits.
+        auto cl = ws;
+        cl.gemm1.launch.cluster_m = cl.gemm2.launch.cluster_m = 2;
+        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "tma_ws cluster 2x1, " + what),
+                  digest)
+            << "tma_ws cluster 2x1 vs cooperative, " << what;
         // pingpong at the same wgmma widths (GEMM2 128 wide, so one warpgroup holds the tile;
         // expert-last tiles with an all-padding second half run one m64 wgmma): identical bits.
         auto coop128 = cfg;
