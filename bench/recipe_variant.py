@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Writes a variant of a recipe for an A/B on the device: the pinned rows that match get one or
+more config fields set, everything else stays (the rows keep their old numbers, so re-time the
+variant before quoting it). This session's A/Bs (pingpong GEMM2, the cluster pair) were made so.
+
+usage: bench/recipe_variant.py RECIPE --set GEMM.FIELD=VALUE [--set ...]
+                               [--where GEMM.FIELD=VALUE ...] [--shapes S2,S3] [--min-m M]
+                               [--max-m M] > variant.json
+  GEMM is gemm1, gemm2 or both; FIELD is tile.block_n, pipeline.num_warps, launch.schedule,
+  launch.cluster_m, ... (the recipe's JSON names). Values are ints where they parse as ints.
+  --shapes takes S1/S2/S3 (bench names) or recipe shape names.
+Exit 2 on bad arguments or a field that does not exist; nothing is written then.
+e.g. bench/recipe_variant.py recipes/h200.json --set both.launch.cluster_m=2 \\
+       --where both.launch.schedule=tma_ws --min-m 512 > /tmp/cluster2.json
+"""
+import argparse
+import json
+import sys
+
+BENCH_NAMES = {"S1": "nemotron-like-s1", "S2": "qwen3-30b-a3b-s2", "S3": "mixtral-8x7b-s3"}
+
+
+def die(msg):
+    print("recipe_variant: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
+def parse_assign(text):
+    if "=" not in text or "." not in text.split("=", 1)[0]:
+        die("'%s' is not GEMM.FIELD=VALUE (e.g. gemm2.launch.cluster_m=2)" % text)
+    path, value = text.split("=", 1)
+    gemm, *field = path.split(".")
+    if gemm not in ("gemm1", "gemm2", "both") or len(field) != 2:
+        die("'%s': the path is gemm1|gemm2|both . section . field (e.g. gemm2.tile.block_n)"
+            % path)
+    try:
+        value = int(value)
+    except ValueError:
+        pass
+    return (["gemm1", "gemm2"] if gemm == "both" else [gemm]), field, value
+
+
+def get(cfg, field, default=None):
+    return cfg.get(field[0], {}).get(field[1], default)
+
+
+def main():
+    ap = argparse.ArgumentParser(add_help=True)
+    ap.add_argument("recipe")
+    ap.add_argument("--set", action="append", default=[], dest="sets")
+    ap.add_argument("--where", action="append", default=[])
+    ap.add_argument("--shapes", default="")
+    ap.add_argument("--min-m", type=int, default=0)
+    ap.add_argument("--max-m", type=int, default=1 << 62)
+    a = ap.parse_args()
+    if not a.sets:
+        die("nothing to --set")
+    sets = [parse_assign(s) for s in a.sets]
+    wheres = [parse_assign(w) for w in a.where]
+    try:
+        recipe = json.load(open(a.recipe))
+    except (OSError, ValueError) as e:
+        die("cannot read %s: %s" % (a.recipe, e))
+    shapes = {BENCH_NAMES.get(s, s) for s in a.shapes.split(",") if s}
+    changed = 0
+    for shape in recipe.get("shapes", []):
+        if shapes and shape.get("name") not in shapes:
+            continue
+        for m, row in shape.get("pinned_rows", {}).items():
+            if not a.min_m <= int(m) <= a.max_m:
+                continue
+            cfg = row["config"]
+            if not all(get(cfg[g], f, "auto" if f == ["launch", "schedule"] else None) == v
+                       for gs, f, v in wheres for g in gs):
+                continue
+            for gs, f, v in sets:
+                for g in gs:
+                    if f[0] not in cfg[g] and f[0] not in ("tile", "pipeline", "launch"):
+                        die("no section '%s' in %s's config" % (f[0], g))
+                    cfg[g].setdefault(f[0], {})[f[1]] = v
+            changed += 1
+    if changed == 0:
+        die("no pinned row matched (shapes %s, M %d..%d, where %s)"
+            % (",".join(sorted(shapes)) or "all", a.min_m, a.max_m, a.where))
+    json.dump(recipe, sys.stdout, indent=2)
+    print()
+    print("recipe_variant: %d rows changed" % changed, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
