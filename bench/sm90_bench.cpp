@@ -223,7 +223,8 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
   auto keep = [&](std::vector<core::KernelConfig> v) {
     if (only)
       std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
-    if (decode_only) std::erase_if(v, [](core::KernelConfig const& k) { return !k.launch.swap_ab; });
+    if (decode_only)
+      std::erase_if(v, [](core::KernelConfig const& k) { return !k.launch.swap_ab; });
     return v;
   };
   // The backend's per-GEMM spaces (one per block_m, plus the decode kernels at tiny M).
@@ -232,10 +233,12 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
     auto c2 = keep(space.gemm2);
     if (c1.empty() || c2.empty()) continue;
     // Each GEMM is timed alone against the space's base partner (decode needs a decode partner).
-    const core::KernelConfig base1 =
-        space.base.gemm1.launch.swap_ab == c1.front().launch.swap_ab ? space.base.gemm1 : c1.front();
-    const core::KernelConfig base2 =
-        space.base.gemm2.launch.swap_ab == c2.front().launch.swap_ab ? space.base.gemm2 : c2.front();
+    const core::KernelConfig base1 = space.base.gemm1.launch.swap_ab == c1.front().launch.swap_ab
+                                         ? space.base.gemm1
+                                         : c1.front();
+    const core::KernelConfig base2 = space.base.gemm2.launch.swap_ab == c2.front().launch.swap_ab
+                                         ? space.base.gemm2
+                                         : c2.front();
     std::vector<core::MoeConfig> all;
     for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = base2});
     for (auto const& b : c2) all.push_back({.gemm1 = base1, .gemm2 = b});

@@ -11,9 +11,9 @@ struct FastPaths {
   /// cuda: route/align with three parallel launches (count, scan, scatter) instead of one CTA
   /// when M * top_k > 8192. Class bitwise: the output bits equal the single-CTA path's.
   bool align_multi_cta = true;
-  /// cuda: configs with schedule = cooperative, tma_ws or pingpong run a wgmma main loop; when off, such
-  /// configs are refused by can_implement and defaults use the mma.sync main loop. Class numeric: a
-  /// different fp32 accumulation order (max relative error recorded by the lever check).
+  /// cuda: configs with schedule = cooperative, tma_ws or pingpong run a wgmma main loop; when off,
+  /// such configs are refused by can_implement and defaults use the mma.sync main loop. Class
+  /// numeric: a different fp32 accumulation order (max relative error recorded by the lever check).
   bool wgmma_mainloop = true;
   /// cpu: cpu_tiled multiplies packed panels with the 4 x 16 register-tiled microkernel; when
   /// off, with the plain row-by-column loop (microkernel_plain). Class bitwise: both add a * b in

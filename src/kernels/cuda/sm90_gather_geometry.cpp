@@ -35,19 +35,23 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
                             std::to_string(t.block_n));
   }
   if (t.block_k < 256 || t.block_k > 2048 || !is_pow2(t.block_k)) {
-    return reject(gemm, pre + "takes tile.block_k = 256, 512, 1024 or 2048 (1..8 16-byte "
-                              "vectors per lane and step); saw " + std::to_string(t.block_k));
+    return reject(gemm, pre +
+                            "takes tile.block_k = 256, 512, 1024 or 2048 (1..8 16-byte "
+                            "vectors per lane and step); saw " +
+                            std::to_string(t.block_k));
   }
   if (t.group_m != 1 || pl.split_k != 1) {
     return reject(gemm, pre + "has no raster or split-K; use group_m = 1 and split_k = 1");
   }
   if (pl.num_stages != 1 && pl.num_stages != 2 && pl.num_stages != 4) {
-    return reject(gemm, pre + "takes pipeline.num_stages = rows each warp streams at once in 1, "
-                              "2, 4; saw " + std::to_string(pl.num_stages));
+    return reject(gemm, pre +
+                            "takes pipeline.num_stages = rows each warp streams at once in 1, "
+                            "2, 4; saw " +
+                            std::to_string(pl.num_stages));
   }
   if (!is_pow2(pl.num_warps) || pl.num_warps > 16) {
-    return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
-                            " is not 1, 2, 4, 8 or 16");
+    return reject(
+        gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " is not 1, 2, 4, 8 or 16");
   }
   if (l.cluster_m != 1 || l.cluster_n != 1 || l.num_threads != 0) {
     return reject(gemm, pre + "uses no cluster and no cpu threads; use cluster 1x1, threads 0");
@@ -74,8 +78,8 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
   g.group_m = 1;
   g.gated = is_gemm1 && core::is_gated(p.activation);
   const int vec = t.block_k / 256;
-  const int regs = is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec)
-                            : g.stages * (1 + 4 * vec);
+  const int regs =
+      is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec) : g.stages * (1 + 4 * vec);
   if (regs > 160) {
     return reject(gemm, pre + "needs " + std::to_string(regs) +
                             " registers per lane for accumulators and loads (rows x halves x "
@@ -140,13 +144,13 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   if (coop ? (t.block_n < 32 || t.block_n > (ws_split_n ? 512 : 256) ||
               t.block_n % (ws_split_n ? 16 : 8) != 0)
            : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
-    return reject(gemm,
-                  "tile.block_n = " + std::to_string(t.block_n) +
-                      (coop ? " is not supported with schedule cooperative, tma_ws or pingpong; use a "
-                              "multiple of 8 in 32..256 (tma_ws at block_m 64 with 8 warps: a "
-                              "multiple of 16 up to 512)"
-                            : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
-                              "of 8 need schedule cooperative or tma_ws)"));
+    return reject(
+        gemm, "tile.block_n = " + std::to_string(t.block_n) +
+                  (coop ? " is not supported with schedule cooperative, tma_ws or pingpong; use a "
+                          "multiple of 8 in 32..256 (tma_ws at block_m 64 with 8 warps: a "
+                          "multiple of 16 up to 512)"
+                        : " is not supported; use 16, 32, 64, 128 or 256 (other multiples "
+                          "of 8 need schedule cooperative or tma_ws)"));
   }
   if (t.block_k != 32 && t.block_k != 64 && t.block_k != 128) {
     return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) +
@@ -177,8 +181,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     }
     if (pl.split_k < 1 || pl.split_k > 8 || (k_dim / 64) % pl.split_k != 0) {
       return reject(gemm, "pipeline.split_k = " + std::to_string(pl.split_k) +
-                              " must be in 1..8 and divide I / 64 = " +
-                              std::to_string(k_dim / 64) +
+                              " must be in 1..8 and divide I / 64 = " + std::to_string(k_dim / 64) +
                               " (every split takes whole 64-deep k-tiles)");
     }
   }
@@ -188,8 +191,8 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   const auto& l = k.launch;
   // Clusters: 2x1 for tma_ws only (CTA pairs over m-blocks sharing the weight tile by multicast).
-  const bool cluster_ok = l.cluster_n == 1 &&
-                          (l.cluster_m == 1 || (l.cluster_m == 2 && ws && !pp && pl.split_k == 1));
+  const bool cluster_ok =
+      l.cluster_n == 1 && (l.cluster_m == 1 || (l.cluster_m == 2 && ws && !pp && pl.split_k == 1));
   if (!cluster_ok) {
     return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
                             std::to_string(l.cluster_n) +
@@ -279,9 +282,8 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " with warp tiles of at least 16x16; use fewer warps or a larger tile");
   }
   // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them.
-  const int reg_budget =
-      (ws ? (g.threads() == 384 ? 224 : std::min(255, 65536 / g.threads())) - 40
-          : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
+  const int reg_budget = (ws ? (g.threads() == 384 ? 224 : std::min(255, 65536 / g.threads())) - 40
+                             : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
   if (g.acc_registers() > reg_budget) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
                             " needs " + std::to_string(g.acc_registers()) +
@@ -291,8 +293,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   }
   if (pp && g.acc_registers() > 128) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
-                            " with schedule pingpong needs " +
-                            std::to_string(g.acc_registers()) +
+                            " with schedule pingpong needs " + std::to_string(g.acc_registers()) +
                             " accumulator registers per thread (one warpgroup holds the whole "
                             "tile), over 128; use block_m 64 or a narrower block_n");
   }
@@ -363,8 +364,7 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
 std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
   if (g.decode) {
     const std::string tail = std::to_string(g.block_n) + "," + std::to_string(g.warps_m) + "," +
-                             std::to_string(g.stages) + "," + std::to_string(g.block_k / 256) +
-                             ">";
+                             std::to_string(g.stages) + "," + std::to_string(g.block_k / 256) + ">";
     if (!is_gemm1) return "&moetune_dev::moe_decode_gemm2_kernel<" + tail;
     return "&moetune_dev::moe_decode_gemm1_kernel<" + std::to_string(act) + "," +
            (g.gated ? "true" : "false") + "," + std::to_string(g.block_m) + "," + tail;

@@ -43,9 +43,7 @@ struct GemmGeometry {
 
   /// Threads per CTA: the MMA warps (two warpgroups for pingpong), plus the producer warpgroup of
   /// schedules tma_ws and pingpong.
-  int threads() const {
-    return (pingpong ? 256 : warps_m * warps_n * 32) + (mma == 2 ? 128 : 0);
-  }
+  int threads() const { return (pingpong ? 256 : warps_m * warps_n * 32) + (mma == 2 ? 128 : 0); }
   int b_rows() const { return gated ? 2 * block_n : block_n; }
   /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
   int smem_bytes() const {

@@ -238,8 +238,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
                                           k->g2.smem_bytes()));
   // Clustered GEMMs: a persistent grid larger than the co-resident clusters would run its last
   // clusters after the others (a second wave), so the grid is capped at what fits.
-  for (auto [f, g, out] : {std::tuple{k->gemm1, &k->g1, &k->clusters1},
-                           std::tuple{k->gemm2, &k->g2, &k->clusters2}}) {
+  for (auto [f, g, out] :
+       {std::tuple{k->gemm1, &k->g1, &k->clusters1}, std::tuple{k->gemm2, &k->g2, &k->clusters2}}) {
     if (g->cluster_m < 2) continue;
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(static_cast<unsigned>(g->cluster_m * (k->sm_count / g->cluster_m)));
@@ -251,8 +251,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
     attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    MOETUNE_CUDA_CHECK(
-        cudaOccupancyMaxActiveClusters(out, reinterpret_cast<const void*>(f), &cfg));
+    MOETUNE_CUDA_CHECK(cudaOccupancyMaxActiveClusters(out, reinterpret_cast<const void*>(f), &cfg));
     if (*out < 1) {
       return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
                               "launch.cluster = " + std::to_string(g->cluster_m) +
@@ -294,18 +293,35 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   if (k.g1.decode) {  // two launches: GEMM1 routes itself, GEMM2 combines itself
     const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
     if (stages & kStageGemm1) {
-      DecodeParams dp{args.x, args.w1, h, args.topk_ids, args.topk_weights, kd, n1,
-                      static_cast<int>(core::gemm1_n(p)), static_cast<int>(p.top_k), pairs,
+      DecodeParams dp{args.x,
+                      args.w1,
+                      h,
+                      args.topk_ids,
+                      args.topk_weights,
+                      kd,
+                      n1,
+                      static_cast<int>(core::gemm1_n(p)),
+                      static_cast<int>(p.top_k),
+                      pairs,
                       static_cast<int>(p.num_experts)};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(pairs),
                       static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
-      MOETUNE_CUDA_CHECK(launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream,
-                                fast_paths.pdl));
+      MOETUNE_CUDA_CHECK(
+          launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream, fast_paths.pdl));
     }
     if (stages & kStageGemm2) {
-      DecodeParams dp{h,  args.w2, args.out, args.topk_ids, args.topk_weights, n1, kd, kd,
-                      static_cast<int>(p.top_k), pairs, static_cast<int>(p.num_experts)};
+      DecodeParams dp{h,
+                      args.w2,
+                      args.out,
+                      args.topk_ids,
+                      args.topk_weights,
+                      n1,
+                      kd,
+                      kd,
+                      static_cast<int>(p.top_k),
+                      pairs,
+                      static_cast<int>(p.num_experts)};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(p.num_tokens),
                       static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
@@ -408,8 +424,12 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * k.g1.block_m));
   }
   if (stages & kStageCombine) {
-    CombineParams cp{y, args.out, static_cast<int>(p.num_tokens), static_cast<int>(p.top_k),
-                     static_cast<int>(p.hidden_size), k.g2.split_k};
+    CombineParams cp{y,
+                     args.out,
+                     static_cast<int>(p.num_tokens),
+                     static_cast<int>(p.top_k),
+                     static_cast<int>(p.hidden_size),
+                     k.g2.split_k};
     const long long threads = p.num_tokens * (p.hidden_size / 8);
     void* params[] = {&cp};
     MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),

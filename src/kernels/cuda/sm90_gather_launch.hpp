@@ -44,7 +44,7 @@ struct Sm90GatherKernels {
   GemmGeometry g1, g2;
   cudaKernel_t align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
   cudaKernel_t align_count = nullptr, align_scan = nullptr, align_scatter = nullptr;
-  int sm_count = 132;     ///< grid of the persistent (tma_ws) GEMMs
+  int sm_count = 132;  ///< grid of the persistent (tma_ws) GEMMs
   /// cluster_m 2: CTA pairs of GEMM1 / GEMM2 that fit on the device at once (the grid's cap;
   /// cudaOccupancyMaxActiveClusters, which counts the GPCs' SM layout); 0 when unclustered.
   int clusters1 = 0, clusters2 = 0;

@@ -90,8 +90,8 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
   constexpr int kConsumers = kPingpong ? 2 : kBlockM / 64 * kSplitN;
   constexpr int kHalves = kPingpong ? kBlockM / 64 : 1;  // m64 wgmma per k16 step and warpgroup
-  constexpr int kWgN = kBlockN / kSplitN;             // columns per consumer warpgroup
-  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;  // its B rows: [gate | up] or plain
+  constexpr int kWgN = kBlockN / kSplitN;                // columns per consumer warpgroup
+  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;     // its B rows: [gate | up] or plain
   constexpr int kBRows = kSplitN * kWgBRows;
   constexpr int kABytes = kBlockM * 128;  // kBlockK = 64 bf16 = 128 bytes per row
   constexpr int kBBytes = kBRows * 128;
@@ -183,8 +183,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       const bool ghost = kClusterM == 2 && pid_m >= num_m;
       const int k0 = (t % split) * num_k;
       const int row0 = pid_m * kBlockM;
-      const int b_row =
-          ghost ? 0 : g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
+      const int b_row = ghost ? 0 : g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
       long long my_off = -1;  // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
       if (kIsGemm1 && !ghost) {
         const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + lane % kRowsPerWarp];
@@ -298,8 +297,8 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       } else {
         mainloop(IntConst<1>{}, next_tile);
       }
-      moe_epilogue_store<Acc, kAct, kIsGemm1>(
-          ml, tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN, g.n_dim, g.topk_weights);
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, g.out, g.sorted_pairs + row0, row0,
+                                              pid_n * kBlockN, g.n_dim, g.topk_weights);
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
@@ -333,9 +332,9 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
         continue;
       }
       const long long row0 = (long long)pid_m * kBlockM;
-      float* partial = kSplitK ? reinterpret_cast<float*>(g.out) +
-                                     (long long)(t % split) * g.num_pairs * g.n_dim
-                               : nullptr;
+      float* partial =
+          kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
+                  : nullptr;
       // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
       // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
       // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
@@ -345,8 +344,9 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // 2026-11-29-99dd5cf-tail-split-ab-*.log, A B A B in one call): at mid M the tile's cost is
       // its weight-tile load, not its MMA.
       // NOTE: loading the epilogue's pair ids at tile start and its routing weights after the
-      // first wgmma made GEMM2 2-3% slower on H200 (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs
-      // the 9935045 CSV, same configs and clocks): they are read at the store, as before.
+      // first wgmma made GEMM2 2-3% slower on H200
+      // (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs the 9935045 CSV, same
+      // configs and clocks): they are read at the store, as before.
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
       int prev = -1;

@@ -100,8 +100,7 @@ TEST(Sm90Jit, CompilesTheDefaultConfigWithoutAGpu) {
 /// real compile, not from the cubin cache) and restores the old value after.
 class FreshCubinCache {
  public:
-  explicit FreshCubinCache(std::string const& tag)
-      : dir_(moetune::testing::unique_temp_dir(tag)) {
+  explicit FreshCubinCache(std::string const& tag) : dir_(moetune::testing::unique_temp_dir(tag)) {
     const char* old = std::getenv("MOETUNE_CACHE_DIR");
     had_ = old != nullptr;
     if (had_) saved_ = old;
@@ -194,7 +193,8 @@ TEST(Sm90Jit, PingpongConfigsCompileWithoutSpillsOrSerialisedWgmma) {
     const bool gated = act == core::Activation::kSiluGated;
     for (int bm : {128, 64}) {
       const int bn1 = bm == 128 ? (gated ? 64 : 128) : (gated ? 128 : 232);
-      core::MoeConfig c{.gemm1 = pingpong(bm, bn1, 5), .gemm2 = pingpong(bm, bm == 128 ? 128 : 224, 5)};
+      core::MoeConfig c{.gemm1 = pingpong(bm, bn1, 5),
+                        .gemm2 = pingpong(bm, bm == 128 ? 128 : 224, 5)};
       ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
       auto exprs = sm90_gather_name_exprs(p, c);
       ASSERT_TRUE(exprs.ok());

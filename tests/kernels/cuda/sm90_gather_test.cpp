@@ -177,7 +177,7 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         cfgs.push_back(c);
       }
       for (int bm : {64, 128}) {  // tma_ws on CTA pairs (cluster 2x1, weight tile multicast)
-        MoeConfig c;            // odd block counts leave ghost tiles; E % 2 != 0 unshared pairs
+        MoeConfig c;              // odd block counts leave ghost tiles; E % 2 != 0 unshared pairs
         c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 128 : 64, .block_k = 64, .group_m = 2};
         c.gemm1.pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
         c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
@@ -290,8 +290,7 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
         // CTA pairs with the weight tile multicast: the same wgmma sequence, identical bits.
         auto cl = ws;
         cl.gemm1.launch.cluster_m = cl.gemm2.launch.cluster_m = 2;
-        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "tma_ws cluster 2x1, " + what),
-                  digest)
+        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "tma_ws cluster 2x1, " + what), digest)
             << "tma_ws cluster 2x1 vs cooperative, " << what;
         // pingpong at the same wgmma widths (GEMM2 128 wide, so one warpgroup holds the tile;
         // expert-last tiles with an all-padding second half run one m64 wgmma): identical bits.
@@ -300,8 +299,10 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
         auto pp = coop128;
         pp.gemm1.launch.schedule = core::Schedule::kPingpong;
         pp.gemm2.launch.schedule = core::Schedule::kPingpong;
-        if (!core::is_gated(p.activation)) pp.gemm1.tile.block_n = coop128.gemm1.tile.block_n = 128;
-        else pp.gemm1.tile.block_n = coop128.gemm1.tile.block_n = 64;
+        if (!core::is_gated(p.activation))
+          pp.gemm1.tile.block_n = coop128.gemm1.tile.block_n = 128;
+        else
+          pp.gemm1.tile.block_n = coop128.gemm1.tile.block_n = 64;
         EXPECT_EQ(expect_in_band_and_deterministic(*tb_, pp, "pingpong, " + what),
                   expect_in_band_and_deterministic(*tb_, coop128, "cooperative n128, " + what))
             << "pingpong vs cooperative, " << what;
