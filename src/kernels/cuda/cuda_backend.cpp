@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 
 namespace moetune::kernels::cuda {

@@ -81,8 +81,4 @@ int decode_block_m(core::MoeProblem const& problem);
 /// Upper bound of kBlockM-row blocks after padding each expert: ceil(P / BM) + min(E, P).
 int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m);
 
-/// The documented default config of the family (see the .cpp for the rule per regime).
-core::MoeConfig sm90_default_config(core::MoeProblem const& problem,
-                                    FastPaths const& fast_paths = {});
-
 }  // namespace moetune::kernels::cuda

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
 
