@@ -29,6 +29,14 @@ core::MoeProblem s1() {
   return p;
 }
 
+/// S1's sizes with another activation and M.
+core::MoeProblem s1_with(core::Activation act, int64_t m) {
+  core::MoeProblem p = s1();
+  p.activation = act;
+  p.num_tokens = m;
+  return p;
+}
+
 TEST(Sm90Geometry, RejectsBlockKThatDoesNotDivideK) {
   core::MoeConfig c = sm90_default_config(s1());
   c.gemm2.tile.block_k = 128;
@@ -141,15 +149,34 @@ core::KernelConfig tma_ws(int bm, int bn, int stages) {
   return k;
 }
 
+/// Compiles `c`'s module (in the current cubin cache) and checks it: can_implement passes, NVRTC
+/// compiles it, ptxas -v reports a kernel with no spills, and no wgmma is serialised. Returns the
+/// name expressions (empty when it could not get that far).
+std::vector<std::string> expect_compiles_clean(core::MoeProblem const& p, core::MoeConfig const& c,
+                                               std::string const& what) {
+  auto st = sm90_can_implement(p, c);
+  EXPECT_TRUE(st.ok()) << what << ": " << (st.ok() ? std::string() : st.error().to_string());
+  if (!st.ok()) return {};
+  auto exprs = sm90_gather_name_exprs(p, c);
+  EXPECT_TRUE(exprs.ok()) << what;
+  if (!exprs.ok()) return {};
+  auto m = compile_module(*exprs);
+  EXPECT_TRUE(m.ok()) << what << ": " << (m.ok() ? std::string() : m.error().to_string());
+  if (!m.ok()) return *exprs;
+  EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << what << ": no ptxas -v report";
+  // ptxas serialises wgmma (waits after every instruction) when it cannot keep the
+  // accumulators in place; that costs a large part of the main loop's throughput.
+  EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << what << ": " << m->ptxas_log;
+  return *exprs;
+}
+
 // The warp-specialised kernels compile for gated and non-gated GEMM1 and for GEMM2, with no
 // register spills (ptxas -v), at both block_m.
 TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
   FreshCubinCache cache("jit_spills");
   ASSERT_TRUE(cache.ok());
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    core::MoeProblem p = s1();
-    p.activation = act;
-    p.num_tokens = 4096;
+    const core::MoeProblem p = s1_with(act, 4096);
     const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
     for (int bm : {128, 64, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
       core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bn1, 4),
@@ -161,15 +188,7 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
           k->pipeline.num_stages = 3;
         }
       }
-      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
-      auto exprs = sm90_gather_name_exprs(p, c);
-      ASSERT_TRUE(exprs.ok());
-      auto m = compile_module(*exprs);
-      ASSERT_TRUE(m.ok()) << m.error().to_string();
-      EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "bm " << bm << ": no ptxas -v report";
-      // ptxas serialises wgmma (waits after every instruction) when it cannot keep the
-      // accumulators in place; that costs a large part of the main loop's throughput.
-      EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+      EXPECT_FALSE(expect_compiles_clean(p, c, "tma_ws bm " + std::to_string(bm)).empty());
     }
   }
 }
@@ -188,21 +207,13 @@ TEST(Sm90Jit, PingpongConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   FreshCubinCache cache("jit_pingpong");
   ASSERT_TRUE(cache.ok());
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    core::MoeProblem p = s1();
-    p.activation = act;
-    p.num_tokens = 4096;
+    const core::MoeProblem p = s1_with(act, 4096);
     const bool gated = act == core::Activation::kSiluGated;
     for (int bm : {128, 64}) {
       const int bn1 = bm == 128 ? (gated ? 64 : 128) : (gated ? 128 : 232);
       core::MoeConfig c{.gemm1 = pingpong(bm, bn1, 5),
                         .gemm2 = pingpong(bm, bm == 128 ? 128 : 224, 5)};
-      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
-      auto exprs = sm90_gather_name_exprs(p, c);
-      ASSERT_TRUE(exprs.ok());
-      auto m = compile_module(*exprs);
-      ASSERT_TRUE(m.ok()) << m.error().to_string();
-      EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "bm " << bm << ": no ptxas -v report";
-      EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+      EXPECT_FALSE(expect_compiles_clean(p, c, "pingpong bm " + std::to_string(bm)).empty());
     }
   }
 }
@@ -213,9 +224,7 @@ TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   FreshCubinCache cache("jit_cluster");
   ASSERT_TRUE(cache.ok());
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    core::MoeProblem p = s1();
-    p.activation = act;
-    p.num_tokens = 4096;
+    const core::MoeProblem p = s1_with(act, 4096);
     const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
     for (int bm : {128, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
       core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bm ? bn1 : 2 * bn1, bm ? 4 : 3),
@@ -224,14 +233,9 @@ TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
         k->launch.cluster_m = 2;
         if (bm == 0) k->pipeline.num_warps = 8;
       }
-      ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
-      auto exprs = sm90_gather_name_exprs(p, c);
-      ASSERT_TRUE(exprs.ok());
-      EXPECT_NE((*exprs)[0].find(",false,false,2>"), std::string::npos) << (*exprs)[0];
-      auto m = compile_module(*exprs);
-      ASSERT_TRUE(m.ok()) << m.error().to_string();
-      EXPECT_GT(expect_no_spills(m->ptxas_log), 0) << "bm " << bm << ": no ptxas -v report";
-      EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+      auto exprs = expect_compiles_clean(p, c, "cluster 2x1 bm " + std::to_string(bm));
+      ASSERT_FALSE(exprs.empty());
+      EXPECT_NE(exprs[0].find(",false,false,2>"), std::string::npos) << exprs[0];
     }
   }
 }
@@ -347,9 +351,7 @@ TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
   FreshCubinCache cache("jit_decode");
   ASSERT_TRUE(cache.ok());
   for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    core::MoeProblem p = s1();
-    p.activation = act;
-    p.num_tokens = 4;
+    const core::MoeProblem p = s1_with(act, 4);
     auto g1 = sm90_decode_candidates(p, true);
     auto g2 = sm90_decode_candidates(p, false);
     ASSERT_GE(g1.size(), 24u);
