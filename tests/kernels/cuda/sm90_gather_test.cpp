@@ -308,7 +308,10 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
 //   - odd shapes (E not a power of two, so pairs that straddle two experts; odd block counts, so
 //     ghost CTAs past the last block) against fp64, element by element, block_m 64 and 128;
 //   - S1-S3 at M = 1000 and 4096: the bits of cooperative (the same wgmma sequence per tile).
-TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
+// DISABLED_ until its first device run, which is to be on its own, under a timeout:
+//   GTEST_ALSO_RUN_DISABLED_TESTS=1 TEST_FILTER='Sm90Gather.DISABLED_Cluster*' \
+//   bash bench/run_h200_round.sh
+TEST_F(Sm90Gather, DISABLED_ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
   for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
                     shape(10, 448, 320, 4, Activation::kSiluGated)}) {
     for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
