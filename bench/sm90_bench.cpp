@@ -102,10 +102,13 @@ double pct(std::vector<double> v, double q) {
 // Compiles every candidate config in parallel (NVRTC is thread-safe; results land in the cubin
 // cache, so the sequential loads that follow are cache hits).
 void precompile(core::MoeProblem const& p, std::vector<core::MoeConfig> const& cfgs) {
-  std::vector<std::vector<std::string>> jobs;
+  std::vector<std::vector<std::string>> jobs;  // distinct modules (sm90_gather_modules)
   for (auto const& c : cfgs) {
-    auto e = kernels::cuda::sm90_gather_name_exprs(p, c);
-    if (e.ok()) jobs.push_back(*e);
+    auto m = kernels::cuda::sm90_gather_modules(p, c);
+    if (!m.ok()) continue;
+    for (auto& e : *m) {
+      if (std::find(jobs.begin(), jobs.end(), e) == jobs.end()) jobs.push_back(std::move(e));
+    }
   }
   std::atomic<size_t> next{0};
   std::vector<std::thread> pool;

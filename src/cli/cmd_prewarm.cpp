@@ -15,8 +15,9 @@ void print_prewarm(runtime::PrewarmReport const& r, bool quiet) {
     cached += it.outcome == "cached";
     validated += it.outcome == "validated";
     if (!quiet) {
-      std::cout << it.table << " M=" << it.bucket << " " << it.config << ": " << it.outcome
-                << (it.cubin.empty() ? "" : " " + it.cubin) << "\n";
+      std::cout << it.table << " M=" << it.bucket << " " << it.config << ": " << it.outcome;
+      for (auto const& cubin : it.cubins) std::cout << " " << cubin;
+      std::cout << "\n";
     }
   }
   std::cout << r.tables << " tables, " << r.items.size() << " configs: " << compiled

@@ -2,6 +2,7 @@
 #include "runtime/bundle.hpp"
 
 #include <filesystem>
+#include <set>
 
 #include "core/atomic_file.hpp"
 #include "core/config.hpp"
@@ -13,7 +14,7 @@
 namespace moetune::runtime {
 
 #if defined(MOETUNE_HAVE_CUDA)
-/// Compiles (or finds in the cubin cache) one config's kernels; fills outcome/cubin/compile_ms.
+/// Compiles (or finds in the cubin cache) one config's kernels; fills outcome/cubins/compile_ms.
 core::Status prewarm_cuda_config(core::MoeProblem const& p, core::MoeConfig const& c,
                                  PrewarmItem& item);
 #endif
@@ -74,13 +75,22 @@ core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir) {
                        .bucket = bucket,
                        .config = core::short_string(row.config),
                        .outcome = "",
-                       .cubin = "",
+                       .cubins = {},
                        .compile_ms = 0};
       MOETUNE_RETURN_IF_ERROR(prewarm_row(*t, f, bucket, row.config, item));
       report.items.push_back(std::move(item));
     }
   }
   return report;
+}
+
+/// "\"cubin/a.cubin\", \"cubin/b.cubin\"": a config's cubins as the bundle names them.
+std::string cubin_list(std::vector<std::string> const& cubins) {
+  std::string out;
+  for (size_t i = 0; i < cubins.size(); ++i) {
+    out += (i ? ", " : "") + tuner::json_string("cubin/" + fs::path(cubins[i]).filename().string());
+  }
+  return out;
 }
 
 std::string format_bundle_manifest(PrewarmReport const& report, std::string const& tables_dir) {
@@ -94,9 +104,7 @@ std::string format_bundle_manifest(PrewarmReport const& report, std::string cons
            "\n    {\"table\": " + json_string(fs::path(it.table).filename().string()) +
            ", \"bucket\": " + std::to_string(it.bucket) +
            ", \"config\": " + json_string(it.config) + ", \"outcome\": " + json_string(it.outcome) +
-           ", \"cubin\": " +
-           json_string(it.cubin.empty() ? "" : "cubin/" + fs::path(it.cubin).filename().string()) +
-           "}";
+           ", \"cubins\": [" + cubin_list(it.cubins) + "]}";
   }
   return out + (report.items.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
@@ -116,13 +124,16 @@ core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir, std::stri
           core::write_file_atomic(out_dir + "/tables/" + fs::path(src).filename().string(), *text));
     }
   }
+  std::set<std::string> written;  // a module several configs share is copied once
   for (PrewarmItem const& it : report->items) {
-    if (it.cubin.empty()) continue;
-    MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(out_dir + "/cubin"));
-    auto bytes = core::read_file(it.cubin);
-    if (!bytes.ok()) return bytes.error();
-    MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(
-        out_dir + "/cubin/" + fs::path(it.cubin).filename().string(), *bytes));
+    for (std::string const& cubin : it.cubins) {
+      if (!written.insert(cubin).second) continue;
+      MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(out_dir + "/cubin"));
+      auto bytes = core::read_file(cubin);
+      if (!bytes.ok()) return bytes.error();
+      MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(
+          out_dir + "/cubin/" + fs::path(cubin).filename().string(), *bytes));
+    }
   }
   MOETUNE_RETURN_IF_ERROR(core::write_file_atomic(out_dir + "/bundle.json",
                                                   format_bundle_manifest(*report, tables_dir)));

@@ -3,9 +3,10 @@
 //     cuda (sm90_gather): compiled with NVRTC into the cubin cache (no GPU needed), or found
 //     there; cpu (cpu_tiled): validated with can_implement (its kernels are in the binary).
 //   pack_bundle: a directory to deploy: tables/ (the vLLM files and manifests), cubin/ (cuda: the
-//     cubins of every config, under the cache's own names) and bundle.json (what is inside).
-//     Serve it with MOETUNE_CACHE_DIR=<bundle> and tables_dir <bundle>/tables: every kernel loads
-//     from cubin/ and NVRTC never runs (libnvrtc is still linked: it names the cache key).
+//     cubins of every config's modules, under the cache's own names) and bundle.json (what is
+//     inside). Serve it with MOETUNE_CACHE_DIR=<bundle> and tables_dir <bundle>/tables: every
+//     kernel loads from cubin/ and NVRTC never runs (libnvrtc is still linked: it names the cache
+//     key).
 #pragma once
 
 #include <string>
@@ -15,15 +16,16 @@
 
 namespace moetune::runtime {
 
-inline constexpr int kBundleVersion = 1;
+/// 2: a config lists its cubins (one module per GEMM, one for align + combine); 1 had one.
+inline constexpr int kBundleVersion = 2;
 
 /// One config a table names and what prewarm did with it.
 struct PrewarmItem {
-  std::string table;    ///< vLLM file path
-  int64_t bucket = 0;   ///< the row's key M
-  std::string config;   ///< short_string of the config
-  std::string outcome;  ///< "validated" (cpu), "cached" or "compiled" (cuda)
-  std::string cubin;    ///< cuda: the cubin file; "" on cpu
+  std::string table;                ///< vLLM file path
+  int64_t bucket = 0;               ///< the row's key M
+  std::string config;               ///< short_string of the config
+  std::string outcome;              ///< "validated" (cpu), "cached" or "compiled" (cuda)
+  std::vector<std::string> cubins;  ///< cuda: its modules' cubin files; none on cpu
   double compile_ms = 0;
 };
 

@@ -14,13 +14,17 @@ core::Status prewarm_cuda_config(core::MoeProblem const& p, core::MoeConfig cons
                                  PrewarmItem& item) {
   kernels::cuda::CudaBackend const backend{core::DeviceInfo{}};
   MOETUNE_RETURN_IF_ERROR(backend.can_implement(p, c));
-  auto exprs = kernels::cuda::sm90_gather_name_exprs(p, c);
-  if (!exprs.ok()) return exprs.error();
-  auto module = kernels::cuda::compile_module(*exprs, p.arch);
-  if (!module.ok()) return module.error();
-  item.outcome = module->from_cache ? "cached" : "compiled";
-  item.cubin = module->cache_path;
-  item.compile_ms = module->compile_ms;
+  auto modules = kernels::cuda::sm90_gather_modules(p, c);
+  if (!modules.ok()) return modules.error();
+  bool cached = true;
+  for (auto const& exprs : *modules) {
+    auto module = kernels::cuda::compile_module(exprs, p.arch);
+    if (!module.ok()) return module.error();
+    cached = cached && module->from_cache;
+    item.cubins.push_back(module->cache_path);
+    item.compile_ms += module->compile_ms;
+  }
+  item.outcome = cached ? "cached" : "compiled";
   return core::Status::Ok();
 }
 

@@ -56,7 +56,7 @@ TEST(Pack, WritesTablesManifestsAndTheBundleManifest) {
   }
   auto manifest = core::read_file(dir + "/bundle/bundle.json");
   ASSERT_TRUE(manifest.ok());
-  EXPECT_NE(manifest->find("\"bundle_version\": 1"), std::string::npos);
+  EXPECT_NE(manifest->find("\"bundle_version\": 2"), std::string::npos);
   EXPECT_NE(manifest->find("\"outcome\": \"validated\""), std::string::npos);
   // The bundle's tables serve: prewarming them again succeeds.
   EXPECT_TRUE(prewarm_tables(dir + "/bundle/tables").ok());

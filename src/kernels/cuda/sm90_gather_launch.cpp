@@ -127,6 +127,13 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
 
 std::mutex g_mutex;
 std::map<std::string, std::shared_ptr<Sm90GatherKernels const>> g_loaded;
+std::map<std::string, cudaLibrary_t> g_libraries;  // module key -> loaded once per process
+
+std::string join_key(std::vector<std::string> const& exprs) {
+  std::string key;
+  for (auto const& e : exprs) key += e + ";";
+  return key;
+}
 
 }  // namespace
 
@@ -150,32 +157,56 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
       "&moetune_dev::moe_align_scatter_kernel"};
 }
 
-core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
+core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
                                                                         core::MoeConfig const& c) {
   auto exprs = sm90_gather_name_exprs(p, c);
   if (!exprs.ok()) return exprs.error();
+  std::vector<std::vector<std::string>> out = {{(*exprs)[0]}, {(*exprs)[1]}};
+  if (exprs->size() > 2) out.emplace_back(exprs->begin() + 2, exprs->end());
+  return out;
+}
+
+core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c) {
+  auto modules = sm90_gather_modules(p, c);
+  if (!modules.ok()) return modules.error();
   std::string key;
-  for (auto const& e : *exprs) key += e + ";";
+  for (auto const& m : *modules) key += join_key(m);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (auto it = g_loaded.find(key); it != g_loaded.end()) return it->second;
   }
-  auto mod = compile_module(*exprs, p.arch.empty() ? "sm_90a" : p.arch);
-  if (!mod.ok()) return mod.error();
-  cudaLibrary_t module;
-  MOETUNE_CUDA_CHECK(
-      cudaLibraryLoadData(&module, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   auto k = std::make_shared<Sm90GatherKernels>();
   k->g1 = *gemm_geometry(p, c.gemm1, true);
   k->g2 = *gemm_geometry(p, c.gemm2, false);
-  k->ptxas_log = mod->ptxas_log;
-  k->compile_ms = mod->compile_ms;
-  k->from_cache = mod->from_cache;
+  k->from_cache = true;
   // In sm90_gather_name_exprs order (the decode kernels: the first two only).
   cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,        &k->combine,
                            &k->align_count, &k->align_scan, &k->align_scatter};
-  for (size_t i = 0; i < exprs->size(); ++i) {
-    MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], module, mod->lowered[(*exprs)[i]].c_str()));
+  size_t slot = 0;
+  for (auto const& exprs : *modules) {
+    auto mod = compile_module(exprs, p.arch.empty() ? "sm_90a" : p.arch);
+    if (!mod.ok()) return mod.error();
+    k->ptxas_log += mod->ptxas_log;
+    k->compile_ms += mod->compile_ms;
+    k->from_cache = k->from_cache && mod->from_cache;
+    cudaLibrary_t library = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(g_mutex);
+      if (auto it = g_libraries.find(join_key(exprs)); it != g_libraries.end()) {
+        library = it->second;
+      }
+    }
+    if (library == nullptr) {
+      MOETUNE_CUDA_CHECK(cudaLibraryLoadData(&library, mod->cubin.data(), nullptr, nullptr, 0,
+                                             nullptr, nullptr, 0));
+      std::lock_guard<std::mutex> lock(g_mutex);
+      // A thread that loaded the same module meanwhile keeps its copy; this one serves too.
+      g_libraries.emplace(join_key(exprs), library);
+    }
+    for (auto const& e : exprs) {
+      MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[slot++], library, mod->lowered[e].c_str()));
+    }
   }
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));

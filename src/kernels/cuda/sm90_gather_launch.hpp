@@ -60,6 +60,13 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
 /// The NVRTC name expressions of a config's kernels (for prewarm and the CI compile check).
 core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem const& p,
                                                               core::MoeConfig const& c);
+/// The NVRTC modules a config's kernels are compiled and loaded in, one name-expression list
+/// each: GEMM1 alone, GEMM2 alone, then (not for the decode kernels) align and combine together.
+/// A GEMM's module is thus shared by every config that names the same kernel (the tuner's
+/// stage-2 candidates whatever the stage-1 winner, and every bucket): a module costs ~0.25 s of
+/// front end plus ~0.5 s per wgmma GEMM. Flattened, the lists are sm90_gather_name_exprs.
+core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c);
 
 /// Workspace bytes for (problem with M = p.num_tokens, config).
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c);
