@@ -40,9 +40,10 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
   };
   std::vector<Shape> shapes;
   const double per_expert = pairs_per_expert(p);
-  // Compute-bound M (>= 96 pairs per expert): tma_ws tiles only. Every H200 winner from M = 1024
-  // up was tma_ws (bench/results/2026-11-29-9935045bdc85.csv); the mma.sync and cooperative
-  // tiles there only cost the tuner compile and check time.
+  // Compute-bound M (>= 96 pairs per expert): the warp-specialised kernels only (tma_ws, and
+  // pingpong GEMM2 below). Every H200 winner from M = 1024 up was tma_ws
+  // (bench/results/2026-11-29-9935045bdc85.csv); the mma.sync and cooperative tiles there only
+  // cost the tuner compile and check time.
   const bool ws_only = per_expert >= 96;
   if ((per_expert <= 2 && block_m >= 64) || ws_only) {
     // Decode at block_m 64: only the wgmma tiles below (mma.sync would waste the A tile).
