@@ -9,7 +9,7 @@
 # comes from bench/recipe_variant.py. BIN_B (default $BIN) runs arm B with other binaries, for a
 # kernel change with the same recipe: BIN_B=.devbin-new bash ... recipes/h200.json recipes/h200.json
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 if [ $# -lt 2 ]; then
   echo "usage: bench/run_h200_recipe_ab.sh RECIPE_A RECIPE_B [moetune_sm90_bench options]" >&2
   exit 2
