@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -22,6 +24,19 @@ constexpr const char* kCacheMagic = "MOETUNE-CUBIN v1";
 // reads the process umask by setting and restoring it, which races between threads (a lost
 // restore leaves umask 0). Cache writes are therefore serialised; compiles stay concurrent.
 std::mutex g_cache_write_mutex;
+
+// One lock per module key: threads compiling the same module (configs that share a GEMM or the
+// align + combine module, compiled by a pool at once) wait for the first, then read its cache
+// file, instead of each running NVRTC on it. Different modules still compile concurrently.
+std::mutex g_key_locks_mutex;
+std::map<std::string, std::shared_ptr<std::mutex>> g_key_locks;
+
+std::shared_ptr<std::mutex> key_lock(std::string const& key) {
+  std::lock_guard<std::mutex> lock(g_key_locks_mutex);
+  auto& m = g_key_locks[key];
+  if (!m) m = std::make_shared<std::mutex>();
+  return m;
+}
 
 uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
   for (unsigned char c : s) {
@@ -95,6 +110,8 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   for (auto const& e : name_exprs) h = fnv1a(e, h);
   const std::string dir = cubin_cache_dir();
   const std::string path = dir + "/" + hex64(h) + ".cubin";
+  auto const module_lock = key_lock(path);
+  std::lock_guard<std::mutex> one_compile(*module_lock);
 
   JitModule m;
   if (auto cached = core::read_file(path); cached.ok() && deserialise(*cached, m)) {

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <thread>
 
 #include "../../core/temp_dir.hpp"
 
@@ -129,6 +130,31 @@ class FreshCubinCache {
   std::string dir_, saved_;
   bool had_ = false;
 };
+
+// Threads compiling the same module at once (a pool over configs that share a GEMM module) run
+// NVRTC once: the others wait and read the cache file the first one wrote.
+TEST(Sm90Jit, ConcurrentCompilesOfOneModuleRunNvrtcOnce) {
+  FreshCubinCache cache("jit_same_module");
+  ASSERT_TRUE(cache.ok());
+  core::MoeProblem p = s1();
+  auto modules = sm90_gather_modules(p, sm90_default_config(p));
+  ASSERT_TRUE(modules.ok());
+  std::vector<std::string> const exprs = modules->front();  // the GEMM1 module
+  std::vector<core::Result<JitModule>> out(4,
+                                           core::make_error(core::ErrorCode::kInternal, "t", ""));
+  std::vector<std::thread> pool;
+  for (size_t i = 0; i < out.size(); ++i) {
+    pool.emplace_back([&, i] { out[i] = compile_module(exprs); });
+  }
+  for (auto& t : pool) t.join();
+  int compiled = 0;
+  for (auto const& m : out) {
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    compiled += m->from_cache ? 0 : 1;
+    EXPECT_EQ(m->cubin, out[0]->cubin);
+  }
+  EXPECT_EQ(compiled, 1) << "each thread ran NVRTC on the same module";
+}
 
 /// Every "N bytes spill stores/loads" line of a ptxas -v log says 0; returns how many there were.
 int expect_no_spills(std::string const& ptxas_log) {
