@@ -64,6 +64,19 @@ MoeConfig decode(int bm, int bn, int warps, int rows, int bk) {
   return {.gemm1 = k, .gemm2 = k};
 }
 
+// A wgmma config (block_k 64): both GEMMs at block_m, GEMM1 block_n bn1, GEMM2 block_n bn2, the
+// same warps, stages, raster and schedule.
+MoeConfig wgmma(int bm, int bn1, int bn2, int warps, int stages, int group_m,
+                core::Schedule schedule) {
+  core::KernelConfig k;
+  k.tile = {.block_m = bm, .block_n = bn1, .block_k = 64, .group_m = group_m};
+  k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
+  k.launch.schedule = schedule;
+  MoeConfig c{.gemm1 = k, .gemm2 = k};
+  c.gemm2.tile.block_n = bn2;
+  return c;
+}
+
 // The CPU fp64 reference of the prepared problem (computed once per prepare).
 std::vector<double> fp64_reference(CudaTestbed& tb) {
   auto in = tb.download_inputs();
@@ -120,32 +133,13 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         cfgs.push_back(c);
       }
       for (int bm : {64, 128}) {  // wgmma main loop (schedule cooperative)
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = bm, .block_n = 64, .block_k = 64, .group_m = 2};
-        c.gemm1.pipeline = {.num_warps = bm / 16, .num_stages = 3, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kCooperative;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = bm == 64 ? 128 : 32;
-        cfgs.push_back(c);
+        cfgs.push_back(
+            wgmma(bm, 64, bm == 64 ? 128 : 32, bm / 16, 3, 2, core::Schedule::kCooperative));
       }
-      {  // wgmma with block_n a multiple of 8 that is not a power of two (partial tiles too)
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = 128, .block_n = 40, .block_k = 64, .group_m = 8};
-        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kCooperative;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = 200;
-        cfgs.push_back(c);
-      }
-      {  // tma_ws at block_m 64 with two consumer warpgroups splitting block_n
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = 64, .block_n = 96, .block_k = 64, .group_m = 8};
-        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = 160;
-        cfgs.push_back(c);
-      }
+      // wgmma with block_n a multiple of 8 that is not a power of two (partial tiles too).
+      cfgs.push_back(wgmma(128, 40, 200, 8, 4, 8, core::Schedule::kCooperative));
+      // tma_ws at block_m 64 with two consumer warpgroups splitting block_n.
+      cfgs.push_back(wgmma(64, 96, 160, 8, 3, 8, core::Schedule::kTmaWarpSpecialized));
       // Decode kernels at every M (several passes and gather rounds at large M): one pair per
       // pass, and 4 pairs with 2 / 4 rows per warp, 1024 / 2048-wide steps (longer than K and
       // I here: masked lanes) and partial column chunks.
@@ -158,32 +152,17 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         cfgs.push_back(c);
       }
       for (int split : {2, 3}) {  // tma_ws GEMM2 split over K (fp32 partials, combine sums)
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = 128, .block_n = 64, .block_k = 64, .group_m = 8};
-        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = 96;
+        MoeConfig c = wgmma(128, 64, 96, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
         c.gemm2.pipeline.split_k = split;  // where it divides I / 64 (else can_implement skips)
         cfgs.push_back(c);
       }
       for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 64 : 40, .block_k = 64, .group_m = 3};
-        c.gemm1.pipeline = {.num_warps = bm / 16, .num_stages = bm == 64 ? 2 : 4, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = bm == 64 ? 256 : 200;
-        cfgs.push_back(c);
+        cfgs.push_back(wgmma(bm, bm == 64 ? 64 : 40, bm == 64 ? 256 : 200, bm / 16,
+                             bm == 64 ? 2 : 4, 3, core::Schedule::kTmaWarpSpecialized));
       }
       for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 96 : 40, .block_k = 64, .group_m = 3};
-        c.gemm1.pipeline = {.num_warps = 8, .num_stages = bm == 64 ? 2 : 4, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kPingpong;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = bm == 64 ? 200 : 120;
-        cfgs.push_back(c);
+        cfgs.push_back(wgmma(bm, bm == 64 ? 96 : 40, bm == 64 ? 200 : 120, 8, bm == 64 ? 2 : 4, 3,
+                             core::Schedule::kPingpong));
       }
       const auto ref = fp64_reference(*tb_);
       for (auto const& c : cfgs) {
@@ -322,13 +301,9 @@ TEST_F(Sm90Gather, DISABLED_ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
       ASSERT_TRUE(tb_->prepare(p, r, 11 + m).ok());
       const auto ref = fp64_reference(*tb_);
       for (int bm : {64, 128}) {
-        MoeConfig c;
-        c.gemm1.tile = {.block_m = bm, .block_n = bm == 64 ? 128 : 64, .block_k = 64, .group_m = 2};
-        c.gemm1.pipeline = {.num_warps = 8, .num_stages = 3, .split_k = 1};
-        c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-        c.gemm1.launch.cluster_m = 2;
-        c.gemm2 = c.gemm1;
-        c.gemm2.tile.block_n = bm == 64 ? 192 : 96;
+        MoeConfig c = wgmma(bm, bm == 64 ? 128 : 64, bm == 64 ? 192 : 96, 8, 3, 2,
+                            core::Schedule::kTmaWarpSpecialized);
+        c.gemm1.launch.cluster_m = c.gemm2.launch.cluster_m = 2;
         ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
         expect_matches_fp64(*tb_, c, ref, "cluster 2x1, " + core::to_string(p));
       }
