@@ -135,16 +135,22 @@ TEST_F(StoreTest, TwoWritersOnOneStoreLoseNothing) {
   EXPECT_EQ((*store)->measurements(2)->size(), size_t{kPerWriter});
 }
 
+/// Forks a child that opens `db`, records `count` measurements of `run` and then exits 0 (or, with
+/// `killed`, dies by SIGKILL with the store open: no close, no checkpoint); 1 if a record failed.
+pid_t fork_writer(std::string const& db, int64_t run, int count, bool killed) {
+  pid_t const child = fork();
+  if (child != 0) return child;
+  auto store = Store::open(db);
+  bool ok = store.ok();
+  for (int i = 0; ok && i < count; ++i) ok = (*store)->record(sample_measurement(run, i)).ok();
+  if (ok && killed) ::raise(SIGKILL);
+  _exit(ok ? 0 : 1);
+}
+
 TEST_F(StoreTest, TwoProcessesWritingOneStoreLoseNothing) {
   constexpr int kPerWriter = 100;
-  pid_t const child = fork();
+  pid_t const child = fork_writer(path("shared.db"), 2, kPerWriter, false);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    auto store = Store::open(path("shared.db"));
-    bool ok = store.ok();
-    for (int i = 0; ok && i < kPerWriter; ++i) ok = (*store)->record(sample_measurement(2, i)).ok();
-    _exit(ok ? 0 : 1);
-  }
   auto store = Store::open(path("shared.db"));
   ASSERT_TRUE(store.ok()) << store.error().to_string();
   for (int i = 0; i < kPerWriter; ++i) ASSERT_TRUE((*store)->record(sample_measurement(1, i)).ok());
@@ -165,15 +171,8 @@ TEST_F(StoreTest, CommitsWithoutAnFsyncPerMeasurement) {
 TEST_F(StoreTest, AWriterKilledMidRunLosesNoCommittedMeasurement) {
   // What --store resume relies on: `timeout` or a crash kills the tuner with the store open.
   constexpr int kRecorded = 50;
-  pid_t const child = fork();
+  pid_t const child = fork_writer(path("killed.db"), 1, kRecorded, true);
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    auto store = Store::open(path("killed.db"));
-    bool ok = store.ok();
-    for (int i = 0; ok && i < kRecorded; ++i) ok = (*store)->record(sample_measurement(1, i)).ok();
-    if (!ok) _exit(1);
-    ::raise(SIGKILL);  // no close, no checkpoint
-  }
   int status = 0;
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the child failed to record";
