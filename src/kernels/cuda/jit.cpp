@@ -104,8 +104,14 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
                                        std::string const& arch) {
   auto const& sources = jit_sources();
   auto const opts = compile_options(arch);
-  uint64_t h = fnv1a(nvrtc_version());
-  for (auto const& [name, text] : sources) h = fnv1a(text, fnv1a(name, h));
+  // The embedded sources (~100 KB) and the NVRTC version are fixed for the process: hashed once,
+  // not on every call (loading a config looks up three modules).
+  static const uint64_t sources_hash = [&] {
+    uint64_t v = fnv1a(nvrtc_version());
+    for (auto const& [name, text] : sources) v = fnv1a(text, fnv1a(name, v));
+    return v;
+  }();
+  uint64_t h = sources_hash;
   for (auto const& o : opts) h = fnv1a(o, h);
   for (auto const& e : name_exprs) h = fnv1a(e, h);
   const std::string dir = cubin_cache_dir();
