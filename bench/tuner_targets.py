@@ -11,7 +11,8 @@ script then packs everything but the CSV, the summary and run.log into tuner-run
 
 Targets: a <= 300 s with every candidate run (none left out by part a's --budget-min); b: a's
 winner within 2% of the exhaustive best, both timed in the same final round of the exhaustive
-run; c: in >= 95% of buckets every tune names the modal winner or declares a tie.
+run; c: in >= 95% of buckets one config is named by every tune, as its winner or as a finalist
+it declared statistically tied with its winner (decisions.tied).
 Usage: bench/tuner_targets.py DIR
 """
 import csv
@@ -63,6 +64,12 @@ def decisions(path):
     except sqlite3.Error:
         return {}
     return {int(r["bucket"]): dict(r) for r in rows}
+
+
+def tied_of(decision):
+    """The short names of the finalists a decision declared tied with its winner (the decisions
+    column `tied` of schema 2: one config JSON per line; none in a schema-1 store)."""
+    return {short(line) for line in (decision.get("tied") or "").splitlines() if line.strip()}
 
 
 def json_buckets(path):
@@ -131,19 +138,25 @@ def main(folder):
                 row["gap_pct"] = ""
                 row["within_2pct"] = "" if not tuned_is_incumbent else False
         winners = [short(t[b]["winner"]) for t in tunes if b in t]
-        ties = [t[b]["verdict"] == "tie" for t in tunes if b in t]
+        # Each tune's answer: its winner and the finalists it declared tied with it (schema 2).
+        answers = [{short(t[b]["winner"])} | tied_of(t[b]) for t in tunes if b in t]
         if winners:
             modal = Counter(winners).most_common(1)[0][0]
             row["winners"] = ";".join(winners)
             row["tunes"] = len(winners)
             row["same_winner"] = len(set(winners)) == 1
-            row["agree"] = all(w == modal or tie for w, tie in zip(winners, ties))
+            # Agreement: one config every tune names, as its winner or as tied with it (the
+            # modal winner first among equally common ones).
+            counts = Counter(x for s in answers for x in s)
+            common = max(counts, key=lambda x: (counts[x], x == modal))
+            row["agreed_on"] = common if counts[common] == len(answers) else ""
+            row["agree"] = counts[common] == len(answers)
         rows.append(row)
 
     fields = ["M", "tuned_winner", "tuned_us", "tuned_verdict", "checked", "not_run",
               "joint_product", "final_agreement", "exhaustive_best", "exhaustive_best_us",
               "tuned_us_same_round", "gap_pct", "within_2pct", "exhaustive_checked", "tunes",
-              "winners", "same_winner", "agree"]
+              "winners", "same_winner", "agreed_on", "agree"]
     with open(os.path.join(folder, "tuner-targets.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()

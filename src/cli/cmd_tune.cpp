@@ -233,7 +233,8 @@ tuner::BucketResult tune_one(TuneArgs const& args, ShapePlan const& plan, RunCon
                         .winner_us = r.winner_stats.median_us,
                         .incumbent_us = r.incumbent_stats.median_us,
                         .challenger_us = r.challenger_stats.median_us,
-                        .agreement = r.repeats > 0 ? double(r.agreeing) / r.repeats : 1.0});
+                        .agreement = r.repeats > 0 ? double(r.agreeing) / r.repeats : 1.0,
+                        .tied = r.tied});
   }
   return r;
 }

@@ -63,6 +63,13 @@ std::string counts_json(tuner::BucketResult const& r) {
          ", \"precompiles\": " + std::to_string(r.precompiles) + ", " + groups_json(r);
 }
 
+/// The finalists tied with the winner, by their short names: ["m128n256...", ...].
+std::string tied_json(tuner::BucketResult const& r) {
+  std::vector<std::string> names;
+  for (core::MoeConfig const& c : r.tied) names.push_back(json_quote(core::short_string(c)));
+  return "[" + join(names, ", ") + "]";
+}
+
 }  // namespace
 
 std::string bucket_line(tuner::BucketResult const& r) {
@@ -88,6 +95,10 @@ std::string bucket_line(tuner::BucketResult const& r) {
   if (r.per_gemm) {
     out += "; per GEMM: " + std::to_string(r.measured) + " checked, joint product " +
            std::to_string(r.joint_product);
+  }
+  if (!r.tied.empty()) {
+    out += "; tied with " + std::to_string(r.tied.size()) + ": " + core::short_string(r.tied[0]);
+    if (r.tied.size() > 1) out += ", ...";
   }
   if (r.repeats > 0) {
     out += "; agreement " + std::to_string(r.agreeing) + "/" + std::to_string(r.repeats);
@@ -190,6 +201,7 @@ void TuneJson::tuned_bucket(tuner::BucketResult const& r, std::string const& com
       json_number(tuner::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
       ", \"verdict\": " + json_quote(r.verdict) + ", \"tie\": " + (r.tie ? "true" : "false") +
       ", \"incumbent_kept\": " + (r.incumbent_kept ? "true" : "false") +
+      ", \"tied\": " + tied_json(r) +
       ", \"repeats\": " + std::to_string(r.repeats) +
       ", \"agreeing\": " + std::to_string(r.agreeing) + ", " + counts_json(r) +
       ", \"digest\": " + json_quote(r.digest) + ", \"command\": " + json_quote(command) + "}");

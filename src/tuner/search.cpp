@@ -382,8 +382,27 @@ core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool
     if (alive.size() <= 2 && reps >= cap) break;
   }
   if (alive.empty()) return nullptr;
-  if (tied != nullptr) *tied = stage_ties(alive.front(), rounds);
-  return alive.front();
+  // The final round's rule: among the candidates of the last round the fastest does not beat
+  // beyond the intervals and the margin, the earliest in search order wins, so which of two
+  // equivalent configs a stage passes on does not depend on noise (the fastest is then carried
+  // as a near tie).
+  CandidateResult* winner = alive.front();
+  for (CandidateResult* c : alive) {
+    if (search_order(*c) < search_order(*winner) &&
+        tuner::decide(c->stats, alive.front()->stats, options_.margin) !=
+            Verdict::kChallengerWins) {
+      winner = c;
+    }
+  }
+  if (tied != nullptr) {
+    *tied = stage_ties(winner, rounds);
+    if (winner != alive.front() &&
+        std::find(tied->begin(), tied->end(), alive.front()) == tied->end()) {
+      tied->insert(tied->begin(), alive.front());  // the fastest always reaches the final
+      if (tied->size() > size_t(kStageTiesCarried)) tied->resize(kStageTiesCarried);
+    }
+  }
+  return winner;
 }
 
 }  // namespace detail

@@ -18,7 +18,9 @@
 //      against the reference on fresh random data: all written, finite, relative L2 error within
 //      tolerance_for(dtype), else wrong_result; cheap timing, first_reps; with the background
 //      compile every check of the batch comes before its timings), then successive halving (the
-//      best third re-timed with 3x the reps, at most final_reps) down to one winner; stage 1 of
+//      best third re-timed with 3x the reps, at most final_reps) down to two; the stage's winner
+//      is the earliest in search order of those the fastest does not beat beyond the intervals
+//      and `margin` (the final round's rule; the fastest is then always carried); stage 1 of
 //      every group runs before any stage 2. Timing is always of the whole layer. Families without
 //      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
 //      the incumbent kept);
@@ -28,7 +30,9 @@
 //      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
 //      challengers tied with the fastest the earliest in search order wins (per GEMM: by where
 //      its GEMM1, then its GEMM2, first entered the search, which does not depend on which stage
-//      candidate won); the winner is checked again and must reproduce its digest;
+//      candidate won); the winner is checked again and must reproduce its digest; the other
+//      finalists tied with the winner (neither beats the other so) are reported and stored with
+//      it (BucketResult::tied, decisions.tied);
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
 // Candidate indices (what --inject-fault names) follow creation order: anchors, stage 1 of each
 // group, stage 2 of each group, then the tied GEMM1 configs paired with stage 2's winners. Every
@@ -164,7 +168,11 @@ struct BucketResult {
   TimingStats challenger_stats;
   std::string verdict;  ///< Verdict name, or "no_incumbent"
   bool incumbent_kept = false;
-  bool tie = false;
+  bool tie = false;  ///< the incumbent and the fastest challenger are tied (the incumbent stays)
+  /// The other ok finalists statistically tied with the winner: neither beats the other beyond
+  /// the intervals and the margin (tuner::decide both ways), in search order. A repeated tune that
+  /// names one of these declared the tie (bench/tuner_targets.py's agreement).
+  std::vector<core::MoeConfig> tied;
   int repeats = 0;
   int agreeing = 0;  ///< repeats naming the same winner
   std::string digest;

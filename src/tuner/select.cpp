@@ -112,6 +112,18 @@ void BucketSearch::decide(Candidates const& finalists) {
     winner = earliest;  // the incumbent failed: ranked holds challengers only
   }
   result_.incumbent_kept = winner->index == 0;
+  result_.tied.clear();
+  Candidates tied;
+  for (CandidateResult* c : ranked) {
+    if (c != winner &&
+        tuner::decide(c->stats, winner->stats, options_.margin) != Verdict::kChallengerWins &&
+        tuner::decide(winner->stats, c->stats, options_.margin) != Verdict::kChallengerWins) {
+      tied.push_back(c);
+    }
+  }
+  std::sort(tied.begin(), tied.end(),
+            [&](auto* a, auto* b) { return search_order(*a) < search_order(*b); });
+  for (CandidateResult* c : tied) result_.tied.push_back(c->config);
   result_.winner = winner->config;
   result_.winner_stats = winner->stats;
   result_.digest = winner->digest;
@@ -135,6 +147,7 @@ void BucketSearch::restore_decision(BucketResult const& from,
   result_.verdict = from.verdict;
   result_.incumbent_kept = from.incumbent_kept;
   result_.tie = from.tie;
+  result_.tied = from.tied;
   result_.digest = from.digest;
 }
 

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <ctime>
+#include <sstream>
 #include <thread>
 
 #include "core/json_text.hpp"
@@ -28,8 +29,12 @@ CREATE INDEX IF NOT EXISTS measurements_key
 CREATE TABLE IF NOT EXISTS decisions (
   id INTEGER PRIMARY KEY, run INTEGER REFERENCES runs(id), tune_hash TEXT, shape TEXT,
   bucket INTEGER, winner TEXT, incumbent TEXT, challenger TEXT, verdict TEXT, winner_us REAL,
-  incumbent_us REAL, challenger_us REAL, agreement REAL, created TEXT);
+  incumbent_us REAL, challenger_us REAL, agreement REAL, created TEXT, tied TEXT DEFAULT '');
 )sql";
+
+/// Schema 1 -> 2: decisions.tied, the finalists tied with the winner, one config's one-line JSON
+/// per line ("" for none).
+constexpr char kUpgrade1To2[] = "ALTER TABLE decisions ADD COLUMN tied TEXT DEFAULT ''";
 
 /// A prepared statement, finalized on scope exit; bind() and column helpers by 1-based index.
 class Stmt {
@@ -178,6 +183,11 @@ core::Result<std::unique_ptr<Store>> Store::open(std::string const& path) {
     Stmt s(db, "INSERT INTO schema_version(version) VALUES (?)");
     s.bind(1, int64_t{kStoreSchemaVersion});
     if (s.step() != SQLITE_DONE) return fail(store->error("cannot write the schema version"));
+  } else if (version == 1) {
+    if (!store->exec(kUpgrade1To2).ok() ||
+        !store->exec("UPDATE schema_version SET version = 2").ok()) {
+      return fail(store->error("cannot upgrade the schema from version 1 to 2"));
+    }
   } else if (version < kStoreOldestSupported || version > kStoreSchemaVersion) {
     return fail(core::make_error(
         core::ErrorCode::kVersion, "store " + path,
@@ -261,8 +271,8 @@ core::Result<std::optional<Measurement>> Store::find(MeasurementKey const& k) {
 core::Status Store::record_decision(Decision const& d) {
   Stmt s(db_,
          "INSERT INTO decisions(run, tune_hash, shape, bucket, winner, incumbent, challenger, "
-         "verdict, winner_us, incumbent_us, challenger_us, agreement, created) "
-         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         "verdict, winner_us, incumbent_us, challenger_us, agreement, created, tied) "
+         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return error("cannot record a decision");
   s.bind(1, d.run);
   s.bind(2, d.tune_hash);
@@ -277,6 +287,9 @@ core::Status Store::record_decision(Decision const& d) {
   s.bind(11, d.challenger_us);
   s.bind(12, d.agreement);
   s.bind(13, utc_now());
+  std::string tied;
+  for (core::MoeConfig const& c : d.tied) tied += (tied.empty() ? "" : "\n") + config_text(c);
+  s.bind(14, tied);
   if (s.step() != SQLITE_DONE) return error("cannot record a decision");
   return core::Status::Ok();
 }
@@ -298,7 +311,8 @@ core::Result<std::vector<Measurement>> Store::measurements(int64_t run) {
 core::Result<std::vector<Decision>> Store::decisions(int64_t run) {
   Stmt s(db_,
          "SELECT run, tune_hash, shape, bucket, winner, incumbent, challenger, verdict, "
-         "winner_us, incumbent_us, challenger_us, agreement FROM decisions WHERE ?=0 OR run=? "
+         "winner_us, incumbent_us, challenger_us, agreement, tied FROM decisions WHERE ?=0 OR "
+         "run=? "
          "ORDER BY id");
   if (!s.ok()) return error("cannot read decisions");
   s.bind(1, run);
@@ -319,6 +333,10 @@ core::Result<std::vector<Decision>> Store::decisions(int64_t run) {
     d.incumbent_us = s.real(9);
     d.challenger_us = s.real(10);
     d.agreement = s.real(11);
+    std::istringstream tied(s.text(12));
+    for (std::string line; std::getline(tied, line);) {
+      if (!line.empty()) d.tied.push_back(config_from(line));
+    }
     out.push_back(d);
   }
   if (rc != SQLITE_DONE) return error("cannot read decisions");

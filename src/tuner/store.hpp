@@ -6,7 +6,9 @@
 //
 // Tables: schema_version(version); runs (one per `moetune tune`); measurements (one per candidate
 // per round: outcome, samples, median, CI, digest, ...); decisions (per bucket: winner, incumbent,
-// best challenger, verdict, so a tie keeps both configs).
+// best challenger, verdict, so a tie keeps both configs, and since schema 2 the finalists tied with
+// the winner). open() upgrades a schema-1 store in place (one transaction: the decisions table
+// gains `tied`), so an older store keeps every measurement and resumes.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,7 @@ struct sqlite3;
 
 namespace moetune::tuner {
 
-inline constexpr int kStoreSchemaVersion = 1;
+inline constexpr int kStoreSchemaVersion = 2;
 inline constexpr int kStoreOldestSupported = 1;
 /// How long a writer waits for another writer's lock before failing.
 inline constexpr int kStoreBusyTimeoutMs = 30000;
@@ -83,13 +85,16 @@ struct Decision {
   double incumbent_us = 0;
   double challenger_us = 0;
   double agreement = 1;  ///< fraction of --repeat rounds naming the same winner
+  /// The other finalists statistically tied with the winner (neither beats the other beyond the
+  /// intervals and the margin), in search order. Schema 2; a decision of schema 1 reads as none.
+  std::vector<core::MoeConfig> tied;
 };
 
 class Store {
  public:
   /// Opens (creating when absent) the store at `path`; ":memory:" for a private in-memory one.
   /// Fails (kVersion) on a schema version outside the supported range:
-  /// "store X has schema version 3; this moetune reads 1..1; use a newer moetune or a new --store",
+  /// "store X has schema version 3; this moetune reads 1..2; use a newer moetune or a new --store",
   /// and (kIo) on a file that is not a SQLite database.
   static core::Result<std::unique_ptr<Store>> open(std::string const& path);
   ~Store();

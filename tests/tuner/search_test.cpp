@@ -4,6 +4,7 @@
 // run's budget lets a costly bucket overrun an even share while later buckets keep half of one.
 #include "tuner/search.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -221,6 +222,27 @@ TEST_F(SearchTest, RepeatReportsAgreementAndNeighbourSeedsComeFirst) {
   EXPECT_GE(r->agreeing, 0);
   EXPECT_LE(r->agreeing, 2);
   if (clean_->winner != r->incumbent) EXPECT_EQ(r->results[1].config, clean_->winner);
+}
+
+// The reported ties are ok finalists that neither beat the winner nor were beaten by it beyond the
+// intervals and the margin; a 50% margin makes every finalist near the winner one.
+TEST_F(SearchTest, TiedFinalistsAreWithinTheIntervalsAndMarginOfTheWinner) {
+  SearchOptions options = fast_options();
+  options.margin = 0.5;
+  WorkerClient worker(cpu_worker());
+  auto store = Store::open(":memory:");
+  auto r = tune_bucket(worker, **store, tiny_task(), options);
+  ASSERT_TRUE(r.ok());
+  ASSERT_FALSE(r->tied.empty());
+  for (core::MoeConfig const& t : r->tied) {
+    EXPECT_NE(t, r->winner);
+    auto c = std::find_if(r->results.begin(), r->results.end(),
+                          [&](CandidateResult const& x) { return x.config == t; });
+    ASSERT_NE(c, r->results.end()) << core::short_string(t);
+    EXPECT_EQ(c->outcome, Outcome::kOk);
+    EXPECT_NE(decide(c->stats, r->winner_stats, options.margin), Verdict::kChallengerWins);
+    EXPECT_NE(decide(r->winner_stats, c->stats, options.margin), Verdict::kChallengerWins);
+  }
 }
 
 TEST_F(SearchTest, ASpentBudgetStopsNewCandidatesButStillNamesAWinner) {

@@ -1,5 +1,5 @@
-// tuner/store: measurements round-trip with their key, an unknown schema version is refused by
-// name, a non-database file is an error, two writers on one store lose nothing, and commits skip
+// tuner/store: measurements round-trip with their key, decisions with their ties, a schema-1 store
+// is upgraded in place, an unknown schema version is refused by name, a non-database file is an error, two writers on one store lose nothing, and commits skip
 // the per-measurement fsync without a killed writer losing any of them.
 #include "tuner/store.hpp"
 
@@ -103,8 +103,73 @@ TEST_F(StoreTest, ANewerSchemaVersionIsRefusedByName) {
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.error().code, core::ErrorCode::kVersion);
   EXPECT_EQ(store.error().message, "store " + path("s.db") +
-                                       " has schema version 3; this moetune reads 1..1; use a "
+                                       " has schema version 3; this moetune reads 1..2; use a "
                                        "newer moetune or a new --store");
+}
+
+TEST_F(StoreTest, ADecisionKeepsTheFinalistsTiedWithItsWinner) {
+  auto store = Store::open(path("s.db"));
+  ASSERT_TRUE(store.ok());
+  Decision d{.bucket = 64, .verdict = "challenger_wins"};
+  d.winner.gemm1.tile.block_n = 64;
+  d.tied.resize(2);
+  d.tied[0].gemm1.tile.block_n = 128;
+  d.tied[1].gemm2.pipeline.num_stages = 5;
+  ASSERT_TRUE((*store)->record_decision(d).ok());
+  ASSERT_TRUE((*store)->record_decision(Decision{.bucket = 128}).ok());
+  auto read = (*store)->decisions();
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].winner, d.winner);
+  EXPECT_EQ((*read)[0].tied, d.tied);
+  EXPECT_TRUE((*read)[1].tied.empty());
+}
+
+// A store written by schema 1 (no decisions.tied) is upgraded in place on open: its rows stay,
+// its version reads 2, and new decisions carry their ties.
+TEST_F(StoreTest, ASchemaOneStoreIsUpgradedInPlaceAndKeepsItsRows) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path("old.db").c_str(), &db), SQLITE_OK);
+  char const* v1 =
+      "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+      "INSERT INTO schema_version(version) VALUES (1);"
+      "CREATE TABLE runs (id INTEGER PRIMARY KEY, started TEXT, recipe_path TEXT, recipe_hash "
+      "TEXT, git_commit TEXT, device TEXT, driver TEXT, toolchain TEXT, seed INTEGER, routing "
+      "TEXT, command TEXT);"
+      "CREATE TABLE measurements (id INTEGER PRIMARY KEY, run INTEGER, tune_hash TEXT, shape TEXT,"
+      " bucket INTEGER, round INTEGER, config TEXT, seed INTEGER, fault TEXT, device TEXT, outcome"
+      " TEXT, reason TEXT, samples TEXT, median_us REAL, ci_low_us REAL, ci_high_us REAL, digest "
+      "TEXT, rel_err REAL, clocks TEXT, created TEXT);"
+      "CREATE TABLE decisions (id INTEGER PRIMARY KEY, run INTEGER, tune_hash TEXT, shape TEXT, "
+      "bucket INTEGER, winner TEXT, incumbent TEXT, challenger TEXT, verdict TEXT, winner_us REAL,"
+      " incumbent_us REAL, challenger_us REAL, agreement REAL, created TEXT);"
+      "INSERT INTO decisions(bucket, verdict, winner_us) VALUES (16, 'tie', 12.5);";
+  ASSERT_EQ(sqlite3_exec(db, v1, nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  {
+    auto store = Store::open(path("old.db"));
+    ASSERT_TRUE(store.ok()) << store.error().to_string();
+    Decision d{.bucket = 32};
+    d.tied.resize(1);
+    ASSERT_TRUE((*store)->record_decision(d).ok());
+  }
+  auto store = Store::open(path("old.db"));
+  ASSERT_TRUE(store.ok());
+  auto read = (*store)->decisions();
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].verdict, "tie");
+  EXPECT_EQ((*read)[0].winner_us, 12.5);
+  EXPECT_TRUE((*read)[0].tied.empty());
+  EXPECT_EQ((*read)[1].tied.size(), 1u);
+  ASSERT_EQ(sqlite3_open(path("old.db").c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT max(version) FROM schema_version", -1, &s, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 2);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
 }
 
 TEST_F(StoreTest, AFileThatIsNotADatabaseIsAnError) {

@@ -126,6 +126,22 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
           }
         }
       }
+      // CTA pairs (cluster 2x1: the weight tile multicast to both m-blocks of one expert) where
+      // an expert has at least two 128-row blocks, at stages 4 and 5. Measured on H200
+      // (bench/results/raw/2026-11-29-1560042-cluster-*-ab.txt): GEMM1 on pairs 2-3% faster at
+      // S3 M 1024-4096 in every run, parity within the run-to-run spread at S1 and S2.
+      if (block_m == 128 && per_expert >= 256) {
+        const size_t n = out.size();
+        for (size_t i = 0; i < n; ++i) {
+          if (out[i].launch.schedule != core::Schedule::kTmaWarpSpecialized ||
+              out[i].pipeline.num_stages > 5) {
+            continue;
+          }
+          core::KernelConfig k = out[i];
+          k.launch.cluster_m = 2;
+          if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
+        }
+      }
       // pingpong GEMM2 at block_m 128 x 128 (two consumer warpgroups on alternate whole tiles:
       // stores under the other's main loop). Measured on H200 (bench/results/raw/
       // 2026-11-29-2a21e8b-pingpong-*): in the layer it beat tma_ws GEMM2 at S2 (K = 768) by
@@ -151,7 +167,10 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
         if (est_tiles < 4.0 * 132) {
           const size_t n = out.size();
           for (size_t i = 0; i < n; ++i) {
-            if (out[i].launch.schedule != core::Schedule::kTmaWarpSpecialized) continue;
+            if (out[i].launch.schedule != core::Schedule::kTmaWarpSpecialized ||
+                out[i].launch.cluster_m > 1) {
+              continue;  // split-K runs on single CTAs
+            }
             for (int split : {2, 4}) {
               core::KernelConfig k = out[i];
               k.pipeline.split_k = split;

@@ -297,6 +297,35 @@ TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
   }
 }
 
+// The search space offers CTA pairs at block_m 128 for both GEMMs where an expert has at least two
+// 128-row blocks (S3 at M = 1024: 256 pairs per expert), never with split-K, and none below
+// (S3 at M = 512: 128 pairs per expert) or at block_m 64.
+TEST(Sm90Space, OffersClusterPairsWhereAnExpertHasTwo128RowBlocks) {
+  core::MoeProblem p;
+  p.num_experts = 8;
+  p.hidden_size = 4096;
+  p.intermediate_size = 14336;
+  p.top_k = 2;
+  p.activation = core::Activation::kSiluGated;
+  auto count = [&](int64_t m, int bm, bool is_gemm1) {
+    p.num_tokens = m;
+    int pairs = 0;
+    for (core::KernelConfig const& k : sm90_gemm_candidates(p, bm, is_gemm1)) {
+      if (k.launch.cluster_m != 2) continue;
+      ++pairs;
+      EXPECT_EQ(k.pipeline.split_k, 1) << core::short_string(k);
+      EXPECT_EQ(k.launch.schedule, core::Schedule::kTmaWarpSpecialized);
+      EXPECT_LE(k.pipeline.num_stages, 5);
+    }
+    return pairs;
+  };
+  for (bool is_gemm1 : {true, false}) {
+    EXPECT_GT(count(1024, 128, is_gemm1), 0) << is_gemm1;
+    EXPECT_EQ(count(512, 128, is_gemm1), 0) << is_gemm1;
+    EXPECT_EQ(count(4096, 64, is_gemm1), 0) << is_gemm1;
+  }
+}
+
 // can_implement of pingpong: 8 warps (two MMA warpgroups), one warpgroup's accumulators <= 128
 // registers, no split-K; each refusal names the field.
 TEST(Sm90Geometry, PingpongNeedsEightWarpsAndOneWarpgroupsAccumulators) {

@@ -282,15 +282,13 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
 }
 
 // tma_ws on CTA pairs (launch.cluster_m = 2: m-blocks 2j and 2j+1 of one n-tile, the weight tile
-// multicast when both blocks share an expert). Its own test, so that a hang there (clusters were
-// first compiled before any device run) cannot take the other tests with it:
+// multicast when both blocks share an expert):
 //   - odd shapes (E not a power of two, so pairs that straddle two experts; odd block counts, so
 //     ghost CTAs past the last block) against fp64, element by element, block_m 64 and 128;
 //   - S1-S3 at M = 1000 and 4096: the bits of cooperative (the same wgmma sequence per tile).
-// DISABLED_ until its first device run, which is to be on its own, under a timeout:
-//   GTEST_ALSO_RUN_DISABLED_TESTS=1 TEST_FILTER='Sm90Gather.DISABLED_Cluster*' \
-//   bash bench/run_h200_round.sh
-TEST_F(Sm90Gather, DISABLED_ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
+// Passed on the H200 at 071af96 and 1560042 (run alone under a timeout, then enabled)
+// (bench/results/raw/2026-11-29-{071af96,1560042}-cluster-gpu-test.log).
+TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
   for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
                     shape(10, 448, 320, 4, Activation::kSiluGated)}) {
     for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
