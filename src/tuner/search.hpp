@@ -25,7 +25,9 @@
 //      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
 //      the incumbent kept);
 //   4. final: the incumbent and each group's combined winner and carried ties (plus anchors of no
-//      group) are timed in interleaved passes (final_reps in all); median and bootstrap CI; the
+//      group), less those slower than kHopelessFactor x the best, are timed in interleaved passes
+//      (final_reps in all); the drift common to all finalists between passes is divided out
+//      (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
 //      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
 //      challengers tied with the fastest the earliest in search order wins (per GEMM: by where
@@ -83,6 +85,10 @@ inline constexpr int kExhaustiveGemm1Top = 3;
 /// checked like every candidate before it may enter. Near-equal candidates picked between by noise
 /// then meet in one final round, whose tie rule names the same one in every run.
 inline constexpr int kStageTiesCarried = 2;
+/// A finalist (other than the incumbent) whose latest median exceeds this many times the best
+/// finalist's is not timed in the final round: no noise or drift seen (at most ~17% between
+/// passes on the H200) turns it into the winner.
+inline constexpr double kHopelessFactor = 1.5;
 
 struct SearchOptions {
   double timeout_s = 10;  ///< per request (one check, or one timing)

@@ -65,6 +65,7 @@ class BucketSearch {
   core::Status carry_gemm1_ties(std::vector<Candidates> const& gemm1_ties, Candidates* finalists);
   // select.cpp
   core::Status plan();
+  void drop_hopeless(Candidates& finalists) const;
   core::Status final_round(Candidates const& finalists, int base_round);
   std::array<int, 3> search_order(CandidateResult const& c) const;
   void decide(Candidates const& finalists);

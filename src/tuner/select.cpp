@@ -31,25 +31,45 @@ core::Status BucketSearch::plan() {
 }
 
 /// Times every finalist in kFinalPasses interleaved passes (drift hits all alike); each
-/// finalist's stats come from all its samples of this round.
+/// finalist's stats come from all its samples of this round, with the drift common to the
+/// finalists between passes removed (remove_pass_drift). The store keeps the raw samples.
 core::Status BucketSearch::final_round(Candidates const& finalists, int base_round) {
   int const per_pass = std::max(1, (options_.final_reps + kFinalPasses - 1) / kFinalPasses);
-  std::vector<std::vector<double>> all(finalists.size());
+  std::vector<std::vector<std::vector<double>>> by_pass(finalists.size());
   for (int pass = 0; pass < kFinalPasses; ++pass) {
     for (size_t i = 0; i < finalists.size(); ++i) {
       CandidateResult& c = *finalists[i];
       if (c.outcome != Outcome::kOk) continue;
       std::vector<double> samples;
       MOETUNE_RETURN_IF_ERROR(time(c, base_round + pass, per_pass, &samples));
-      all[i].insert(all[i].end(), samples.begin(), samples.end());
+      by_pass[i].push_back(std::move(samples));
     }
   }
+  std::vector<std::vector<double>> const all = remove_pass_drift(by_pass);
   for (size_t i = 0; i < finalists.size(); ++i) {
     CandidateResult& c = *finalists[i];
     if (c.outcome == Outcome::kOk) c.stats = stats_of(c, all[i]);
     ++c.rounds;
   }
   return core::Status::Ok();
+}
+
+/// Leaves out of the final round every finalist but the incumbent whose latest median is more than
+/// kHopelessFactor times the best finalist's: a neighbouring bucket's decode winner at M = 4096
+/// (100 ms a run against 1.4 ms) cannot win, and its 15 final runs cost more than the rest.
+void BucketSearch::drop_hopeless(Candidates& finalists) const {
+  double best = 0;
+  for (CandidateResult const* c : finalists) {
+    if (c->outcome == Outcome::kOk && c->stats.median_us > 0 &&
+        (best == 0 || c->stats.median_us < best)) {
+      best = c->stats.median_us;
+    }
+  }
+  if (best == 0) return;
+  std::erase_if(finalists, [&](CandidateResult const* c) {
+    return c->index != 0 && c->outcome == Outcome::kOk &&
+           c->stats.median_us > kHopelessFactor * best;
+  });
 }
 
 /// Where `c` stands in search order, lowest first. Jointly: its index. Per GEMM: the index of the
@@ -222,6 +242,7 @@ core::Result<BucketResult> BucketSearch::run() {
   MOETUNE_RETURN_IF_ERROR(plan());
   auto finalists = gemm_spaces_.empty() ? run_joint() : run_per_gemm();
   if (!finalists.ok()) return finalists.error();
+  drop_hopeless(*finalists);
   MOETUNE_RETURN_IF_ERROR(final_round(*finalists, kFinalRound));
   while (true) {
     decide(*finalists);

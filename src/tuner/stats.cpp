@@ -49,6 +49,46 @@ TimingStats bootstrap_median(std::vector<double> const& samples_us, uint64_t see
   return out;
 }
 
+std::vector<std::vector<double>> remove_pass_drift(
+    std::vector<std::vector<std::vector<double>>> const& by_pass) {
+  size_t passes = 0;
+  for (auto const& c : by_pass) passes = std::max(passes, c.size());
+  auto finite = [](std::vector<double> const& v) {
+    std::vector<double> out;
+    for (double s : v) {
+      if (std::isfinite(s)) out.push_back(s);
+    }
+    return out;
+  };
+  // Per candidate timed in every pass: its pass medians over its overall median.
+  std::vector<std::vector<double>> ratios(passes);
+  for (auto const& c : by_pass) {
+    if (c.size() != passes) continue;
+    std::vector<double> pooled;
+    std::vector<double> pass_medians;
+    for (auto const& p : c) {
+      std::vector<double> const f = finite(p);
+      if (f.empty()) break;
+      pass_medians.push_back(median(f));
+      pooled.insert(pooled.end(), f.begin(), f.end());
+    }
+    double const overall = median(pooled);
+    if (pass_medians.size() != passes || !(overall > 0)) continue;
+    for (size_t p = 0; p < passes; ++p) ratios[p].push_back(pass_medians[p] / overall);
+  }
+  std::vector<double> factor(passes, 1.0);
+  if (passes > 1 && !ratios.empty() && ratios[0].size() >= 3) {
+    for (size_t p = 0; p < passes; ++p) factor[p] = median(ratios[p]);
+  }
+  std::vector<std::vector<double>> out(by_pass.size());
+  for (size_t i = 0; i < by_pass.size(); ++i) {
+    for (size_t p = 0; p < by_pass[i].size(); ++p) {
+      for (double s : by_pass[i][p]) out[i].push_back(factor[p] > 0 ? s / factor[p] : s);
+    }
+  }
+  return out;
+}
+
 std::string_view to_string(Verdict v) {
   switch (v) {
     case Verdict::kIncumbentFaster: return "incumbent_faster";

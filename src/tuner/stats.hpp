@@ -25,6 +25,18 @@ double median(std::vector<double> samples);
 TimingStats bootstrap_median(std::vector<double> const& samples_us, uint64_t seed,
                              int resamples = 1000, double confidence = 0.95);
 
+/// Samples of several candidates timed in interleaved passes, `by_pass[candidate][pass]`, with
+/// the drift common to all of them removed: pass p's factor is the median, over the candidates
+/// timed in every pass, of (their median in pass p / their median over all passes), and each
+/// sample of pass p is divided by it. Returns each candidate's samples of all passes, pooled.
+/// A clock or thermal change between passes moves every candidate alike, so it no longer widens
+/// the intervals the incumbent rule compares (on the H200 one pass of a final ran 15-17% slower
+/// for every finalist, and a challenger 13% faster in each pass was called a tie). With fewer
+/// than 3 such candidates the samples are pooled unchanged (a median of two ratios would let one
+/// candidate's own change move the other's samples).
+std::vector<std::vector<double>> remove_pass_drift(
+    std::vector<std::vector<std::vector<double>>> const& by_pass);
+
 /// What selection decided between the incumbent and the fastest challenger.
 enum class Verdict {
   kIncumbentFaster,  ///< the incumbent's median is the lowest: it stays

@@ -58,5 +58,57 @@ TEST(Stats, SpeedupMarginIsRelativeToTheIncumbent) {
   EXPECT_DOUBLE_EQ(speedup_margin(0, 90), 0);
 }
 
+/// Three passes of 5 samples of each of `times` (us), pass p scaled by drift[p], with a small
+/// deterministic jitter.
+std::vector<std::vector<std::vector<double>>> passes_of(std::vector<double> const& times,
+                                                        std::vector<double> const& drift) {
+  std::vector<std::vector<std::vector<double>>> out(times.size());
+  for (size_t c = 0; c < times.size(); ++c) {
+    for (double d : drift) {
+      std::vector<double> pass;
+      for (int r = 0; r < 5; ++r) pass.push_back(times[c] * d * (1 + 0.002 * ((r * 7 + c) % 5)));
+      out[c].push_back(pass);
+    }
+  }
+  return out;
+}
+
+TEST(Stats, DriftCommonToAllFinalistsBetweenPassesIsRemovedBeforeTheVerdict) {
+  // The incumbent at 880 us and a challenger 13% faster; the second pass runs 17% slower for all.
+  auto by_pass = passes_of({880, 770, 800, 900}, {1.0, 1.17, 1.0});
+  std::vector<double> raw_inc, raw_ch;
+  for (auto const& p : by_pass[0]) raw_inc.insert(raw_inc.end(), p.begin(), p.end());
+  for (auto const& p : by_pass[1]) raw_ch.insert(raw_ch.end(), p.begin(), p.end());
+  // Pooled raw, the second pass widens both intervals into each other.
+  EXPECT_EQ(decide(bootstrap_median(raw_inc, 1), bootstrap_median(raw_ch, 2), 0.01), Verdict::kTie);
+  auto clean = remove_pass_drift(by_pass);
+  ASSERT_EQ(clean.size(), 4u);
+  ASSERT_EQ(clean[0].size(), 15u);
+  TimingStats const inc = bootstrap_median(clean[0], 1);
+  TimingStats const ch = bootstrap_median(clean[1], 2);
+  EXPECT_EQ(decide(inc, ch, 0.01), Verdict::kChallengerWins);
+  EXPECT_NEAR(inc.median_us / ch.median_us, 880.0 / 770.0, 0.01);
+}
+
+TEST(Stats, ASlowdownOfOneFinalistAloneIsNotTakenForDrift) {
+  // The negative twin: only the challenger is 17% slower in pass 2, the others are steady; its
+  // slow pass stays in its samples (the factor is the median over finalists, 1 here).
+  auto by_pass = passes_of({880, 770, 800, 900}, {1.0, 1.0, 1.0});
+  for (double& s : by_pass[1][1]) s *= 1.17;
+  auto clean = remove_pass_drift(by_pass);
+  EXPECT_EQ(clean[1][7], by_pass[1][1][2]);
+  EXPECT_EQ(clean[0], [&] {
+    std::vector<double> v;
+    for (auto const& p : by_pass[0]) v.insert(v.end(), p.begin(), p.end());
+    return v;
+  }());
+}
+
+TEST(Stats, WithFewerThanThreeFinalistsTheSamplesArePooledUnchanged) {
+  auto by_pass = passes_of({880, 770}, {1.0, 1.17, 1.0});
+  auto clean = remove_pass_drift(by_pass);
+  EXPECT_EQ(clean[1][5], by_pass[1][1][0]);
+}
+
 }  // namespace
 }  // namespace moetune::tuner
