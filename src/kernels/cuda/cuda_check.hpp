@@ -12,7 +12,11 @@
 
 namespace moetune::kernels::cuda {
 
+/// The error of a failed call. The runtime's last-error slot is cleared (cudaGetLastError): the
+/// failure is reported here, once, so a later cudaGetLastError check does not blame an unrelated
+/// call for it (a sticky error, a fault on the device, stays set and keeps failing every call).
 inline core::Error cuda_error(cudaError_t rc, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();
   return core::make_error(core::ErrorCode::kInternal,
                           std::string(file) + ":" + std::to_string(line),
                           std::string(call) + " failed with " + cudaGetErrorName(rc));

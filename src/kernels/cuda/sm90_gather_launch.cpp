@@ -129,6 +129,36 @@ std::mutex g_mutex;
 std::map<std::string, std::shared_ptr<Sm90GatherKernels const>> g_loaded;
 std::map<std::string, cudaLibrary_t> g_libraries;  // module key -> loaded once per process
 
+std::mutex g_attr_mutex;  // cudaFuncAttributeMaxDynamicSharedMemorySize: read, then raise
+
+/// Lets `f` launch with `bytes` of dynamic shared memory. A kernel handle is shared by every config
+/// and problem whose module has the same name expressions (g_libraries), and what one needs can
+/// differ (the decode GEMM2's top_k x block_n partials: 128 bytes at S2, 32 at S3), so the
+/// attribute only ever rises. NOTE: setting it to each loader's own need made a second problem's
+/// launch of a shared kernel fail (cudaErrorInvalidValue) on the H200: S3's M = 1 row lowered the
+/// decode GEMM2's limit to 32 bytes, then S3's default, served S2's cached 128-byte geometry, asked
+/// for 128.
+core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
+  std::lock_guard<std::mutex> lock(g_attr_mutex);
+  cudaFuncAttributes attr{};
+  MOETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(f)));
+  if (attr.maxDynamicSharedSizeBytes >= bytes) return core::Status::Ok();
+  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(f),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  return core::Status::Ok();
+}
+
+/// Every field of a GEMM's geometry, for the cache key.
+std::string geometry_key(GemmGeometry const& g) {
+  std::string key;
+  for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
+                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, int(g.decode), g.split_k,
+                g.decode_smem}) {
+    key += std::to_string(v) + ",";
+  }
+  return key + ";";
+}
+
 std::string join_key(std::vector<std::string> const& exprs) {
   std::string key;
   for (auto const& e : exprs) key += e + ";";
@@ -170,15 +200,22 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
                                                                         core::MoeConfig const& c) {
   auto modules = sm90_gather_modules(p, c);
   if (!modules.ok()) return modules.error();
-  std::string key;
+  // The cache key is the geometry as well as the names: what a launch uses is not all in the
+  // name expressions (split_k's count, the decode GEMM2's top_k x block_n partials in shared
+  // memory), so configs and problems that share kernels do not share a launch.
+  auto g1 = gemm_geometry(p, c.gemm1, true);
+  auto g2 = gemm_geometry(p, c.gemm2, false);
+  if (!g1.ok()) return g1.error();
+  if (!g2.ok()) return g2.error();
+  std::string key = geometry_key(*g1) + geometry_key(*g2);
   for (auto const& m : *modules) key += join_key(m);
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     if (auto it = g_loaded.find(key); it != g_loaded.end()) return it->second;
   }
   auto k = std::make_shared<Sm90GatherKernels>();
-  k->g1 = *gemm_geometry(p, c.gemm1, true);
-  k->g2 = *gemm_geometry(p, c.gemm2, false);
+  k->g1 = *g1;
+  k->g2 = *g2;
   k->from_cache = true;
   // In sm90_gather_name_exprs order (the decode kernels: the first two only).
   cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,        &k->combine,
@@ -211,14 +248,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
-  if (!k->g1.decode) {
-    MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm1),
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                            k->g1.smem_bytes()));
-  }
-  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k->gemm2),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          k->g2.smem_bytes()));
+  if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
+  MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm2, k->g2.smem_bytes()));
   // Clustered GEMMs: a persistent grid larger than the co-resident clusters would run its last
   // clusters after the others (a second wave), so the grid is capped at what fits.
   for (auto [f, g, out] :

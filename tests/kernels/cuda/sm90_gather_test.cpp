@@ -10,6 +10,7 @@
 #include "kernels/cpu/reference.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_testbed.hpp"
+#include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda_factory.hpp"
 
 namespace moetune::kernels::cuda {
@@ -333,6 +334,43 @@ TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
                 expect_in_band_and_deterministic(*tb_, coop, "cooperative, " + what))
           << "tma_ws cluster 2x1 vs cooperative, " << what;
     }
+  }
+}
+
+// Kernels are shared by every config and problem with the same name expressions, their launches
+// are not. The bench's order on the H200 failed (cudaErrorInvalidValue): S2's M = 1 row, then at
+// S3 a row sharing its decode GEMM2 (which lowered the kernel's shared-memory limit to S3's 32
+// bytes), then S3's default, whose names equal S2's row (served S2's cached 128-byte launch).
+// Also split-K 2 and 4 of one tile share names but not the split a launch uses.
+TEST_F(Sm90Gather, ConfigsSharingKernelsAcrossProblemsKeepTheirOwnLaunches) {
+  MoeConfig s2_row = decode(1, 8, 4, 1, 512);
+  s2_row.gemm2.tile.block_n = 4;
+  s2_row.gemm2.pipeline.num_warps = 8;
+  MoeConfig s3_row = s2_row;
+  s3_row.gemm1.tile.block_n = 4;
+  s3_row.gemm1.tile.block_k = 2048;
+  MoeProblem s2 = shape(128, 2048, 768, 8, Activation::kSiluGated);
+  MoeProblem s3 = shape(8, 4096, 14336, 2, Activation::kSiluGated);
+  s2.num_tokens = s3.num_tokens = 1;
+  ASSERT_TRUE(tb_->prepare(s2, {}, 1).ok());
+  auto a = tb_->check(s2_row);
+  ASSERT_TRUE(a.ok()) << a.error().to_string();
+  ASSERT_TRUE(tb_->prepare(s3, {}, 1).ok());
+  for (MoeConfig const& c : {s3_row, s2_row}) {
+    auto chk = tb_->check(c);
+    ASSERT_TRUE(chk.ok()) << core::short_string(c) << ": " << chk.error().to_string();
+    EXPECT_LE(chk->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+    auto t = tb_->time(c, 1, 3);
+    ASSERT_TRUE(t.ok()) << core::short_string(c) << ": " << t.error().to_string();
+  }
+  MoeProblem big = s3;
+  big.num_tokens = 512;
+  MoeConfig split = wgmma(128, 128, 256, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+  for (int parts : {2, 4}) {
+    split.gemm2.pipeline.split_k = parts;
+    auto k = load_sm90_gather(big, split);
+    ASSERT_TRUE(k.ok()) << k.error().to_string();
+    EXPECT_EQ((*k)->g2.split_k, parts);
   }
 }
 
