@@ -121,10 +121,10 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
   protocol << (info.exhaustive ? "exhaustive (no halving, every candidate at full reps)"
                                : "successive halving (x3 reps per round)")
            << ", finalists: incumbent + "
-           << (r.per_gemm ? "each block_m's winner and up to " +
-                                std::to_string(tuner::kStageTiesCarried) +
-                                " near ties per stage (search order breaks final ties)"
-                          : std::string("best 3"))
+           << (r.per_gemm
+                   ? "each block_m's winner and up to " + std::to_string(tuner::kStageTiesCarried) +
+                         " near ties per stage (search order breaks final ties)"
+                   : std::string("best 3"))
            << ", final " << info.reps << " reps in " << tuner::kFinalPasses
            << " interleaved passes after " << info.warmup
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
@@ -201,8 +201,7 @@ void TuneJson::tuned_bucket(tuner::BucketResult const& r, std::string const& com
       json_number(tuner::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
       ", \"verdict\": " + json_quote(r.verdict) + ", \"tie\": " + (r.tie ? "true" : "false") +
       ", \"incumbent_kept\": " + (r.incumbent_kept ? "true" : "false") +
-      ", \"tied\": " + tied_json(r) +
-      ", \"repeats\": " + std::to_string(r.repeats) +
+      ", \"tied\": " + tied_json(r) + ", \"repeats\": " + std::to_string(r.repeats) +
       ", \"agreeing\": " + std::to_string(r.agreeing) + ", " + counts_json(r) +
       ", \"digest\": " + json_quote(r.digest) + ", \"command\": " + json_quote(command) + "}");
 }

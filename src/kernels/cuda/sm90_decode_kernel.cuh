@@ -5,7 +5,8 @@
 //     expert (in pair order) takes every pair of that expert, found from topk_ids in the kernel
 //     itself; it streams its block_n rows of w1 (gate and up for silu) once per kBlockM pairs and
 //     writes h[pair, I] = act(w1[e] @ x[token(pair)]) (bf16, pair order). Other CTAs leave at once.
-//   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of row c of
+//   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of row c
+//   of
 //     w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
 //     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
@@ -156,7 +157,8 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
 #pragma unroll
               for (int j = 0; j < kVec; ++j) {
                 const int v = v0 + j * 32 + lane;
-                const uint4 xv = v < nvec ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
+                const uint4 xv =
+                    v < nvec ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
 #pragma unroll
                 for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -226,7 +228,8 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          wv[r][j] = (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
+          wv[r][j] =
+              (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
         }
       }
 #pragma unroll
@@ -234,7 +237,8 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          if (valid[r] && v < nvec) acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
+          if (valid[r] && v < nvec)
+            acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
       }
     }

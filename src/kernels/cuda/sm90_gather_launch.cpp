@@ -4,12 +4,8 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "kernels/cuda/cuda_check.hpp"
-#include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_tma_host.hpp"
 
 namespace moetune::kernels::cuda {
@@ -92,11 +88,6 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int split_k) 
   return w;
 }
 
-std::string align_expr(int block_m) {
-  return "&moetune_dev::moe_align_kernel<" + std::to_string(block_m) + ">";
-}
-constexpr const char* kCombineExpr = "&moetune_dev::moe_combine_kernel";
-
 // Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
 /// cluster_m > 1: CTA clusters of cluster_m x 1 (grid.x a multiple of it).
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
@@ -125,159 +116,7 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
   return cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(k), params);
 }
 
-std::mutex g_mutex;
-std::map<std::string, std::shared_ptr<Sm90GatherKernels const>> g_loaded;
-std::map<std::string, cudaLibrary_t> g_libraries;  // module key -> loaded once per process
-
-std::mutex g_attr_mutex;  // cudaFuncAttributeMaxDynamicSharedMemorySize: read, then raise
-
-/// Lets `f` launch with `bytes` of dynamic shared memory. A kernel handle is shared by every config
-/// and problem whose module has the same name expressions (g_libraries), and what one needs can
-/// differ (the decode GEMM2's top_k x block_n partials: 128 bytes at S2, 32 at S3), so the
-/// attribute only ever rises. NOTE: setting it to each loader's own need made a second problem's
-/// launch of a shared kernel fail (cudaErrorInvalidValue) on the H200: S3's M = 1 row lowered the
-/// decode GEMM2's limit to 32 bytes, then S3's default, served S2's cached 128-byte geometry, asked
-/// for 128.
-core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
-  std::lock_guard<std::mutex> lock(g_attr_mutex);
-  cudaFuncAttributes attr{};
-  MOETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(f)));
-  if (attr.maxDynamicSharedSizeBytes >= bytes) return core::Status::Ok();
-  MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(f),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-  return core::Status::Ok();
-}
-
-/// Every field of a GEMM's geometry, for the cache key.
-std::string geometry_key(GemmGeometry const& g) {
-  std::string key;
-  for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
-                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, int(g.decode), g.split_k,
-                g.decode_smem}) {
-    key += std::to_string(v) + ",";
-  }
-  return key + ";";
-}
-
-std::string join_key(std::vector<std::string> const& exprs) {
-  std::string key;
-  for (auto const& e : exprs) key += e + ";";
-  return key;
-}
-
 }  // namespace
-
-core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem const& p,
-                                                              core::MoeConfig const& c) {
-  MOETUNE_RETURN_IF_ERROR(sm90_can_implement(p, c));
-  auto g1 = gemm_geometry(p, c.gemm1, true);
-  auto g2 = gemm_geometry(p, c.gemm2, false);
-  const int act = act_id(p.activation);
-  if (g1->decode) {  // the decode kernels route and combine themselves
-    return std::vector<std::string>{gemm_name_expr(*g1, act, true),
-                                    gemm_name_expr(*g2, act, false)};
-  }
-  return std::vector<std::string>{
-      gemm_name_expr(*g1, act, true),
-      gemm_name_expr(*g2, act, false),
-      align_expr(g1->block_m),
-      kCombineExpr,
-      "&moetune_dev::moe_align_count_kernel",
-      "&moetune_dev::moe_align_scan_kernel<" + std::to_string(g1->block_m) + ">",
-      "&moetune_dev::moe_align_scatter_kernel"};
-}
-
-core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
-                                                                        core::MoeConfig const& c) {
-  auto exprs = sm90_gather_name_exprs(p, c);
-  if (!exprs.ok()) return exprs.error();
-  std::vector<std::vector<std::string>> out = {{(*exprs)[0]}, {(*exprs)[1]}};
-  if (exprs->size() > 2) out.emplace_back(exprs->begin() + 2, exprs->end());
-  return out;
-}
-
-core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
-                                                                        core::MoeConfig const& c) {
-  auto modules = sm90_gather_modules(p, c);
-  if (!modules.ok()) return modules.error();
-  // The cache key is the geometry as well as the names: what a launch uses is not all in the
-  // name expressions (split_k's count, the decode GEMM2's top_k x block_n partials in shared
-  // memory), so configs and problems that share kernels do not share a launch.
-  auto g1 = gemm_geometry(p, c.gemm1, true);
-  auto g2 = gemm_geometry(p, c.gemm2, false);
-  if (!g1.ok()) return g1.error();
-  if (!g2.ok()) return g2.error();
-  std::string key = geometry_key(*g1) + geometry_key(*g2);
-  for (auto const& m : *modules) key += join_key(m);
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    if (auto it = g_loaded.find(key); it != g_loaded.end()) return it->second;
-  }
-  auto k = std::make_shared<Sm90GatherKernels>();
-  k->g1 = *g1;
-  k->g2 = *g2;
-  k->from_cache = true;
-  // In sm90_gather_name_exprs order (the decode kernels: the first two only).
-  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,        &k->combine,
-                           &k->align_count, &k->align_scan, &k->align_scatter};
-  size_t slot = 0;
-  for (auto const& exprs : *modules) {
-    auto mod = compile_module(exprs, p.arch.empty() ? "sm_90a" : p.arch);
-    if (!mod.ok()) return mod.error();
-    k->ptxas_log += mod->ptxas_log;
-    k->compile_ms += mod->compile_ms;
-    k->from_cache = k->from_cache && mod->from_cache;
-    cudaLibrary_t library = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(g_mutex);
-      if (auto it = g_libraries.find(join_key(exprs)); it != g_libraries.end()) {
-        library = it->second;
-      }
-    }
-    if (library == nullptr) {
-      MOETUNE_CUDA_CHECK(cudaLibraryLoadData(&library, mod->cubin.data(), nullptr, nullptr, 0,
-                                             nullptr, nullptr, 0));
-      std::lock_guard<std::mutex> lock(g_mutex);
-      // A thread that loaded the same module meanwhile keeps its copy; this one serves too.
-      g_libraries.emplace(join_key(exprs), library);
-    }
-    for (auto const& e : exprs) {
-      MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[slot++], library, mod->lowered[e].c_str()));
-    }
-  }
-  int device = 0;
-  MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
-  MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
-  if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
-  MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm2, k->g2.smem_bytes()));
-  // Clustered GEMMs: a persistent grid larger than the co-resident clusters would run its last
-  // clusters after the others (a second wave), so the grid is capped at what fits.
-  for (auto [f, g, out] :
-       {std::tuple{k->gemm1, &k->g1, &k->clusters1}, std::tuple{k->gemm2, &k->g2, &k->clusters2}}) {
-    if (g->cluster_m < 2) continue;
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(g->cluster_m * (k->sm_count / g->cluster_m)));
-    cfg.blockDim = dim3(static_cast<unsigned>(g->threads()));
-    cfg.dynamicSmemBytes = static_cast<size_t>(g->smem_bytes());
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(g->cluster_m);
-    attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    MOETUNE_CUDA_CHECK(cudaOccupancyMaxActiveClusters(out, reinterpret_cast<const void*>(f), &cfg));
-    if (*out < 1) {
-      return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
-                              "launch.cluster = " + std::to_string(g->cluster_m) +
-                                  "x1: no cluster of this kernel fits on the device (" +
-                                  std::to_string(g->smem_bytes()) +
-                                  " bytes of shared memory per CTA); use cluster 1x1");
-    }
-  }
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto [it, inserted] = g_loaded.emplace(key, k);
-  return it->second;
-}
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   return layout_for(p, c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;

@@ -84,9 +84,10 @@ MOETUNE_DEVICE int cluster_cta_rank() {
 /// One arrival on the mbarrier at `bar`'s shared-memory offset in cluster CTA `cta`, with the
 /// default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive(cta_id) does.
 /// NOTE: `.release.cluster` here made every clustered GEMM 1.15-2.4x slower on H200 (S3 M=1024
-/// GEMM2 474 -> 1123 us; bench/results/raw/2026-11-29-071af96-cluster-release-cluster-scope-ab.txt): a
-/// cluster-scope release waits for the thread's outstanding memory operations, in the consumer
-/// that is the wgmma still in flight, so the k-loop lost its overlap.
+/// GEMM2 474 -> 1123 us;
+/// bench/results/raw/2026-11-29-071af96-cluster-release-cluster-scope-ab.txt): a cluster-scope
+/// release waits for the thread's outstanding memory operations, in the consumer that is the wgmma
+/// still in flight, so the k-loop lost its overlap.
 MOETUNE_DEVICE void mbar_arrive_cluster(moe_u32 bar, int cta) {
   asm volatile(
       "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
