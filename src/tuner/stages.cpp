@@ -1,7 +1,8 @@
 // tune_bucket's candidates and stages: admitting configs (dedup, feasibility, pruning with
 // reasons), the per-GEMM search (stage 1: GEMM1 with GEMM2 at a base; stage 2: GEMM2 with GEMM1 at
 // stage 1's winner; per block_m group; each stage's near ties carried into the final round) and
-// the joint search of families without per-GEMM spaces. See search.hpp for the whole procedure.
+// the joint search of families without per-GEMM spaces, and successive halving (a stage's winner,
+// the joint finalists). See search.hpp for the whole procedure.
 #include <algorithm>
 #include <map>
 
@@ -264,6 +265,81 @@ core::Result<Candidates> BucketSearch::run_per_gemm() {
   }
   if (cands_.front().outcome == Outcome::kOk) push_unique(finalists, &cands_.front());
   return finalists;
+}
+
+/// Joint search: halving over `pool` down to final_keep (the incumbent kept while ok).
+core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
+  Candidates alive = ok_sorted_among(std::move(pool));
+  size_t const final_keep = static_cast<size_t>(std::max(1, options_.final_keep));
+  if (options_.exhaustive) {
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, 1, options_.final_reps));
+    return keep_best(ok_sorted_among(alive), final_keep);
+  }
+  int reps = options_.first_reps;
+  for (int round = 1; alive.size() > final_keep + 1; ++round) {
+    if (Clock::now() >= options_.deadline) break;
+    size_t const keep = std::max(final_keep, (alive.size() + 2) / 3);
+    alive = keep_best(alive, keep);
+    reps = std::min(reps * 3, std::max(options_.final_reps, options_.first_reps));
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, round, reps));
+    alive = ok_sorted_among(alive);
+    if (progress_) progress_(std::min(0.9, 0.7 + 0.1 * round));
+  }
+  return keep_best(alive, final_keep);
+}
+
+/// One per-GEMM stage's winner: halving over the ok candidates of `pool` (the best third, at
+/// least two, re-timed with 3x the reps) until two were compared at the full reps; nullptr when
+/// none passed. Exhaustive: one round of all of them at final_reps. `tied` (when given) gets the
+/// stage's near ties to carry (see stage_ties).
+core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool, int stage,
+                                                          Candidates* tied) {
+  Candidates alive = ok_sorted_among(pool);
+  StageRounds rounds;
+  auto snapshot = [&] {
+    rounds.emplace_back();
+    for (CandidateResult* c : alive) rounds.back().push_back({c, c->stats});
+  };
+  snapshot();  // round 0 (or what the stage's candidates were last timed in before it)
+  int const cap = std::max(options_.final_reps, options_.first_reps);
+  auto round_of = [&](int r) { return kStageRoundBase + stage * kStageRoundStride + r; };
+  if (options_.exhaustive && !alive.empty()) {
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(1), cap));
+    alive = ok_sorted_among(alive);
+    snapshot();
+  }
+  int reps = options_.first_reps;
+  for (int r = 1; !options_.exhaustive && alive.size() > 1; ++r) {
+    if (Clock::now() >= options_.deadline) break;
+    alive.resize(std::min(alive.size(), std::max<size_t>(2, (alive.size() + 2) / 3)));
+    reps = std::min(reps * 3, cap);
+    MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(r), reps));
+    alive = ok_sorted_among(alive);
+    snapshot();
+    if (alive.size() <= 2 && reps >= cap) break;
+  }
+  if (alive.empty()) return nullptr;
+  // The final round's rule: among the candidates of the last round the fastest does not beat
+  // beyond the intervals and the margin, the earliest in search order wins, so which of two
+  // equivalent configs a stage passes on does not depend on noise (the fastest is then carried
+  // as a near tie).
+  CandidateResult* winner = alive.front();
+  for (CandidateResult* c : alive) {
+    if (search_order(*c) < search_order(*winner) &&
+        tuner::decide(c->stats, alive.front()->stats, options_.margin) !=
+            Verdict::kChallengerWins) {
+      winner = c;
+    }
+  }
+  if (tied != nullptr) {
+    *tied = stage_ties(winner, rounds);
+    if (winner != alive.front() &&
+        std::find(tied->begin(), tied->end(), alive.front()) == tied->end()) {
+      tied->insert(tied->begin(), alive.front());  // the fastest always reaches the final
+      if (tied->size() > size_t(kStageTiesCarried)) tied->resize(kStageTiesCarried);
+    }
+  }
+  return winner;
 }
 
 }  // namespace moetune::tuner::detail
