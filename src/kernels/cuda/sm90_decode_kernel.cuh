@@ -5,9 +5,8 @@
 //     expert (in pair order) takes every pair of that expert, found from topk_ids in the kernel
 //     itself; it streams its block_n rows of w1 (gate and up for silu) once per kBlockM pairs and
 //     writes h[pair, I] = act(w1[e] @ x[token(pair)]) (bf16, pair order). Other CTAs leave at once.
-//   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of row c
-//   of
-//     w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
+//   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of
+//     row c of w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
 //     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
