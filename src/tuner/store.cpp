@@ -288,7 +288,10 @@ core::Status Store::record_decision(Decision const& d) {
   s.bind(12, d.agreement);
   s.bind(13, utc_now());
   std::string tied;
-  for (core::MoeConfig const& c : d.tied) tied += (tied.empty() ? "" : "\n") + config_text(c);
+  for (core::MoeConfig const& c : d.tied) {
+    if (!tied.empty()) tied += '\n';
+    tied += config_text(c);
+  }
   s.bind(14, tied);
   if (s.step() != SQLITE_DONE) return error("cannot record a decision");
   return core::Status::Ok();
