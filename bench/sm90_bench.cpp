@@ -315,6 +315,13 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
       pt.default_us = must(tb.time(dflt, 3, reps), "time default").median_us;
     } else {
       pt.default_us = -1;  // the default failed its check here: reported, never silently used
+      std::fprintf(stderr, "DEFAULT FAILED %s M=%lld %s: %s\n", pt.shape.c_str(),
+                   (long long)pt.p.num_tokens, core::short_string(dflt).c_str(),
+                   !dchk.ok() ? dchk.error().to_string().c_str()
+                              : ("rel_l2_error " + std::to_string(dchk->rel_l2_error) +
+                                 (dchk->all_written ? "" : ", not all written") +
+                                 (dchk->all_finite ? "" : ", non-finite"))
+                                    .c_str());
     }
   }
   const int sreps = std::clamp(reps, 10, 50);
