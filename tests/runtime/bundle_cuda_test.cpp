@@ -34,8 +34,7 @@ TEST(PrewarmCuda, CompilesRowsAndTheBundleServesThemWithoutCompiling) {
   for (auto const& it : first->items) {
     EXPECT_TRUE(it.outcome == "compiled" || it.outcome == "cached") << it.outcome;
     // GEMM1, GEMM2 and (not for the decode kernels) align + combine.
-    EXPECT_EQ(it.cubins.size(), it.config.find("swap") != std::string::npos ? 2u : 3u)
-        << it.config;
+    EXPECT_EQ(it.cubins.size(), it.config.find("swap") != std::string::npos ? 2u : 3u) << it.config;
     for (auto const& cubin : it.cubins) EXPECT_TRUE(std::filesystem::exists(cubin)) << cubin;
   }
   ASSERT_TRUE(pack_bundle(dir + "/tables", dir + "/bundle").ok());

@@ -219,7 +219,7 @@ TEST(PerGemm, ANearTiedGemm2IsCarriedAndTheEarlierInSearchOrderNamed) {
   ASSERT_TRUE(r.ok);
   GroupResult const& g = r.groups[1];
   EXPECT_TRUE(is(g.winner.gemm2, 32, 128, 1)) << core::short_string(g.winner);  // the earlier
-  EXPECT_GE(g.carried, 1);  // block_k 256, the fastest
+  EXPECT_GE(g.carried, 1);      // block_k 256, the fastest
   EXPECT_EQ(r.precompiles, 2);  // a stage-2 tie is a whole config checked in stage 2
   EXPECT_TRUE(is(r.winner.gemm2, 32, 128, 1)) << core::short_string(r.winner);
   EXPECT_EQ(r.winner.gemm1, g.winner.gemm1);

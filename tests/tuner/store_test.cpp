@@ -1,6 +1,7 @@
 // tuner/store: measurements round-trip with their key, decisions with their ties, a schema-1 store
-// is upgraded in place, an unknown schema version is refused by name, a non-database file is an error, two writers on one store lose nothing, and commits skip
-// the per-measurement fsync without a killed writer losing any of them.
+// is upgraded in place, an unknown schema version is refused by name, a non-database file is an
+// error, two writers on one store lose nothing, and commits skip the per-measurement fsync without
+// a killed writer losing any of them.
 #include "tuner/store.hpp"
 
 #include <signal.h>
