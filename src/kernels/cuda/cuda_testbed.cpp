@@ -1,3 +1,7 @@
+// CudaTestbed: the cuda backend's testbed (cuda_testbed.hpp): device buffers of one prepared
+// problem with fresh random data, the fp32 GPU reference on sampled tokens, checks with poisoned
+// outputs, and graph-replay timing with the L2 flushed. (Just past the 400-line rule of thumb: the
+// buffers, the reference and the timing share one object's state; see the header.)
 #include "kernels/cuda/cuda_testbed.hpp"
 
 #include <algorithm>
