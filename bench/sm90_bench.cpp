@@ -5,8 +5,10 @@
 // GPU reference (sampled tokens) with poisoned outputs, times the whole layer (graph replay, L2
 // flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median) and each
 // stage, and writes bench/results-style CSV plus the winners as JSON. Prints a short table last.
-// Exit 1: a step failed (the message names it); 2: the --out folder cannot be written (checked
-// before anything is measured).
+// A point whose preparation, check or timing fails is named (POINT FAILED shape M: what) and left
+// out of the CSV, and the run goes on to the next point. Exit 1: a point or a setup step failed
+// (the messages name them); 2: the --out folder cannot be written (checked before anything is
+// measured).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -79,6 +81,17 @@ int reps_for(double t_us) {
 template <class T>
 T must(core::Result<T> r, std::string const& ctx) {
   if (!r.ok()) die(ctx + ": " + r.error().to_string());
+  return std::move(r).value();
+}
+
+/// One point's measurement failed: the run names it and goes on with the next point.
+struct PointFailed {
+  std::string what;
+};
+
+template <class T>
+T need(core::Result<T> r, std::string const& ctx) {
+  if (!r.ok()) throw PointFailed{ctx + ": " + r.error().to_string()};
   return std::move(r).value();
 }
 
@@ -278,14 +291,14 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
 // Checks `best` twice on poisoned outputs; a wrong or nondeterministic result is printed loudly.
 void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
   const std::string what = pt.shape + " M=" + std::to_string(pt.p.num_tokens);
-  auto chk = must(tb.check(best), what + " check");
+  auto chk = need(tb.check(best), what + " check");
   const auto tol = kernels::tolerance_for(pt.p.dtype);
   if (!chk.all_written || !chk.all_finite || chk.rel_l2_error > tol.rel_l2) {
     std::fprintf(stderr, "FAIL %s %s: rel_err %.3g written %d finite %d first_bad %lld\n",
                  what.c_str(), core::short_string(best).c_str(), chk.rel_l2_error, chk.all_written,
                  chk.all_finite, (long long)chk.first_bad);
   }
-  auto chk2 = must(tb.check(best), what + " second check");
+  auto chk2 = need(tb.check(best), what + " second check");
   if (chk2.digest != chk.digest) {
     std::fprintf(stderr, "NONDETERMINISTIC %s: %s vs %s\n", what.c_str(), chk.digest.c_str(),
                  chk2.digest.c_str());
@@ -298,10 +311,11 @@ void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
 // default config at the same point (a tuned row must beat it to ship); then each stage alone.
 void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
                 core::MoeConfig const& best, core::MoeConfig const& dflt) {
-  const int reps = reps_for(must(tb.time(best, 1, 3), "quick time").median_us);
+  const int reps = reps_for(need(tb.time(best, 1, 3), "quick time").median_us);
   nvml.start(5);
-  auto full = must(tb.time(best, 3, reps), "time");
-  nvml.stop();
+  auto timed = tb.time(best, 3, reps);
+  nvml.stop();  // before a failure leaves the point
+  auto full = need(std::move(timed), "time");
   pt.time_us = full.median_us;
   pt.p10 = pct(full.samples_us, 0.1);
   pt.p90 = pct(full.samples_us, 0.9);
@@ -312,7 +326,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
     auto dchk = tb.check(dflt);
     const auto tol = kernels::tolerance_for(pt.p.dtype);
     if (dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2) {
-      pt.default_us = must(tb.time(dflt, 3, reps), "time default").median_us;
+      pt.default_us = need(tb.time(dflt, 3, reps), "time default").median_us;
     } else {
       pt.default_us = -1;  // the default failed its check here: reported, never silently used
       std::fprintf(stderr, "DEFAULT FAILED %s M=%lld %s: %s\n", pt.shape.c_str(),
@@ -326,7 +340,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   }
   const int sreps = std::clamp(reps, 10, 50);
   auto stage = [&](unsigned mask) {
-    return must(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
+    return need(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
   };
   // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch.
   const bool decode = best.gemm1.launch.swap_ab;
@@ -432,6 +446,7 @@ int main(int argc, char** argv) {
 
   write_csv_header(csv);
   std::vector<Point> points;
+  std::vector<std::string> failed;  // "S3 M=1", in order
   auto wanted = split(opt.shapes, ',');
   for (auto const& shape : all_shapes()) {
     if (std::find(wanted.begin(), wanted.end(), shape.name) == wanted.end()) continue;
@@ -443,32 +458,39 @@ int main(int argc, char** argv) {
       pt.p.num_tokens = std::stoll(m_text);
       core::RoutingProfile routing;
       routing.seed = static_cast<uint64_t>(pt.p.num_tokens);
-      if (auto st = tb->prepare(pt.p, routing, 1000 + pt.p.num_tokens); !st.ok()) {
-        die(st.error().to_string());
-      }
-      pt.hit = tb->experts_hit();
-      set_floor(pt, run);
-      const core::MoeConfig dflt = tb->backend().default_config(pt.p);
-      core::MoeConfig best = dflt;
-      if (auto pinned = pinned_config(recipe, pt.p)) {
-        best = *pinned;
-        if (opt.schedule_override) {
-          for (auto* k : {&best.gemm1, &best.gemm2}) {
-            if (k->launch.schedule != core::Schedule::kAuto)
-              k->launch.schedule = *opt.schedule_override;
-          }
-          if (auto st = tb->backend().can_implement(pt.p, best); !st.ok()) {
-            std::fprintf(stderr, "override refused, keeping the pinned row: %s\n",
-                         st.error().to_string().c_str());
-            best = *pinned;
-          }
+      try {
+        if (auto st = tb->prepare(pt.p, routing, 1000 + pt.p.num_tokens); !st.ok()) {
+          throw PointFailed{"prepare: " + st.error().to_string()};
         }
-      } else if (opt.sweep) {
-        best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule,
-                          opt.sweep_decode_only);
+        pt.hit = tb->experts_hit();
+        set_floor(pt, run);
+        const core::MoeConfig dflt = tb->backend().default_config(pt.p);
+        core::MoeConfig best = dflt;
+        if (auto pinned = pinned_config(recipe, pt.p)) {
+          best = *pinned;
+          if (opt.schedule_override) {
+            for (auto* k : {&best.gemm1, &best.gemm2}) {
+              if (k->launch.schedule != core::Schedule::kAuto)
+                k->launch.schedule = *opt.schedule_override;
+            }
+            if (auto st = tb->backend().can_implement(pt.p, best); !st.ok()) {
+              std::fprintf(stderr, "override refused, keeping the pinned row: %s\n",
+                           st.error().to_string().c_str());
+              best = *pinned;
+            }
+          }
+        } else if (opt.sweep) {
+          best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule,
+                            opt.sweep_decode_only);
+        }
+        check_point(*tb, pt, best);
+        time_point(*tb, nvml, pt, best, dflt);
+      } catch (PointFailed const& e) {
+        std::fprintf(stderr, "POINT FAILED %s M=%lld: %s\n", pt.shape.c_str(),
+                     (long long)pt.p.num_tokens, e.what.c_str());
+        failed.push_back(pt.shape + " M=" + m_text);
+        continue;
       }
-      check_point(*tb, pt, best);
-      time_point(*tb, nvml, pt, best, dflt);
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
       std::fprintf(stderr,
@@ -484,5 +506,12 @@ int main(int argc, char** argv) {
   csv.close();
   write_winners(opt.out_dir + "/" + run.date + "-" + run.commit + "-winners.json", points);
   print_summary(points, run, csv_path);
+  if (!failed.empty()) {
+    std::string list;
+    for (auto const& f : failed) list += (list.empty() ? "" : ", ") + f;
+    std::fprintf(stderr, "moetune_sm90_bench: %zu point(s) failed (POINT FAILED above): %s\n",
+                 failed.size(), list.c_str());
+    return 1;
+  }
   return 0;
 }
