@@ -4,6 +4,10 @@
 # re-timed (RECIPE_ARGS), each into its own CSV; the folders are packed into one archive (the
 # device tool returns at most 8 files) and a per-point table comparing the two prints last.
 #   SWEEP_ARGS="--shapes S3 --m 256,512,1024 --sweep-schedule tma_ws" bash bench/run_h200_round.sh
+# RECIPE (default recipes/h200.json) re-times another recipe's rows, e.g. a variant to ship:
+#   bench/recipe_variant.py recipes/h200.json --set gemm1.launch.cluster_m=2 \
+#     --where gemm1.launch.schedule=tma_ws --shapes S3 --min-m 1024 --max-m 4096 > bench/v.json
+#   RECIPE=bench/v.json bash bench/run_h200_round.sh   (then bench/csv_to_recipe.py on its CSV)
 # The decode sweep (bench/results/raw/2026-11-29-c35ea3c-decode-sweep.csv, made by this script's
 # first form, run_h200_decode.sh):
 #   SWEEP_ARGS="--m 1,4 --sweep-decode-only" RECIPE_ARGS="--m 1,4" bash bench/run_h200_round.sh
@@ -26,7 +30,7 @@ if [ -n "${SWEEP_ARGS:-}" ]; then
 fi
 # shellcheck disable=SC2086
 timeout "${RECIPE_S:-200}" "$BIN/moetune_sm90_bench" --out "$OUT/recipe" \
-  --recipe recipes/h200.json ${RECIPE_ARGS:-} > "$OUT/recipe.log" 2>&1
+  --recipe "${RECIPE:-recipes/h200.json}" ${RECIPE_ARGS:-} > "$OUT/recipe.log" 2>&1
 echo "recipe exit $?"
 tar czf "$OUT/csv.tgz" -C "$OUT" sweep recipe && rm -rf "$OUT/sweep" "$OUT/recipe"
 grep -E "geomean" "$OUT/recipe.log"
