@@ -207,14 +207,22 @@ std::vector<std::string> expect_compiles_clean(core::MoeProblem const& p, core::
   return *exprs;
 }
 
+/// Runs `body(p, gated)` for S1 at M = 4096 with a silu-gated and a relu^2 GEMM1, in a fresh cubin
+/// cache tagged `tag` (so the ptxas reports come from a compile, not from another test's cache).
+template <class Body>
+void for_s1_activations(char const* tag, Body body) {
+  FreshCubinCache cache(tag);
+  ASSERT_TRUE(cache.ok());
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
+    body(s1_with(act, 4096), act == core::Activation::kSiluGated);
+  }
+}
+
 // The warp-specialised kernels compile for gated and non-gated GEMM1 and for GEMM2, with no
 // register spills (ptxas -v), at both block_m.
 TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
-  FreshCubinCache cache("jit_spills");
-  ASSERT_TRUE(cache.ok());
-  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    const core::MoeProblem p = s1_with(act, 4096);
-    const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
+  for_s1_activations("jit_spills", [](core::MoeProblem const& p, bool gated) {
+    const int bn1 = gated ? 128 : 232;
     for (int bm : {128, 64, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
       core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bn1, 4),
                         .gemm2 = tma_ws(bm ? bm : 64, 224, 4)};
@@ -227,7 +235,7 @@ TEST(Sm90Jit, TmaWarpSpecialisedConfigsCompileWithoutSpills) {
       }
       EXPECT_FALSE(expect_compiles_clean(p, c, "tma_ws bm " + std::to_string(bm)).empty());
     }
-  }
+  });
 }
 
 core::KernelConfig pingpong(int bm, int bn, int stages) {
@@ -241,28 +249,21 @@ core::KernelConfig pingpong(int bm, int bn, int stages) {
 // non-gated GEMM1 and for GEMM2 at both block_m, with no spills and no serialised wgmma (the
 // 128-row tiles branch to a one-half main loop for an expert's all-padding second half).
 TEST(Sm90Jit, PingpongConfigsCompileWithoutSpillsOrSerialisedWgmma) {
-  FreshCubinCache cache("jit_pingpong");
-  ASSERT_TRUE(cache.ok());
-  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    const core::MoeProblem p = s1_with(act, 4096);
-    const bool gated = act == core::Activation::kSiluGated;
+  for_s1_activations("jit_pingpong", [](core::MoeProblem const& p, bool gated) {
     for (int bm : {128, 64}) {
       const int bn1 = bm == 128 ? (gated ? 64 : 128) : (gated ? 128 : 232);
       core::MoeConfig c{.gemm1 = pingpong(bm, bn1, 5),
                         .gemm2 = pingpong(bm, bm == 128 ? 128 : 224, 5)};
       EXPECT_FALSE(expect_compiles_clean(p, c, "pingpong bm " + std::to_string(bm)).empty());
     }
-  }
+  });
 }
 
 // cluster_m 2 (CTA pairs over m-blocks, weight tile multicast): tma_ws kernels at both block_m,
 // gated and not, compile without spills or serialised wgmma.
 TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
-  FreshCubinCache cache("jit_cluster");
-  ASSERT_TRUE(cache.ok());
-  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    const core::MoeProblem p = s1_with(act, 4096);
-    const int bn1 = act == core::Activation::kSiluGated ? 128 : 232;
+  for_s1_activations("jit_cluster", [](core::MoeProblem const& p, bool gated) {
+    const int bn1 = gated ? 128 : 232;
     for (int bm : {128, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
       core::MoeConfig c{.gemm1 = tma_ws(bm ? bm : 64, bm ? bn1 : 2 * bn1, bm ? 4 : 3),
                         .gemm2 = tma_ws(bm ? bm : 64, bm ? 224 : 448, bm ? 4 : 3)};
@@ -274,7 +275,7 @@ TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
       ASSERT_FALSE(exprs.empty());
       EXPECT_NE(exprs[0].find(",false,false,2>"), std::string::npos) << exprs[0];
     }
-  }
+  });
 }
 
 // can_implement of clusters: 2x1 with tma_ws and split_k 1 only; each refusal names the field.
