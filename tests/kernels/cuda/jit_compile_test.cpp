@@ -19,16 +19,20 @@
 namespace moetune::kernels::cuda {
 namespace {
 
-core::MoeProblem s1() {
+/// A problem of E experts, hidden K, intermediate I, top_k, activation; M = 64 (past the decode
+/// kernels' M: their default starts at M <= 4).
+core::MoeProblem shape(int64_t e, int64_t k, int64_t i, int64_t top_k, core::Activation act) {
   core::MoeProblem p;
-  p.num_experts = 128;
-  p.hidden_size = 2688;
-  p.intermediate_size = 1856;
-  p.top_k = 6;
-  p.activation = core::Activation::kRelu2;
-  p.num_tokens = 64;  // past the decode kernels' M (their default starts at M <= 4)
+  p.num_experts = e;
+  p.hidden_size = k;
+  p.intermediate_size = i;
+  p.top_k = top_k;
+  p.activation = act;
+  p.num_tokens = 64;
   return p;
 }
+
+core::MoeProblem s1() { return shape(128, 2688, 1856, 6, core::Activation::kRelu2); }
 
 /// S1's sizes with another activation and M.
 core::MoeProblem s1_with(core::Activation act, int64_t m) {
@@ -178,6 +182,19 @@ int expect_no_spills(std::string const& ptxas_log) {
   return lines;
 }
 
+/// Compiles the distinct kernels of `exprs` in one module: it compiles and every kernel has a ptxas
+/// -v report without spills. Returns the ptxas log ("" when the compile failed).
+std::string expect_one_clean_module(std::vector<std::string> exprs) {
+  std::sort(exprs.begin(), exprs.end());
+  exprs.erase(std::unique(exprs.begin(), exprs.end()), exprs.end());
+  auto m = compile_module(exprs);
+  EXPECT_TRUE(m.ok()) << m.error().to_string();
+  if (!m.ok()) return "";
+  EXPECT_GE(expect_no_spills(m->ptxas_log), static_cast<int>(exprs.size()))
+      << "no ptxas -v report per kernel";
+  return m->ptxas_log;
+}
+
 core::KernelConfig tma_ws(int bm, int bn, int stages) {
   core::KernelConfig k;
   k.tile = {.block_m = bm, .block_n = bn, .block_k = 64, .group_m = 8};
@@ -302,12 +319,7 @@ TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
 // 128-row blocks (S3 at M = 1024: 256 pairs per expert), never with split-K, and none below
 // (S3 at M = 512: 128 pairs per expert) or at block_m 64.
 TEST(Sm90Space, OffersClusterPairsWhereAnExpertHasTwo128RowBlocks) {
-  core::MoeProblem p;
-  p.num_experts = 8;
-  p.hidden_size = 4096;
-  p.intermediate_size = 14336;
-  p.top_k = 2;
-  p.activation = core::Activation::kSiluGated;
+  core::MoeProblem p = shape(8, 4096, 14336, 2, core::Activation::kSiluGated);  // S3
   auto count = [&](int64_t m, int bm, bool is_gemm1) {
     p.num_tokens = m;
     int pairs = 0;
@@ -391,13 +403,8 @@ TEST(Sm90Jit, DefaultConfigsOfHeldOutShapesCompileAtEveryBenchmarkM) {
     }
   }
   EXPECT_EQ(points, 96);
-  std::sort(exprs.begin(), exprs.end());
-  exprs.erase(std::unique(exprs.begin(), exprs.end()), exprs.end());
-  auto m = compile_module(exprs);
-  ASSERT_TRUE(m.ok()) << m.error().to_string();
-  EXPECT_GE(expect_no_spills(m->ptxas_log), static_cast<int>(exprs.size()))
-      << "no ptxas -v report per kernel";
-  EXPECT_EQ(m->ptxas_log.find("serialized"), std::string::npos) << m->ptxas_log;
+  const std::string log = expect_one_clean_module(exprs);
+  EXPECT_EQ(log.find("serialized"), std::string::npos) << log;
 }
 
 // The decode kernels (launch.swap_ab) of the tiny-M space compile without spills, gated and not:
@@ -421,12 +428,7 @@ TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
       core::MoeConfig c{.gemm1 = sm90_decode_base(p), .gemm2 = k};
       exprs.push_back((*sm90_gather_name_exprs(p, c))[1]);
     }
-    std::sort(exprs.begin(), exprs.end());
-    exprs.erase(std::unique(exprs.begin(), exprs.end()), exprs.end());
-    auto m = compile_module(exprs);
-    ASSERT_TRUE(m.ok()) << m.error().to_string();
-    EXPECT_GE(expect_no_spills(m->ptxas_log), static_cast<int>(exprs.size()))
-        << "no ptxas -v report per kernel";
+    expect_one_clean_module(exprs);
   }
 }
 
