@@ -3,9 +3,14 @@
 // padded per expert to kBlockM rows, the expert of every kBlockM-row block, and the number of
 // valid blocks. Later launches size their grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
-// One CTA of 1024 threads; E <= kMaxExperts. Pair order inside an expert follows shared-memory
-// atomics and may vary between runs: every row's GEMM result is independent of its position, so
-// the layer's output bits do not (tests assert equal digests across runs).
+// One CTA of 1024 threads up to kAlignSlab pairs (more: slab by slab); E <= kMaxExperts. Pair
+// order inside an expert follows shared-memory atomics and may vary between runs: every row's
+// GEMM result is independent of its position, so the layer's output bits do not (tests assert
+// equal digests across runs).
+// Latency, not bandwidth, is the cost here (S2 M=1024: 8192 pairs, 32 KB): every thread loads all
+// of its slab's ids before the first atomic (a load after an atomic waits for the one before it,
+// and the first version's 8 dependent loads per pass cost ~10 us), and a warp adds once per
+// distinct expert (match.any) instead of once per lane.
 // Large M uses the three-launch multi-CTA variant at the end of this file (same outputs).
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
@@ -15,6 +20,8 @@
 namespace moetune_dev {
 
 constexpr int kMaxExperts = 1024;
+constexpr int kAlignIdsPerThread = 16;                 // ids held in registers per pass
+constexpr int kAlignSlab = 1024 * kAlignIdsPerThread;  // pairs per pass of the 1-CTA align
 
 struct AlignParams {
   const int* topk_ids;  // [num_pairs]
@@ -40,6 +47,35 @@ MOETUNE_DEVICE int expert_of_row(const int* offsets, int num_experts, int row) {
   return lo;
 }
 
+/// Loads ids [begin + j * stride + lane_offset] for j < kN into registers, all loads issued before
+/// any is used; -1 past `end` or outside [0, num_experts) (such pairs are dropped, as before).
+template <int kN>
+MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int num_experts,
+                             int (&out)[kN]) {
+#pragma unroll
+  for (int j = 0; j < kN; ++j) {
+    const int i = first + j * stride;
+    out[j] = i < end ? __ldg(ids + i) : -1;
+  }
+#pragma unroll
+  for (int j = 0; j < kN; ++j) {
+    if (out[j] >= num_experts) out[j] = -1;
+  }
+}
+
+/// Adds one to counter[e] for every lane whose e >= 0, with one shared-memory atomic per distinct
+/// expert of the warp, and returns the lane's slot: the counter's old value plus the lane's rank
+/// among the warp's lanes with the same expert. Every lane of the warp must call it.
+MOETUNE_DEVICE int warp_add_one(int* counter, int e) {
+  const unsigned peers = __match_any_sync(0xffffffffu, e);
+  const int lane = threadIdx.x & 31;
+  const int leader = __ffs(peers) - 1;
+  int base = 0;
+  if (e >= 0 && lane == leader) base = atomicAdd(&counter[e], __popc(peers));
+  base = __shfl_sync(0xffffffffu, base, leader);
+  return base + __popc(peers & ((1u << lane) - 1u));
+}
+
 template <int kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __shared__ int counts[kMaxExperts];
@@ -49,9 +85,11 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   pdl_wait();
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
-  for (int i = tid; i < p.num_pairs; i += blockDim.x) {
-    int e = p.topk_ids[i];
-    if (e >= 0 && e < p.num_experts) atomicAdd(&counts[e], 1);
+  int ids[kAlignIdsPerThread];
+  for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
+    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, ids);
+#pragma unroll
+    for (int j = 0; j < kAlignIdsPerThread; ++j) warp_add_one(counts, ids[j]);
   }
   __syncthreads();
   // Exclusive scan of padded counts by warp 0 (E <= 1024: 32 elements per lane at most).
@@ -86,24 +124,30 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
     p.block_expert[b] = b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
   }
   for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
-  __syncthreads();
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
-  __syncthreads();
-  for (int i = tid; i < p.num_pairs; i += blockDim.x) {
-    int e = p.topk_ids[i];
-    if (e >= 0 && e < p.num_experts) {
-      int pos = offsets[e] + atomicAdd(&counts[e], 1);
-      p.sorted_pairs[pos] = i;
+  __syncthreads();  // also orders the -1 fill before the scatter's stores
+  for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
+    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, ids);
+#pragma unroll
+    for (int j = 0; j < kAlignIdsPerThread; ++j) {
+      const int slot = warp_add_one(counts, ids[j]);
+      if (ids[j] >= 0) p.sorted_pairs[offsets[ids[j]] + slot] = base + tid + j * 1024;
     }
   }
 }
 
 // ---- Multi-CTA align for large M (three launches, each fully parallel) ----
 // count:   hist[c][e] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk
-// pairs) scan:    one CTA: padded expert offsets, block_expert, num_blocks, sorted_pairs = -1, and
+//          pairs)
+// scan:    one CTA: padded expert offsets, block_expert, num_blocks, sorted_pairs = -1, and
 //          hist[c][e] := offset[e] + sum_{c' < c} hist[c'][e] (each chunk's first slot per expert)
-// scatter: one CTA per chunk places its pairs from those bases (smem atomics inside the chunk).
-constexpr int kAlignChunk = 4096;
+//          (hist is staged in shared memory where it fits, so the per-expert walks over chunks
+//          read shared memory, not a chain of dependent global loads)
+// scatter: one CTA per chunk places its pairs from those bases (warp-aggregated smem atomics).
+constexpr int kAlignChunkThreads = 512;
+constexpr int kAlignChunkIds = 8;  // per thread
+constexpr int kAlignChunk = kAlignChunkThreads * kAlignChunkIds;
+constexpr int kAlignScanSmemInts = 9 * 1024;  // 36 KB of staged hist (+ 8 KB: under 48 KB static)
 
 struct AlignMultiParams {
   AlignParams base;
@@ -111,18 +155,17 @@ struct AlignMultiParams {
   int num_chunks;
 };
 
-__global__ void __launch_bounds__(512) moe_align_count_kernel(AlignMultiParams p) {
+__global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(AlignMultiParams p) {
   __shared__ int counts[kMaxExperts];
   pdl_launch_dependents();
   pdl_wait();
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
+  int ids[kAlignChunkIds];
+  load_ids(p.base.topk_ids, blockIdx.x * kAlignChunk + threadIdx.x, kAlignChunkThreads,
+           p.base.num_pairs, p.base.num_experts, ids);
   __syncthreads();
-  const int begin = blockIdx.x * kAlignChunk;
-  const int end = min(begin + kAlignChunk, p.base.num_pairs);
-  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const int e = p.base.topk_ids[i];
-    if (e >= 0 && e < p.base.num_experts) atomicAdd(&counts[e], 1);
-  }
+#pragma unroll
+  for (int j = 0; j < kAlignChunkIds; ++j) warp_add_one(counts, ids[j]);
   __syncthreads();
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) {
     p.hist[blockIdx.x * p.base.num_experts + e] = counts[e];
@@ -133,12 +176,20 @@ template <int kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p) {
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
+  __shared__ int staged[kAlignScanSmemInts];
   const int E = p.base.num_experts;
+  const int n = p.num_chunks * E;
   pdl_launch_dependents();
   pdl_wait();
+  // Where it fits (S2 at M = 16384: 32 chunks x 128 experts), hist is walked in shared memory.
+  int* hist = n <= kAlignScanSmemInts ? staged : p.hist;
+  if (hist == staged) {
+    for (int i = threadIdx.x; i < n; i += blockDim.x) staged[i] = p.hist[i];
+    __syncthreads();
+  }
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int total = 0;
-    for (int c = 0; c < p.num_chunks; ++c) total += p.hist[c * E + e];
+    for (int c = 0; c < p.num_chunks; ++c) total += hist[c * E + e];
     counts[e] = total;
   }
   __syncthreads();
@@ -154,9 +205,9 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int run = offsets[e];
     for (int c = 0; c < p.num_chunks; ++c) {
-      const int n = p.hist[c * E + e];
+      const int cnt = hist[c * E + e];
       p.hist[c * E + e] = run;
-      run += n;
+      run += cnt;
     }
   }
   const int total_rows = offsets[E];
@@ -168,18 +219,20 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   for (int r = threadIdx.x; r < total_rows; r += blockDim.x) p.base.sorted_pairs[r] = -1;
 }
 
-__global__ void __launch_bounds__(512) moe_align_scatter_kernel(AlignMultiParams p) {
+__global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(AlignMultiParams p) {
   __shared__ int cursor[kMaxExperts];
   const int E = p.base.num_experts;
   pdl_launch_dependents();
   pdl_wait();
+  const int first = blockIdx.x * kAlignChunk + threadIdx.x;
+  int ids[kAlignChunkIds];
+  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
   for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
   __syncthreads();
-  const int begin = blockIdx.x * kAlignChunk;
-  const int end = min(begin + kAlignChunk, p.base.num_pairs);
-  for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
-    const int e = p.base.topk_ids[i];
-    if (e >= 0 && e < E) p.base.sorted_pairs[atomicAdd(&cursor[e], 1)] = i;
+#pragma unroll
+  for (int j = 0; j < kAlignChunkIds; ++j) {
+    const int slot = warp_add_one(cursor, ids[j]);
+    if (ids[j] >= 0) p.base.sorted_pairs[slot] = first + j * kAlignChunkThreads;
   }
 }
 

@@ -25,8 +25,10 @@ struct AlignMultiParams {
   int32_t* hist;
   int num_chunks;
 };
-constexpr int kAlignChunk = 4096;           // sm90_align_kernel.cuh
-constexpr int kSingleCtaAlignPairs = 8192;  // above this, the multi-CTA align is faster
+constexpr int kAlignChunk = 4096;  // sm90_align_kernel.cuh
+// Up to one register pass of the single-CTA align (kAlignSlab) one launch does it; above, the
+// multi-CTA align's three launches are faster.
+constexpr int kSingleCtaAlignPairs = 16384;
 struct GemmParams {
   const void* a;
   const void* b;
