@@ -9,8 +9,9 @@
 // equal digests across runs).
 // Latency, not bandwidth, is the cost here (S2 M=1024: 8192 pairs, 32 KB): every thread loads all
 // of its slab's ids before the first atomic (a load after an atomic waits for the one before it,
-// and the first version's 8 dependent loads per pass cost ~10 us), and a warp adds once per
-// distinct expert (match.any) instead of once per lane.
+// and the first version's 8 dependent loads per pass cost ~10 us). NOTE: warp-aggregated atomics
+// (match.any, one atomic per distinct expert of a warp) made align 1.5-2.4x slower on the H200
+// (S2 M=2048 19 -> 46 us, M=4 5.0 -> 8.6 us; 375e5fc's device run): plain shared atomics.
 // Large M uses the three-launch multi-CTA variant at the end of this file (same outputs).
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
@@ -63,19 +64,6 @@ MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int
   }
 }
 
-/// Adds one to counter[e] for every lane whose e >= 0, with one shared-memory atomic per distinct
-/// expert of the warp, and returns the lane's slot: the counter's old value plus the lane's rank
-/// among the warp's lanes with the same expert. Every lane of the warp must call it.
-MOETUNE_DEVICE int warp_add_one(int* counter, int e) {
-  const unsigned peers = __match_any_sync(0xffffffffu, e);
-  const int lane = threadIdx.x & 31;
-  const int leader = __ffs(peers) - 1;
-  int base = 0;
-  if (e >= 0 && lane == leader) base = atomicAdd(&counter[e], __popc(peers));
-  base = __shfl_sync(0xffffffffu, base, leader);
-  return base + __popc(peers & ((1u << lane) - 1u));
-}
-
 template <int kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __shared__ int counts[kMaxExperts];
@@ -89,7 +77,9 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
     load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, ids);
 #pragma unroll
-    for (int j = 0; j < kAlignIdsPerThread; ++j) warp_add_one(counts, ids[j]);
+    for (int j = 0; j < kAlignIdsPerThread; ++j) {
+      if (ids[j] >= 0) atomicAdd(&counts[ids[j]], 1);
+    }
   }
   __syncthreads();
   // Exclusive scan of padded counts by warp 0 (E <= 1024: 32 elements per lane at most).
@@ -130,8 +120,9 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
     load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, ids);
 #pragma unroll
     for (int j = 0; j < kAlignIdsPerThread; ++j) {
-      const int slot = warp_add_one(counts, ids[j]);
-      if (ids[j] >= 0) p.sorted_pairs[offsets[ids[j]] + slot] = base + tid + j * 1024;
+      if (ids[j] >= 0) {
+        p.sorted_pairs[offsets[ids[j]] + atomicAdd(&counts[ids[j]], 1)] = base + tid + j * 1024;
+      }
     }
   }
 }
@@ -143,7 +134,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 //          hist[c][e] := offset[e] + sum_{c' < c} hist[c'][e] (each chunk's first slot per expert)
 //          (hist is staged in shared memory where it fits, so the per-expert walks over chunks
 //          read shared memory, not a chain of dependent global loads)
-// scatter: one CTA per chunk places its pairs from those bases (warp-aggregated smem atomics).
+// scatter: one CTA per chunk places its pairs from those bases (smem atomics inside the chunk).
 constexpr int kAlignChunkThreads = 512;
 constexpr int kAlignChunkIds = 8;  // per thread
 constexpr int kAlignChunk = kAlignChunkThreads * kAlignChunkIds;
@@ -165,7 +156,9 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
            p.base.num_pairs, p.base.num_experts, ids);
   __syncthreads();
 #pragma unroll
-  for (int j = 0; j < kAlignChunkIds; ++j) warp_add_one(counts, ids[j]);
+  for (int j = 0; j < kAlignChunkIds; ++j) {
+    if (ids[j] >= 0) atomicAdd(&counts[ids[j]], 1);
+  }
   __syncthreads();
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) {
     p.hist[blockIdx.x * p.base.num_experts + e] = counts[e];
@@ -231,8 +224,8 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
-    const int slot = warp_add_one(cursor, ids[j]);
-    if (ids[j] >= 0) p.base.sorted_pairs[slot] = first + j * kAlignChunkThreads;
+    if (ids[j] >= 0)
+      p.base.sorted_pairs[atomicAdd(&cursor[ids[j]], 1)] = first + j * kAlignChunkThreads;
   }
 }
 

@@ -372,6 +372,15 @@ TEST_F(Sm90Gather, ConfigsSharingKernelsAcrossProblemsKeepTheirOwnLaunches) {
     ASSERT_TRUE(k.ok()) << k.error().to_string();
     EXPECT_EQ((*k)->g2.split_k, parts);
   }
+  // Exactly 48 KB of mma.sync stages ((32 + 64) x 64 x 2 bytes x 4) plus the kernel's static
+  // row tables: over the limit a launch has without the attribute (375e5fc's device run failed
+  // here with cudaErrorInvalidValue, the S1-S3 defaults at M = 128..512 among them).
+  MoeConfig at48 = wgmma(32, 64, 64, 4, 4, 8, core::Schedule::kAuto);
+  big.num_tokens = 256;
+  ASSERT_TRUE(tb_->prepare(big, {}, 1).ok());
+  auto chk48 = tb_->check(at48);
+  ASSERT_TRUE(chk48.ok()) << core::short_string(at48) << ": " << chk48.error().to_string();
+  EXPECT_LE(chk48->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
 }
 
 TEST_F(Sm90Gather, CheckerCatchesOneCorruptedElement) {
