@@ -48,19 +48,31 @@ MOETUNE_DEVICE int expert_of_row(const int* offsets, int num_experts, int row) {
   return lo;
 }
 
-/// Loads ids [begin + j * stride + lane_offset] for j < kN into registers, all loads issued before
-/// any is used; -1 past `end` or outside [0, num_experts) (such pairs are dropped, as before).
+/// Loads ids [first + j * stride] for j < n (n <= kN, the same for the whole CTA) into registers,
+/// all loads issued before any is used; -1 past `end` or outside [0, num_experts) (such pairs are
+/// dropped, as before) and for j >= n. NOTE: a fixed kN = 16 slots with the unused ones only
+/// predicated off made the 1-CTA align ~1.8 us slower at tiny M on the H200 (one SM issues every
+/// warp's dead slots): callers stop at n.
 template <int kN>
-MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int num_experts,
+MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int num_experts, int n,
                              int (&out)[kN]) {
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
     const int i = first + j * stride;
-    out[j] = i < end ? __ldg(ids + i) : -1;
+    out[j] = j < n && i < end ? __ldg(ids + i) : -1;
   }
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
     if (out[j] >= num_experts) out[j] = -1;
+  }
+}
+
+/// sorted_pairs = -1 on the padding rows of each expert's last block only (the scatter writes
+/// every other row): offsets [E + 1], counts [E] (pairs per expert).
+MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const int* counts,
+                                 int num_experts) {
+  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {
+    for (int r = offsets[e] + counts[e]; r < offsets[e + 1]; ++r) sorted_pairs[r] = -1;
   }
 }
 
@@ -75,9 +87,11 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __syncthreads();
   int ids[kAlignIdsPerThread];
   for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
-    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, ids);
+    const int n = min(kAlignIdsPerThread, (p.num_pairs - base + 1023) / 1024);
+    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, n, ids);
 #pragma unroll
     for (int j = 0; j < kAlignIdsPerThread; ++j) {
+      if (j >= n) break;
       if (ids[j] >= 0) atomicAdd(&counts[ids[j]], 1);
     }
   }
@@ -113,13 +127,15 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   for (int b = tid; b < p.max_blocks; b += blockDim.x) {
     p.block_expert[b] = b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
   }
-  for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
+  fill_padding(p.sorted_pairs, offsets, counts, p.num_experts);
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
-  __syncthreads();  // also orders the -1 fill before the scatter's stores
+  __syncthreads();
   for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
-    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, ids);
+    const int n = min(kAlignIdsPerThread, (p.num_pairs - base + 1023) / 1024);
+    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, n, ids);
 #pragma unroll
     for (int j = 0; j < kAlignIdsPerThread; ++j) {
+      if (j >= n) break;
       if (ids[j] >= 0) {
         p.sorted_pairs[offsets[ids[j]] + atomicAdd(&counts[ids[j]], 1)] = base + tid + j * 1024;
       }
@@ -130,7 +146,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 // ---- Multi-CTA align for large M (three launches, each fully parallel) ----
 // count:   hist[c][e] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk
 //          pairs)
-// scan:    one CTA: padded expert offsets, block_expert, num_blocks, sorted_pairs = -1, and
+// scan:    one CTA: padded expert offsets, block_expert, num_blocks, -1 on padding rows, and
 //          hist[c][e] := offset[e] + sum_{c' < c} hist[c'][e] (each chunk's first slot per expert)
 //          (hist is staged in shared memory where it fits, so the per-expert walks over chunks
 //          read shared memory, not a chain of dependent global loads)
@@ -153,7 +169,7 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
   int ids[kAlignChunkIds];
   load_ids(p.base.topk_ids, blockIdx.x * kAlignChunk + threadIdx.x, kAlignChunkThreads,
-           p.base.num_pairs, p.base.num_experts, ids);
+           p.base.num_pairs, p.base.num_experts, kAlignChunkIds, ids);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
@@ -209,7 +225,7 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   for (int b = threadIdx.x; b < p.base.max_blocks; b += blockDim.x) {
     p.base.block_expert[b] = b < total_blocks ? expert_of_row(offsets, E, b * kBlockM) : -1;
   }
-  for (int r = threadIdx.x; r < total_rows; r += blockDim.x) p.base.sorted_pairs[r] = -1;
+  fill_padding(p.base.sorted_pairs, offsets, counts, E);
 }
 
 __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(AlignMultiParams p) {
@@ -219,7 +235,7 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   pdl_wait();
   const int first = blockIdx.x * kAlignChunk + threadIdx.x;
   int ids[kAlignChunkIds];
-  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
+  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, kAlignChunkIds, ids);
   for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
   __syncthreads();
 #pragma unroll

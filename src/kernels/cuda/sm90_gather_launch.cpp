@@ -26,9 +26,9 @@ struct AlignMultiParams {
   int num_chunks;
 };
 constexpr int kAlignChunk = 4096;  // sm90_align_kernel.cuh
-// Up to one register pass of the single-CTA align (kAlignSlab) one launch does it; above, the
-// multi-CTA align's three launches are faster.
-constexpr int kSingleCtaAlignPairs = 16384;
+// Above this the multi-CTA align's three launches are faster. NOTE: one CTA up to its register
+// slab (16384 pairs) was slower at 16384 on the H200: S2 M=2048 22.8 us vs 19.1 (375e5fc's run).
+constexpr int kSingleCtaAlignPairs = 8192;
 struct GemmParams {
   const void* a;
   const void* b;
