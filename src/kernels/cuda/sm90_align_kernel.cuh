@@ -12,8 +12,10 @@
 // and the first version's 8 dependent loads per pass cost ~10 us). NOTE: warp-aggregated atomics
 // (match.any, one atomic per distinct expert of a warp) made align 1.5-2.4x slower on the H200
 // (S2 M=2048 19 -> 46 us, M=4 5.0 -> 8.6 us; 375e5fc's device run): plain shared atomics.
-// Large M uses the three-launch multi-CTA variant at the end of this file (same outputs).
-// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+// Above 4096 pairs the three-launch multi-CTA variant at the end of this file (same outputs)
+// spreads the shared atomics, the cost left (S2 M=1024, 8192 pairs: 21 us in one CTA under ncu for
+// 23k instructions), over one CTA per 2048 pairs. Covered by
+// tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"
@@ -68,12 +70,44 @@ MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int
 }
 
 /// sorted_pairs = -1 on the padding rows of each expert's last block only (the scatter writes
-/// every other row): offsets [E + 1], counts [E] (pairs per expert).
+/// every other row): offsets [E + 1], counts [E] (pairs per expert). One warp per expert, so the
+/// stores coalesce. NOTE: one thread per expert (strided stores) made the 1-CTA align at S2
+/// M=1024 14.5 -> 22 us on the H200 (32a8e28's run).
 MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const int* counts,
                                  int num_experts) {
-  for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {
-    for (int r = offsets[e] + counts[e]; r < offsets[e + 1]; ++r) sorted_pairs[r] = -1;
+  const int lane = threadIdx.x & 31;
+  for (int e = threadIdx.x >> 5; e < num_experts; e += blockDim.x >> 5) {
+    for (int r = offsets[e] + counts[e] + lane; r < offsets[e + 1]; r += 32) sorted_pairs[r] = -1;
   }
+}
+
+/// offsets[e] = sum over e' < e of counts[e'] rounded up to kBlockM, offsets[E] = total, by warp 0
+/// (E <= 1024: 32 experts per lane at most). The caller syncs before and after.
+template <int kBlockM>
+MOETUNE_DEVICE void padded_offsets_warp0(const int* counts, int* offsets, int num_experts) {
+  const int tid = threadIdx.x;
+  if (tid >= 32) return;
+  const int per_lane = (num_experts + 31) / 32;
+  const int begin = tid * per_lane;
+  int local = 0;
+  for (int i = 0; i < per_lane; ++i) {
+    const int e = begin + i;
+    if (e < num_experts) local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+  }
+  int incl = local;
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    if (tid >= d) incl += v;
+  }
+  int run = incl - local;
+  for (int i = 0; i < per_lane; ++i) {
+    const int e = begin + i;
+    if (e < num_experts) {
+      offsets[e] = run;
+      run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+    }
+  }
+  if (tid == 31) offsets[num_experts] = incl;
 }
 
 template <int kBlockM>
@@ -96,30 +130,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
     }
   }
   __syncthreads();
-  // Exclusive scan of padded counts by warp 0 (E <= 1024: 32 elements per lane at most).
-  if (tid < 32) {
-    const int per_lane = (p.num_experts + 31) / 32;
-    const int begin = tid * per_lane;
-    int local = 0;
-    for (int i = 0; i < per_lane; ++i) {
-      int e = begin + i;
-      if (e < p.num_experts) local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
-    }
-    int incl = local;
-    for (int d = 1; d < 32; d <<= 1) {
-      int v = __shfl_up_sync(0xffffffffu, incl, d);
-      if (tid >= d) incl += v;
-    }
-    int run = incl - local;
-    for (int i = 0; i < per_lane; ++i) {
-      int e = begin + i;
-      if (e < p.num_experts) {
-        offsets[e] = run;
-        run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
-      }
-    }
-    if (tid == 31) offsets[p.num_experts] = incl;
-  }
+  padded_offsets_warp0<kBlockM>(counts, offsets, p.num_experts);
   __syncthreads();
   const int total_rows = offsets[p.num_experts];
   const int total_blocks = total_rows / kBlockM;
@@ -151,7 +162,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 //          (hist is staged in shared memory where it fits, so the per-expert walks over chunks
 //          read shared memory, not a chain of dependent global loads)
 // scatter: one CTA per chunk places its pairs from those bases (smem atomics inside the chunk).
-constexpr int kAlignChunkThreads = 512;
+constexpr int kAlignChunkThreads = 256;
 constexpr int kAlignChunkIds = 8;  // per thread
 constexpr int kAlignChunk = kAlignChunkThreads * kAlignChunkIds;
 constexpr int kAlignScanSmemInts = 9 * 1024;  // 36 KB of staged hist (+ 8 KB: under 48 KB static)
@@ -190,7 +201,7 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   const int n = p.num_chunks * E;
   pdl_launch_dependents();
   pdl_wait();
-  // Where it fits (S2 at M = 16384: 32 chunks x 128 experts), hist is walked in shared memory.
+  // Where it fits (S2 at M = 16384: 64 chunks x 128 experts), hist is walked in shared memory.
   int* hist = n <= kAlignScanSmemInts ? staged : p.hist;
   if (hist == staged) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) staged[i] = p.hist[i];
@@ -202,14 +213,7 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
     counts[e] = total;
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    int run = 0;
-    for (int e = 0; e < E; ++e) {
-      offsets[e] = run;
-      run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
-    }
-    offsets[E] = run;
-  }
+  padded_offsets_warp0<kBlockM>(counts, offsets, E);
   __syncthreads();
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     int run = offsets[e];

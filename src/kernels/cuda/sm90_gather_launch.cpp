@@ -25,10 +25,12 @@ struct AlignMultiParams {
   int32_t* hist;
   int num_chunks;
 };
-constexpr int kAlignChunk = 4096;  // sm90_align_kernel.cuh
-// Above this the multi-CTA align's three launches are faster. NOTE: one CTA up to its register
-// slab (16384 pairs) was slower at 16384 on the H200: S2 M=2048 22.8 us vs 19.1 (375e5fc's run).
-constexpr int kSingleCtaAlignPairs = 8192;
+constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
+constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
+// Above this the multi-CTA align's three launches are faster: its cost is shared-memory atomics,
+// which one CTA does one after another. NOTE: one CTA up to its register slab (16384 pairs) was
+// slower at 16384 on the H200: S2 M=2048 22.8 us vs 19.1 (375e5fc's run).
+constexpr int kSingleCtaAlignPairs = 4096;
 struct GemmParams {
   const void* a;
   const void* b;
@@ -193,11 +195,12 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                         (pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
-    MOETUNE_CUDA_CHECK(launch(k.align_count, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_count, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
     MOETUNE_CUDA_CHECK(
         launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(
-        launch(k.align_scatter, chunks, dim3(512), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(kAlignChunkThreads), params, 0, stream,
+                              fast_paths.pdl));
   } else if (stages & kStageAlign) {
     AlignParams ap{args.topk_ids,
                    sorted_pairs,
