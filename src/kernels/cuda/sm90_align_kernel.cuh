@@ -3,19 +3,20 @@
 // padded per expert to kBlockM rows, the expert of every kBlockM-row block, and the number of
 // valid blocks. Later launches size their grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
-// One CTA of 1024 threads up to kAlignSlab pairs (more: slab by slab); E <= kMaxExperts. Pair
-// order inside an expert follows shared-memory atomics and may vary between runs: every row's
-// GEMM result is independent of its position, so the layer's output bits do not (tests assert
-// equal digests across runs).
-// Latency, not bandwidth, is the cost here (S2 M=1024: 8192 pairs, 32 KB): every thread loads all
-// of its slab's ids before the first atomic (a load after an atomic waits for the one before it,
-// and the first version's 8 dependent loads per pass cost ~10 us). NOTE: warp-aggregated atomics
-// (match.any, one atomic per distinct expert of a warp) made align 1.5-2.4x slower on the H200
-// (S2 M=2048 19 -> 46 us, M=4 5.0 -> 8.6 us; 375e5fc's device run): plain shared atomics.
-// Above 4096 pairs the three-launch multi-CTA variant at the end of this file (same outputs)
-// spreads the shared atomics, the cost left (S2 M=1024, 8192 pairs: 21 us in one CTA under ncu for
-// 23k instructions), over one CTA per 2048 pairs. Covered by
-// tests/kernels/cuda/sm90_gather_test.cpp.
+// Up to 4096 pairs (the host's kSingleCtaAlignPairs): one CTA of 1024 threads; E <= kMaxExperts.
+// Above: three launches (end of this file, same outputs) with one CTA per 2048 pairs, because the
+// cost is shared-memory atomics that one CTA does in turn (ncu on the H200: the 1-CTA align at
+// S2 M=1024, 8192 pairs, ran 21 us for 23k instructions; the three launches 4.0 + 4.8 + 4.5 us).
+// Pair order inside an expert follows shared-memory atomics and may vary between runs: every
+// row's GEMM result is independent of its position, so the layer's output bits do not (tests
+// assert equal digests across runs).
+// NOTE, tried on the H200 and left out of the 1-CTA kernel (375e5fc..32a8e28's runs): ids loaded
+// into registers before the first atomic (16 per thread: ~2 us slower at tiny M, S1 M=4 7.0 vs
+// 5.0 us, and no faster at 4096 pairs); warp-aggregated atomics with match.any (1.5-2.4x slower:
+// S2 M=2048 19 -> 46 us); -1 written by one thread per expert (strided stores: S2 M=1024 14.5 ->
+// 22 us). The multi-CTA kernels keep their ids in registers (8 per thread) and fill padding one
+// warp per expert.
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"
@@ -23,9 +24,6 @@
 namespace moetune_dev {
 
 constexpr int kMaxExperts = 1024;
-constexpr int kAlignIdsPerThread = 16;                 // ids held in registers per pass
-constexpr int kAlignSlab = 1024 * kAlignIdsPerThread;  // pairs per pass of the 1-CTA align
-
 struct AlignParams {
   const int* topk_ids;  // [num_pairs]
   int* sorted_pairs;    // [max_blocks * block_m]: pair id, or -1 for padding
@@ -50,18 +48,15 @@ MOETUNE_DEVICE int expert_of_row(const int* offsets, int num_experts, int row) {
   return lo;
 }
 
-/// Loads ids [first + j * stride] for j < n (n <= kN, the same for the whole CTA) into registers,
-/// all loads issued before any is used; -1 past `end` or outside [0, num_experts) (such pairs are
-/// dropped, as before) and for j >= n. NOTE: a fixed kN = 16 slots with the unused ones only
-/// predicated off made the 1-CTA align ~1.8 us slower at tiny M on the H200 (one SM issues every
-/// warp's dead slots): callers stop at n.
+/// Loads ids [first + j * stride] for j < kN into registers, all loads issued before any is used;
+/// -1 past `end` or outside [0, num_experts) (such pairs are dropped, as in the 1-CTA kernel).
 template <int kN>
-MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int num_experts, int n,
+MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int num_experts,
                              int (&out)[kN]) {
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
     const int i = first + j * stride;
-    out[j] = j < n && i < end ? __ldg(ids + i) : -1;
+    out[j] = i < end ? __ldg(ids + i) : -1;
   }
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
@@ -71,7 +66,7 @@ MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int
 
 /// sorted_pairs = -1 on the padding rows of each expert's last block only (the scatter writes
 /// every other row): offsets [E + 1], counts [E] (pairs per expert). One warp per expert, so the
-/// stores coalesce. NOTE: one thread per expert (strided stores) made the 1-CTA align at S2
+/// stores coalesce. NOTE: one thread per expert (strided stores) made the align at S2
 /// M=1024 14.5 -> 22 us on the H200 (32a8e28's run).
 MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const int* counts,
                                  int num_experts) {
@@ -119,15 +114,9 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   pdl_wait();
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
-  int ids[kAlignIdsPerThread];
-  for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
-    const int n = min(kAlignIdsPerThread, (p.num_pairs - base + 1023) / 1024);
-    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, n, ids);
-#pragma unroll
-    for (int j = 0; j < kAlignIdsPerThread; ++j) {
-      if (j >= n) break;
-      if (ids[j] >= 0) atomicAdd(&counts[ids[j]], 1);
-    }
+  for (int i = tid; i < p.num_pairs; i += blockDim.x) {
+    int e = p.topk_ids[i];
+    if (e >= 0 && e < p.num_experts) atomicAdd(&counts[e], 1);
   }
   __syncthreads();
   padded_offsets_warp0<kBlockM>(counts, offsets, p.num_experts);
@@ -138,18 +127,15 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   for (int b = tid; b < p.max_blocks; b += blockDim.x) {
     p.block_expert[b] = b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
   }
-  fill_padding(p.sorted_pairs, offsets, counts, p.num_experts);
+  for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
+  __syncthreads();
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
   __syncthreads();
-  for (int base = 0; base < p.num_pairs; base += kAlignSlab) {
-    const int n = min(kAlignIdsPerThread, (p.num_pairs - base + 1023) / 1024);
-    load_ids(p.topk_ids, base + tid, 1024, p.num_pairs, p.num_experts, n, ids);
-#pragma unroll
-    for (int j = 0; j < kAlignIdsPerThread; ++j) {
-      if (j >= n) break;
-      if (ids[j] >= 0) {
-        p.sorted_pairs[offsets[ids[j]] + atomicAdd(&counts[ids[j]], 1)] = base + tid + j * 1024;
-      }
+  for (int i = tid; i < p.num_pairs; i += blockDim.x) {
+    int e = p.topk_ids[i];
+    if (e >= 0 && e < p.num_experts) {
+      int pos = offsets[e] + atomicAdd(&counts[e], 1);
+      p.sorted_pairs[pos] = i;
     }
   }
 }
@@ -180,7 +166,7 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
   int ids[kAlignChunkIds];
   load_ids(p.base.topk_ids, blockIdx.x * kAlignChunk + threadIdx.x, kAlignChunkThreads,
-           p.base.num_pairs, p.base.num_experts, kAlignChunkIds, ids);
+           p.base.num_pairs, p.base.num_experts, ids);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
@@ -239,7 +225,7 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   pdl_wait();
   const int first = blockIdx.x * kAlignChunk + threadIdx.x;
   int ids[kAlignChunkIds];
-  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, kAlignChunkIds, ids);
+  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
   for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
   __syncthreads();
 #pragma unroll

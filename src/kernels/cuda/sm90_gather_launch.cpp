@@ -27,9 +27,9 @@ struct AlignMultiParams {
 };
 constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
 constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
-// Above this the multi-CTA align's three launches are faster: its cost is shared-memory atomics,
-// which one CTA does one after another. NOTE: one CTA up to its register slab (16384 pairs) was
-// slower at 16384 on the H200: S2 M=2048 22.8 us vs 19.1 (375e5fc's run).
+// Above this the multi-CTA align's three launches run (its cost is shared-memory atomics, which one
+// CTA does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200. At
+// 4096 pairs (S2 M=512, one CTA: 10.4 us) the two were not compared.
 constexpr int kSingleCtaAlignPairs = 4096;
 struct GemmParams {
   const void* a;
