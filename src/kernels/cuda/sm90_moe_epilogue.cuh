@@ -1,15 +1,57 @@
-// sm90_moe_epilogue.cuh: epilogues of the two sm90_gather GEMMs, straight from the mma.sync
-// accumulator layout (row = lane/4 (+8), col = 2*(lane%4) (+1) per m16n8 fragment).
+// sm90_moe_epilogue.cuh: epilogues of the two sm90_gather GEMMs, from the mma.sync accumulator
+// layout (row = lane/4 (+8), col = 2*(lane%4) (+1) per m16n8 fragment).
 //   GEMM1: h[sorted_row, n] = act(acc) (gated: silu(gate) * up), rounded to bf16; padding rows
 //          (pair -1) are not stored.
 //   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token);
 //          split over K (tma_ws): fp32 partials of each split instead, summed by combine.
-// Limits: output column counts are even (bf16x2 stores). Covered by sm90_gather_test.cpp.
+// bf16 stores: per 32 columns of a warp's tile, the four lanes of a quad (one row) exchange their
+// packed bf16x2 values (a 4 x 4 transpose by two xor shuffles), so that each lane stores 8
+// consecutive columns with one 16-byte store: a row's 64 bytes per instruction in whole 32-byte
+// sectors, instead of 16 bytes in 4-byte pieces; columns past the last 32 as before. Same values,
+// same bits.
+// Limits: output column counts are multiples of 8 on the 16-byte path (K and I are multiples of
+// block_k), even otherwise (bf16x2 stores). Covered by sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"
 
 namespace moetune_dev {
+
+/// 4 x 4 transpose of 32-bit values within each quad of lanes (lane & 3 = q): a[j] = M[q][j] in,
+/// a[k] = M[k][q] out. Every lane of the warp must call it.
+MOETUNE_DEVICE void quad_transpose(moe_u32 (&a)[4], int lane) {
+  const bool hi2 = (lane & 2) != 0;  // lanes q and q ^ 2 swap the off-diagonal 2 x 2 blocks
+  moe_u32 s0 = __shfl_xor_sync(0xffffffffu, hi2 ? a[0] : a[2], 2);
+  moe_u32 s1 = __shfl_xor_sync(0xffffffffu, hi2 ? a[1] : a[3], 2);
+  if (hi2) {
+    a[0] = s0;
+    a[1] = s1;
+  } else {
+    a[2] = s0;
+    a[3] = s1;
+  }
+  const bool hi1 = (lane & 1) != 0;  // lanes q and q ^ 1 transpose inside each 2 x 2 block
+  s0 = __shfl_xor_sync(0xffffffffu, hi1 ? a[0] : a[1], 1);
+  s1 = __shfl_xor_sync(0xffffffffu, hi1 ? a[2] : a[3], 1);
+  if (hi1) {
+    a[0] = s0;
+    a[2] = s1;
+  } else {
+    a[1] = s0;
+    a[3] = s1;
+  }
+}
+
+/// The value stored at fragment (mm, nn, i) of row half: act(acc) (GEMM1) or scale * acc (GEMM2).
+template <class Mainloop, int kAct, bool kIsGemm1>
+MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, float scale) {
+  float v = ml.acc_at(0, mm, nn, i);
+  if (kIsGemm1) {
+    if (kAct == kActSiluGated) return act_silu(v) * ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, i);
+    return apply_act<kAct>(v);
+  }
+  return v * scale;
+}
 
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
 /// row_pair: [kBlockM] pair id of each tile row (-1 = padding), in shared or global memory.
@@ -25,6 +67,47 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
   constexpr int kWarpsN = Mainloop::kWarpColumns;
   const int warp_m = warp / kWarpsN;
   const int warp_n = warp % kWarpsN;
+  const int col_w = n0 + warp_n * Mainloop::kWarpTileN;  // the warp's first column
+  constexpr int kGroups = Mainloop::kMmaN / 4;           // fragments stored 16 bytes at a time
+  if (kGroups > 0 && partial == nullptr) {
+#pragma unroll
+    for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int r =
+            warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
+        const int pair = row_pair[r];  // the shuffles need every lane, padding rows included
+        const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
+        const float scale = kIsGemm1 || pair < 0 ? 1.0f : topk_weights[pair];
+        moe_bf16* out_ptr = out + out_row * n_dim;  // dereferenced only where pair >= 0
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) {
+          moe_u32 a[4];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            a[j] = pack_bf16x2(
+                epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2, scale),
+                epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2 + 1, scale));
+          }
+          quad_transpose(a, lane);
+          const int col = col_w + (4 * g + (lane & 3)) * 8;
+          if (pair >= 0 && col < n_dim) {
+            *reinterpret_cast<uint4*>(out_ptr + col) = make_uint4(a[0], a[1], a[2], a[3]);
+          }
+        }
+        // The last kMmaN % 4 fragments (block_n 232 = 29 x 8, ...): 4-byte stores.
+#pragma unroll
+        for (int nn = 4 * kGroups; nn < Mainloop::kMmaN; ++nn) {
+          const int col = col_w + nn * 8 + (lane & 3) * 2;
+          if (pair < 0 || col >= n_dim) continue;
+          *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(
+              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale),
+              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale));
+        }
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
 #pragma unroll
@@ -35,30 +118,17 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
       if (pair < 0) continue;
       const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
       const float scale = kIsGemm1 ? 1.0f : topk_weights[pair];
-      moe_bf16* out_ptr = out + out_row * n_dim;
 #pragma unroll
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
-        const int col = n0 + warp_n * Mainloop::kWarpTileN + nn * 8 + (lane & 3) * 2;
+        const int col = col_w + nn * 8 + (lane & 3) * 2;
         if (col >= n_dim) continue;
-        float v0 = ml.acc_at(0, mm, nn, half * 2 + 0);
-        float v1 = ml.acc_at(0, mm, nn, half * 2 + 1);
-        if (kIsGemm1) {
-          if (kAct == kActSiluGated) {
-            v0 = act_silu(v0) * ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, half * 2 + 0);
-            v1 = act_silu(v1) * ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, half * 2 + 1);
-          } else {
-            v0 = apply_act<kAct>(v0);
-            v1 = apply_act<kAct>(v1);
-          }
+        const float v0 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale);
+        const float v1 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale);
+        if (partial != nullptr) {
+          *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
         } else {
-          v0 *= scale;
-          v1 *= scale;
-          if (partial != nullptr) {
-            *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
-            continue;
-          }
+          *reinterpret_cast<moe_u32*>(out + out_row * n_dim + col) = pack_bf16x2(v0, v1);
         }
-        *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(v0, v1);
       }
     }
   }
