@@ -6,6 +6,9 @@ issue's targets. Prints a markdown table and per-shape summary.
 usage: bench/compare_peers.py bench/results/<date>-<commit>.csv [LATER.csv ...]
 With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (e.g. the session
 bench, then a re-time of the rows a later commit changed); the table names each point's commit.
+Each point's time is what the recipe made from the CSV ships (bench/csv_to_recipe.py): the row's
+time, or the default config's where the default, timed in the same run, was as fast or faster
+(marked "default").
 """
 import csv
 import math
@@ -36,19 +39,25 @@ def main():
             points[(r["shape"], int(r["M"]))] = r
     order = {"S1": 0, "S2": 1, "S3": 2}
     rows = [points[k] for k in sorted(points, key=lambda k: (order.get(k[0], 9), k[1]))]
-    print("| shape | M | moetune us | floor us | t/floor | vLLM us | grouped_mm us | vs better peer | point target | met | commit |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| shape | M | moetune us | floor us | t/floor | vLLM us | grouped_mm us | vs better peer | point target | met | commit | shipped |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     summary = {}
     for r in rows:
         s, m = r["shape"], int(r["M"])
         peer = {mm: (a, b) for mm, a, b in PEERS[s]}.get(m)
         t, fl = float(r["time_us"]), float(r["floor_us"])
+        d = float(r.get("default_us") or -1)
+        shipped = "row"
+        if r.get("config") == r.get("default_config"):
+            shipped = "row = default"
+        elif 0 < d <= t and r.get("default_config"):  # csv_to_recipe.py ships the default here
+            t, shipped = d, "default"
         best = min(peer) if peer else float("nan")
         target = max(1.02 * fl, 0.90 * best)
         ok = t <= target
         summary.setdefault(s, []).append((t / fl, ok, t / best))
         print(f"| {s} | {m} | {t:.1f} | {fl:.1f} | {t / fl:.3f} | {peer[0]:.1f} | {peer[1]:.1f} | "
-              f"{t / best:.2f}x | {target:.1f} | {'yes' if ok else 'no'} | {r['commit'][:7]} |")
+              f"{t / best:.2f}x | {target:.1f} | {'yes' if ok else 'no'} | {r['commit'][:7]} | {shipped} |")
     print()
     for s, vals in summary.items():
         geo = math.exp(sum(math.log(v[0]) for v in vals) / len(vals))

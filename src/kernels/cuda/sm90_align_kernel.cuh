@@ -10,12 +10,12 @@
 // Pair order inside an expert follows shared-memory atomics and may vary between runs: every
 // row's GEMM result is independent of its position, so the layer's output bits do not (tests
 // assert equal digests across runs).
-// NOTE, tried on the H200 and left out of the 1-CTA kernel (375e5fc..32a8e28's runs): ids loaded
-// into registers before the first atomic (16 per thread: ~2 us slower at tiny M, S1 M=4 7.0 vs
-// 5.0 us, and no faster at 4096 pairs); warp-aggregated atomics with match.any (1.5-2.4x slower:
-// S2 M=2048 19 -> 46 us); -1 written by one thread per expert (strided stores: S2 M=1024 14.5 ->
-// 22 us). The multi-CTA kernels keep their ids in registers (8 per thread) and fill padding one
-// warp per expert.
+// NOTE, tried on the H200 and left out of the 1-CTA kernel (bench/results/raw/2026-11-29-
+// {375e5fc,ad4784f,32a8e28,e2feeee}-*): ids loaded into registers before the first atomic (16 per
+// thread: ~2 us slower at tiny M, S1 M=4 7.0 vs 5.0 us, and no faster at 4096 pairs);
+// warp-aggregated atomics with match.any (1.5-2.4x slower: S2 M=2048 19 -> 46 us); -1 written by
+// one thread per expert (strided stores: S2 M=1024 14.5 -> 22 us). The multi-CTA kernels keep
+// their ids in registers (8 per thread) and fill padding one warp per expert.
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
