@@ -24,6 +24,7 @@
 namespace moetune_dev {
 
 constexpr int kMaxExperts = 1024;
+
 struct AlignParams {
   const int* topk_ids;  // [num_pairs]
   int* sorted_pairs;    // [max_blocks * block_m]: pair id, or -1 for padding

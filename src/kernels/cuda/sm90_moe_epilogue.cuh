@@ -17,29 +17,29 @@
 
 namespace moetune_dev {
 
+/// Lanes l and l ^ kMask trade two values: the lane with the kMask bit set gives (lo0, lo1) and
+/// takes its partner's (hi0, hi1) in their place; the other lane the reverse.
+template <int kMask>
+MOETUNE_DEVICE void lane_pair_trade(moe_u32& lo0, moe_u32& lo1, moe_u32& hi0, moe_u32& hi1,
+                                    int lane) {
+  const bool high = (lane & kMask) != 0;
+  const moe_u32 s0 = __shfl_xor_sync(0xffffffffu, high ? lo0 : hi0, kMask);
+  const moe_u32 s1 = __shfl_xor_sync(0xffffffffu, high ? lo1 : hi1, kMask);
+  if (high) {
+    lo0 = s0;
+    lo1 = s1;
+  } else {
+    hi0 = s0;
+    hi1 = s1;
+  }
+}
+
 /// 4 x 4 transpose of 32-bit values within each quad of lanes (lane & 3 = q): a[j] = M[q][j] in,
-/// a[k] = M[k][q] out. Every lane of the warp must call it.
+/// a[k] = M[k][q] out: lanes q and q ^ 2 swap the off-diagonal 2 x 2 blocks, then lanes q and
+/// q ^ 1 transpose inside each block. Every lane of the warp must call it.
 MOETUNE_DEVICE void quad_transpose(moe_u32 (&a)[4], int lane) {
-  const bool hi2 = (lane & 2) != 0;  // lanes q and q ^ 2 swap the off-diagonal 2 x 2 blocks
-  moe_u32 s0 = __shfl_xor_sync(0xffffffffu, hi2 ? a[0] : a[2], 2);
-  moe_u32 s1 = __shfl_xor_sync(0xffffffffu, hi2 ? a[1] : a[3], 2);
-  if (hi2) {
-    a[0] = s0;
-    a[1] = s1;
-  } else {
-    a[2] = s0;
-    a[3] = s1;
-  }
-  const bool hi1 = (lane & 1) != 0;  // lanes q and q ^ 1 transpose inside each 2 x 2 block
-  s0 = __shfl_xor_sync(0xffffffffu, hi1 ? a[0] : a[1], 1);
-  s1 = __shfl_xor_sync(0xffffffffu, hi1 ? a[2] : a[3], 1);
-  if (hi1) {
-    a[0] = s0;
-    a[2] = s1;
-  } else {
-    a[1] = s0;
-    a[3] = s1;
-  }
+  lane_pair_trade<2>(a[0], a[1], a[2], a[3], lane);
+  lane_pair_trade<1>(a[0], a[2], a[1], a[3], lane);
 }
 
 /// The value stored at fragment (mm, nn, i) of row half: act(acc) (GEMM1) or scale * acc (GEMM2).
