@@ -1,0 +1,161 @@
+// Issue 4's target (c) in simulation: repeated tunes of one bucket name one config as winner or
+// declared tie (bench/tuner_targets.py's rule). The cpu backend's real spaces and checks, with
+// timings from a cost model whose landscape has a family of near-equal configs per GEMM (within 1%,
+// as the H200 tunes showed: group_m 1 or 8, 4 or 5 stages) and noise of the sizes in the H200
+// stores of bench/results/2026-11-29-968810a-tuner-targets: 0.4% per sample, a per-tune offset of
+// each config (0.4%: one config's final median moved 0.1-0.8% between tunes of one device call,
+// at most 1.6%) and a slow drift over the requests. Under this model the rule agrees in every
+// bucket; on the H200 it agreed in 6 of 12, so the device's disagreement comes from something the
+// model leaves out (docs/tuner.md). The negative twin shows the measurement can fail.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tuner/in_process_worker.hpp"
+#include "tuner/search.hpp"
+#include "tuner/tuner_test_util.hpp"
+
+namespace moetune::tuner {
+namespace {
+
+using testing::InProcessWorker;
+using testing::tiny_task;
+
+uint64_t mix(uint64_t h) {  // splitmix64 finaliser
+  h += 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
+  return h ^ (h >> 31);
+}
+
+uint64_t key(core::KernelConfig const& k, uint64_t salt) {
+  return mix(std::hash<std::string>{}(core::short_string(k)) ^ mix(salt));
+}
+
+double unit(uint64_t h) { return double(h >> 11) * 0x1.0p-53; }
+
+constexpr double kFamily = 0.1;  ///< share of a GEMM's candidates within 1% of its best
+
+/// Landscape `salt`: per GEMM, a tenth of the candidates lie within 1% of the best, the rest 3-13%
+/// behind.
+double landscape(core::MoeConfig const& c, uint64_t salt) {
+  auto part = [&](core::KernelConfig const& k, uint64_t s) {
+    double const u = unit(key(k, s));
+    return u < kFamily ? 0.01 * u / kFamily : 0.03 + 0.1 * u;
+  };
+  return 100.0 * (1.0 + part(c.gemm1, salt * 2 + 1) + part(c.gemm2, salt * 2 + 2));
+}
+
+/// Samples t * (1 + per-tune offset of the config) * (1 + drift) * (1 + per-sample noise), seeded
+/// per tune; the drift is an AR(1) walk over the timing requests (stationary sd ~7x drift_sd), so
+/// candidates timed one after another in a halving round see different machine states.
+class NoisyWorker : public InProcessWorker {
+ public:
+  NoisyWorker(uint64_t salt, uint64_t tune, double sample_sd, double offset_sd, double drift_sd)
+      : InProcessWorker([salt](core::MoeConfig const& c) { return landscape(c, salt); }),
+        salt_(salt),
+        tune_(tune),
+        sample_sd_(sample_sd),
+        offset_sd_(offset_sd),
+        drift_sd_(drift_sd),
+        rng_(mix(salt * 1000 + tune)) {}
+
+  Reply call(Request const& request, double timeout_s) override {
+    if (request.op != "time") return InProcessWorker::call(request, timeout_s);
+    requests.push_back(request);
+    std::normal_distribution<double> noise(0.0, 1.0);
+    auto gauss = [](uint64_t h) {  // a deterministic standard normal per (config, tune)
+      double const u1 = std::max(unit(h), 1e-12), u2 = unit(mix(h));
+      return std::sqrt(-2 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+    };
+    uint64_t const c = key(request.config.gemm1, 11) ^ mix(key(request.config.gemm2, 13));
+    double const t = landscape(request.config, salt_) *
+                     (1 + offset_sd_ * gauss(mix(c ^ mix(tune_ * 7919 + salt_))));
+    Response r;
+    drift_ = 0.99 * drift_ + drift_sd_ * noise(rng_);  // AR(1) drift, one step per request
+    for (int i = 0; i < request.reps; ++i)
+      r.samples_us.push_back(t * (1 + drift_) * (1 + sample_sd_ * noise(rng_)));
+    return Reply{.response = r};
+  }
+
+ private:
+  uint64_t salt_, tune_;
+  double sample_sd_, offset_sd_, drift_sd_;
+  std::mt19937_64 rng_;
+  double drift_ = 0;
+};
+
+/// Device-like options (the tuner's defaults) with short request timeouts.
+SearchOptions options(double margin) {
+  SearchOptions o;
+  o.timeout_s = 5;
+  o.prepare_timeout_s = 30;
+  o.margin = margin;
+  return o;
+}
+
+struct Agreement {
+  int buckets = 0;
+  int agreeing = 0;
+};
+
+/// `tunes` tunes of each of `landscapes` buckets: a bucket agrees when one config is, for every
+/// tune, its winner or a finalist it declared tied with the winner (bench/tuner_targets.py's rule).
+struct Noise {
+  double sample_sd, offset_sd, drift_sd;
+};
+
+Agreement simulate(int landscapes, int tunes, Noise noise, double margin) {
+  Agreement a;
+  for (int l = 0; l < landscapes; ++l) {
+    std::vector<std::vector<core::MoeConfig>> named;
+    for (int t = 0; t < tunes; ++t) {
+      NoisyWorker worker(uint64_t(l), uint64_t(t), noise.sample_sd, noise.offset_sd,
+                         noise.drift_sd);
+      auto store = Store::open(":memory:");
+      BucketTask task = tiny_task();
+      task.tune_hash = "agree-" + std::to_string(l) + "-" + std::to_string(t);
+      auto r = tune_bucket(worker, **store, task, options(margin));
+      EXPECT_TRUE(r.ok() && r->ok) << (r.ok() ? "no winner" : r.error().to_string());
+      if (!r.ok()) return a;
+      std::vector<core::MoeConfig> s = r->tied;
+      s.push_back(r->winner);
+      named.push_back(std::move(s));
+    }
+    ++a.buckets;
+    for (core::MoeConfig const& c : named.front()) {
+      bool everywhere = true;
+      for (auto const& s : named)
+        everywhere = everywhere && std::find(s.begin(), s.end(), c) != s.end();
+      if (everywhere) {
+        ++a.agreeing;
+        break;
+      }
+    }
+  }
+  return a;
+}
+
+TEST(Agreement, FiveTunesUnderModelledH200NoiseNameOneConfigInEveryBucket) {
+  Agreement const a =
+      simulate(8, 5, {.sample_sd = 0.004, .offset_sd = 0.004, .drift_sd = 0.002}, 0.01);
+  ASSERT_EQ(a.buckets, 8);
+  EXPECT_GE(a.agreeing, 8) << a.agreeing << " of " << a.buckets << " buckets agree";
+}
+
+TEST(Agreement, WithoutAMarginAndWithLargeOffsetsTunesDisagree) {
+  // Negative twin: the same measurement of agreement must be able to fail.
+  Agreement const a =
+      simulate(8, 5, {.sample_sd = 0.004, .offset_sd = 0.03, .drift_sd = 0.002}, 0.0);
+  ASSERT_EQ(a.buckets, 8);
+  EXPECT_LT(a.agreeing, 8) << "agreement was measured as total where the tunes cannot agree";
+}
+
+}  // namespace
+}  // namespace moetune::tuner
