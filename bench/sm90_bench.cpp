@@ -21,7 +21,6 @@
 #include <optional>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/config.hpp"
@@ -30,7 +29,6 @@
 #include "core/routing.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_testbed.hpp"
-#include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/nvml_telemetry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "sm90_ceilings.hpp"
@@ -110,29 +108,6 @@ double pct(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return 0;
   return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
-}
-
-// Compiles every candidate config in parallel (NVRTC is thread-safe; results land in the cubin
-// cache, so the sequential loads that follow are cache hits).
-void precompile(core::MoeProblem const& p, std::vector<core::MoeConfig> const& cfgs) {
-  std::vector<std::vector<std::string>> jobs;  // distinct modules (sm90_gather_modules)
-  for (auto const& c : cfgs) {
-    auto m = kernels::cuda::sm90_gather_modules(p, c);
-    if (!m.ok()) continue;
-    for (auto& e : *m) {
-      if (std::find(jobs.begin(), jobs.end(), e) == jobs.end()) jobs.push_back(std::move(e));
-    }
-  }
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  const unsigned n = std::max(1u, std::thread::hardware_concurrency());
-  for (unsigned t = 0; t < n; ++t) {
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < jobs.size(); i = next++)
-        (void)kernels::cuda::compile_module(jobs[i]);
-    });
-  }
-  for (auto& th : pool) th.join();
 }
 
 std::string cfg_json(core::KernelConfig const& k) {
@@ -258,7 +233,7 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
     std::vector<core::MoeConfig> all;
     for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = base2});
     for (auto const& b : c2) all.push_back({.gemm1 = base1, .gemm2 = b});
-    precompile(p, all);
+    (void)kernels::cuda::precompile_sm90_gather(p, all);  // loads that follow hit the cubin cache
     candidates += static_cast<int>(all.size());
     auto pick = [&](std::vector<core::KernelConfig> const& cands, bool first,
                     double& best_us) -> core::KernelConfig {

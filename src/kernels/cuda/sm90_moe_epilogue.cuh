@@ -53,6 +53,24 @@ MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, f
   return v * scale;
 }
 
+/// The tile row a lane holds in fragment row (mm, half): its pair (-1 = padding), its output row
+/// and its scale (GEMM2: the pair's routing weight, read only for a real pair).
+struct EpilogueRow {
+  int pair;
+  long long out_row;
+  float scale;
+};
+template <class Mainloop, bool kIsGemm1>
+MOETUNE_DEVICE EpilogueRow epilogue_row(const int* row_pair, long long row0,
+                                        const float* topk_weights, int warp_m, int lane, int mm,
+                                        int half) {
+  const int r =
+      warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
+  const int pair = row_pair[r];
+  return {pair, kIsGemm1 ? row0 + r : (long long)pair,
+          kIsGemm1 || pair < 0 ? 1.0f : topk_weights[pair]};
+}
+
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
 /// row_pair: [kBlockM] pair id of each tile row (-1 = padding), in shared or global memory.
 /// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
@@ -74,11 +92,9 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
     for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int r =
-            warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
-        const int pair = row_pair[r];  // the shuffles need every lane, padding rows included
-        const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
-        const float scale = kIsGemm1 || pair < 0 ? 1.0f : topk_weights[pair];
+        // The shuffles need every lane, padding rows included.
+        const auto [pair, out_row, scale] =
+            epilogue_row<Mainloop, kIsGemm1>(row_pair, row0, topk_weights, warp_m, lane, mm, half);
         moe_bf16* out_ptr = out + out_row * n_dim;  // dereferenced only where pair >= 0
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) {
@@ -112,12 +128,9 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
   for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int r =
-          warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
-      const int pair = row_pair[r];
+      const auto [pair, out_row, scale] =
+          epilogue_row<Mainloop, kIsGemm1>(row_pair, row0, topk_weights, warp_m, lane, mm, half);
       if (pair < 0) continue;
-      const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
-      const float scale = kIsGemm1 ? 1.0f : topk_weights[pair];
 #pragma unroll
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
         const int col = col_w + nn * 8 + (lane & 3) * 2;
