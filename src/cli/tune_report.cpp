@@ -27,8 +27,8 @@ std::string stats_json(tuner::TimingStats const& s) {
 }
 
 /// "per_gemm": bool, "joint_product": N, "groups": [{block_m, gemm1/gemm2 list sizes, base,
-/// gemm1_winner, winner (short strings; "" when the stage named none), winner_us, carried (near
-/// ties carried into the final round)}].
+/// gemm1_winner, winner (short strings; "" when the stage named none), winner_us, carried (the
+/// group's other finalists: the cross product of both stages' tops)}].
 std::string groups_json(tuner::BucketResult const& r) {
   std::vector<std::string> groups;
   for (tuner::GroupResult const& g : r.groups) {
@@ -113,18 +113,18 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
   s.date = tuner::utc_now().substr(0, 10);
   s.device = info.device;
   std::ostringstream protocol;
-  protocol << "moetune-tune-v3: worker process, check vs fp64 reference, ";
+  protocol << "moetune-tune-v4: worker process, check vs fp64 reference, ";
   if (r.per_gemm) {
     protocol << "per GEMM per block_m (GEMM1 with GEMM2 at a base, then GEMM2 with GEMM1 at the "
-             << "winner; whole-layer timing), ";
+             << "fastest; whole-layer timing), ";
   }
   protocol << (info.exhaustive ? "exhaustive (no halving, every candidate at full reps)"
                                : "successive halving (x3 reps per round)")
            << ", finalists: incumbent + "
-           << (r.per_gemm
-                   ? "each block_m's winner and up to " + std::to_string(tuner::kStageTiesCarried) +
-                         " near ties per stage (search order breaks final ties)"
-                   : std::string("best 3"))
+           << (r.per_gemm ? "per block_m the cross product of each stage's fastest and up to " +
+                                std::to_string(tuner::kStageTiesCarried) +
+                                " near ties (search order breaks final ties)"
+                          : std::string("best 3"))
            << ", final " << info.reps << " reps in " << tuner::kFinalPasses
            << " interleaved passes after " << info.warmup
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "

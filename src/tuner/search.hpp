@@ -7,10 +7,12 @@
 //   3. per GEMM (families that list per-GEMM spaces), for every block_m group:
 //        stage 1: GEMM1 over the group's GEMM1 list, GEMM2 fixed at the family's base for this
 //                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);
-//        stage 2: GEMM2 over the group's GEMM2 list, GEMM1 fixed at stage 1's winner;
-//        ties: each stage's other candidates statistically tied with its winner (at most
-//              kStageTiesCarried, in search order) join the final round; a tied GEMM1 does so
-//              paired with the stage-2 GEMM2 winner, a new config checked first;
+//        stage 2: GEMM2 over the group's list, GEMM1 fixed at stage 1's fastest;
+//        cross: each stage's top (its fastest and up to kStageTiesCarried candidates the fastest
+//              does not beat, in search order) go to the final round as the cross product of
+//              stage 1's GEMM1s with stage 2's GEMM2s (new pairs checked first), so the final
+//              holds the same near-best combinations whichever near-equal config noise made a
+//              stage's fastest;
 //      each stage: pruning (can_implement per candidate, each rejection recorded with its reason
 //      and counted per field), a parallel precompile of the stage's new candidates in the worker
 //      (once some candidate has passed: until then each compiles inside its check, within the
@@ -19,13 +21,12 @@
 //      tolerance_for(dtype), else wrong_result; cheap timing, first_reps; with the background
 //      compile every check of the batch comes before its timings), then successive halving (the
 //      best third re-timed with 3x the reps, at most final_reps) down to two; the stage's winner
-//      is the earliest in search order of those the fastest does not beat beyond the intervals
-//      and `margin` (the final round's rule; the fastest is then always carried); stage 1 of
+//      is its fastest (the choice among near-equal ones is left to the final round); stage 1 of
 //      every group runs before any stage 2. Timing is always of the whole layer. Families without
 //      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
 //      the incumbent kept);
-//   4. final: the incumbent and each group's combined winner and carried ties (plus anchors of no
-//      group), less those slower than kHopelessFactor x the best, are timed in interleaved passes
+//   4. final: the incumbent and each group's cross product (plus anchors of no group), less those
+//   slower than kHopelessFactor x the best, are timed in interleaved passes
 //      (final_reps in all); the drift common to all finalists between passes is divided out
 //      (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
@@ -37,7 +38,7 @@
 //      it (BucketResult::tied, decisions.tied);
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
 // Candidate indices (what --inject-fault names) follow creation order: anchors, stage 1 of each
-// group, stage 2 of each group, then the tied GEMM1 configs paired with stage 2's winners. Every
+// group, stage 2 of each group, then the cross product's new pairs. Every
 // measurement is looked up in the store first (resume) and recorded after. `exhaustive` replaces
 // halving by one full-reps round of every candidate and runs stage 2 for the best
 // kExhaustiveGemm1Top GEMM1 configs of each group (see SearchOptions).
@@ -78,12 +79,11 @@ inline constexpr int kStageRoundStride = 100;
 inline constexpr int kAnchorStage = -1;
 /// --exhaustive: stage 2 runs for this many of each group's best GEMM1 configs.
 inline constexpr int kExhaustiveGemm1Top = 3;
-/// Per GEMM: besides its winner, each stage carries at most this many of its other ok candidates
-/// into the final round, those the winner does not beat beyond the intervals and `margin` (the
-/// rule of `decide`) in the last stage round both were timed in, earliest in search order first.
-/// A stage-1 (GEMM1) one is paired with the group's stage-2 GEMM2 winner: a new whole config,
-/// checked like every candidate before it may enter. Near-equal candidates picked between by noise
-/// then meet in one final round, whose tie rule names the same one in every run.
+/// Per GEMM: besides its fastest, each stage's top holds at most this many of its other ok
+/// candidates, those the fastest does not beat beyond the intervals and `margin` (the rule of
+/// `decide`) in the last stage round both were timed in, earliest in search order first. The
+/// final round gets the cross product of stage 1's top GEMM1s with stage 2's top GEMM2s (at most
+/// 3 x 3 a group; new pairs are checked like every candidate before they may enter).
 inline constexpr int kStageTiesCarried = 2;
 /// A finalist (other than the incumbent) whose latest median exceeds this many times the best
 /// finalist's is not timed in the final round: no noise or drift seen (at most ~17% between
@@ -144,7 +144,7 @@ struct CandidateResult {
                              ///< fail-fast), its outcome is then only a placeholder
   int stage = kAnchorStage;  ///< the per-GEMM stage that created it (2 * group + 0 for GEMM1,
                              ///< + 1 for GEMM2), kAnchorStage for anchors and joint candidates; a
-                             ///< carried GEMM1 tie is 2 * group with the GEMM2 winner, not the base
+                             ///< cross-product pair is 2 * group (a stage-1 GEMM1, a stage-2 GEMM2)
 };
 
 /// One block_m group of the per-GEMM search.
@@ -152,13 +152,13 @@ struct GroupResult {
   int block_m = 0;
   int gemm1_candidates = 0;  ///< the family's GEMM1 list at this block_m
   int gemm2_candidates = 0;
-  core::MoeConfig base;   ///< GEMM2 during stage 1 came from here
-  bool gemm1_ok = false;  ///< stage 1 named a winner
-  core::MoeConfig gemm1_winner;
-  bool ok = false;  ///< stage 2 named a winner (the group's finalist)
-  core::MoeConfig winner;
-  TimingStats winner_stats;  ///< from its last stage round
-  int carried = 0;  ///< near-tied stage candidates carried into the final round (kStageTiesCarried)
+  core::MoeConfig base;          ///< GEMM2 during stage 1 came from here
+  bool gemm1_ok = false;         ///< stage 1 named a winner
+  core::MoeConfig gemm1_winner;  ///< stage 1's fastest (with the base GEMM2)
+  bool ok = false;               ///< stage 2 named a winner (the group's finalist)
+  core::MoeConfig winner;        ///< stage 2's fastest
+  TimingStats winner_stats;      ///< from its last stage round
+  int carried = 0;  ///< the group's other finalists: the cross product of the stages' tops
 };
 
 struct BucketResult {

@@ -62,7 +62,9 @@ class BucketSearch {
   core::MoeConfig stage_base(core::GemmSpace const& group) const;
   core::Status run_gemm2_stages(std::vector<Candidates> const& ranked,
                                 std::vector<Candidates> const& gemm1_ties, Candidates* finalists);
-  core::Status carry_gemm1_ties(std::vector<Candidates> const& gemm1_ties, Candidates* finalists);
+  core::Status cross_finalists(std::vector<Candidates> const& ranked,
+                               std::vector<Candidates> const& gemm1_ties,
+                               std::vector<Candidates> const& gemm2_tops, Candidates* finalists);
   // select.cpp
   core::Status plan();
   void drop_hopeless(Candidates& finalists) const;

@@ -1,8 +1,9 @@
 // tune_bucket's candidates and stages: admitting configs (dedup, feasibility, pruning with
 // reasons), the per-GEMM search (stage 1: GEMM1 with GEMM2 at a base; stage 2: GEMM2 with GEMM1 at
-// stage 1's winner; per block_m group; each stage's near ties carried into the final round) and
-// the joint search of families without per-GEMM spaces, and successive halving (a stage's winner,
-// the joint finalists). See search.hpp for the whole procedure.
+// stage 1's fastest; per block_m group; the cross product of both stages' fastest and near ties
+// goes to the final round) and the joint search of families without per-GEMM spaces, and
+// successive halving (a stage's fastest, the joint finalists). See search.hpp for the whole
+// procedure.
 #include <algorithm>
 #include <map>
 
@@ -87,10 +88,10 @@ core::Result<Candidates> BucketSearch::run_joint() {
 /// candidate + base GEMM2) are compiled once and every bucket reuses them from the cache.
 core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { return group.base; }
 
-/// The candidates of a stage the winner does not beat (tuner::decide: beyond both intervals and
-/// the margin), each compared with the winner in the last round both were timed in (the winner
-/// took part in every one), so a candidate dropped early is judged on the samples it was
-/// dropped on; the earliest kStageTiesCarried in search order.
+/// The candidates of a stage the winner (its fastest) does not beat (tuner::decide: beyond both
+/// intervals and the margin), each compared with the winner in the last round both were timed in
+/// (the winner took part in every one), so a candidate dropped early is judged on the samples it
+/// was dropped on; the earliest kStageTiesCarried in search order.
 Candidates BucketSearch::stage_ties(CandidateResult const* winner,
                                     StageRounds const& rounds) const {
   std::map<CandidateResult*, std::pair<TimingStats, TimingStats>> last;  // (its, the winner's)
@@ -108,16 +109,17 @@ Candidates BucketSearch::stage_ties(CandidateResult const* winner,
       tied.push_back(c);
     }
   }
-  std::sort(tied.begin(), tied.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  std::sort(tied.begin(), tied.end(),
+            [&](auto* a, auto* b) { return search_order(*a) < search_order(*b); });
   if (tied.size() > size_t(kStageTiesCarried)) tied.resize(kStageTiesCarried);
   return tied;
 }
 
-/// Stage 2 of every group with a GEMM1 winner (ranked[g]: stage 1's ok candidates, winner first):
-/// GEMM2 over the group's list with GEMM1 fixed at the winner (exhaustive: at each of the
-/// kExhaustiveGemm1Top best distinct GEMM1 configs), one precompile batch for all groups. Each
-/// stage's winner (else stage 1's) joins `finalists` with the stage's near ties, then stage 1's
-/// near ties (gemm1_ties[g]) paired with it (carry_gemm1_ties).
+/// Stage 2 of every group with a GEMM1 winner (ranked[g]: stage 1's ok candidates, its fastest
+/// first): GEMM2 over the group's list with GEMM1 fixed at stage 1's fastest (exhaustive: at each
+/// of the kExhaustiveGemm1Top best distinct GEMM1 configs), one precompile batch for all groups.
+/// Each stage's fastest (else stage 1's) and near ties then meet stage 1's in the cross product
+/// (cross_finalists).
 core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranked,
                                             std::vector<Candidates> const& gemm1_ties,
                                             Candidates* finalists) {
@@ -152,6 +154,7 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
     }
   }
   MOETUNE_RETURN_IF_ERROR(measure(batch, 0.45, 0.85));
+  std::vector<Candidates> gemm2_tops(ranked.size());
   for (size_t g = 0; g < ranked.size(); ++g) {
     if (ranked[g].empty()) continue;
     Candidates tied;
@@ -162,52 +165,56 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
     result_.groups[g].ok = true;
     result_.groups[g].winner = best->config;
     result_.groups[g].winner_stats = best->stats;
-    push_unique(*finalists, best);
+    gemm2_tops[g].push_back(best);
     for (CandidateResult* c : tied) {  // whole configs, checked in stage 2 or before
-      if (c->outcome != Outcome::kOk) continue;
-      if (std::find(finalists->begin(), finalists->end(), c) != finalists->end()) continue;
-      finalists->push_back(c);
-      ++result_.groups[g].carried;
+      if (c->outcome == Outcome::kOk) gemm2_tops[g].push_back(c);
     }
   }
-  return carry_gemm1_ties(gemm1_ties, finalists);
+  return cross_finalists(ranked, gemm1_ties, gemm2_tops, finalists);
 }
 
-/// Stage 1's near ties of every group with a winner, each GEMM1 paired with the group's GEMM2
-/// winner: admitted (pruned like any config), checked and timed in round 0 (one precompile batch),
-/// and only the ok ones join `finalists`. A pair that is already a candidate is not measured again.
-core::Status BucketSearch::carry_gemm1_ties(std::vector<Candidates> const& gemm1_ties,
-                                            Candidates* finalists) {
-  std::vector<Candidates> pairs(gemm1_ties.size());
+/// Every group's final candidates: the cross product of stage 1's top (its fastest GEMM1 and near
+/// ties) with stage 2's (its fastest whole config and near ties, by their GEMM2), plus stage 2's
+/// top as it is. Pairs not yet candidates are admitted (pruned like any config), checked and timed
+/// in round 0 (one precompile batch for all groups); only ok ones join `finalists`. So the final
+/// round holds the same near-best combinations whichever of two near-equal GEMM1 configs noise
+/// made the fastest at stage 1, and its own tie rule decides among them.
+core::Status BucketSearch::cross_finalists(std::vector<Candidates> const& ranked,
+                                           std::vector<Candidates> const& gemm1_ties,
+                                           std::vector<Candidates> const& gemm2_tops,
+                                           Candidates* finalists) {
+  std::vector<Candidates> members(gemm2_tops.size());
   Candidates batch;
-  for (size_t g = 0; g < gemm1_ties.size(); ++g) {
-    if (!result_.groups[g].ok || gemm1_ties[g].empty()) continue;
+  for (size_t g = 0; g < gemm2_tops.size(); ++g) {
+    if (!result_.groups[g].ok) continue;
+    std::vector<core::KernelConfig> gemm1s = {ranked[g].front()->config.gemm1};
+    for (CandidateResult* c : gemm1_ties[g]) gemm1s.push_back(c->config.gemm1);
     std::vector<core::MoeConfig> configs;
-    for (CandidateResult* c : gemm1_ties[g]) {
-      configs.push_back({c->config.gemm1, result_.groups[g].winner.gemm2});
+    for (CandidateResult* c : gemm2_tops[g]) configs.push_back(c->config);
+    for (core::KernelConfig const& gemm1 : gemm1s) {
+      for (CandidateResult* c : gemm2_tops[g]) configs.push_back({gemm1, c->config.gemm2});
     }
     auto admitted = admit(configs, 2 * static_cast<int>(g));
     if (!admitted.ok()) return admitted.error();
-    pairs[g] = *admitted;
-    for (CandidateResult* c : *admitted) push_unique(batch, c);
+    members[g] = *admitted;
+    for (CandidateResult* c : *admitted) push_unique(batch, c);  // measure skips measured ones
   }
-  if (batch.empty()) return core::Status::Ok();
   MOETUNE_RETURN_IF_ERROR(measure(batch, 0.85, 0.9));
-  for (size_t g = 0; g < pairs.size(); ++g) {
-    for (CandidateResult* c : pairs[g]) {
-      if (c->outcome != Outcome::kOk) continue;
+  for (size_t g = 0; g < members.size(); ++g) {
+    for (CandidateResult* c : members[g]) {
+      if (c->outcome != Outcome::kOk || c->rounds == kNotRun) continue;
       if (std::find(finalists->begin(), finalists->end(), c) != finalists->end()) continue;
       finalists->push_back(c);
-      ++result_.groups[g].carried;
+      if (c->config != result_.groups[g].winner) ++result_.groups[g].carried;
     }
   }
   return core::Status::Ok();
 }
 
 /// Per GEMM: anchors, then stage 1 of every group (one precompile batch), then stage 2 of every
-/// group (another), then stage 1's near ties paired with stage 2's winners (a third, when any).
-/// Returns the finalists: each group's winner and carried near ties, anchors of no group that
-/// passed, and the incumbent while ok. Anchors of a group take part in its stages by their GEMM
+/// group (another), then the cross product of both stages' tops (a third, when it holds new
+/// pairs). Returns the finalists: each group's cross product, anchors of no group that passed,
+/// and the incumbent while ok. Anchors of a group take part in its stages by their GEMM
 /// configs, not as whole configs (which would compare two GEMMs at once).
 core::Result<Candidates> BucketSearch::run_per_gemm() {
   result_.per_gemm = true;
@@ -288,10 +295,12 @@ core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
   return keep_best(alive, final_keep);
 }
 
-/// One per-GEMM stage's winner: halving over the ok candidates of `pool` (the best third, at
-/// least two, re-timed with 3x the reps) until two were compared at the full reps; nullptr when
-/// none passed. Exhaustive: one round of all of them at final_reps. `tied` (when given) gets the
-/// stage's near ties to carry (see stage_ties).
+/// One per-GEMM stage's winner, its fastest: halving over the ok candidates of `pool` (the best
+/// third, at least two, re-timed with 3x the reps) until two were compared at the full reps;
+/// nullptr when none passed. Exhaustive: one round of all of them at final_reps. `tied` (when
+/// given) gets the stage's near ties (stage_ties), which join the final round with it: which of
+/// two equivalent configs a stage names depends on noise, so the choice among them is left to
+/// the final round's rule (search order among the tied), not made here.
 core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool, int stage,
                                                           Candidates* tied) {
   Candidates alive = ok_sorted_among(pool);
@@ -319,26 +328,8 @@ core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool
     if (alive.size() <= 2 && reps >= cap) break;
   }
   if (alive.empty()) return nullptr;
-  // The final round's rule: among the candidates of the last round the fastest does not beat
-  // beyond the intervals and the margin, the earliest in search order wins, so which of two
-  // equivalent configs a stage passes on does not depend on noise (the fastest is then carried
-  // as a near tie).
   CandidateResult* winner = alive.front();
-  for (CandidateResult* c : alive) {
-    if (search_order(*c) < search_order(*winner) &&
-        tuner::decide(c->stats, alive.front()->stats, options_.margin) !=
-            Verdict::kChallengerWins) {
-      winner = c;
-    }
-  }
-  if (tied != nullptr) {
-    *tied = stage_ties(winner, rounds);
-    if (winner != alive.front() &&
-        std::find(tied->begin(), tied->end(), alive.front()) == tied->end()) {
-      tied->insert(tied->begin(), alive.front());  // the fastest always reaches the final
-      if (tied->size() > size_t(kStageTiesCarried)) tied->resize(kStageTiesCarried);
-    }
-  }
+  if (tied != nullptr) *tied = stage_ties(winner, rounds);
   return winner;
 }
 

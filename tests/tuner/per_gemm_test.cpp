@@ -126,21 +126,21 @@ CandidateResult const* find(BucketResult const& r, core::MoeConfig const& config
   return nullptr;
 }
 
-TEST(PerGemm, ANearTiedFasterGemm1IsCarriedToTheFinalAndTheEarliestIsNamed) {
+TEST(PerGemm, ANearTiedGemm1MeetsTheFastestInTheFinalAndTheEarliestIsNamed) {
   // GEMM1 block_k 128 0.01 us faster than block_k 64 (0.01%, far inside the 1% margin): stage 1
-  // names block_k 64, the earlier in search order of the two the fastest does not beat; block_k
-  // 128 (the fastest) is carried, paired with stage 2's GEMM2 winner, checked, timed in the final
-  // round beside it, and the final names block_k 64 by the same rule.
+  // names block_k 128, its fastest, and stage 2 runs under it; block_k 64, tied, is paired with
+  // stage 2's GEMM2 winner (the cross product), checked, timed in the final round beside it, and
+  // the final names block_k 64, the earlier in search order of the two it cannot tell apart.
   InProcessWorker worker(gemm1_k128_at(-0.01));
   BucketResult r = tune(worker);
   ASSERT_TRUE(r.ok);
   ASSERT_EQ(r.groups[1].block_m, 16);  // the fastest block_m of the model
   GroupResult const& g = r.groups[1];
-  EXPECT_TRUE(is(g.gemm1_winner.gemm1, 128, 64, 0)) << core::short_string(g.gemm1_winner);
-  EXPECT_TRUE(is(g.winner.gemm1, 128, 64, 0)) << core::short_string(g.winner);
+  EXPECT_TRUE(is(g.gemm1_winner.gemm1, 128, 128, 0)) << core::short_string(g.gemm1_winner);
+  EXPECT_TRUE(is(g.winner.gemm1, 128, 128, 0)) << core::short_string(g.winner);
   EXPECT_GE(g.carried, 1);
   core::MoeConfig pair = g.winner;
-  pair.gemm1.tile.block_k = 128;
+  pair.gemm1.tile.block_k = 64;
   CandidateResult const* carried = find(r, pair);
   ASSERT_NE(carried, nullptr) << "the tied GEMM1 was not paired with the GEMM2 winner";
   EXPECT_EQ(carried->stage, 2);  // group 1's GEMM1 stage
@@ -151,21 +151,22 @@ TEST(PerGemm, ANearTiedFasterGemm1IsCarriedToTheFinalAndTheEarliestIsNamed) {
   auto timed = worker.configs_of("time");
   EXPECT_EQ(std::count(timed.begin(), timed.end(), pair), 1 + kFinalPasses);
   EXPECT_EQ(r.verdict, "challenger_wins");
-  EXPECT_EQ(r.winner, g.winner) << core::short_string(r.winner);
-  EXPECT_NE(std::find(r.tied.begin(), r.tied.end(), pair), r.tied.end());  // reported as tied
-  EXPECT_EQ(r.precompiles, 3);  // stage 1, stage 2, the carried pairs
+  EXPECT_EQ(r.winner, pair) << core::short_string(r.winner);
+  EXPECT_NE(std::find(r.tied.begin(), r.tied.end(), g.winner), r.tied.end());  // reported tied
+  EXPECT_EQ(r.precompiles, 3);  // stage 1, stage 2, the cross product's new pair
 }
 
 TEST(PerGemm, RunsWhereEitherOfTwoNearTiedGemm1sIsFasterNameTheSameWinner) {
   // Which of two near-equal GEMM1 configs is faster depends on noise on a device; here each run
-  // makes the other one faster. Stage 1 and the final must name the same in both.
+  // makes the other one faster. Stage 1 names each run's fastest; both meet in the final round,
+  // which names the same config in both runs.
   std::vector<core::MoeConfig> winners;
   for (double k128_extra_us : {-0.01, 0.01}) {
     SCOPED_TRACE(k128_extra_us);
     InProcessWorker worker(gemm1_k128_at(k128_extra_us));
     BucketResult r = tune(worker);
     ASSERT_TRUE(r.ok);
-    EXPECT_TRUE(is(r.groups[1].gemm1_winner.gemm1, 128, 64, 0));
+    EXPECT_TRUE(is(r.groups[1].gemm1_winner.gemm1, 128, k128_extra_us < 0 ? 128 : 64, 0));
     winners.push_back(r.winner);
   }
   EXPECT_EQ(winners[0], winners[1])
@@ -188,15 +189,16 @@ TEST(PerGemm, AClearlySlowerRunnerUpIsNotCarried) {
   EXPECT_EQ(r.winner, g.winner);
 }
 
-TEST(PerGemm, ACarriedGemm1ThatFailsTheGateNeverEntersTheFinal) {
+TEST(PerGemm, ACrossProductPairThatFailsTheGateNeverEntersTheFinal) {
   InProcessWorker clean(gemm1_k128_at(-0.01));
   BucketResult first = tune(clean);
   ASSERT_TRUE(first.ok);
-  core::MoeConfig carried = first.winner;
-  carried.gemm1.tile.block_k = 128;  // the faster GEMM1, carried as a near tie in the clean run
+  core::MoeConfig carried = first.groups[1].winner;
+  carried.gemm1.tile.block_k = 64;  // the tied GEMM1 with the GEMM2 winner, the clean run's winner
   CandidateResult const* pair = find(first, carried);
   ASSERT_NE(pair, nullptr);
   ASSERT_EQ(pair->rounds, 2);  // round 0 and the final round
+  ASSERT_EQ(first.winner, carried);
   SearchOptions options = fast_options();
   options.faults = *parse_fault_plan("wrong@" + std::to_string(pair->index));
   InProcessWorker worker(gemm1_k128_at(-0.01));
@@ -210,7 +212,8 @@ TEST(PerGemm, ACarriedGemm1ThatFailsTheGateNeverEntersTheFinal) {
 }
 
 TEST(PerGemm, ANearTiedGemm2IsCarriedAndTheEarlierInSearchOrderNamed) {
-  // GEMM2 block_k 256 (the model's optimum) 0.01 us faster than block_k 128, which comes first.
+  // GEMM2 block_k 256 (the model's optimum) 0.01 us faster than block_k 128, which comes first:
+  // stage 2 names the fastest, the final the earlier of the two.
   auto model = [](core::MoeConfig const& c) {
     return cost(c) - (is(c.gemm2, 32, 128, 1) ? 7 - 0.01 : 0);
   };
@@ -218,8 +221,8 @@ TEST(PerGemm, ANearTiedGemm2IsCarriedAndTheEarlierInSearchOrderNamed) {
   BucketResult r = tune(worker);
   ASSERT_TRUE(r.ok);
   GroupResult const& g = r.groups[1];
-  EXPECT_TRUE(is(g.winner.gemm2, 32, 128, 1)) << core::short_string(g.winner);  // the earlier
-  EXPECT_GE(g.carried, 1);      // block_k 256, the fastest
+  EXPECT_TRUE(is(g.winner.gemm2, 32, 256, 1)) << core::short_string(g.winner);  // the fastest
+  EXPECT_GE(g.carried, 1);                                                      // block_k 128, tied
   EXPECT_EQ(r.precompiles, 2);  // a stage-2 tie is a whole config checked in stage 2
   EXPECT_TRUE(is(r.winner.gemm2, 32, 128, 1)) << core::short_string(r.winner);
   EXPECT_EQ(r.winner.gemm1, g.winner.gemm1);
