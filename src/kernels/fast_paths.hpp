@@ -23,6 +23,11 @@ struct FastPaths {
   /// launch and prologue overlap the previous kernel's tail (griddepcontrol). Class bitwise: the
   /// same kernels compute the same values; only launch timing changes.
   bool pdl = true;
+  /// cuda: the tiny-M decode GEMM2 prefetches the start of its w2 rows into L2 (evict_last, back
+  /// to normal once read) before it waits on GEMM1, so its weights stream while GEMM1 still runs;
+  /// at most a third of L2 in all. Class bitwise: the same loads and arithmetic; only where the
+  /// bytes come from changes.
+  bool decode_l2_prefetch = true;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -37,6 +42,7 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.wgmma_mainloop, "wgmma_mainloop");
   add(fp.cpu_register_tiles, "cpu_register_tiles");
   add(fp.pdl, "pdl");
+  add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   return out;
 }
 

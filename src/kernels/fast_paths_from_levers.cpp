@@ -15,6 +15,7 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"wgmma_mainloop", &FastPaths::wgmma_mainloop},
       {"cpu_register_tiles", &FastPaths::cpu_register_tiles},
       {"pdl", &FastPaths::pdl},
+      {"decode_l2_prefetch", &FastPaths::decode_l2_prefetch},
   };
   return table;
 }

@@ -159,13 +159,15 @@ TEST_F(RunnerLeversTest, DecodeRoleAndParallelismReachTheDeployment) {
 TEST(OnNames, NamesEveryFastPathField) {
   kernels::FastPaths all;
   all.align_multi_cta = all.wgmma_mainloop = all.cpu_register_tiles = all.pdl = true;
+  all.decode_l2_prefetch = true;
   std::string expected;
   for (auto const& n : kernels::fast_path_names()) expected += (expected.empty() ? "" : "+") + n;
   EXPECT_EQ(on_names(all), expected);
   EXPECT_EQ(on_names(kernels::FastPaths{.align_multi_cta = false,
                                         .wgmma_mainloop = false,
                                         .cpu_register_tiles = false,
-                                        .pdl = false}),
+                                        .pdl = false,
+                                        .decode_l2_prefetch = false}),
             "");
 }
 

@@ -10,10 +10,11 @@
 //     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
-// [0, E) contribute nothing. Knobs (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass,
-// kBlockN columns per CTA, kWarps, kRows rows each warp streams at once (pipeline.num_stages),
-// kVec 16-byte vectors per lane per row and step (block_k / 256).
-// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+// [0, E) contribute nothing. Lever decode_l2_prefetch: GEMM2 starts the first bytes of its w2 rows
+// into L2 before it waits on GEMM1 (DecodeParams::prefetch_bytes). Knobs (sm90_gather_geometry.cpp
+// checks them): kBlockM pairs per pass, kBlockN columns per CTA, kWarps, kRows rows each warp
+// streams at once (pipeline.num_stages), kVec 16-byte vectors per lane per row and step (block_k /
+// 256). Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"
@@ -32,6 +33,7 @@ struct DecodeParams {
   int top_k;
   int num_pairs;
   int num_experts;
+  int prefetch_bytes;  // GEMM2, lever decode_l2_prefetch: bytes of each w2 row put in L2 early
 };
 
 /// 16-byte read-only load. kStream: weights, read once, so they skip L1; else activations (the
@@ -49,6 +51,14 @@ MOETUNE_DEVICE uint4 ld_nc_16(const void* p) {
                  : "l"(p));
   }
   return r;
+}
+
+/// L2 hints for one 128-byte line: prefetch at evict_last priority, and back to normal priority.
+MOETUNE_DEVICE void prefetch_l2_evict_last(const void* p) {
+  asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(p));
+}
+MOETUNE_DEVICE void l2_evict_normal(const void* p) {
+  asm volatile("applypriority.global.L2::evict_normal [%0], 128;\n" ::"l"(p));
 }
 
 /// acc += dot(w[0..8), x[0..8)) in element order.
@@ -193,6 +203,29 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
   }
 }
 
+/// The w2 row of GEMM2 item `item` (top-k slot j = item / kBlockN, column col0 + item % kBlockN)
+/// of token t, or nullptr when the slot's expert is out of range or the column past the end.
+template <int kBlockN>
+MOETUNE_DEVICE const moe_bf16* decode_w2_row(DecodeParams const& p, int t, int item, int col0) {
+  const int j = item / kBlockN, c = item % kBlockN;
+  const int e = p.topk_ids[t * p.top_k + j];
+  if (e < 0 || e >= p.num_experts || col0 + c >= p.n_dim) return nullptr;
+  return p.b + ((long long)e * p.b_rows_per_expert + col0 + c) * p.k_dim;
+}
+
+/// Lever decode_l2_prefetch: `hint` on the first p.prefetch_bytes of each w2 row this CTA reads,
+/// one 128-byte line per lane at a time.
+template <int kBlockN, int kWarps, typename Hint>
+MOETUNE_DEVICE void decode_w2_lines(DecodeParams const& p, int t, int col0, Hint hint) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  for (int item = warp; item < p.top_k * kBlockN; item += kWarps) {
+    const char* row = reinterpret_cast<const char*>(decode_w2_row<kBlockN>(p, t, item, col0));
+    if (row == nullptr) continue;
+    for (int off = lane * 128; off < p.prefetch_bytes; off += 32 * 128) hint(row + off);
+  }
+}
+
 template <int kBlockN, int kWarps, int kRows, int kVec>
 __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodeParams p) {
   extern __shared__ float s_dot[];  // [top_k][kBlockN]
@@ -202,6 +235,13 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   const int col0 = blockIdx.y * kBlockN;
   const int items = p.top_k * kBlockN;
   const int nvec = p.k_dim >> 3;
+  // w2 does not depend on GEMM1, so (lever decode_l2_prefetch) the start of each row this CTA
+  // reads goes into L2 while GEMM1 still runs. topk_ids are the layer's input: GEMM1 waited for
+  // the grid before it (which wrote them) before it let this grid launch. The host sets
+  // prefetch_bytes only when this launch follows GEMM1, and sizes it to a third of L2.
+  if (p.prefetch_bytes > 0) {
+    decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { prefetch_l2_evict_last(a); });
+  }
   pdl_launch_dependents();
   pdl_wait();  // h from GEMM1
   for (int it = warp; it < items; it += kWarps * kRows) {
@@ -247,6 +287,9 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
       const int item = it + r * kWarps;
       if (lane == 0 && item < items) s_dot[item] = valid[r] ? v : 0.0f;
     }
+  }
+  if (p.prefetch_bytes > 0) {  // read: the lines go back to normal priority
+    decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { l2_evict_normal(a); });
   }
   __syncthreads();
   for (int c = threadIdx.x; c < kBlockN; c += blockDim.x) {

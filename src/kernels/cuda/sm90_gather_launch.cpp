@@ -48,6 +48,7 @@ struct DecodeParams {  // sm90_decode_kernel.cuh
   const int32_t* topk_ids;
   const float* topk_weights;
   int k_dim, n_dim, b_rows_per_expert, top_k, num_pairs, num_experts;
+  int prefetch_bytes;
 };
 struct CombineParams {
   const void* y;
@@ -122,6 +123,19 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
 
 }  // namespace
 
+// A third of L2 for GEMM2's early rows leaves the rest to GEMM1's stream, which runs meanwhile.
+int sm90_decode_prefetch_bytes(core::MoeProblem const& p) {
+  int device = 0, l2 = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0) {
+    return 0;
+  }
+  const int64_t rows = core::num_pairs(p) * p.hidden_size;
+  const int64_t row_bytes = 2 * p.intermediate_size;
+  const int64_t per_row = std::min(row_bytes, int64_t(l2) / 3 / std::max<int64_t>(rows, 1));
+  return static_cast<int>(per_row / 128 * 128);
+}
+
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   return layout_for(p, c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
 }
@@ -160,7 +174,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                       static_cast<int>(core::gemm1_n(p)),
                       static_cast<int>(p.top_k),
                       pairs,
-                      static_cast<int>(p.num_experts)};
+                      static_cast<int>(p.num_experts),
+                      0};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(pairs),
                       static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
@@ -168,17 +183,12 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
           launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream, fast_paths.pdl));
     }
     if (stages & kStageGemm2) {
-      DecodeParams dp{h,
-                      args.w2,
-                      args.out,
-                      args.topk_ids,
-                      args.topk_weights,
-                      n1,
-                      kd,
-                      kd,
-                      static_cast<int>(p.top_k),
-                      pairs,
-                      static_cast<int>(p.num_experts)};
+      DecodeParams dp{h, args.w2, args.out, args.topk_ids, args.topk_weights, n1, kd, kd,
+                      static_cast<int>(p.top_k), pairs, static_cast<int>(p.num_experts),
+                      // only right after this layer's GEMM1, which waited for topk_ids' writer
+                      fast_paths.decode_l2_prefetch && (stages & kStageGemm1)
+                          ? sm90_decode_prefetch_bytes(p)
+                          : 0};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(p.num_tokens),
                       static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));

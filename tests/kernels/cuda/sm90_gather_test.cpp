@@ -451,6 +451,35 @@ TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
   }
 }
 
+// Lever evidence: decode_l2_prefetch is bitwise, and the launches it covers do prefetch.
+TEST_F(Sm90Gather, DecodeL2PrefetchLeverGivesTheBitsOfItsOffPath) {
+  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    shape(60, 512, 256, 6, Activation::kRelu2)}) {
+    for (int64_t m : {1, 3, 4}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 70 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
+      auto cfg = tb_->backend().default_config(p);
+      ASSERT_TRUE(cfg.gemm1.launch.swap_ab) << core::short_string(cfg) << " " << core::to_string(p);
+      EXPECT_GE(sm90_decode_prefetch_bytes(p), 128) << core::to_string(p);
+      tb_->set_fast_paths({.decode_l2_prefetch = true});
+      auto on = tb_->check(cfg);
+      tb_->set_fast_paths({.decode_l2_prefetch = false});
+      auto off = tb_->check(cfg);
+      tb_->set_fast_paths({.pdl = false, .decode_l2_prefetch = true});
+      auto no_pdl = tb_->check(cfg);
+      tb_->set_fast_paths({});
+      ASSERT_TRUE(on.ok() && off.ok() && no_pdl.ok());
+      EXPECT_EQ(on->digest, off->digest) << core::to_string(p);
+      EXPECT_EQ(on->digest, no_pdl->digest) << core::to_string(p);
+      EXPECT_LE(on->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+    }
+  }
+}
+
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
   p.num_tokens = 2048;
