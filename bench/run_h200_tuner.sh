@@ -13,7 +13,7 @@
 #      with a's table row as its incumbent (--merge into a copy), so the tuned winner and the
 #      exhaustive best are timed in the same final round (target: within 2%);
 #   d. when 75 s are left: wrong/nan/compile faults on the cuda demo shape (45 s cap; b leaves
-#      room for it);
+#      room for it; TUNER_FAULTS=0 skips it, leaving its time to c);
 #   c. more full tunes of S1 with fresh stores (warm cubin cache) while the budget lasts, up to 4,
 #      for winner agreement over a + c (target: same winner or a tie in >= 95% of buckets).
 # bench/tuner_targets.py then writes $OUT/tuner-targets.csv and $OUT/summary.txt; everything else
@@ -35,6 +35,7 @@ A_REPEAT=${TUNER_A_REPEAT:-0}
 BUDGET_S=${TUNER_BUDGET_S:-500}
 TUNE_LIMIT_S=${TUNER_TUNE_LIMIT_S:-300}  # part a (the target); b, d and c get what is left
 FAULT_S=45                               # d's cap; b leaves it FAULT_S + 60 s (d, then c)
+RUN_FAULTS=${TUNER_FAULTS:-1}            # 0: no d, its time goes to c
 if [ -z "${FAULT_RECIPE:-}" ]; then
   # The faults run on the tuned recipe's backend: the cuda demo shape, or the cpu one in a dry run.
   FAULT_RECIPE=recipes/demo-h200.json
@@ -90,7 +91,9 @@ done
 
 # d. (cheap, before c) the wrong/nan/compile faults on the device: wrong and nan now corrupt the
 # device output after the kernels, so the correctness gate must catch them (wrong_result).
-if [ "$(left)" -gt $(( FAULT_S + 30 )) ]; then
+if [ "$RUN_FAULTS" = 0 ]; then
+  log "d: skipped (TUNER_FAULTS=0)"
+elif [ "$(left)" -gt $(( FAULT_S + 30 )) ]; then
   log "d: fault injection on $FAULT_RECIPE"
   start=$(date +%s)
   bounded "$FAULT_S" "$BIN/moetune" tune --recipe "$FAULT_RECIPE" --buckets 16 --budget-min 0.4 \
