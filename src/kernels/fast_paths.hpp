@@ -26,8 +26,8 @@ struct FastPaths {
   /// cuda: the tiny-M decode GEMM2 prefetches the start of its w2 rows into L2 (evict_last, back
   /// to normal once read) before it waits on GEMM1, so its weights stream while GEMM1 still runs;
   /// at most a third of L2 in all. Class bitwise: the same loads and arithmetic; only where the
-  /// bytes come from changes.
-  bool decode_l2_prefetch = true;
+  /// bytes come from changes. Off at every deployment: slower on the H200 (levers.json evidence).
+  bool decode_l2_prefetch = false;
 
   bool operator==(FastPaths const&) const = default;
 };
