@@ -302,9 +302,12 @@ core::Status BucketSearch::measure(Candidates const& batch, double progress_from
   return core::Status::Ok();
 }
 
-/// Times every ok candidate of `set` once with `reps` in store round `round`.
+/// Times every ok candidate of `set` once with `reps` in store round `round`: in order, or
+/// backward in odd rounds, so that the candidates a halving round ranks first (timed first, while
+/// the GPU is coolest) are not always timed at the same point of a drift.
 core::Status BucketSearch::time_round(Candidates const& set, int round, int reps) {
-  for (CandidateResult* c : set) {
+  for (size_t k = 0; k < set.size(); ++k) {
+    CandidateResult* c = set[round % 2 == 1 ? set.size() - 1 - k : k];
     if (c->outcome != Outcome::kOk) continue;
     std::vector<double> samples;
     MOETUNE_RETURN_IF_ERROR(time(*c, round, reps, &samples));

@@ -67,7 +67,7 @@ namespace moetune::tuner {
 /// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check
 /// kRecheckRound.
 inline constexpr int kFinalRound = 100;
-inline constexpr int kFinalPasses = 3;
+inline constexpr int kFinalPasses = 4;  ///< forward, backward, backward, forward
 inline constexpr int kRecheckRound = 99;
 /// CandidateResult::rounds of a candidate the budget or the fail-fast window left out.
 inline constexpr int kNotRun = -1;

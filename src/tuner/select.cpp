@@ -30,14 +30,18 @@ core::Status BucketSearch::plan() {
   return core::Status::Ok();
 }
 
-/// Times every finalist in kFinalPasses interleaved passes (drift hits all alike); each
-/// finalist's stats come from all its samples of this round, with the drift common to the
-/// finalists between passes removed (remove_pass_drift). The store keeps the raw samples.
+/// Times every finalist in kFinalPasses interleaved passes, forward, backward, backward, forward
+/// (ABBA: each finalist's mean position in time is the same, so a drift that is linear over the
+/// round, such as a GPU heating up, biases none of them); each finalist's stats come from all its
+/// samples of this round, with the drift common to the finalists between passes removed
+/// (remove_pass_drift). The store keeps the raw samples.
 core::Status BucketSearch::final_round(Candidates const& finalists, int base_round) {
   int const per_pass = std::max(1, (options_.final_reps + kFinalPasses - 1) / kFinalPasses);
   std::vector<std::vector<std::vector<double>>> by_pass(finalists.size());
   for (int pass = 0; pass < kFinalPasses; ++pass) {
-    for (size_t i = 0; i < finalists.size(); ++i) {
+    bool const backward = pass % 4 == 1 || pass % 4 == 2;
+    for (size_t k = 0; k < finalists.size(); ++k) {
+      size_t const i = backward ? finalists.size() - 1 - k : k;
       CandidateResult& c = *finalists[i];
       if (c.outcome != Outcome::kOk) continue;
       std::vector<double> samples;
