@@ -20,7 +20,8 @@
 //      against the reference on fresh random data: all written, finite, relative L2 error within
 //      tolerance_for(dtype), else wrong_result; cheap timing, first_reps; with the background
 //      compile every check of the batch comes before its timings), then successive halving (the
-//      best third re-timed with 3x the reps, at most final_reps) down to two; the stage's winner
+//      best third re-timed with 3x the reps, at most final_reps, half of them in order and half
+//      backward) down to two; the stage's winner
 //      is its fastest (the choice among near-equal ones is left to the final round); stage 1 of
 //      every group runs before any stage 2. Timing is always of the whole layer. Families without
 //      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
@@ -75,6 +76,9 @@ inline constexpr int kNotRun = -1;
 /// kStageRoundStride + r (stage s = 2 * group for GEMM1, 2 * group + 1 for GEMM2).
 inline constexpr int kStageRoundBase = 1000;
 inline constexpr int kStageRoundStride = 100;
+/// A halving round's second, backward pass is stored at its round + this (halving rounds number
+/// far fewer than this per stage).
+inline constexpr int kBackwardPassOffset = 50;
 /// CandidateResult::stage of the incumbent, neighbours' winners and the default.
 inline constexpr int kAnchorStage = -1;
 /// --exhaustive: stage 2 runs for this many of each group's best GEMM1 configs.

@@ -1,7 +1,8 @@
 // tuner/search end to end on the cpu backend through a real worker: pruning is reported, every
 // candidate ends in one outcome, each injected fault ends in its own outcome and never wins, a
 // bucket where everything fails ends in time, a rerun on the same store measures nothing, and a
-// run's budget lets a costly bucket overrun an even share while later buckets keep half of one.
+// run's budget lets a costly bucket overrun an even share while later buckets keep half of one,
+// and timing rounds alternate direction.
 #include "tuner/search.hpp"
 
 #include <algorithm>
@@ -229,6 +230,46 @@ TEST_F(SearchTest, RepeatReportsAgreementAndNeighbourSeedsComeFirst) {
   EXPECT_GE(r->agreeing, 0);
   EXPECT_LE(r->agreeing, 2);
   if (clean_->winner != r->incumbent) EXPECT_EQ(r->results[1].config, clean_->winner);
+}
+
+/// The configs timed in store round `round`, in the order they were timed.
+std::vector<core::MoeConfig> timed_in(std::vector<Measurement> const& all, int round) {
+  std::vector<core::MoeConfig> out;
+  for (Measurement const& m : all) {
+    if (m.key.round == round) out.push_back(m.key.config);
+  }
+  return out;
+}
+
+// Drift over a round (a GPU heating up) must not favour a candidate by its position: each halving
+// round times half its reps forward and the rest backward, and the final round's passes go
+// forward, backward, backward, forward.
+TEST_F(SearchTest, HalvingRoundsAndTheFinalTimeForwardAndBackward) {
+  WorkerClient worker(cpu_worker());
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(tune_bucket(worker, **store, tiny_task(), fast_options()).ok());
+  auto all = (*store)->measurements();
+  ASSERT_TRUE(all.ok());
+  int halving_rounds = 0;
+  for (int stage = 0; stage < 8; ++stage) {
+    for (int r = 1; r < kBackwardPassOffset; ++r) {
+      int const round = kStageRoundBase + stage * kStageRoundStride + r;
+      auto forward = timed_in(*all, round);
+      if (forward.size() < 2) continue;
+      auto backward = timed_in(*all, round + kBackwardPassOffset);
+      std::reverse(backward.begin(), backward.end());
+      EXPECT_EQ(backward, forward) << "round " << round;
+      ++halving_rounds;
+    }
+  }
+  EXPECT_GT(halving_rounds, 0);
+  auto pass0 = timed_in(*all, kFinalRound);
+  ASSERT_GE(pass0.size(), 2u);
+  auto reversed = pass0;
+  std::reverse(reversed.begin(), reversed.end());
+  EXPECT_EQ(timed_in(*all, kFinalRound + 1), reversed);
+  EXPECT_EQ(timed_in(*all, kFinalRound + 2), reversed);
+  EXPECT_EQ(timed_in(*all, kFinalRound + 3), pass0);
 }
 
 // The reported ties are ok finalists that neither beat the winner nor were beaten by it beyond the
