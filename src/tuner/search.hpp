@@ -21,15 +21,14 @@
 //      tolerance_for(dtype), else wrong_result; cheap timing, first_reps; with the background
 //      compile every check of the batch comes before its timings), then successive halving (the
 //      best third re-timed with 3x the reps, at most final_reps, half of them in order and half
-//      backward) down to two; the stage's winner
-//      is its fastest (the choice among near-equal ones is left to the final round); stage 1 of
-//      every group runs before any stage 2. Timing is always of the whole layer. Families without
-//      per-GEMM spaces are tuned jointly (round 0 over the joint space, halving to final_keep with
-//      the incumbent kept);
+//      backward) down to two; the stage's winner is its fastest (the choice among near-equal
+//      ones is left to the final round); stage 1 of every group runs before any stage 2. Timing
+//      is always of the whole layer. Families without per-GEMM spaces are tuned jointly (round 0
+//      over the joint space, halving to final_keep with the incumbent kept);
 //   4. final: the incumbent and each group's cross product (plus anchors of no group), less those
-//   slower than kHopelessFactor x the best, are timed in interleaved passes
-//      (final_reps in all); the drift common to all finalists between passes is divided out
-//      (remove_pass_drift); median and bootstrap CI; the
+//      slower than kHopelessFactor x the best, are timed in kFinalPasses interleaved passes
+//      (forward, backward, backward, forward; final_reps in all); the drift common to all
+//      finalists between passes is divided out (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
 //      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
 //      challengers tied with the fastest the earliest in search order wins (per GEMM: by where
