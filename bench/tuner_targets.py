@@ -12,7 +12,9 @@ script then packs everything but the CSV, the summary and run.log into tuner-run
 Targets: a <= 300 s with every candidate run (none left out by part a's --budget-min); b: a's
 winner within 2% of the exhaustive best, both timed in the same final round of the exhaustive
 run; c: in >= 95% of buckets one config is named by every tune, as its winner or as a finalist
-it declared statistically tied with its winner (decisions.tied).
+it declared statistically tied with its winner (decisions.tied). Where a bucket does not agree,
+the config most tunes named and, for each other tune, whether it was missing from that tune's
+final round or how far behind its winner it ran there.
 Usage: bench/tuner_targets.py DIR
 """
 import csv
@@ -25,6 +27,7 @@ from collections import Counter
 TUNE_TARGET_S = 300.0
 GAP_TARGET = 0.02
 AGREE_TARGET = 0.95
+FINAL_ROUND = 100  # tuner::kFinalRound: the final round's passes are stored from here
 
 
 def short(config_text):
@@ -72,6 +75,36 @@ def tied_of(decision):
     return {short(line) for line in (decision.get("tied") or "").splitlines() if line.strip()}
 
 
+def final_medians(path):
+    """bucket -> {short config: median of its final-round pass medians} from the store at `path`
+    (rounds FINAL_ROUND .. FINAL_ROUND + 9: the main round's passes; repeats come after)."""
+    if not os.path.exists(path):
+        return {}
+    try:
+        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        rows = db.execute("SELECT bucket, config, median_us FROM measurements WHERE outcome = 'ok' "
+                          "AND round >= ? AND round < ?", (FINAL_ROUND, FINAL_ROUND + 10)).fetchall()
+        db.close()
+    except sqlite3.Error:
+        return {}
+    passes = {}
+    for bucket, config, median_us in rows:
+        passes.setdefault(int(bucket), {}).setdefault(short(config), []).append(median_us)
+    return {b: {c: sorted(v)[len(v) // 2] for c, v in cs.items()} for b, cs in passes.items()}
+
+
+def why_not(config, finals, decision):
+    """Why a tune did not name `config`: absent from its final round, or how far behind its
+    winner it was there."""
+    if config not in finals:
+        return "not in its final round"
+    winner = finals.get(short(decision["winner"]))
+    if not winner:
+        return "in its final round"
+    return "in its final round, %+.1f%% against its winner, not tied" % (
+        100 * (finals[config] / winner - 1))
+
+
 def json_buckets(path):
     """bucket -> the --json entry of a finished run ({} when the run did not finish)."""
     try:
@@ -96,10 +129,14 @@ def main(folder):
     except (OSError, ValueError):
         a_time = {"exit": None, "wall_s": None}
     tunes = [a]
+    names = ["a"]
+    finals = [final_medians(os.path.join(folder, "tune-a.db"))]
     for k in range(2, 6):
         d = decisions(os.path.join(folder, "tune-%d.db" % k))
         if d:
             tunes.append(d)
+            names.append(str(k))
+            finals.append(final_medians(os.path.join(folder, "tune-%d.db" % k)))
     buckets = sorted(set(a) | set().union(*[set(t) for t in tunes]))
     exh = {}
     for name in os.listdir(folder):
@@ -151,12 +188,18 @@ def main(folder):
             common = max(counts, key=lambda x: (counts[x], x == modal))
             row["agreed_on"] = common if counts[common] == len(answers) else ""
             row["agree"] = counts[common] == len(answers)
+            if not row["agree"]:  # the config most tunes named, and why the others did not
+                missing = ["tune %s: %s" % (names[i], why_not(common, finals[i].get(b, {}), t[b]))
+                           for i, t in enumerate(tunes) if b in t and common not in
+                           ({short(t[b]["winner"])} | tied_of(t[b]))]
+                row["disagreement"] = "%s named by %d of %d; %s" % (
+                    common, counts[common], len(answers), "; ".join(missing))
         rows.append(row)
 
     fields = ["M", "tuned_winner", "tuned_us", "tuned_verdict", "checked", "not_run",
               "joint_product", "final_agreement", "exhaustive_best", "exhaustive_best_us",
               "tuned_us_same_round", "gap_pct", "within_2pct", "exhaustive_checked", "tunes",
-              "winners", "same_winner", "agreed_on", "agree"]
+              "winners", "same_winner", "agreed_on", "agree", "disagreement"]
     with open(os.path.join(folder, "tuner-targets.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
         w.writeheader()
@@ -171,6 +214,9 @@ def main(folder):
             r["M"], r["tuned_winner"][:44], r["tuned_us"], checked, r.get("not_run", ""),
             r.get("exhaustive_best", "")[:44], r.get("gap_pct", ""),
             "%s (%d tunes)" % (r["agree"], r["tunes"]) if "agree" in r else ""))
+    for r in rows:
+        if r.get("disagreement"):
+            print("  M=%d: %s" % (r["M"], r["disagreement"]))
     wall = a_time.get("wall_s")
     tuned = sum(1 for r in rows if r["tuned_winner"])
     # Every bucket finished (the JSON has it) and the budget left no candidate out.
