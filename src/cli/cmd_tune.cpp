@@ -136,12 +136,12 @@ tuner::WorkerClient& worker_for(std::map<std::string, std::unique_ptr<tuner::Wor
 std::string tune_hash(TuneArgs const& args, core::RecipeShape const& shape,
                       std::string const& backend) {
   // Everything that changes a measurement; the store reads back only what matches it.
-  return tuner::hash_text(core::to_json_text(shape.problem, -1) + "|" +
-                          core::format_routing(shape.routing) + "|" + backend + "|" + shape.family +
-                          "|" + std::to_string(shape.family_version) + "|w" +
-                          std::to_string(args.warmup) + "|r" + std::to_string(args.reps) +
-                          (args.exhaustive ? "|exhaustive" : "") + "|protocol" +
-                          std::to_string(tuner::kProtocolVersion));
+  return tuner::hash_text(
+      core::to_json_text(shape.problem, -1) + "|" + core::format_routing(shape.routing) + "|" +
+      backend + "|" + shape.family + "|" + std::to_string(shape.family_version) + "|w" +
+      std::to_string(args.warmup) + "|r" + std::to_string(args.reps) +
+      (args.exhaustive ? "|exhaustive" : "") + "|protocol" +
+      std::to_string(tuner::kProtocolVersion) + "|search" + std::to_string(tuner::kSearchVersion));
 }
 
 ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index,

@@ -31,15 +31,15 @@
 //      finalists between passes is divided out (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
 //      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
-//      challengers tied with the fastest the earliest in search order wins (per GEMM: by where
-//      its GEMM1, then its GEMM2, first entered the search, which does not depend on which stage
-//      candidate won); the winner is checked again and must reproduce its digest; the other
+//      challengers tied with the fastest and themselves beating the incumbent so, the earliest
+//      in search order wins (per GEMM: by where its GEMM1, then its GEMM2, first entered the
+//      search, which does not depend on which stage candidate won); the winner is checked again and must reproduce its digest; the other
 //      finalists tied with the winner (neither beats the other so) are reported and stored with
 //      it (BucketResult::tied, decisions.tied);
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
 // Candidate indices (what --inject-fault names) follow creation order: anchors, stage 1 of each
-// group, stage 2 of each group, then the cross product's new pairs. Every
-// measurement is looked up in the store first (resume) and recorded after. `exhaustive` replaces
+// group, stage 2 of each group, then the cross product's new pairs. Every measurement is looked
+// up in the store first (resume) and recorded after. `exhaustive` replaces
 // halving by one full-reps round of every candidate and runs stage 2 for the best
 // kExhaustiveGemm1Top GEMM1 configs of each group (see SearchOptions).
 #pragma once
@@ -62,6 +62,11 @@
 #include "tuner/worker.hpp"
 
 namespace moetune::tuner {
+
+/// Bumped when what a store round holds changes (which reps, which order, which passes), so a
+/// store written by another search is not read back as this one's (it enters the tune hash).
+/// 2: final rounds of 4 passes (ABBA), halving rounds in a forward and a backward half.
+inline constexpr int kSearchVersion = 2;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
 /// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check

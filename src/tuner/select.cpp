@@ -94,8 +94,9 @@ std::array<int, 3> BucketSearch::search_order(CandidateResult const& c) const {
 
 /// Selection among the ok finalists: the incumbent stays unless the fastest challenger (the one
 /// reported) beats it beyond the intervals and the margin. The winner is then the earliest in
-/// search order among the challengers the fastest does not beat so (statistically tied with it):
-/// which of two equivalent configs wins does not depend on noise, so repeated tunes name the same.
+/// search order among the challengers the fastest does not beat so (statistically tied with it)
+/// and that beat the incumbent so themselves: which of two equivalent configs wins does not depend
+/// on noise, so repeated tunes name the same.
 void BucketSearch::decide(Candidates const& finalists) {
   Candidates ranked = ok_sorted_among(finalists);
   result_.ok = !ranked.empty();
@@ -108,10 +109,15 @@ void BucketSearch::decide(Candidates const& finalists) {
       break;
     }
   }
-  CandidateResult const* earliest = fastest;  // of the challengers tied with the fastest
+  // Of the challengers tied with the fastest, the earliest in search order that itself beats the
+  // incumbent (a row that replaces the incumbent must be measured faster than it: lint's
+  // tiny-M shadow rule reads time_us < default_us), else the fastest.
+  CandidateResult const* earliest = fastest;
   for (CandidateResult* c : ranked) {
     if (c->index != 0 && search_order(*c) < search_order(*earliest) &&
-        tuner::decide(c->stats, fastest->stats, options_.margin) != Verdict::kChallengerWins) {
+        tuner::decide(c->stats, fastest->stats, options_.margin) != Verdict::kChallengerWins &&
+        (inc.outcome != Outcome::kOk ||
+         tuner::decide(inc.stats, c->stats, options_.margin) == Verdict::kChallengerWins)) {
       earliest = c;
     }
   }
