@@ -33,7 +33,8 @@
 //      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
 //      challengers tied with the fastest and themselves beating the incumbent so, the earliest
 //      in search order wins (per GEMM: by where its GEMM1, then its GEMM2, first entered the
-//      search, which does not depend on which stage candidate won); the winner is checked again and must reproduce its digest; the other
+//      search, which does not depend on which stage candidate won); the winner is checked again
+//      and must reproduce its digest; the other
 //      finalists tied with the winner (neither beats the other so) are reported and stored with
 //      it (BucketResult::tied, decisions.tied);
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
