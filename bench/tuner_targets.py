@@ -55,18 +55,23 @@ def short(config_text):
     return a if a == b else a + "|" + b
 
 
-def decisions(path):
-    """bucket -> the last decision row of the store at `path` ({} when absent)."""
+def query(path, sql, args=()):
+    """The rows of `sql` on the store at `path`, opened read-only ([] when absent or unreadable)."""
     if not os.path.exists(path):
-        return {}
+        return []
     try:
         db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
         db.row_factory = sqlite3.Row
-        rows = db.execute("SELECT * FROM decisions ORDER BY id").fetchall()
+        rows = db.execute(sql, args).fetchall()
         db.close()
     except sqlite3.Error:
-        return {}
-    return {int(r["bucket"]): dict(r) for r in rows}
+        return []
+    return rows
+
+
+def decisions(path):
+    """bucket -> the last decision row of the store at `path` ({} when absent)."""
+    return {int(r["bucket"]): dict(r) for r in query(path, "SELECT * FROM decisions ORDER BY id")}
 
 
 def tied_of(decision):
@@ -78,15 +83,8 @@ def tied_of(decision):
 def final_medians(path):
     """bucket -> {short config: median of its final-round pass medians} from the store at `path`
     (rounds FINAL_ROUND .. FINAL_ROUND + 9: the main round's passes; repeats come after)."""
-    if not os.path.exists(path):
-        return {}
-    try:
-        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
-        rows = db.execute("SELECT bucket, config, median_us FROM measurements WHERE outcome = 'ok' "
-                          "AND round >= ? AND round < ?", (FINAL_ROUND, FINAL_ROUND + 10)).fetchall()
-        db.close()
-    except sqlite3.Error:
-        return {}
+    rows = query(path, "SELECT bucket, config, median_us FROM measurements WHERE outcome = 'ok' "
+                 "AND round >= ? AND round < ?", (FINAL_ROUND, FINAL_ROUND + 10))
     passes = {}
     for bucket, config, median_us in rows:
         passes.setdefault(int(bucket), {}).setdefault(short(config), []).append(median_us)
