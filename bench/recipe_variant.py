@@ -3,18 +3,23 @@
 more config fields set, everything else stays (the rows keep their old numbers, so re-time the
 variant before quoting it). This session's A/Bs (pingpong GEMM2, the cluster pair) were made so.
 
-usage: bench/recipe_variant.py RECIPE --set GEMM.FIELD=VALUE [--set ...]
+usage: bench/recipe_variant.py RECIPE (--set GEMM.FIELD=VALUE [--set ...] | --from-tables DIR)
                                [--where GEMM.FIELD=VALUE ...] [--shapes S2,S3] [--min-m M]
                                [--max-m M] > variant.json
   GEMM is gemm1, gemm2 or both; FIELD is tile.block_n, pipeline.num_warps, launch.schedule,
   launch.cluster_m, ... (the recipe's JSON names). Values are ints where they parse as ints.
   --shapes takes S1/S2/S3 (bench names) or recipe shape names.
+  --from-tables DIR: a matching row takes the whole config of the row with its M in the table of
+  DIR whose manifest key (E, K, I, top_k, activation) is the shape's (e.g. what `moetune tune
+  --out DIR` wrote), so tuned rows can be A/B'd against the pinned ones; rows the tables lack stay.
 Exit 2 on bad arguments or a field that does not exist; nothing is written then.
 e.g. bench/recipe_variant.py recipes/h200.json --set both.launch.cluster_m=2 \\
        --where both.launch.schedule=tma_ws --min-m 512 > /tmp/cluster2.json
 """
 import argparse
+import glob
 import json
+import os
 import sys
 
 BENCH_NAMES = {"S1": "nemotron-like-s1", "S2": "qwen3-30b-a3b-s2", "S3": "mixtral-8x7b-s3"}
@@ -44,17 +49,42 @@ def get(cfg, field, default=None):
     return cfg.get(field[0], {}).get(field[1], default)
 
 
+def table_rows(folder):
+    """(E, K, I, top_k, activation) -> {M: config} from every manifest in `folder`."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(folder, "*.moetune"))):
+        try:
+            man = json.load(open(path))
+            k = man["key"]
+            key = (k["num_experts"], k["hidden_size"], k["intermediate_size"], k["top_k"],
+                   k["activation"])
+            out[key] = {int(m): row["config"] for m, row in man["rows"].items()}
+        except (OSError, ValueError, KeyError) as e:
+            die("cannot read the manifest %s: %s" % (path, e))
+    if not out:
+        die("no table manifest (*.moetune) in %s" % folder)
+    return out
+
+
+def shape_key(shape):
+    p = shape.get("problem", {})
+    return (p.get("num_experts"), p.get("hidden_size"), p.get("intermediate_size"),
+            p.get("top_k"), p.get("activation"))
+
+
 def main():
     ap = argparse.ArgumentParser(add_help=True)
     ap.add_argument("recipe")
     ap.add_argument("--set", action="append", default=[], dest="sets")
+    ap.add_argument("--from-tables", default="")
     ap.add_argument("--where", action="append", default=[])
     ap.add_argument("--shapes", default="")
     ap.add_argument("--min-m", type=int, default=0)
     ap.add_argument("--max-m", type=int, default=1 << 62)
     a = ap.parse_args()
-    if not a.sets:
-        die("nothing to --set")
+    if not a.sets and not a.from_tables:
+        die("nothing to --set (or --from-tables)")
+    tables = table_rows(a.from_tables) if a.from_tables else {}
     sets = [parse_assign(s) for s in a.sets]
     wheres = [parse_assign(w) for w in a.where]
     try:
@@ -73,6 +103,11 @@ def main():
             if not all(get(cfg[g], f, "auto" if f == ["launch", "schedule"] else None) == v
                        for gs, f, v in wheres for g in gs):
                 continue
+            if a.from_tables:
+                tuned = tables.get(shape_key(shape), {}).get(int(m))
+                if tuned is None:
+                    continue
+                row["config"] = cfg = tuned
             for gs, f, v in sets:
                 for g in gs:
                     if f[0] not in cfg[g] and f[0] not in ("tile", "pipeline", "launch"):

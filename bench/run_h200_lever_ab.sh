@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One lever measured on the H200 in one device call: its GPU tests, then `moetune ab` of the
-# shipped tables with the lever at its default (on) against the same tables with it off, every
+# shipped tables with the lever forced on against the same tables with it forced off, every
 # shape of recipes/h200.json at AB_M, ROUNDS interleaved rounds of fresh processes. A bitwise lever
 # must give equal digests (--digests equal: a mismatch fails the A/B). Everything lands under $OUT
 # (lever_ab.log, gpu_tests.log and the A/B folder); the summary is printed last.
@@ -30,10 +30,10 @@ if [ -n "$TEST_FILTER" ]; then
   test_rc=$?
   echo "gpu tests ($TEST_FILTER) exit $test_rc after $(elapsed)" | tee -a "$log"
 fi
-echo "== ab: $LEVER on (default) vs off, M $AB_M, $ROUNDS rounds x $REPEATS repeats" | tee -a "$log"
+echo "== ab: $LEVER on vs off, M $AB_M, $ROUNDS rounds x $REPEATS repeats" | tee -a "$log"
 timeout -k 10 400 "$BIN/moetune" ab --backend cuda --recipe recipes/h200.json --m "$AB_M" \
   --repeats "$REPEATS" --warmup 3 --rounds "$ROUNDS" --cooldown 0.3 --digests equal \
-  --timeout-s 120 --arm on=tables:tables/NVIDIA_H200 \
+  --timeout-s 120 --arm on=tables:tables/NVIDIA_H200,levers:$LEVER=on \
   --arm off=tables:tables/NVIDIA_H200,levers:$LEVER=off --out "$OUT" >> "$log" 2>&1
 ab_rc=$?
 echo

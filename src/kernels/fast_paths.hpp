@@ -28,6 +28,10 @@ struct FastPaths {
   /// at most a third of L2 in all. Class bitwise: the same loads and arithmetic; only where the
   /// bytes come from changes. Off at every deployment: slower on the H200 (levers.json evidence).
   bool decode_l2_prefetch = false;
+  /// cuda: the tiny-M decode GEMM2 copies every w2 row it reads into shared memory (cp.async)
+  /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
+  /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
+  bool decode_w2_stage = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -43,6 +47,7 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.cpu_register_tiles, "cpu_register_tiles");
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
+  add(fp.decode_w2_stage, "decode_w2_stage");
   return out;
 }
 

@@ -16,6 +16,7 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"cpu_register_tiles", &FastPaths::cpu_register_tiles},
       {"pdl", &FastPaths::pdl},
       {"decode_l2_prefetch", &FastPaths::decode_l2_prefetch},
+      {"decode_w2_stage", &FastPaths::decode_w2_stage},
   };
   return table;
 }

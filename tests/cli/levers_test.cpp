@@ -84,7 +84,8 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "MOETUNE_LEVER_WGMMA_MAINLOP=off",
        "moetune levers: environment: MOETUNE_LEVER_WGMMA_MAINLOP is not a lever knob; expected "
        "one of MOETUNE_LEVER_ALIGN_MULTI_CTA, MOETUNE_LEVER_WGMMA_MAINLOOP, MOETUNE_LEVER_PDL, "
-       "MOETUNE_LEVER_DECODE_L2_PREFETCH, MOETUNE_LEVER_CPU_REGISTER_TILES (moetune levers "
+       "MOETUNE_LEVER_DECODE_L2_PREFETCH, MOETUNE_LEVER_DECODE_W2_STAGE, "
+       "MOETUNE_LEVER_CPU_REGISTER_TILES (moetune levers "
        "list); unset it; did you mean "
        "'MOETUNE_LEVER_WGMMA_MAINLOOP'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
@@ -104,11 +105,12 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
       {{"levers", "show", "wgmma"},
        "",
        "moetune levers: no lever 'wgmma' in builtin; expected one of align_multi_cta, "
-       "wgmma_mainloop, pdl, decode_l2_prefetch, cpu_register_tiles\n"},
+       "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, cpu_register_tiles\n"},
       {{"levers", "show", "pdll"},
        "",
        "moetune levers: no lever 'pdll' in builtin; expected one of align_multi_cta, "
-       "wgmma_mainloop, pdl, decode_l2_prefetch, cpu_register_tiles; did you mean 'pdl'?\n"},
+       "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, cpu_register_tiles; did you mean "
+       "'pdl'?\n"},
   };
   for (auto const& c : cases) {
     RunResult r = run(c.args, c.env);

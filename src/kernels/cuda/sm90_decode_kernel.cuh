@@ -11,10 +11,12 @@
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
 // [0, E) contribute nothing. Lever decode_l2_prefetch: GEMM2 starts the first bytes of its w2 rows
-// into L2 before it waits on GEMM1 (DecodeParams::prefetch_bytes). Knobs (sm90_gather_geometry.cpp
-// checks them): kBlockM pairs per pass, kBlockN columns per CTA, kWarps, kRows rows each warp
-// streams at once (pipeline.num_stages), kVec 16-byte vectors per lane per row and step (block_k /
-// 256). Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+// into L2 before it waits on GEMM1 (DecodeParams::prefetch_bytes). Lever decode_w2_stage: GEMM2
+// copies all its w2 rows into shared memory (cp.async) before it waits on GEMM1 and reads them
+// from there (DecodeParams::stage_w2); same loads into the same registers, same bits. Knobs
+// (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass, kBlockN columns per CTA, kWarps,
+// kRows rows each warp streams at once (pipeline.num_stages), kVec 16-byte vectors per lane per row
+// and step (block_k / 256). Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"
@@ -34,6 +36,7 @@ struct DecodeParams {
   int num_pairs;
   int num_experts;
   int prefetch_bytes;  // GEMM2, lever decode_l2_prefetch: bytes of each w2 row put in L2 early
+  int stage_w2;  // GEMM2, lever decode_w2_stage: 1 = the CTA's w2 rows staged in shared memory
 };
 
 /// 16-byte read-only load. kStream: weights, read once, so they skip L1; else activations (the
@@ -226,24 +229,43 @@ MOETUNE_DEVICE void decode_w2_lines(DecodeParams const& p, int t, int col0, Hint
   }
 }
 
-template <int kBlockN, int kWarps, int kRows, int kVec>
-__global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodeParams p) {
-  extern __shared__ float s_dot[];  // [top_k][kBlockN]
+/// 16-byte load from shared memory (a staged w2 vector).
+MOETUNE_DEVICE uint4 ld_shared_16(moe_u32 addr) {
+  uint4 r;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"(addr)
+               : "memory");  // after the cp.async wait and the barrier
+  return r;
+}
+
+/// Lever decode_w2_stage: every w2 row this CTA reads, item-major, into shared memory at `dst`
+/// (item i's row at dst + i * k_dim * 2), one cp.async group. Rows of invalid items are skipped
+/// (never read).
+template <int kBlockN, int kWarps>
+MOETUNE_DEVICE void decode_stage_w2(DecodeParams const& p, int t, int col0, moe_u32 dst) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
-  const int t = blockIdx.x;
-  const int col0 = blockIdx.y * kBlockN;
+  const int nvec = p.k_dim >> 3;
+  for (int item = warp; item < p.top_k * kBlockN; item += kWarps) {
+    const moe_bf16* row = decode_w2_row<kBlockN>(p, t, item, col0);
+    if (row == nullptr) continue;
+    for (int v = lane; v < nvec; v += 32) {
+      cp_async_16(dst + static_cast<moe_u32>((item * nvec + v) * 16), row + v * 8, 16);
+    }
+  }
+  cp_async_commit();
+}
+
+/// The dot products of GEMM2's items into s_dot; w2 vectors from global memory, or (kStaged) from
+/// the staged rows at `staged`. The same vectors in the same order either way: the same bits.
+template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec>
+MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot,
+                                      moe_u32 staged) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
   const int items = p.top_k * kBlockN;
   const int nvec = p.k_dim >> 3;
-  // w2 does not depend on GEMM1, so (lever decode_l2_prefetch) the start of each row this CTA
-  // reads goes into L2 while GEMM1 still runs. topk_ids are the layer's input: GEMM1 waited for
-  // the grid before it (which wrote them) before it let this grid launch. The host sets
-  // prefetch_bytes only when this launch follows GEMM1, and sizes it to a third of L2.
-  if (p.prefetch_bytes > 0) {
-    decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { prefetch_l2_evict_last(a); });
-  }
-  pdl_launch_dependents();
-  pdl_wait();  // h from GEMM1
   for (int it = warp; it < items; it += kWarps * kRows) {
     float acc[kRows];
     const moe_bf16* wrow[kRows];
@@ -267,8 +289,14 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          wv[r][j] =
-              (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
+          if (!(valid[r] && v < nvec)) {
+            wv[r][j] = make_uint4(0, 0, 0, 0);
+          } else if (kStaged) {
+            wv[r][j] =
+                ld_shared_16(staged + static_cast<moe_u32>(((it + r * kWarps) * nvec + v) * 16));
+          } else {
+            wv[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
+          }
         }
       }
 #pragma unroll
@@ -287,6 +315,33 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
       const int item = it + r * kWarps;
       if (lane == 0 && item < items) s_dot[item] = valid[r] ? v : 0.0f;
     }
+  }
+}
+
+template <int kBlockN, int kWarps, int kRows, int kVec>
+__global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodeParams p) {
+  // [top_k][kBlockN] fp32 dots, then (lever decode_w2_stage) the staged w2 rows, 16-byte aligned.
+  extern __shared__ __align__(16) float s_dot[];
+  const int t = blockIdx.x;
+  const int col0 = blockIdx.y * kBlockN;
+  const moe_u32 staged = smem_u32(s_dot) + static_cast<moe_u32>((p.top_k * kBlockN * 4 + 15) & ~15);
+  // w2 does not depend on GEMM1, so (levers decode_l2_prefetch, decode_w2_stage) the rows this CTA
+  // reads start moving while GEMM1 still runs. topk_ids are the layer's input: GEMM1 waited for
+  // the grid before it (which wrote them) before it let this grid launch. The host sets
+  // prefetch_bytes and stage_w2 only when this launch follows GEMM1, prefetch_bytes sized to a
+  // third of L2, stage_w2 only where the rows fit in shared memory.
+  if (p.prefetch_bytes > 0) {
+    decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { prefetch_l2_evict_last(a); });
+  }
+  if (p.stage_w2) decode_stage_w2<kBlockN, kWarps>(p, t, col0, staged);
+  pdl_launch_dependents();
+  pdl_wait();  // h from GEMM1
+  if (p.stage_w2) {
+    cp_async_wait<0>();
+    __syncthreads();  // every warp's copies landed
+    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
+  } else {
+    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
   }
   if (p.prefetch_bytes > 0) {  // read: the lines go back to normal priority
     decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { l2_evict_normal(a); });

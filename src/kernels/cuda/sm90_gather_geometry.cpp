@@ -93,6 +93,12 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
                               std::to_string(g.decode_smem) +
                               " bytes, over 48 KB; use a smaller block_n");
     }
+    // Lever decode_w2_stage: where the CTA's w2 rows and the dots fit in the opt-in shared memory
+    // of a CTA (227 KB on sm_90); elsewhere the lever leaves the launch as it is.
+    const int64_t rows = p.top_k * static_cast<int64_t>(g.block_n) * p.intermediate_size * 2;
+    if ((g.decode_smem + 15) / 16 * 16 + rows <= kSm90MaxSmemBytes) {
+      g.decode_stage_bytes = static_cast<int>(rows);
+    }
   }
   return g;
 }

@@ -40,6 +40,9 @@ struct GemmGeometry {
   /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
   int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
+  /// decode GEMM2, lever decode_w2_stage: bytes of the CTA's w2 rows (top_k x block_n x I bf16)
+  /// staged in shared memory after the partial dots; 0 where they do not fit (no staging).
+  int decode_stage_bytes = 0;
 
   /// Threads per CTA: the MMA warps (two warpgroups for pingpong), plus the producer warpgroup of
   /// schedules tma_ws and pingpong.
@@ -50,6 +53,8 @@ struct GemmGeometry {
     if (decode) return decode_smem;
     return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0);
   }
+  /// decode GEMM2 with its w2 rows staged: the partial dots, 16-byte aligned, then the rows.
+  int decode_staged_smem() const { return (decode_smem + 15) / 16 * 16 + decode_stage_bytes; }
   /// Persistent kernels launch at most one CTA per SM and loop over tiles.
   bool persistent() const { return mma == 2; }
   /// fp32 accumulator registers per thread.

@@ -49,6 +49,7 @@ struct DecodeParams {  // sm90_decode_kernel.cuh
   const float* topk_weights;
   int k_dim, n_dim, b_rows_per_expert, top_k, num_pairs, num_experts;
   int prefetch_bytes;
+  int stage_w2;
 };
 struct CombineParams {
   const void* y;
@@ -175,6 +176,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                       static_cast<int>(p.top_k),
                       pairs,
                       static_cast<int>(p.num_experts),
+                      0,
                       0};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(pairs),
@@ -183,17 +185,31 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
           launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream, fast_paths.pdl));
     }
     if (stages & kStageGemm2) {
-      DecodeParams dp{h, args.w2, args.out, args.topk_ids, args.topk_weights, n1, kd, kd,
-                      static_cast<int>(p.top_k), pairs, static_cast<int>(p.num_experts),
-                      // only right after this layer's GEMM1, which waited for topk_ids' writer
-                      fast_paths.decode_l2_prefetch && (stages & kStageGemm1)
-                          ? sm90_decode_prefetch_bytes(p)
-                          : 0};
+      // Both levers read topk_ids before the grid dependency wait: only right after this layer's
+      // GEMM1, which waited for topk_ids' writer.
+      const bool after_gemm1 = (stages & kStageGemm1) != 0;
+      const bool stage_w2 =
+          fast_paths.decode_w2_stage && after_gemm1 && k.g2.decode_stage_bytes > 0;
+      DecodeParams dp{
+          h,
+          args.w2,
+          args.out,
+          args.topk_ids,
+          args.topk_weights,
+          n1,
+          kd,
+          kd,
+          static_cast<int>(p.top_k),
+          pairs,
+          static_cast<int>(p.num_experts),
+          fast_paths.decode_l2_prefetch && after_gemm1 ? sm90_decode_prefetch_bytes(p) : 0,
+          stage_w2 ? 1 : 0};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(p.num_tokens),
                       static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
+      const int smem = stage_w2 ? k.g2.decode_staged_smem() : k.g2.smem_bytes();
       MOETUNE_CUDA_CHECK(launch(k.gemm2, grid, dim3(k.g2.threads()), params,
-                                static_cast<size_t>(k.g2.smem_bytes()), stream, fast_paths.pdl));
+                                static_cast<size_t>(smem), stream, fast_paths.pdl));
     }
     return core::Status::Ok();
   }

@@ -48,9 +48,9 @@ core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
 /// Every field of a GEMM's geometry, for the cache key.
 std::string geometry_key(GemmGeometry const& g) {
   std::string key;
-  for (int v :
-       {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m, int(g.gated),
-        g.mma, int(g.pingpong), g.cluster_m, int(g.decode), g.split_k, g.decode_smem}) {
+  for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
+                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, int(g.decode), g.split_k,
+                g.decode_smem, g.decode_stage_bytes}) {
     key += std::to_string(v) + ",";
   }
   return key + ";";
@@ -174,7 +174,9 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
   if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
-  MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm2, k->g2.smem_bytes()));
+  // decode GEMM2: room for its staged w2 rows too (lever decode_w2_stage, chosen at launch).
+  MOETUNE_RETURN_IF_ERROR(
+      allow_dynamic_smem(k->gemm2, k->g2.decode ? k->g2.decode_staged_smem() : k->g2.smem_bytes()));
   MOETUNE_RETURN_IF_ERROR(cap_clusters(*k));
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);

@@ -10,6 +10,7 @@
 #include "kernels/cpu/reference.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_testbed.hpp"
+#include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda_factory.hpp"
 
@@ -470,6 +471,37 @@ TEST_F(Sm90Gather, DecodeL2PrefetchLeverGivesTheBitsOfItsOffPath) {
       tb_->set_fast_paths({.decode_l2_prefetch = false});
       auto off = tb_->check(cfg);
       tb_->set_fast_paths({.pdl = false, .decode_l2_prefetch = true});
+      auto no_pdl = tb_->check(cfg);
+      tb_->set_fast_paths({});
+      ASSERT_TRUE(on.ok() && off.ok() && no_pdl.ok());
+      EXPECT_EQ(on->digest, off->digest) << core::to_string(p);
+      EXPECT_EQ(on->digest, no_pdl->digest) << core::to_string(p);
+      EXPECT_LE(on->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+    }
+  }
+}
+
+// Lever evidence: decode_w2_stage is bitwise, and the launches it covers do stage (their rows fit).
+TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
+  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    shape(60, 512, 256, 6, Activation::kRelu2)}) {
+    for (int64_t m : {1, 3, 4}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 90 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
+      auto cfg = tb_->backend().default_config(p);
+      ASSERT_TRUE(cfg.gemm2.launch.swap_ab) << core::short_string(cfg) << " " << core::to_string(p);
+      auto g2 = gemm_geometry(p, cfg.gemm2, false);
+      ASSERT_TRUE(g2.ok());
+      EXPECT_GT(g2->decode_stage_bytes, 0) << core::to_string(p);
+      tb_->set_fast_paths({.decode_w2_stage = true});
+      auto on = tb_->check(cfg);
+      tb_->set_fast_paths({.decode_w2_stage = false});
+      auto off = tb_->check(cfg);
+      tb_->set_fast_paths({.pdl = false, .decode_w2_stage = true});
       auto no_pdl = tb_->check(cfg);
       tb_->set_fast_paths({});
       ASSERT_TRUE(on.ok() && off.ok() && no_pdl.ok());
