@@ -12,6 +12,9 @@ usage: bench/recipe_variant.py RECIPE (--set GEMM.FIELD=VALUE [--set ...] | --fr
   --from-tables DIR: a matching row takes the whole config of the row with its M in the table of
   DIR whose manifest key (E, K, I, top_k, activation) is the shape's (e.g. what `moetune tune
   --out DIR` wrote), so tuned rows can be A/B'd against the pinned ones; rows the tables lack stay.
+  --list-changed: instead of the recipe, print the rows whose config differs from the pinned one
+  (unset fields at their defaults) as "SHAPES MS" (e.g. "S2,S3 128,1024"), for
+  bench/run_h200_recipe_ab.sh's --shapes and --m; "none" when no row differs.
 Exit 2 on bad arguments or a field that does not exist; nothing is written then.
 e.g. bench/recipe_variant.py recipes/h200.json --set both.launch.cluster_m=2 \\
        --where both.launch.schedule=tma_ws --min-m 512 > /tmp/cluster2.json
@@ -23,6 +26,10 @@ import os
 import sys
 
 BENCH_NAMES = {"S1": "nemotron-like-s1", "S2": "qwen3-30b-a3b-s2", "S3": "mixtral-8x7b-s3"}
+# Fields a config may leave out, at the values they then take (src/core/config.hpp).
+FIELD_DEFAULTS = {"pipeline": {"split_k": 1},
+                  "launch": {"swap_ab": False, "cluster_m": 1, "cluster_n": 1, "schedule": "auto",
+                             "num_threads": 0}}
 
 
 def die(msg):
@@ -66,6 +73,17 @@ def table_rows(folder):
     return out
 
 
+def normalized(cfg):
+    """A config with every omitted field at its default, for comparing two spellings."""
+    out = {}
+    for gemm, sections in cfg.items():
+        out[gemm] = {sec: dict(FIELD_DEFAULTS.get(sec, {}), **fields)
+                     for sec, fields in sections.items()}
+        for sec, fields in FIELD_DEFAULTS.items():
+            out[gemm].setdefault(sec, dict(fields))
+    return out
+
+
 def shape_key(shape):
     p = shape.get("problem", {})
     return (p.get("num_experts"), p.get("hidden_size"), p.get("intermediate_size"),
@@ -77,6 +95,7 @@ def main():
     ap.add_argument("recipe")
     ap.add_argument("--set", action="append", default=[], dest="sets")
     ap.add_argument("--from-tables", default="")
+    ap.add_argument("--list-changed", action="store_true")
     ap.add_argument("--where", action="append", default=[])
     ap.add_argument("--shapes", default="")
     ap.add_argument("--min-m", type=int, default=0)
@@ -93,6 +112,8 @@ def main():
         die("cannot read %s: %s" % (a.recipe, e))
     shapes = {BENCH_NAMES.get(s, s) for s in a.shapes.split(",") if s}
     changed = 0
+    differ = []  # (bench or recipe shape name, M) of rows whose config now differs
+    short_names = {v: k for k, v in BENCH_NAMES.items()}
     for shape in recipe.get("shapes", []):
         if shapes and shape.get("name") not in shapes:
             continue
@@ -100,6 +121,7 @@ def main():
             if not a.min_m <= int(m) <= a.max_m:
                 continue
             cfg = row["config"]
+            before = normalized(cfg)
             if not all(get(cfg[g], f, "auto" if f == ["launch", "schedule"] else None) == v
                        for gs, f, v in wheres for g in gs):
                 continue
@@ -114,9 +136,18 @@ def main():
                         die("no section '%s' in %s's config" % (f[0], g))
                     cfg[g].setdefault(f[0], {})[f[1]] = v
             changed += 1
+            if normalized(cfg) != before:
+                differ.append((short_names.get(shape.get("name"), shape.get("name")), int(m)))
     if changed == 0:
         die("no pinned row matched (shapes %s, M %d..%d, where %s)"
             % (",".join(sorted(shapes)) or "all", a.min_m, a.max_m, a.where))
+    if a.list_changed:
+        if not differ:
+            print("none")
+        else:
+            print(",".join(sorted({s for s, _ in differ})),
+                  ",".join(str(m) for m in sorted({m for _, m in differ})))
+        return
     json.dump(recipe, sys.stdout, indent=2)
     print()
     print("recipe_variant: %d rows changed" % changed, file=sys.stderr)
