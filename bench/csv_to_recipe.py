@@ -4,7 +4,9 @@ rows are the measured winners, each with the measurement behind it. Then
 `moetune materialize --recipe recipes/h200.json --out tables/NVIDIA_H200` writes the tables
 without a GPU, and `moetune check` keeps them honest.
 
-usage: bench/csv_to_recipe.py CSV [CSV...] > recipes/h200.json
+usage: bench/csv_to_recipe.py [--command "DEVICE COMMAND"] CSV [CSV...] > recipes/h200.json
+--command: the device command that wrote the CSV, as each row's source records it (default: the
+recipe re-time `bash bench/run_h200.sh --recipe recipes/h200.json`); the conversion is appended.
 With several CSVs (e.g. a sweep per schedule), each point takes the fastest row among them; re-time
 that recipe in one run (bench/run_h200.sh --recipe) and convert the re-time CSV alone, so every
 pinned number comes from one run.
@@ -44,8 +46,16 @@ def kernel_config(short):
 
 
 def main():
+    args = sys.argv[1:]
+    command = "bash bench/run_h200.sh --recipe recipes/h200.json"
+    if args[:1] == ["--command"]:
+        if len(args) < 2:
+            sys.exit("csv_to_recipe: --command needs the device command")
+        command, args = args[1], args[2:]
+    if not args:
+        sys.exit("usage: bench/csv_to_recipe.py [--command CMD] CSV [CSV...] > recipe.json")
     best = {}
-    for path in sys.argv[1:]:
+    for path in args:
         for r in csv.DictReader(open(path)):
             r["_csv"] = path
             key = (r["shape"], int(r["M"]))
@@ -87,7 +97,8 @@ def main():
             "source": {
                 "kind": "measured", "date": r["date"], "device": r["device"],
                 "protocol": ("moetune_sm90_bench (bench/run_h200.sh) at commit " + r["commit"] +
-                             ": per-GEMM sweep, then CUDA graph replay with a 256 MiB L2 flush "
+                             ": the configs the command names (a per-GEMM sweep, or a recipe's "
+                             "rows), each timed with CUDA graph replay with a 256 MiB L2 flush "
                              "before each replay, 3 warm-ups, median of clamp(30 ms / t, 10, 200); "
                              "uniform routing seeded by M; checked against the fp32 GPU reference"),
                 "numbers": dict({"time_us": time_us, "floor_us": float(r["floor_us"]),
@@ -95,8 +106,7 @@ def main():
                                  "rel_err": float(r["rel_err"]),
                                  "sm_clock_mhz": float(r["sm_clock_mhz"])}, **numbers_extra),
                 "digest": r["digest"],
-                "command": "bash bench/run_h200.sh --recipe recipes/h200.json (device), then "
-                           "bench/csv_to_recipe.py " + r["_csv"],
+                "command": command + " (device), then bench/csv_to_recipe.py " + r["_csv"],
             }}
     recipe = {"recipe_version": 1, "name": "h200-bf16", "shapes": list(shapes.values())}
     json.dump(recipe, sys.stdout, indent=2)

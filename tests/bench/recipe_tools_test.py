@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The bench's recipe tools against the shipped H200 recipe, tables and CSV (ctest runs this from
+the source tree): bench/csv_to_recipe.py must turn the CSV a pinned row names back into
+recipes/h200.json, and bench/recipe_variant.py --from-tables must see no change between the
+recipe and its own tables. Each check has a twin that corrupts one value and must be caught."""
+import csv
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RECIPE = os.path.join(ROOT, "recipes", "h200.json")
+TABLES = os.path.join(ROOT, "tables", "NVIDIA_H200")
+SEP = " (device), then bench/csv_to_recipe.py "
+
+
+def run(*args):
+    return subprocess.run([sys.executable] + list(args), cwd=ROOT, capture_output=True, text=True)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def shipped_command_and_csv():
+    """The device command and the CSV the shipped rows record (one CSV for all of them)."""
+    recipe = load(RECIPE)
+    sources = {row["source"]["command"] for shape in recipe["shapes"]
+               for row in shape["pinned_rows"].values()}
+    assert len(sources) == 1, "the pinned rows name several commands: %s" % sorted(sources)
+    command, csv_path = sources.pop().split(SEP)
+    return recipe, command, csv_path
+
+
+class CsvToRecipe(unittest.TestCase):
+    def test_the_shipped_recipe_is_what_csv_to_recipe_makes_of_its_csv(self):
+        recipe, command, csv_path = shipped_command_and_csv()
+        r = run("bench/csv_to_recipe.py", "--command", command, csv_path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout), recipe)
+
+    def test_one_changed_time_in_the_csv_changes_that_row(self):
+        recipe, command, csv_path = shipped_command_and_csv()
+        with open(os.path.join(ROOT, csv_path), newline="") as f:
+            rows = list(csv.DictReader(f))
+        victim = next(r for r in rows if r["shape"] == "S2" and r["M"] == "1024")
+        victim["time_us"] = str(float(victim["time_us"]) * 0.5)  # now faster than its default
+        with tempfile.TemporaryDirectory() as tmp:
+            bad = os.path.join(tmp, "bad.csv")
+            with open(bad, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+                w.writeheader()
+                w.writerows(rows)
+            r = run("bench/csv_to_recipe.py", "--command", command, bad)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        made = json.loads(r.stdout)
+        s2 = lambda rec: next(s for s in rec["shapes"] if s["name"] == "qwen3-30b-a3b-s2")
+        self.assertNotEqual(s2(made)["pinned_rows"]["1024"]["source"]["numbers"]["time_us"],
+                            s2(recipe)["pinned_rows"]["1024"]["source"]["numbers"]["time_us"])
+        self.assertEqual(s2(made)["pinned_rows"]["512"]["source"]["numbers"],
+                         s2(recipe)["pinned_rows"]["512"]["source"]["numbers"])
+
+
+class RecipeVariantFromTables(unittest.TestCase):
+    def test_the_shipped_tables_change_no_pinned_row(self):
+        r = run("bench/recipe_variant.py", RECIPE, "--from-tables", TABLES, "--list-changed")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "none")
+
+    def test_a_table_row_with_another_block_n_is_listed_with_its_shape_and_m(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in glob.glob(os.path.join(TABLES, "*")):
+                shutil.copy(path, tmp)
+            manifest = glob.glob(os.path.join(tmp, "E=128,N=768,*.moetune"))[0]
+            man = load(manifest)
+            cfg = man["rows"]["1024"]["config"]["gemm2"]["tile"]
+            cfg["block_n"] = 64 if cfg["block_n"] != 64 else 128
+            with open(manifest, "w") as f:
+                json.dump(man, f)
+            r = run("bench/recipe_variant.py", RECIPE, "--from-tables", tmp, "--list-changed")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), "S2 1024")
+            v = run("bench/recipe_variant.py", RECIPE, "--from-tables", tmp)
+        self.assertEqual(v.returncode, 0, v.stderr)
+        variant = json.loads(v.stdout)
+        s2 = next(s for s in variant["shapes"] if s["name"] == "qwen3-30b-a3b-s2")
+        self.assertEqual(s2["pinned_rows"]["1024"]["config"]["gemm2"]["tile"]["block_n"],
+                         cfg["block_n"])
+
+    def test_a_folder_without_manifests_is_exit_2_with_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            r = run("bench/recipe_variant.py", RECIPE, "--from-tables", tmp)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stdout, "")
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn("no table manifest", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
