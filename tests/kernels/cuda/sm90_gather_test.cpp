@@ -452,8 +452,13 @@ TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
   }
 }
 
-// Lever evidence: decode_l2_prefetch is bitwise, and the launches it covers do prefetch.
-TEST_F(Sm90Gather, DecodeL2PrefetchLeverGivesTheBitsOfItsOffPath) {
+// Lever evidence for a decode (swap_ab) fast path: on S2, S1 and a small odd shape at M = 1, 3, 4
+// the decode default gives the same digest with the lever `on` as with every lever at its default
+// (off), and as with the lever on and pdl off; `takes_lever` asserts the launch would take it
+// there.
+template <typename TakesLever>
+void expect_decode_lever_keeps_the_bits(CudaTestbed& tb, FastPaths on, uint64_t seed,
+                                        TakesLever takes_lever) {
   for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
                     shape(128, 2688, 1856, 6, Activation::kRelu2),
                     shape(60, 512, 256, 6, Activation::kRelu2)}) {
@@ -461,55 +466,44 @@ TEST_F(Sm90Gather, DecodeL2PrefetchLeverGivesTheBitsOfItsOffPath) {
       MoeProblem p = base;
       p.num_tokens = m;
       core::RoutingProfile r;
-      r.seed = 70 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
-      auto cfg = tb_->backend().default_config(p);
-      ASSERT_TRUE(cfg.gemm1.launch.swap_ab) << core::short_string(cfg) << " " << core::to_string(p);
-      EXPECT_GE(sm90_decode_prefetch_bytes(p), 128) << core::to_string(p);
-      tb_->set_fast_paths({.decode_l2_prefetch = true});
-      auto on = tb_->check(cfg);
-      tb_->set_fast_paths({.decode_l2_prefetch = false});
-      auto off = tb_->check(cfg);
-      tb_->set_fast_paths({.pdl = false, .decode_l2_prefetch = true});
-      auto no_pdl = tb_->check(cfg);
-      tb_->set_fast_paths({});
-      ASSERT_TRUE(on.ok() && off.ok() && no_pdl.ok());
-      EXPECT_EQ(on->digest, off->digest) << core::to_string(p);
-      EXPECT_EQ(on->digest, no_pdl->digest) << core::to_string(p);
-      EXPECT_LE(on->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
+      r.seed = seed + m;
+      ASSERT_TRUE(tb.prepare(p, r, m).ok());
+      auto cfg = tb.backend().default_config(p);
+      ASSERT_TRUE(cfg.gemm2.launch.swap_ab) << core::short_string(cfg) << " " << core::to_string(p);
+      takes_lever(p, cfg);
+      tb.set_fast_paths(on);
+      auto lever = tb.check(cfg);
+      tb.set_fast_paths({});
+      auto off = tb.check(cfg);
+      FastPaths no_pdl = on;
+      no_pdl.pdl = false;
+      tb.set_fast_paths(no_pdl);
+      auto lever_no_pdl = tb.check(cfg);
+      tb.set_fast_paths({});
+      ASSERT_TRUE(lever.ok() && off.ok() && lever_no_pdl.ok());
+      EXPECT_EQ(lever->digest, off->digest) << core::to_string(p);
+      EXPECT_EQ(lever->digest, lever_no_pdl->digest) << core::to_string(p);
+      EXPECT_LE(lever->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
     }
   }
 }
 
-// Lever evidence: decode_w2_stage is bitwise, and the launches it covers do stage (their rows fit).
+// decode_l2_prefetch is bitwise, and the launches it covers do prefetch.
+TEST_F(Sm90Gather, DecodeL2PrefetchLeverGivesTheBitsOfItsOffPath) {
+  expect_decode_lever_keeps_the_bits(
+      *tb_, {.decode_l2_prefetch = true}, 70, [](MoeProblem const& p, MoeConfig const&) {
+        EXPECT_GE(sm90_decode_prefetch_bytes(p), 128) << core::to_string(p);
+      });
+}
+
+// decode_w2_stage is bitwise, and the launches it covers do stage (their rows fit).
 TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
-  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(60, 512, 256, 6, Activation::kRelu2)}) {
-    for (int64_t m : {1, 3, 4}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = 90 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
-      auto cfg = tb_->backend().default_config(p);
-      ASSERT_TRUE(cfg.gemm2.launch.swap_ab) << core::short_string(cfg) << " " << core::to_string(p);
-      auto g2 = gemm_geometry(p, cfg.gemm2, false);
-      ASSERT_TRUE(g2.ok());
-      EXPECT_GT(g2->decode_stage_bytes, 0) << core::to_string(p);
-      tb_->set_fast_paths({.decode_w2_stage = true});
-      auto on = tb_->check(cfg);
-      tb_->set_fast_paths({.decode_w2_stage = false});
-      auto off = tb_->check(cfg);
-      tb_->set_fast_paths({.pdl = false, .decode_w2_stage = true});
-      auto no_pdl = tb_->check(cfg);
-      tb_->set_fast_paths({});
-      ASSERT_TRUE(on.ok() && off.ok() && no_pdl.ok());
-      EXPECT_EQ(on->digest, off->digest) << core::to_string(p);
-      EXPECT_EQ(on->digest, no_pdl->digest) << core::to_string(p);
-      EXPECT_LE(on->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
-    }
-  }
+  expect_decode_lever_keeps_the_bits(*tb_, {.decode_w2_stage = true}, 90,
+                                     [](MoeProblem const& p, MoeConfig const& cfg) {
+                                       auto g2 = gemm_geometry(p, cfg.gemm2, false);
+                                       ASSERT_TRUE(g2.ok());
+                                       EXPECT_GT(g2->decode_stage_bytes, 0) << core::to_string(p);
+                                     });
 }
 
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
