@@ -67,7 +67,8 @@ namespace moetune::tuner {
 /// Bumped when what a store round holds changes (which reps, which order, which passes), so a
 /// store written by another search is not read back as this one's (it enters the tune hash).
 /// 2: final rounds of 4 passes (ABBA), halving rounds in a forward and a backward half.
-inline constexpr int kSearchVersion = 2;
+/// 3: a halving round also keeps the candidates tied with its cut line (halving_keep).
+inline constexpr int kSearchVersion = 3;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
 /// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check

@@ -274,6 +274,16 @@ core::Result<Candidates> BucketSearch::run_per_gemm() {
   return finalists;
 }
 
+namespace {
+/// The stats of `set`, in its order (for halving_keep).
+std::vector<TimingStats> stats_in_order(Candidates const& set) {
+  std::vector<TimingStats> out;
+  out.reserve(set.size());
+  for (CandidateResult const* c : set) out.push_back(c->stats);
+  return out;
+}
+}  // namespace
+
 /// Joint search: halving over `pool` down to final_keep (the incumbent kept while ok).
 core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
   Candidates alive = ok_sorted_among(std::move(pool));
@@ -285,8 +295,11 @@ core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
   int reps = options_.first_reps;
   for (int round = 1; alive.size() > final_keep + 1; ++round) {
     if (Clock::now() >= options_.deadline) break;
+    // The best third, and those the cut line does not beat (halving_keep), at most half as many
+    // again; two fewer than alive, so a round shrinks it even when the incumbent is added back.
     size_t const keep = std::max(final_keep, (alive.size() + 2) / 3);
-    alive = keep_best(alive, keep);
+    size_t const most = std::max(keep, std::min(keep + (keep + 1) / 2, alive.size() - 2));
+    alive = keep_best(alive, halving_keep(stats_in_order(alive), keep, most, options_.margin));
     reps = std::min(reps * 3, std::max(options_.final_reps, options_.first_reps));
     MOETUNE_RETURN_IF_ERROR(time_round(alive, round, reps));
     alive = ok_sorted_among(alive);
@@ -296,7 +309,8 @@ core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
 }
 
 /// One per-GEMM stage's winner, its fastest: halving over the ok candidates of `pool` (the best
-/// third, at least two, re-timed with 3x the reps) until two were compared at the full reps;
+/// third, at least two, plus those tied with the cut line, re-timed with 3x the reps) until two
+/// were compared at the full reps;
 /// nullptr when none passed. Exhaustive: one round of all of them at final_reps. `tied` (when
 /// given) gets the stage's near ties (stage_ties), which join the final round with it: which of
 /// two equivalent configs a stage names depends on noise, so the choice among them is left to
@@ -320,7 +334,11 @@ core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool
   int reps = options_.first_reps;
   for (int r = 1; !options_.exhaustive && alive.size() > 1; ++r) {
     if (Clock::now() >= options_.deadline) break;
-    alive.resize(std::min(alive.size(), std::max<size_t>(2, (alive.size() + 2) / 3)));
+    // The best third (at least two), and those the cut line does not beat (halving_keep), at
+    // most half as many again and one fewer than alive, so every round shrinks it.
+    size_t const keep = std::max<size_t>(2, (alive.size() + 2) / 3);
+    size_t const most = std::min(keep + (keep + 1) / 2, std::max<size_t>(alive.size(), 1) - 1);
+    alive.resize(halving_keep(stats_in_order(alive), keep, most, options_.margin));
     reps = std::min(reps * 3, cap);
     MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(r), reps));
     alive = ok_sorted_among(alive);

@@ -104,6 +104,16 @@ Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, doub
   return Verdict::kTie;
 }
 
+size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap,
+                    double margin) {
+  size_t n = std::min(keep, ranked.size());
+  cap = std::min(std::max(cap, n), ranked.size());
+  while (n > 0 && n < cap && decide(ranked[n], ranked[n - 1], margin) != Verdict::kChallengerWins) {
+    ++n;
+  }
+  return n;
+}
+
 double speedup_margin(double incumbent_us, double challenger_us) {
   if (incumbent_us <= 0) return 0;
   return (incumbent_us - challenger_us) / incumbent_us;

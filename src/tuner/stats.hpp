@@ -2,6 +2,7 @@
 // the median, and the incumbent rule (a challenger wins only beyond both intervals and a margin).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -48,6 +49,13 @@ std::string_view to_string(Verdict v);  ///< "incumbent_faster", "challenger_win
 /// The incumbent rule. `margin` is a fraction (0.01 = the challenger's whole interval must sit 1%
 /// below the incumbent's).
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin);
+
+/// Successive halving's cut over `ranked` (fastest median first): the first `keep` survive, and so
+/// does each next one that the last survivor does not beat by `decide` (beyond both intervals and
+/// `margin`), up to `cap` in all (at least `keep`, at most ranked.size()). A candidate tied with
+/// the cut line is then not dropped on noise: on the H200 (99e77cf's stores) a fifth tune dropped
+/// the config four tunes named at M = 4 and 16 where its median equalled the last survivor's.
+size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap, double margin);
 
 /// (incumbent - challenger) / incumbent of the medians: 0.05 = the challenger is 5% faster.
 double speedup_margin(double incumbent_us, double challenger_us);

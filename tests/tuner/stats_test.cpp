@@ -53,6 +53,21 @@ TEST(Stats, OverlappingIntervalsAreATieAndASlowerChallengerLoses) {
   EXPECT_EQ(to_string(Verdict::kTie), "tie");
 }
 
+TEST(Stats, HalvingKeepsWhatTheCutLineDoesNotBeatUpToTheCap) {
+  // Fastest first; the cut after two: the third is tied with the second (same median), the fourth
+  // is beaten by the third beyond both intervals and the 1% margin.
+  std::vector<TimingStats> const ranked = {stats(100, 99, 101), stats(110, 109, 111),
+                                           stats(110, 109, 111), stats(130, 129, 131),
+                                           stats(131, 130, 132)};
+  EXPECT_EQ(halving_keep(ranked, 2, 5, 0.01), 3u);
+  EXPECT_EQ(halving_keep(ranked, 2, 2, 0.01), 2u);  // the cap binds
+  EXPECT_EQ(halving_keep(ranked, 9, 9, 0.01), 5u);  // never past the list
+  // Negative twin: the third 3% slower with tight intervals is beaten, so it goes.
+  std::vector<TimingStats> beaten = ranked;
+  beaten[2] = stats(113.3, 113, 113.6);
+  EXPECT_EQ(halving_keep(beaten, 2, 5, 0.01), 2u);
+}
+
 TEST(Stats, SpeedupMarginIsRelativeToTheIncumbent) {
   EXPECT_DOUBLE_EQ(speedup_margin(100, 90), 0.1);
   EXPECT_DOUBLE_EQ(speedup_margin(0, 90), 0);
