@@ -54,7 +54,7 @@ Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, doub
 /// does each next one that the last survivor does not beat by `decide` (beyond both intervals and
 /// `margin`), up to `cap` in all (at least `keep`, at most ranked.size()). A candidate tied with
 /// the cut line is then not dropped on noise: on the H200 (99e77cf's stores) a fifth tune dropped
-/// the config four tunes named at M = 4 and 16 where its median equalled the last survivor's.
+/// the config four tunes named at M = 4 where its median equalled the last survivor's.
 size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap, double margin);
 
 /// (incumbent - challenger) / incumbent of the medians: 0.05 = the challenger is 5% faster.
