@@ -335,7 +335,7 @@ core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool
   for (int r = 1; !options_.exhaustive && alive.size() > 1; ++r) {
     if (Clock::now() >= options_.deadline) break;
     // The best third (at least two), and those the cut line does not beat (halving_keep), at
-    // most half as many again and one fewer than alive, so every round shrinks it.
+    // most half as many again and one fewer than alive, so a round of three or more shrinks it.
     size_t const keep = std::max<size_t>(2, (alive.size() + 2) / 3);
     size_t const most = std::min(keep + (keep + 1) / 2, std::max<size_t>(alive.size(), 1) - 1);
     alive.resize(halving_keep(stats_in_order(alive), keep, most, options_.margin));
