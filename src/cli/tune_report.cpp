@@ -113,13 +113,15 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
   s.date = tuner::utc_now().substr(0, 10);
   s.device = info.device;
   std::ostringstream protocol;
-  protocol << "moetune-tune-v4: worker process, check vs fp64 reference, ";
+  protocol << "moetune-tune-v5: worker process, check vs fp64 reference, ";
   if (r.per_gemm) {
     protocol << "per GEMM per block_m (GEMM1 with GEMM2 at a base, then GEMM2 with GEMM1 at the "
              << "fastest; whole-layer timing), ";
   }
   protocol << (info.exhaustive ? "exhaustive (no halving, every candidate at full reps)"
-                               : "successive halving (x3 reps per round)")
+                               : "successive halving (x3 reps per round; the best third "
+                                 "and those the cut line does not beat beyond the CI by the "
+                                 "margin, at most half as many again)")
            << ", finalists: incumbent + "
            << (r.per_gemm ? "per block_m the cross product of each stage's fastest and up to " +
                                 std::to_string(tuner::kStageTiesCarried) +
