@@ -125,15 +125,11 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
 }  // namespace
 
 // A third of L2 for GEMM2's early rows leaves the rest to GEMM1's stream, which runs meanwhile.
-int sm90_decode_prefetch_bytes(core::MoeProblem const& p) {
-  int device = 0, l2 = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device) != cudaSuccess || l2 <= 0) {
-    return 0;
-  }
+int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
+  if (l2_bytes <= 0) return 0;
   const int64_t rows = core::num_pairs(p) * p.hidden_size;
   const int64_t row_bytes = 2 * p.intermediate_size;
-  const int64_t per_row = std::min(row_bytes, int64_t(l2) / 3 / std::max<int64_t>(rows, 1));
+  const int64_t per_row = std::min(row_bytes, int64_t(l2_bytes) / 3 / std::max<int64_t>(rows, 1));
   return static_cast<int>(per_row / 128 * 128);
 }
 
@@ -190,20 +186,21 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
       const bool after_gemm1 = (stages & kStageGemm1) != 0;
       const bool stage_w2 =
           fast_paths.decode_w2_stage && after_gemm1 && k.g2.decode_stage_bytes > 0;
-      DecodeParams dp{
-          h,
-          args.w2,
-          args.out,
-          args.topk_ids,
-          args.topk_weights,
-          n1,
-          kd,
-          kd,
-          static_cast<int>(p.top_k),
-          pairs,
-          static_cast<int>(p.num_experts),
-          fast_paths.decode_l2_prefetch && after_gemm1 ? sm90_decode_prefetch_bytes(p) : 0,
-          stage_w2 ? 1 : 0};
+      DecodeParams dp{h,
+                      args.w2,
+                      args.out,
+                      args.topk_ids,
+                      args.topk_weights,
+                      n1,
+                      kd,
+                      kd,
+                      static_cast<int>(p.top_k),
+                      pairs,
+                      static_cast<int>(p.num_experts),
+                      fast_paths.decode_l2_prefetch && after_gemm1
+                          ? sm90_decode_prefetch_bytes(p, k.l2_bytes)
+                          : 0,
+                      stage_w2 ? 1 : 0};
       void* params[] = {&dp};
       const dim3 grid(static_cast<unsigned>(p.num_tokens),
                       static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));

@@ -45,9 +45,10 @@ enum StageMask : unsigned {
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c);
 
 /// Lever decode_l2_prefetch: bytes at the start of each w2 row the decode GEMM2 puts into L2
-/// before it waits on GEMM1 (on the current device): all its rows (pairs x K) together at most a
-/// third of L2, whole 128-byte lines, at most the row; 0 when under one line or L2 is unknown.
-int sm90_decode_prefetch_bytes(core::MoeProblem const& p);
+/// before it waits on GEMM1, for a device with `l2_bytes` of L2 (Sm90GatherKernels::l2_bytes,
+/// queried once at load): all its rows (pairs x K) together at most a third of L2, whole 128-byte
+/// lines, at most the row; 0 when under one line or L2 is unknown.
+int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes);
 
 /// Launches the layer for M = p.num_tokens. M == 0 launches nothing.
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,

@@ -173,6 +173,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
+  MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->l2_bytes, cudaDevAttrL2CacheSize, device));
   if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
   // decode GEMM2: room for its staged w2 rows too (lever decode_w2_stage, chosen at launch).
   MOETUNE_RETURN_IF_ERROR(

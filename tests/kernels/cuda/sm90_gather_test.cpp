@@ -492,7 +492,10 @@ void expect_decode_lever_keeps_the_bits(CudaTestbed& tb, FastPaths on, uint64_t 
 TEST_F(Sm90Gather, DecodeL2PrefetchLeverGivesTheBitsOfItsOffPath) {
   expect_decode_lever_keeps_the_bits(
       *tb_, {.decode_l2_prefetch = true}, 70, [](MoeProblem const& p, MoeConfig const&) {
-        EXPECT_GE(sm90_decode_prefetch_bytes(p), 128) << core::to_string(p);
+        int device = 0, l2 = 0;
+        ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+        ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), cudaSuccess);
+        EXPECT_GE(sm90_decode_prefetch_bytes(p, l2), 128) << core::to_string(p);
       });
 }
 
