@@ -6,7 +6,7 @@
 # (lever_ab.log, gpu_tests.log and the A/B folder); the summary is printed last.
 # Usage: LEVER=decode_l2_prefetch AB_M=1,4 bench/run_h200_lever_ab.sh
 # Knobs: BIN (.devbin), OUT, LEVER, AB_M, REPEATS (50), ROUNDS (4), TEST_FILTER (the GPU tests to
-# run first; empty: none).
+# run first; empty: none), DIGESTS (equal; any: a numeric lever, digests reported only).
 set -uo pipefail
 BIN=${BIN:-.devbin}
 LEVER=${LEVER:?name the lever, e.g. LEVER=decode_l2_prefetch}
@@ -15,6 +15,7 @@ AB_M=${AB_M:-1,4}
 REPEATS=${REPEATS:-50}
 ROUNDS=${ROUNDS:-4}
 TEST_FILTER=${TEST_FILTER-}
+DIGESTS=${DIGESTS:-equal}
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 mkdir -p "$OUT"
 log="$OUT/lever_ab.log"
@@ -32,7 +33,7 @@ if [ -n "$TEST_FILTER" ]; then
 fi
 echo "== ab: $LEVER on vs off, M $AB_M, $ROUNDS rounds x $REPEATS repeats" | tee -a "$log"
 timeout -k 10 400 "$BIN/moetune" ab --backend cuda --recipe recipes/h200.json --m "$AB_M" \
-  --repeats "$REPEATS" --warmup 3 --rounds "$ROUNDS" --cooldown 0.3 --digests equal \
+  --repeats "$REPEATS" --warmup 3 --rounds "$ROUNDS" --cooldown 0.3 --digests "$DIGESTS" \
   --timeout-s 120 --arm on=tables:tables/NVIDIA_H200,levers:$LEVER=on \
   --arm off=tables:tables/NVIDIA_H200,levers:$LEVER=off --out "$OUT" >> "$log" 2>&1
 ab_rc=$?

@@ -32,6 +32,10 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
+  /// cuda: a tma_ws (cooperative) tile with few real rows, an expert's last block (at most 16, 32,
+  /// 64 or 96 of 128; 16 or 32 of 64), multiplies swap-AB: the weight tile's 64-row slabs as
+  /// wgmma's M and only those token rows as its N, instead of the whole padded tile.
+  bool tail_swap_ab = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -48,6 +52,7 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   add(fp.decode_w2_stage, "decode_w2_stage");
+  add(fp.tail_swap_ab, "tail_swap_ab");
   return out;
 }
 

@@ -41,6 +41,9 @@ struct WsGemmParams {
   TmaDescriptor tma_a;  // GEMM2: h as [max_blocks * block_m rows, I]; unused by GEMM1
   TmaDescriptor tma_b;  // GEMM1: w1 as [E * N1 rows, K]; GEMM2: w2 as [E * K rows, I]
   GemmParams g;
+  /// Lever tail_swap_ab: 1 = a cooperative tile with few real rows (an expert's last block)
+  /// multiplies swap-AB (weight rows as wgmma's M, its token rows as N); 0 = every tile as usual.
+  int tail_swap;
 };
 
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
@@ -114,6 +117,20 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
                 "cluster_m 2: tma_ws without split-K");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
+  // Lever tail_swap_ab (cooperative tiles): 64-row weight slabs per part (gated: gate, up), split
+  // over the two warpgroups at block_m 128; kN token columns fit where the slabs' accumulators
+  // fit in the usual tile's (kWgBRows / 2 registers).
+  constexpr int kSwapParts = kGated ? 2 : 1;
+  constexpr int kSwapSlabs = (kWgN + 63) / 64;
+  constexpr int kSwapStride = kSplitN == 1 ? kBlockM / 64 : 1;
+  constexpr int kSwapMySlabs = (kSwapSlabs + kSwapStride - 1) / kSwapStride;
+  constexpr bool kSwapTail = !kPingpong && kWgN >= 64;
+  constexpr int kSwapAccPerN = kSwapParts * kSwapMySlabs;  // x kN / 2 registers
+  constexpr bool kSwap32 = 32 < kBlockM && kSwapAccPerN * 16 <= kWgBRows / 2;
+  constexpr bool kSwap64 = 64 < kBlockM && kSwapAccPerN * 32 <= kWgBRows / 2;
+  constexpr bool kSwap96 = 96 < kBlockM && kSwapAccPerN * 48 <= kWgBRows / 2;
+  static_assert(!kSwapTail || kSwapAccPerN * 8 <= kWgBRows / 2,
+                "tail_swap_ab: 16 token columns always fit");
 
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
@@ -313,6 +330,106 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       mbar_arrive(smem_u32(&empty_bar[s]));
       if (kClusterM == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
     };
+    // Lever tail_swap_ab: a tile with at most kN real rows (kN < kBlockM) multiplies
+    // D[weight row, token] = W x X^T with the same shared-memory stages: wgmma's A is a 64-row
+    // slab of the weight tile, its B the tile's first kN token rows (both K-major, as usual), so
+    // the tile costs kN / kBlockM of its MMA work. Slabs of each part (gated: gate, then up) start
+    // at min(64 s, kWgN - 64), in range of the part; rows a slab shares with the one before are
+    // stored by that one. block_m 128: the two warpgroups take alternate slabs; split-N: each
+    // takes the slabs of its own columns. Same epilogue arithmetic as the usual path.
+    auto swap_tile = [&](auto n_const, long long row0, int pid_n, float* partial) {
+      constexpr int kN = decltype(n_const)::value;
+      constexpr int kRegs = kN / 2;  // m64 x kN fp32 accumulator per thread
+      constexpr int kAcc = kSwapParts * kSwapMySlabs * kRegs;
+      const int first = kSplitN == 1 ? cm : 0;
+      float acc[kAcc];
+      auto fence_acc = [&] {
+#pragma unroll
+        for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+      };
+#pragma unroll
+      for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        if (kIsGemm1) fence_proxy_async();
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
+        const moe_u32 b_base = a_base + kABytes + cn * kWgBRows * 128;
+        fence_acc();
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+          for (int j = 0; j < kSwapMySlabs; ++j) {
+            // NOTE: no branch around wgmma (ptxas serialises wgmma in a divergent path): a
+            // warpgroup without a j-th slab (odd slab count) recomputes the last and stores none.
+            const int sr = min(64 * (first + j * kSwapStride), kWgN - 64);
+#pragma unroll
+            for (int part = 0; part < kSwapParts; ++part) {
+              Wgmma<kN>::mma(acc + (part * kSwapMySlabs + j) * kRegs,
+                             wgmma_desc_sw128(b_base + (part * kWgN + sr) * 128 + kk * 32),
+                             wgmma_desc_sw128(a_base + kk * 32), 1);
+            }
+          }
+        }
+        wgmma_commit();
+        fence_acc();
+        wgmma_wait<1>();
+        fence_acc();
+        if (prev >= 0) release(prev);
+        prev = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
+      fence_acc();
+      if (prev >= 0) release(prev);
+      // D fragment of m64nN: row 16 warp + lane / 4 (+ 8), token column 8 q + 2 (lane % 4) (+ 1).
+      const int warp = tid >> 5;
+      const int lane = tid & 31;
+      const int col0 = pid_n * kBlockN + cn * kWgN;
+      const int* tp = g.sorted_pairs + row0;
+#pragma unroll
+      for (int j = 0; j < kSwapMySlabs; ++j) {
+        const int s = first + j * kSwapStride;
+        if (s >= kSwapSlabs) continue;
+        const int sr = min(64 * s, kWgN - 64);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int rr = sr + 16 * warp + (lane >> 2) + 8 * h;  // row of the part
+          const int col = col0 + rr;
+          if (rr < 64 * s || col >= g.n_dim) continue;
+#pragma unroll
+          for (int q = 0; q < kN / 8; ++q) {
+#pragma unroll
+            for (int b = 0; b < 2; ++b) {
+              const int r = 8 * q + 2 * (lane & 3) + b;
+              const int pair = tp[r];
+              if (pair < 0) continue;
+              const int idx = q * 4 + h * 2 + b;
+              float v = acc[j * kRegs + idx];
+              if (kIsGemm1) {
+                if (kGated) {
+                  v = act_silu(v) * acc[(kSwapMySlabs + j) * kRegs + idx];
+                } else {
+                  v = apply_act<kAct>(v);
+                }
+              } else {
+                v = v * g.topk_weights[pair];
+              }
+              if (partial != nullptr) {
+                partial[(long long)pair * g.n_dim + col] = v;
+              } else {
+                const long long out_row = kIsGemm1 ? row0 + r : (long long)pair;
+                g.out[out_row * g.n_dim + col] = static_cast<moe_bf16>(pack_bf16x2(v, 0.0f));
+              }
+            }
+          }
+        }
+      }
+    };
     for (int t = cta0; t < total; t += ctas) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
@@ -347,6 +464,40 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // first wgmma made GEMM2 2-3% slower on H200
       // (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs the 9935045 CSV, same
       // configs and clocks): they are read at the store, as before.
+      if constexpr (kSwapTail) {
+        // Lever tail_swap_ab. Padding rows sit at the end of an expert's last block, so the first
+        // padding row bounds the real ones: 16, 32 (block_m 64 and 128), 64, 96 (block_m 128).
+        if (p.tail_swap != 0) {
+          const int* tp = g.sorted_pairs + row0;
+          const int cls = tp[16] < 0                     ? 16
+                          : tp[32] < 0                   ? 32
+                          : kBlockM == 128 && tp[64] < 0 ? 64
+                          : kBlockM == 128 && tp[96] < 0 ? 96
+                                                         : kBlockM;
+          if (cls == 16) {
+            swap_tile(IntConst<16>{}, row0, pid_n, partial);
+            continue;
+          }
+          if constexpr (kSwap32) {
+            if (cls == 32) {
+              swap_tile(IntConst<32>{}, row0, pid_n, partial);
+              continue;
+            }
+          }
+          if constexpr (kSwap64) {
+            if (cls == 64) {
+              swap_tile(IntConst<64>{}, row0, pid_n, partial);
+              continue;
+            }
+          }
+          if constexpr (kSwap96) {
+            if (cls == 96) {
+              swap_tile(IntConst<96>{}, row0, pid_n, partial);
+              continue;
+            }
+          }
+        }
+      }
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
       int prev = -1;

@@ -509,6 +509,72 @@ TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
                                      });
 }
 
+// tail_swap_ab is bitwise: tma_ws configs give the same digest with the lever on as off, within
+// the bf16 band of the fp64 reference, on odd shapes at M whose experts end in tails of every
+// class (<= 16, 32, 64, 96 real rows), for block_m 128 and 64 (one warpgroup, split-N), gated and
+// relu2, block_n not a multiple of 64 (overlapping slabs), partial n-tiles, split-K GEMM2 and CTA
+// pairs; then at benchmark points dominated by tails (S3 M=512, S2 M=2048, S1 M=4096).
+TEST_F(Sm90Gather, TailSwapLeverGivesTheBitsOfItsOffPath) {
+  struct Case {
+    int bm, bn1, bn2, warps, split_k, cluster_m;
+  };
+  const Case cases[] = {{128, 128, 256, 8, 1, 1}, {128, 96, 232, 8, 1, 1},
+                        {64, 128, 256, 8, 1, 1},  {64, 64, 64, 4, 1, 1},
+                        {128, 128, 192, 8, 2, 1}, {128, 64, 128, 8, 1, 2}};
+  const FastPaths on{.tail_swap_ab = true};
+  int swapped_configs = 0;
+  for (auto base :
+       {shape(10, 448, 320, 4, Activation::kSiluGated), shape(12, 320, 192, 3, Activation::kRelu2),
+        shape(6, 384, 256, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {1, 17, 65, 200, 700, 1500}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 300 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 301 + m).ok());
+      const auto ref = fp64_reference(*tb_);
+      for (auto const& c : cases) {
+        MoeConfig cfg =
+            wgmma(c.bm, c.bn1, c.bn2, c.warps, 3, 2, core::Schedule::kTmaWarpSpecialized);
+        cfg.gemm2.pipeline.split_k = c.split_k;
+        cfg.gemm1.launch.cluster_m = cfg.gemm2.launch.cluster_m = c.cluster_m;
+        if (!tb_->backend().can_implement(p, cfg).ok()) continue;  // split-K needs I / 64 even
+        ++swapped_configs;
+        const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+        tb_->set_fast_paths(on);
+        expect_matches_fp64(*tb_, cfg, ref, "tail_swap_ab on, " + what);
+        auto lever = tb_->check(cfg);
+        tb_->set_fast_paths({});
+        auto off = tb_->check(cfg);
+        ASSERT_TRUE(lever.ok() && off.ok()) << what;
+        EXPECT_EQ(lever->digest, off->digest) << what;
+      }
+    }
+  }
+  EXPECT_EQ(swapped_configs, 96);  // every case on every problem, split-K where I / 64 is even
+  struct Point {
+    MoeProblem p;
+    int64_t m;
+  };
+  for (auto pt : {Point{shape(8, 4096, 14336, 2, Activation::kSiluGated), 512},
+                  Point{shape(128, 2048, 768, 8, Activation::kSiluGated), 2048},
+                  Point{shape(128, 2688, 1856, 6, Activation::kRelu2), 4096}}) {
+    MoeProblem p = pt.p;
+    p.num_tokens = pt.m;
+    core::RoutingProfile r;
+    r.seed = pt.m;
+    ASSERT_TRUE(tb_->prepare(p, r, pt.m).ok());
+    const bool relu2 = p.activation == Activation::kRelu2;
+    MoeConfig cfg = wgmma(128, relu2 ? 232 : 128, relu2 ? 224 : 256, 8, 4, 8,
+                          core::Schedule::kTmaWarpSpecialized);
+    const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+    tb_->set_fast_paths(on);
+    const std::string lever = expect_in_band_and_deterministic(*tb_, cfg, "tail_swap_ab, " + what);
+    tb_->set_fast_paths({});
+    EXPECT_EQ(lever, expect_in_band_and_deterministic(*tb_, cfg, what)) << what;
+  }
+}
+
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
   p.num_tokens = 2048;
