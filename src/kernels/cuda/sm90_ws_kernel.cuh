@@ -349,6 +349,21 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       };
 #pragma unroll
       for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+      // The epilogue's token columns of this lane, 8 q + 2 (lane % 4) + b: pair ids and (GEMM2)
+      // routing weights, loaded before the main loop. NOTE: read at the stores instead, each
+      // load waited behind the previous store (they may alias): S1 M=4096 took 1942 us against
+      // 1078 with the lever off (bench/results/raw/2026-11-30-34361db-tail-swap-ab.tgz).
+      const int lane = tid & 31;
+      const int* tp = g.sorted_pairs + row0;
+      constexpr int kTok = kN / 4;
+      int tok_pair[kTok];
+      float tok_w[kTok];
+#pragma unroll
+      for (int t = 0; t < kTok; ++t) tok_pair[t] = tp[8 * (t / 2) + 2 * (lane & 3) + t % 2];
+#pragma unroll
+      for (int t = 0; t < kTok; ++t) {
+        tok_w[t] = !kIsGemm1 && tok_pair[t] >= 0 ? g.topk_weights[tok_pair[t]] : 1.0f;
+      }
       int prev = -1;
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&full_bar[stage]), phase);
@@ -388,9 +403,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       if (prev >= 0) release(prev);
       // D fragment of m64nN: row 16 warp + lane / 4 (+ 8), token column 8 q + 2 (lane % 4) (+ 1).
       const int warp = tid >> 5;
-      const int lane = tid & 31;
       const int col0 = pid_n * kBlockN + cn * kWgN;
-      const int* tp = g.sorted_pairs + row0;
 #pragma unroll
       for (int j = 0; j < kSwapMySlabs; ++j) {
         const int s = first + j * kSwapStride;
@@ -406,7 +419,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
 #pragma unroll
             for (int b = 0; b < 2; ++b) {
               const int r = 8 * q + 2 * (lane & 3) + b;
-              const int pair = tp[r];
+              const int pair = tok_pair[q * 2 + b];
               if (pair < 0) continue;
               const int idx = q * 4 + h * 2 + b;
               float v = acc[j * kRegs + idx];
@@ -417,7 +430,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
                   v = apply_act<kAct>(v);
                 }
               } else {
-                v = v * g.topk_weights[pair];
+                v = v * tok_w[q * 2 + b];
               }
               if (partial != nullptr) {
                 partial[(long long)pair * g.n_dim + col] = v;
