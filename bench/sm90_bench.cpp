@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>  // environ
+
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "core/recipe.hpp"
@@ -31,6 +33,7 @@
 #include "kernels/cuda/cuda_testbed.hpp"
 #include "kernels/cuda/nvml_telemetry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "kernels/fast_paths_from_levers.hpp"
 #include "sm90_ceilings.hpp"
 
 using namespace moetune;
@@ -391,6 +394,18 @@ int main(int argc, char** argv) {
   std::optional<core::Recipe> recipe;
   if (!opt.recipe.empty()) recipe = must(core::load_recipe(opt.recipe), "recipe");
   auto tb = must(CudaTestbed::create(), "cuda testbed");
+  // Fast paths as every process that launches kernels resolves them: the lever table's defaults
+  // at the H200 deployment, MOETUNE_LEVER_<NAME>=on|off overriding (the bench's other MOETUNE_*
+  // variables are not lever knobs, so only those are passed).
+  core::EnvSnapshot lever_env = core::snapshot_environment(environ);
+  std::erase_if(lever_env, [](auto const& kv) { return !kv.first.starts_with("MOETUNE_LEVER_"); });
+  const kernels::FastPaths fast_paths = must(
+      kernels::resolve_fast_paths(
+          {.backend = "cuda", .arch = "sm90", .tp = 1, .ep = 1, .dtype = "bf16", .role = "prefill"},
+          lever_env, {}),
+      "levers");
+  tb->set_fast_paths(fast_paths);
+  std::fprintf(stderr, "fast paths: %s\n", kernels::enabled_names(fast_paths).c_str());
   kernels::cuda::NvmlTelemetry nvml;
   RunInfo run;
   run.device = tb->backend().device().name;
