@@ -32,9 +32,10 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
-  /// cuda: a tma_ws (cooperative) tile with few real rows, an expert's last block (at most 16, 32,
-  /// 64 or 96 of 128; 16 or 32 of 64), multiplies swap-AB: the weight tile's 64-row slabs as
-  /// wgmma's M and only those token rows as its N, instead of the whole padded tile.
+  /// cuda: a tma_ws (cooperative, block_m 128) tile whose next block holds its expert's last
+  /// <= 32 rows takes them too, swap-AB from the same stages (64-row weight slabs as wgmma's M,
+  /// those rows as its N), and that block's tile is skipped: the weight tile is read once for
+  /// both, and the rows cost 32 / 128 of a tile's MMA. Where the kernel has room (tail_rows).
   bool tail_swap_ab = false;
 
   bool operator==(FastPaths const&) const = default;

@@ -510,10 +510,11 @@ TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
 }
 
 // tail_swap_ab is bitwise: tma_ws configs give the same digest with the lever on as off, within
-// the bf16 band of the fp64 reference, on odd shapes at M whose experts end in tails of every
-// class (<= 16, 32, 64, 96 real rows), for block_m 128 and 64 (one warpgroup, split-N), gated and
-// relu2, block_n not a multiple of 64 (overlapping slabs), partial n-tiles, split-K GEMM2 and CTA
-// pairs; then at benchmark points dominated by tails (S3 M=512, S2 M=2048, S1 M=4096).
+// the bf16 band of the fp64 reference, on odd shapes at M where experts end in a block of <= 32
+// rows after a full one (taken by the tile before), gated and relu2, block_n not a multiple of 64
+// (overlapping slabs) and partial n-tiles; configs without tail rows (block_m 64, split-N,
+// split-K, CTA pairs) are unchanged by it. Then at benchmark points with such tails (S3 M=512,
+// S2 M=2048, S1 M=4096).
 TEST_F(Sm90Gather, TailSwapLeverGivesTheBitsOfItsOffPath) {
   struct Case {
     int bm, bn1, bn2, warps, split_k, cluster_m;
@@ -526,7 +527,7 @@ TEST_F(Sm90Gather, TailSwapLeverGivesTheBitsOfItsOffPath) {
   for (auto base :
        {shape(10, 448, 320, 4, Activation::kSiluGated), shape(12, 320, 192, 3, Activation::kRelu2),
         shape(6, 384, 256, 2, Activation::kSiluGated)}) {
-    for (int64_t m : {1, 17, 65, 200, 700, 1500}) {
+    for (int64_t m : {1, 17, 65, 200, 350, 700, 1500}) {
       MoeProblem p = base;
       p.num_tokens = m;
       core::RoutingProfile r;
@@ -540,6 +541,9 @@ TEST_F(Sm90Gather, TailSwapLeverGivesTheBitsOfItsOffPath) {
         cfg.gemm1.launch.cluster_m = cfg.gemm2.launch.cluster_m = c.cluster_m;
         if (!tb_->backend().can_implement(p, cfg).ok()) continue;  // split-K needs I / 64 even
         ++swapped_configs;
+        auto g1 = gemm_geometry(p, cfg.gemm1, true);
+        ASSERT_TRUE(g1.ok());
+        EXPECT_EQ(g1->tail_rows, &c < cases + 2 ? 32 : 0) << core::short_string(cfg);
         const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
         tb_->set_fast_paths(on);
         expect_matches_fp64(*tb_, cfg, ref, "tail_swap_ab on, " + what);
@@ -551,7 +555,7 @@ TEST_F(Sm90Gather, TailSwapLeverGivesTheBitsOfItsOffPath) {
       }
     }
   }
-  EXPECT_EQ(swapped_configs, 96);  // every case on every problem, split-K where I / 64 is even
+  EXPECT_EQ(swapped_configs, 112);  // every case on every problem, split-K where I / 64 is even
   struct Point {
     MoeProblem p;
     int64_t m;
