@@ -32,11 +32,6 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
-  /// cuda: a tma_ws (cooperative, block_m 128) tile whose next block holds its expert's last
-  /// <= 32 rows takes them too, swap-AB from the same stages (64-row weight slabs as wgmma's M,
-  /// those rows as its N), and that block's tile is skipped: the weight tile is read once for
-  /// both, and the rows cost 32 / 128 of a tile's MMA. Where the kernel has room (tail_rows).
-  bool tail_swap_ab = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -53,7 +48,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   add(fp.decode_w2_stage, "decode_w2_stage");
-  add(fp.tail_swap_ab, "tail_swap_ab");
   return out;
 }
 

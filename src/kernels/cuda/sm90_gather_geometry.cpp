@@ -310,25 +310,6 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             std::to_string(kSm90MaxSmemBytes) +
                             "; use fewer stages or a smaller tile");
   }
-  // Room for 32 tail rows per stage (lever tail_swap_ab) in the tma_ws cooperative kernel at
-  // block_m 128 without split or cluster, where their shared memory and 32 accumulator registers
-  // (16 per 64-row slab and part) fit; otherwise that kernel runs every block as its own tile.
-  if (ws && !pp && t.block_m == 128 && !ws_split_n && pl.split_k == 1 && l.cluster_m == 1 &&
-      t.block_n >= 64) {
-    GemmGeometry with_tail = g;
-    with_tail.tail_rows = 32;
-    const int slabs = (t.block_n + 63) / 64;
-    const int tail_regs = (g.gated ? 2 : 1) * ((slabs + 1) / 2) * 16;
-    // NOTE: GEMM1's gelu epilogues (erf, tanh) need more registers than silu or relu^2: with 128
-    // accumulator and 32 tail registers they spilled (ptxas, 128 x 256 gelu GEMM1; the compile
-    // tests refuse spills), so they keep 40 more free.
-    const bool gelu = is_gemm1 && (p.activation == core::Activation::kGelu ||
-                                   p.activation == core::Activation::kGeluTanh);
-    if (with_tail.smem_bytes() + g.stages * 16 <= kSm90MaxSmemBytes &&
-        g.acc_registers() + tail_regs <= reg_budget - (gelu ? 40 : 0)) {
-      g.tail_rows = 32;
-    }
-  }
   return g;
 }
 
@@ -400,7 +381,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
            (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
            (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + "," +
-           std::to_string(g.cluster_m) + "," + std::to_string(g.tail_rows) + ">";
+           std::to_string(g.cluster_m) + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

@@ -43,9 +43,6 @@ struct GemmGeometry {
   /// decode GEMM2, lever decode_w2_stage: bytes of the CTA's w2 rows (top_k x block_n x I bf16)
   /// staged in shared memory after the partial dots; 0 where they do not fit (no staging).
   int decode_stage_bytes = 0;
-  /// tma_ws cooperative GEMMs: A rows each stage holds after the tile's own (32 where they fit,
-  /// else 0), so that lever tail_swap_ab can give a tile its expert's last <= 32 rows.
-  int tail_rows = 0;
 
   /// Threads per CTA: the MMA warps (two warpgroups for pingpong), plus the producer warpgroup of
   /// schedules tma_ws and pingpong.
@@ -54,7 +51,7 @@ struct GemmGeometry {
   /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
   int smem_bytes() const {
     if (decode) return decode_smem;
-    return stages * (block_m + tail_rows + b_rows()) * block_k * 2 + (mma ? 1024 : 0);
+    return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0);
   }
   /// decode GEMM2 with its w2 rows staged: the partial dots, 16-byte aligned, then the rows.
   int decode_staged_smem() const { return (decode_smem + 15) / 16 * 16 + decode_stage_bytes; }

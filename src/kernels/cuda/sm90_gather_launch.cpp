@@ -60,13 +60,11 @@ struct CombineParams {
 struct WsGemmParams {
   CUtensorMap tma_a;
   CUtensorMap tma_b;
-  CUtensorMap tma_a_tail;  // GEMM2 with tail rows: h in boxes of tail_rows rows
   GemmParams g;
-  int tail_swap;  // lever tail_swap_ab
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
-                  offsetof(WsGemmParams, tma_a_tail) == 256 && offsetof(WsGemmParams, g) == 384,
-              "WsGemmParams must match the device struct (three 128-byte maps, then GemmParams)");
+                  offsetof(WsGemmParams, g) == 256,
+              "WsGemmParams must match the device struct (two 128-byte maps, then GemmParams)");
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
@@ -245,7 +243,6 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
       // TMA maps of this call's pointers: B = the experts' weight rows, A = h rows (GEMM2).
       WsGemmParams wp{};
       wp.g = gp;
-      wp.tail_swap = fast_paths.tail_swap_ab ? 1 : 0;
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
           static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n),
@@ -254,11 +251,6 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
         MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
                                               static_cast<uint64_t>(gp.k_dim),
                                               static_cast<uint32_t>(g.block_m), "h"));
-        if (g.tail_rows > 0 && wp.tail_swap != 0) {
-          MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a_tail, gp.a, a_rows,
-                                                static_cast<uint64_t>(gp.k_dim),
-                                                static_cast<uint32_t>(g.tail_rows), "h tail"));
-        }
       }
       // cluster_m 2: one cluster per pair of m-blocks' tiles, at most one CTA per SM.
       const unsigned cm = static_cast<unsigned>(g.cluster_m);

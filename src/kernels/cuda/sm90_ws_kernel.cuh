@@ -38,13 +38,9 @@
 namespace moetune_dev {
 
 struct WsGemmParams {
-  TmaDescriptor tma_a;       // GEMM2: h as [max_blocks * block_m rows, I]; unused by GEMM1
-  TmaDescriptor tma_b;       // GEMM1: w1 as [E * N1 rows, K]; GEMM2: w2 as [E * K rows, I]
-  TmaDescriptor tma_a_tail;  // GEMM2 with tail rows (kTailRows > 0): h in boxes of kTailRows rows
+  TmaDescriptor tma_a;  // GEMM2: h as [max_blocks * block_m rows, I]; unused by GEMM1
+  TmaDescriptor tma_b;  // GEMM1: w1 as [E * N1 rows, K]; GEMM2: w2 as [E * K rows, I]
   GemmParams g;
-  /// Lever tail_swap_ab: 1 = a cooperative tile with few real rows (an expert's last block)
-  /// multiplies swap-AB (weight rows as wgmma's M, its token rows as N); 0 = every tile as usual.
-  int tail_swap;
 };
 
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
@@ -87,10 +83,8 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
 /// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
 /// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
 /// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
-/// kTailRows (32 or 0): the stages hold that many more A rows, so that (lever tail_swap_ab) a tile
-/// can take the next block's rows when they are its expert's last, at most kTailRows of them.
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kTailRows = 0>
+          bool kSplitK, bool kPingpong = false, int kClusterM = 1>
 __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -99,11 +93,9 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   constexpr int kWgN = kBlockN / kSplitN;                // columns per consumer warpgroup
   constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;     // its B rows: [gate | up] or plain
   constexpr int kBRows = kSplitN * kWgBRows;
-  constexpr int kABytes = kBlockM * 128;       // kBlockK = 64 bf16 = 128 bytes per row
-  constexpr int kTailBytes = kTailRows * 128;  // the next block's first rows, after A
-  constexpr int kBOffset = kABytes + kTailBytes;
+  constexpr int kABytes = kBlockM * 128;  // kBlockK = 64 bf16 = 128 bytes per row
   constexpr int kBBytes = kBRows * 128;
-  constexpr int kStageBytes = kBOffset + kBBytes;
+  constexpr int kStageBytes = kABytes + kBBytes;
   constexpr int kRowsPerWarp = kBlockM / 4;  // GEMM1 gather: producer warp w owns these rows
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
   constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
@@ -122,22 +114,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
                 "cluster_m 2: tma_ws without split-K");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
-  // Lever tail_swap_ab: a tile whose next block holds its expert's last <= kTailRows rows takes
-  // them too (that block's own tile is skipped). Those rows multiply swap-AB from the same stage:
-  // wgmma's A is a 64-row slab of the weight tile, its B the kTailRows token rows after A (both
-  // K-major, as usual), so they cost kTailRows / kBlockM of a tile's MMA and the weight tile is
-  // read once for both blocks. Slabs of each part (gated: gate, then up) start at
-  // min(64 s, kWgN - 64); rows a slab shares with the one before are stored by that one; the two
-  // warpgroups take alternate slabs.
-  constexpr bool kMergeTail = kTailRows > 0;
-  constexpr int kSwapParts = kGated ? 2 : 1;
-  constexpr int kSwapSlabs = (kWgN + 63) / 64;
-  constexpr int kSwapMySlabs = (kSwapSlabs + kConsumers - 1) / kConsumers;
-  constexpr int kTailRegs = kTailRows / 2;  // m64 x kTailRows fp32 accumulator per thread
-  constexpr int kTailAcc = kMergeTail ? kSwapParts * kSwapMySlabs * kTailRegs : 1;
-  static_assert(!kMergeTail || (kTailRows == 32 && kBlockM == 128 && kSplitN == 1 && !kSplitK &&
-                                !kPingpong && kClusterM == 1 && kWgN >= 64),
-                "tail rows: tma_ws cooperative at block_m 128, no split or cluster, block_n >= 64");
 
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
@@ -183,20 +159,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   const int num_k = g.k_dim / 64 / split;
   const int cta0 = blockIdx.x / kClusterM;
   const int ctas = gridDim.x / kClusterM;
-  // Lever tail_swap_ab: 1 = tile of block pm takes block pm + 1's rows; -1 = block pm's rows were
-  // taken by the tile before (skip it); 0 = as usual. Padding rows sit at the end of an expert's
-  // last block, so a block holds <= kTailRows real rows when its row kTailRows is padding.
-  auto merge_state = [&](int pm) -> int {
-    if constexpr (!kMergeTail) {
-      return 0;
-    } else {
-      if (p.tail_swap == 0) return 0;
-      auto small = [&](int b) { return g.sorted_pairs[(long long)b * kBlockM + kTailRows] < 0; };
-      if (pm > 0 && g.block_expert[pm] == g.block_expert[pm - 1] && small(pm)) return -1;
-      if (pm + 1 < num_m && g.block_expert[pm + 1] == g.block_expert[pm] && small(pm + 1)) return 1;
-      return 0;
-    }
-  };
   // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
   auto pair_shares_b = [&](int pm) {
     return kClusterM == 2 && pm * 2 + 1 < num_m &&
@@ -221,29 +183,21 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       const bool ghost = kClusterM == 2 && pid_m >= num_m;
       const int k0 = (t % split) * num_k;
       const int row0 = pid_m * kBlockM;
-      const int merge = ghost ? 0 : merge_state(pid_m);
-      if (merge < 0) continue;  // the tile before took these rows
       const int b_row = ghost ? 0 : g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
-      long long my_off = -1;    // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
-      long long tail_off = -1;  // GEMM1, merged tile: of tail row warp * 8 + lane % 8
+      long long my_off = -1;  // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
       if (kIsGemm1 && !ghost) {
         const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + lane % kRowsPerWarp];
         my_off = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
-        if (kMergeTail && merge > 0) {
-          const int tp = g.sorted_pairs[row0 + kBlockM + warp * (kTailRows / 4) + lane % 8];
-          tail_off = tp >= 0 ? (long long)(tp / g.top_k) * g.k_dim : -1;
-        }
       }
       for (int kt = 0; kt < num_k; ++kt) {
         const moe_u32 fb = smem_u32(&full_bar[stage]);
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
         const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
-        const moe_u32 sb = sa + kBOffset;
+        const moe_u32 sb = sa + kABytes;
         if (tid == 0 && ghost) {
           mbar_arrive(fb);  // nothing lands here (its peer's pair shares no weight tile)
         } else if (tid == 0) {
-          mbar_arrive_expect_tx(fb,
-                                kBBytes + (kIsGemm1 ? 0 : kABytes + (merge > 0 ? kTailBytes : 0)));
+          mbar_arrive_expect_tx(fb, kBBytes + (kIsGemm1 ? 0 : kABytes));
           if (!shares_b || rank == 0) {
 #pragma unroll
             for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
@@ -262,9 +216,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
             }
           }
           if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
-          if (kMergeTail && !kIsGemm1 && merge > 0) {
-            tma_load_2d(sa + kABytes, &p.tma_a_tail, fb, (k0 + kt) * 64, row0 + kBlockM);
-          }
         }
         if (kIsGemm1) {
           // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
@@ -277,16 +228,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
             const moe_bf16* src = off >= 0 ? g.a + off + (k0 + kt) * 64 + chunk * 8 : g.a;
             cp_async_16(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
                         off >= 0 ? 16 : 0);
-          }
-          if (kMergeTail && merge > 0) {  // the tail rows: 8 per warp, after A
-#pragma unroll
-            for (int i = 0; i < kTailRows / 16; ++i) {
-              const int lr = (lane >> 3) + 4 * i;
-              const long long off = __shfl_sync(0xffffffffu, tail_off, lr);
-              const moe_bf16* src = off >= 0 ? g.a + off + (k0 + kt) * 64 + chunk * 8 : g.a;
-              cp_async_16(sa + swizzled_offset<64>(kBlockM + warp * (kTailRows / 4) + lr, chunk),
-                          src, off >= 0 ? 16 : 0);
-            }
           }
           cp_async_mbar_arrive_noinc(fb);
         }
@@ -317,7 +258,7 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
         mbar_wait(smem_u32(&full_bar[stage]), static_cast<int>((it / kStages) & 1));
         if (kIsGemm1) fence_proxy_async();  // A rows written by cp.async (generic proxy)
         const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
-        const moe_u32 b_base = a_base + kBOffset;
+        const moe_u32 b_base = a_base + kABytes;
         ml.fence_all();
         wgmma_fence();
 #pragma unroll
@@ -372,122 +313,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       mbar_arrive(smem_u32(&empty_bar[s]));
       if (kClusterM == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
     };
-    // The tile's main loop; kMerged (lever tail_swap_ab): also the tail rows after A, swap-AB into
-    // tacc (slab j of part q at tacc[(q * kSwapMySlabs + j) * kTailRegs]).
-    auto mainloop = [&](auto merged_const, float* tacc) {
-      constexpr bool kMerged = decltype(merged_const)::value;
-      auto fence_tail = [&] {
-        if constexpr (kMerged) {
-#pragma unroll
-          for (int i = 0; i < kTailAcc; ++i) fence_operand(tacc[i]);
-        }
-      };
-      int prev = -1;
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&full_bar[stage]), phase);
-        // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
-        // async proxy.
-        if (kIsGemm1) fence_proxy_async();
-        const moe_u32 s_base = smem_u32(smem + stage * kStageBytes);
-        const moe_u32 a_base = s_base + cm * 64 * 128;
-        const moe_u32 b_base = s_base + kBOffset + cn * kWgBRows * 128;
-        ml.fence_all();
-        fence_tail();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<kWgBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
-                               wgmma_desc_sw128(b_base + kk * 32), 1);
-          if constexpr (kMerged) {
-#pragma unroll
-            for (int j = 0; j < kSwapMySlabs; ++j) {
-              // NOTE: no branch around wgmma (ptxas serialises wgmma in a divergent path): a
-              // warpgroup without a j-th slab (odd slab count) recomputes the last, stores none.
-              const int sr = min(64 * (cm + j * kConsumers), kWgN - 64);
-#pragma unroll
-              for (int q = 0; q < kSwapParts; ++q) {
-                Wgmma<kMergeTail ? kTailRows : 16>::mma(
-                    tacc + (q * kSwapMySlabs + j) * kTailRegs,
-                    wgmma_desc_sw128(b_base + (q * kWgN + sr) * 128 + kk * 32),
-                    wgmma_desc_sw128(s_base + kABytes + kk * 32), 1);
-              }
-            }
-          }
-        }
-        wgmma_commit();
-        ml.fence_all();
-        fence_tail();
-        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
-        ml.fence_all();
-        fence_tail();
-        if (prev >= 0) release(prev);
-        prev = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      wgmma_wait<0>();
-      ml.fence_all();
-      fence_tail();
-      if (prev >= 0) release(prev);
-    };
-    // Lever tail_swap_ab: the merged tail rows, block row0t's first kTailRows. The lane's token
-    // columns 8 q + 2 (lane % 4) + b (t = 2 q + b): their pair ids and (GEMM2) routing weights,
-    // all read before any store (a load after a store that may alias it waits for it).
-    constexpr int kTok = kTailRows / 4;
-    auto tail_tokens = [&](long long row0t, int* tok_pair, float* tok_w) {
-      const int lane = tid & 31;
-#pragma unroll
-      for (int t = 0; t < kTok; ++t) {
-        tok_pair[t] = g.sorted_pairs[row0t + 8 * (t / 2) + 2 * (lane & 3) + t % 2];
-      }
-#pragma unroll
-      for (int t = 0; t < kTok; ++t) {
-        tok_w[t] = !kIsGemm1 && tok_pair[t] >= 0 ? g.topk_weights[tok_pair[t]] : 1.0f;
-      }
-    };
-    // D fragment of m64nN: weight row 16 warp + lane / 4 (+ 8), token column 8 q + 2 (lane % 4)
-    // (+ 1); the same arithmetic as moe_epilogue_store.
-    auto tail_store = [&](const float* tacc, long long row0t, int n0, const int* tok_pair,
-                          const float* tok_w) {
-      const int warp = tid >> 5;
-      const int lane = tid & 31;
-#pragma unroll
-      for (int j = 0; j < kSwapMySlabs; ++j) {
-        const int s = cm + j * kConsumers;
-        if (s >= kSwapSlabs) continue;
-        const int sr = min(64 * s, kWgN - 64);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rr = sr + 16 * warp + (lane >> 2) + 8 * h;  // row of the part
-          const int col = n0 + rr;
-          if (rr < 64 * s || col >= g.n_dim) continue;  // the slab before stores it / past the end
-#pragma unroll
-          for (int q = 0; q < kTailRows / 8; ++q) {
-#pragma unroll
-            for (int b = 0; b < 2; ++b) {
-              const int pair = tok_pair[2 * q + b];
-              if (pair < 0) continue;
-              const int idx = q * 4 + h * 2 + b;
-              float v = tacc[j * kTailRegs + idx];
-              if (kIsGemm1) {
-                if (kGated) {
-                  v = act_silu(v) * tacc[(kSwapMySlabs + j) * kTailRegs + idx];
-                } else {
-                  v = apply_act<kAct>(v);
-                }
-              } else {
-                v = v * tok_w[2 * q + b];
-              }
-              const long long out_row =
-                  kIsGemm1 ? row0t + 8 * q + 2 * (lane & 3) + b : (long long)pair;
-              g.out[out_row * g.n_dim + col] = static_cast<moe_bf16>(pack_bf16x2(v, 0.0f));
-            }
-          }
-        }
-      }
-    };
     for (int t = cta0; t < total; t += ctas) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
@@ -506,8 +331,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
         }
         continue;
       }
-      const int merge = merge_state(pid_m);
-      if (merge < 0) continue;  // the tile before took these rows
       const long long row0 = (long long)pid_m * kBlockM;
       float* partial =
           kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
@@ -524,35 +347,40 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // first wgmma made GEMM2 2-3% slower on H200
       // (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs the 9935045 CSV, same
       // configs and clocks): they are read at the store, as before.
-      // NOTE: an expert's last block as a tile of its own, swap-AB (lever tail_swap_ab before it
-      // merged tails into the tile before) was slower in the layer: S1 M=4096 1429 vs 1068 us,
-      // S3 M=512 1029 vs 932 (bench/results/raw/2026-11-30-4761a2c-tail-swap-ab.tgz,
-      // -separate-tiles-ncu.tgz); ncu at S3 M=512 GEMM1: DRAM 3.57 TB/s against 2.95 off, compute
-      // 49% against 82%: a fast tail tile leaves its expert's other tile behind and reads the
-      // weights from DRAM, not L2.
 #pragma unroll
       for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
-      const int n0 = pid_n * kBlockN + cn * kWgN;
-      if constexpr (kMergeTail) {
-        if (merge > 0) {
-          float tacc[kTailAcc];
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
+        // async proxy.
+        if (kIsGemm1) fence_proxy_async();
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * 64 * 128;
+        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
+        ml.fence_all();
+        wgmma_fence();
 #pragma unroll
-          for (int i = 0; i < kTailAcc; ++i) tacc[i] = 0.0f;
-          mainloop(IntConst<1>{}, tacc);
-          int tok_pair[kTok];
-          float tok_w[kTok];
-          tail_tokens(row0 + kBlockM, tok_pair, tok_w);
-          moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
-              ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, n0, g.n_dim, g.topk_weights,
-              partial);
-          tail_store(tacc, row0 + kBlockM, n0, tok_pair, tok_w);
-          continue;
+        for (int kk = 0; kk < 4; ++kk) {
+          Wgmma<kWgBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
+                               wgmma_desc_sw128(b_base + kk * 32), 1);
+        }
+        wgmma_commit();
+        ml.fence_all();
+        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+        ml.fence_all();
+        if (prev >= 0) release(prev);
+        prev = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
         }
       }
-      mainloop(IntConst<0>{}, nullptr);
+      wgmma_wait<0>();
+      ml.fence_all();
+      if (prev >= 0) release(prev);
       moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
-          ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, n0, g.n_dim, g.topk_weights,
-          partial);
+          ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN + cn * kWgN,
+          g.n_dim, g.topk_weights, partial);
     }
   }
   // cluster_m 2: neither CTA leaves while its peer may still multicast into its shared memory or

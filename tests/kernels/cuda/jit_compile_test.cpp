@@ -290,7 +290,7 @@ TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
       }
       auto exprs = expect_compiles_clean(p, c, "cluster 2x1 bm " + std::to_string(bm));
       ASSERT_FALSE(exprs.empty());
-      EXPECT_NE(exprs[0].find(",false,false,2,0>"), std::string::npos) << exprs[0];
+      EXPECT_NE(exprs[0].find(",false,false,2>"), std::string::npos) << exprs[0];
     }
   });
 }
@@ -313,33 +313,6 @@ TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
     const std::string msg = expect_refused(p, bad, "launch.cluster");
     EXPECT_NE(msg.find("gemm2"), std::string::npos) << which << ": " << msg;
   }
-}
-
-// Tail rows (lever tail_swap_ab) go to the tma_ws cooperative kernels at block_m 128 whose stages
-// still fit with 32 more A rows each, and nowhere else; the kernel's name says how many.
-TEST(Sm90Geometry, TailRowsWhereTheirSharedMemoryFits) {
-  core::MoeProblem p = s1();
-  p.num_tokens = 4096;
-  auto tail = [&](core::KernelConfig const& k, bool is_gemm1) {
-    auto g = gemm_geometry(p, k, is_gemm1);
-    EXPECT_TRUE(g.ok()) << core::short_string(k);
-    return g.ok() ? g->tail_rows : -1;
-  };
-  EXPECT_EQ(tail(tma_ws(128, 232, 4), true), 32);
-  EXPECT_EQ(tail(tma_ws(128, 224, 4), false), 32);
-  EXPECT_EQ(tail(tma_ws(128, 232, 5), true), 0);  // 5 x (128 + 32 + 232) rows: over 227 KB
-  EXPECT_EQ(tail(tma_ws(64, 232, 4), true), 0);   // block_m 64
-  EXPECT_EQ(tail(pingpong(128, 128, 4), false), 0);
-  auto split = tma_ws(128, 224, 4);
-  split.pipeline.split_k = 2;
-  p.intermediate_size = 1792;  // 28 k-tiles: split 2 divides them
-  EXPECT_EQ(tail(split, false), 0);
-  auto pair = tma_ws(128, 224, 4);
-  pair.launch.cluster_m = 2;
-  EXPECT_EQ(tail(pair, false), 0);
-  auto g = gemm_geometry(p, tma_ws(128, 224, 4), false);
-  ASSERT_TRUE(g.ok());
-  EXPECT_NE(gemm_name_expr(*g, 0, false).find(",1,32>"), std::string::npos);
 }
 
 // The search space offers CTA pairs at block_m 128 for both GEMMs where an expert has at least two
@@ -478,9 +451,9 @@ TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
   ASSERT_TRUE(cache.ok());
   auto exprs = expect_compiles_clean(p, c, "split-K 2");
   ASSERT_EQ(exprs.size(), 7u);
-  // Template tail: kSplitN, kSplitK, kPingpong, kClusterM, kTailRows.
-  EXPECT_NE(exprs[1].find(",1,true,false,1,0>"), std::string::npos) << exprs[1];
-  EXPECT_NE(exprs[0].find(",1,false,false,1,32>"), std::string::npos) << exprs[0];
+  // Template tail: kSplitN, kSplitK, kPingpong, kClusterM.
+  EXPECT_NE(exprs[1].find(",1,true,false,1>"), std::string::npos) << exprs[1];
+  EXPECT_NE(exprs[0].find(",1,false,false,1>"), std::string::npos) << exprs[0];
   c.gemm2.launch.schedule = core::Schedule::kCooperative;  // negative twin: not tma_ws
   expect_refused(p, c, "GEMM2 with schedule tma_ws only");
 }
