@@ -8,7 +8,8 @@
 // A point whose preparation, check or timing fails is named (POINT FAILED shape M: what) and left
 // out of the CSV, and the run goes on to the next point. Exit 1: a point or a setup step failed
 // (the messages name them); 2: the --out folder cannot be written (checked before anything is
-// measured).
+// measured). Fast paths: the lever table's defaults at the H200 deployment; MOETUNE_LEVER_<NAME>
+// = on|off forces one (e.g. to time a lever per stage), and the run logs the set it used.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
