@@ -400,11 +400,10 @@ int main(int argc, char** argv) {
   // variables are not lever knobs, so only those are passed).
   core::EnvSnapshot lever_env = core::snapshot_environment(environ);
   std::erase_if(lever_env, [](auto const& kv) { return !kv.first.starts_with("MOETUNE_LEVER_"); });
-  const kernels::FastPaths fast_paths = must(
-      kernels::resolve_fast_paths(
-          {.backend = "cuda", .arch = "sm90", .tp = 1, .ep = 1, .dtype = "bf16", .role = "prefill"},
-          lever_env, {}),
-      "levers");
+  const kernels::FastPaths fast_paths =
+      must(kernels::resolve_fast_paths(kernels::local_deployment("cuda", "bf16", "prefill"),
+                                       lever_env, {}),
+           "levers");
   tb->set_fast_paths(fast_paths);
   std::fprintf(stderr, "fast paths: %s\n", kernels::enabled_names(fast_paths).c_str());
   kernels::cuda::NvmlTelemetry nvml;

@@ -38,12 +38,10 @@ core::Result<core::EnvSnapshot> apply_lever_overrides(core::EnvSnapshot env,
 core::Result<kernels::FastPaths> fast_paths_for(std::string const& backend,
                                                 core::MoeProblem const& problem,
                                                 BenchOptions const& options) {
-  core::Deployment d;
-  d.backend = backend;
-  d.arch = backend == "cpu" ? "cpu" : "sm90";
-  d.dtype = std::string(core::to_string(problem.dtype));
-  d.role = problem.num_tokens <= 256 ? "decode" : "prefill";
-  return kernels::resolve_fast_paths(d, options.lever_env, options.other_env_vars);
+  return kernels::resolve_fast_paths(
+      kernels::local_deployment(backend, std::string(core::to_string(problem.dtype)),
+                                problem.num_tokens <= 256 ? "decode" : "prefill"),
+      options.lever_env, options.other_env_vars);
 }
 
 void set_testbed_fast_paths(kernels::Testbed& testbed, kernels::FastPaths const& fp) {

@@ -47,11 +47,7 @@ std::unique_ptr<core::Backend> backend_or_exit(std::string const& name) {
 }
 
 kernels::FastPaths fast_paths_from_env_or_exit(std::string const& backend) {
-  core::Deployment d;
-  d.backend = backend;
-  d.arch = backend == "cpu" ? "cpu" : "sm90";
-  d.dtype = "bf16";
-  d.role = "prefill";
+  const core::Deployment d = kernels::local_deployment(backend, "bf16", "prefill");
   std::vector<std::string> other;
   for (auto const& v : env_var_table()) other.emplace_back(v.name);
   auto fp = kernels::resolve_fast_paths(d, core::snapshot_environment(environ), other);

@@ -56,6 +56,16 @@ core::Result<FastPaths> fast_paths_from_levers(core::LeverResolution const& reso
   return fp;
 }
 
+core::Deployment local_deployment(std::string const& backend, std::string const& dtype,
+                                  std::string const& role) {
+  core::Deployment d;
+  d.backend = backend;
+  d.arch = backend == "cpu" ? "cpu" : "sm90";
+  d.dtype = dtype;
+  d.role = role;
+  return d;
+}
+
 core::Result<FastPaths> resolve_fast_paths(core::Deployment const& deployment,
                                            core::EnvSnapshot const& env,
                                            std::vector<std::string> const& other_vars) {

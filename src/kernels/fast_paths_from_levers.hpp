@@ -21,6 +21,11 @@ std::vector<std::string> const& fast_path_names();
 /// lever must switch real code); the message names the lever and the file to fix.
 core::Result<FastPaths> fast_paths_from_levers(core::LeverResolution const& resolution);
 
+/// The deployment of one process on this machine: `backend` ("cpu" or "cuda"), its arch (cpu, or
+/// sm90, the one cuda arch built), tp = ep = 1, `dtype` and `role` ("prefill" or "decode").
+core::Deployment local_deployment(std::string const& backend, std::string const& dtype,
+                                  std::string const& role);
+
 /// Resolves the built-in lever table at `deployment` under `env` and converts it: what a
 /// process that launches kernels calls once. Fails as resolve_levers and fast_paths_from_levers.
 core::Result<FastPaths> resolve_fast_paths(core::Deployment const& deployment,

@@ -298,7 +298,7 @@ core::Result<Candidates> BucketSearch::run_halving(Candidates pool) {
     // The best third, and those the cut line does not beat (halving_keep), at most half as many
     // again; two fewer than alive, so a round shrinks it even when the incumbent is added back.
     size_t const keep = std::max(final_keep, (alive.size() + 2) / 3);
-    size_t const most = std::max(keep, std::min(keep + (keep + 1) / 2, alive.size() - 2));
+    size_t const most = halving_cap(alive.size(), keep, 2);
     alive = keep_best(alive, halving_keep(stats_in_order(alive), keep, most, options_.margin));
     reps = std::min(reps * 3, std::max(options_.final_reps, options_.first_reps));
     MOETUNE_RETURN_IF_ERROR(time_round(alive, round, reps));
@@ -337,7 +337,7 @@ core::Result<CandidateResult*> BucketSearch::stage_winner(Candidates const& pool
     // The best third (at least two), and those the cut line does not beat (halving_keep), at
     // most half as many again and one fewer than alive, so a round of three or more shrinks it.
     size_t const keep = std::max<size_t>(2, (alive.size() + 2) / 3);
-    size_t const most = std::min(keep + (keep + 1) / 2, std::max<size_t>(alive.size(), 1) - 1);
+    size_t const most = halving_cap(alive.size(), keep, 1);
     alive.resize(halving_keep(stats_in_order(alive), keep, most, options_.margin));
     reps = std::min(reps * 3, cap);
     MOETUNE_RETURN_IF_ERROR(time_round(alive, round_of(r), reps));

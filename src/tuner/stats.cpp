@@ -114,6 +114,10 @@ size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t 
   return n;
 }
 
+size_t halving_cap(size_t alive, size_t keep, size_t slack) {
+  return std::max(keep, std::min(keep + (keep + 1) / 2, alive > slack ? alive - slack : 0));
+}
+
 double speedup_margin(double incumbent_us, double challenger_us) {
   if (incumbent_us <= 0) return 0;
   return (incumbent_us - challenger_us) / incumbent_us;

@@ -56,6 +56,10 @@ Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, doub
 /// the cut line is then not dropped on noise: on the H200 (99e77cf's stores) a fifth tune dropped
 /// the config four tunes named at M = 4 where its median equalled the last survivor's.
 size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap, double margin);
+/// halving_keep's `cap` for a round of `alive` candidates that keeps `keep`: half as many again,
+/// but `slack` fewer than alive (1: every round of three or more shrinks; 2 where the incumbent
+/// may be added back), and never under `keep`.
+size_t halving_cap(size_t alive, size_t keep, size_t slack);
 
 /// (incumbent - challenger) / incumbent of the medians: 0.05 = the challenger is 5% faster.
 double speedup_margin(double incumbent_us, double challenger_us);

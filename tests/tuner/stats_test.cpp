@@ -68,6 +68,15 @@ TEST(Stats, HalvingKeepsWhatTheCutLineDoesNotBeatUpToTheCap) {
   EXPECT_EQ(halving_keep(beaten, 2, 5, 0.01), 2u);
 }
 
+TEST(Stats, HalvingCapIsHalfAgainButShrinksEveryRound) {
+  EXPECT_EQ(halving_cap(20, 7, 1), 11u);  // 7 + 4
+  EXPECT_EQ(halving_cap(9, 3, 2), 5u);    // 3 + 2
+  EXPECT_EQ(halving_cap(6, 2, 2), 3u);    // 2 + 1
+  EXPECT_EQ(halving_cap(3, 2, 1), 2u);    // a round of three drops one
+  EXPECT_EQ(halving_cap(4, 2, 2), 2u);    // with the incumbent added back, four keep two
+  EXPECT_EQ(halving_cap(2, 2, 1), 2u);    // never under keep
+}
+
 TEST(Stats, SpeedupMarginIsRelativeToTheIncumbent) {
   EXPECT_DOUBLE_EQ(speedup_margin(100, 90), 0.1);
   EXPECT_DOUBLE_EQ(speedup_margin(0, 90), 0);
