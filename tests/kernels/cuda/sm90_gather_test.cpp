@@ -509,6 +509,70 @@ TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
                                      });
 }
 
+// half_tile_skip is bitwise: tma_ws block_m 128 configs give the same digest with the lever on as
+// off, within the bf16 band of the fp64 reference, on odd shapes at M whose experts end in last
+// blocks of every length (so both the skipping and the full path run), gated and relu2, block_n
+// not a multiple of 64, split-K GEMM2 and CTA pairs (a skipping warpgroup beside a ghost
+// tile's); then at benchmark points where most last blocks hold at most 64 rows.
+TEST_F(Sm90Gather, HalfTileSkipLeverGivesTheBitsOfItsOffPath) {
+  struct Case {
+    int bn1, bn2, split_k, cluster_m;
+  };
+  const Case cases[] = {{128, 256, 1, 1}, {96, 232, 1, 1}, {128, 192, 2, 1}, {64, 128, 1, 2}};
+  const FastPaths on{.half_tile_skip = true};
+  int checked = 0;
+  for (auto base :
+       {shape(10, 448, 320, 4, Activation::kSiluGated), shape(12, 320, 192, 3, Activation::kRelu2),
+        shape(6, 384, 256, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {1, 17, 65, 200, 700, 1500}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 500 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 501 + m).ok());
+      const auto ref = fp64_reference(*tb_);
+      for (auto const& c : cases) {
+        MoeConfig cfg = wgmma(128, c.bn1, c.bn2, 8, 3, 2, core::Schedule::kTmaWarpSpecialized);
+        cfg.gemm2.pipeline.split_k = c.split_k;
+        cfg.gemm1.launch.cluster_m = cfg.gemm2.launch.cluster_m = c.cluster_m;
+        if (!tb_->backend().can_implement(p, cfg).ok()) continue;  // split-K needs I / 64 even
+        ++checked;
+        const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+        tb_->set_fast_paths(on);
+        expect_matches_fp64(*tb_, cfg, ref, "half_tile_skip on, " + what);
+        auto lever = tb_->check(cfg);
+        tb_->set_fast_paths({});
+        auto off = tb_->check(cfg);
+        ASSERT_TRUE(lever.ok() && off.ok()) << what;
+        EXPECT_EQ(lever->digest, off->digest) << what;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 60);  // every case on every problem, split-K where I / 64 is even
+  struct Point {
+    MoeProblem p;
+    int64_t m;
+  };
+  for (auto pt : {Point{shape(8, 4096, 14336, 2, Activation::kSiluGated), 512},
+                  Point{shape(128, 2048, 768, 8, Activation::kSiluGated), 2048},
+                  Point{shape(128, 2688, 1856, 6, Activation::kRelu2), 4096}}) {
+    MoeProblem p = pt.p;
+    p.num_tokens = pt.m;
+    core::RoutingProfile r;
+    r.seed = pt.m;
+    ASSERT_TRUE(tb_->prepare(p, r, pt.m).ok());
+    const bool relu2 = p.activation == Activation::kRelu2;
+    MoeConfig cfg = wgmma(128, relu2 ? 232 : 128, relu2 ? 224 : 256, 8, 4, 8,
+                          core::Schedule::kTmaWarpSpecialized);
+    const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+    tb_->set_fast_paths(on);
+    const std::string lever =
+        expect_in_band_and_deterministic(*tb_, cfg, "half_tile_skip, " + what);
+    tb_->set_fast_paths({});
+    EXPECT_EQ(lever, expect_in_band_and_deterministic(*tb_, cfg, what)) << what;
+  }
+}
+
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
   p.num_tokens = 2048;
