@@ -32,12 +32,6 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
-  /// cuda: in a tma_ws (cooperative) tile of block_m 128 whose rows 64..127 are all padding (an
-  /// expert's last block with at most 64 rows), the second consumer warpgroup skips its MMA and
-  /// epilogue and only keeps the stage protocol, so the first has the tensor cores to itself (not
-  /// compiled beside the exact-gelu GEMM1 epilogue at 128 accumulator registers: it would spill).
-  /// Class bitwise: the real rows get the same wgmma sequence; padding rows are never stored.
-  bool half_tile_skip = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -54,7 +48,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   add(fp.decode_w2_stage, "decode_w2_stage");
-  add(fp.half_tile_skip, "half_tile_skip");
   return out;
 }
 

@@ -61,7 +61,6 @@ struct WsGemmParams {
   CUtensorMap tma_a;
   CUtensorMap tma_b;
   GemmParams g;
-  int half_skip;  // lever half_tile_skip
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256,
@@ -244,7 +243,6 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
       // TMA maps of this call's pointers: B = the experts' weight rows, A = h rows (GEMM2).
       WsGemmParams wp{};
       wp.g = gp;
-      wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
           static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n),

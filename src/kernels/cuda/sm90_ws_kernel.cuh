@@ -41,7 +41,6 @@ struct WsGemmParams {
   TmaDescriptor tma_a;  // GEMM2: h as [max_blocks * block_m rows, I]; unused by GEMM1
   TmaDescriptor tma_b;  // GEMM1: w1 as [E * N1 rows, K]; GEMM2: w2 as [E * K rows, I]
   GemmParams g;
-  int half_skip;  // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
 };
 
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
@@ -101,11 +100,6 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
   constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
   constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
-  // Lever half_tile_skip's path, where it leaves the kernel spill-free: not beside the exact-gelu
-  // epilogue (erf) with 128 accumulator registers, which it pushed over the 168-register cap that
-  // ptxas allocates under (a 4-byte spill; the compile test refuses any).
-  constexpr bool kHalfSkip =
-      kBlockM == 128 && !kPingpong && !(kIsGemm1 && kAct == kActGelu && kWgBRows / 2 >= 128);
   static_assert(kBlockM == 64 || kBlockM == 128, "tma_ws: block_m must be 64 or 128");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
                 "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
@@ -323,18 +317,9 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
       pid_m = pid_m * kClusterM + rank;
-      // A ghost tile (cluster_m 2: past the last block) or, with lever half_tile_skip, an all-
-      // padding 64-row half (align pads each expert's rows at the end of its last block, so row
-      // 64 padding means rows 64..127 are): the warpgroup consumes every stage without MMA and
-      // stores nothing (padding rows are never stored), so its partner warpgroup has the tensor
-      // cores to itself; same bits. A whole-tile branch: the MMA loop below stays unconditional.
-      bool ghost = kClusterM == 2 && pid_m >= num_m;
-      if (kHalfSkip && !ghost && cm == 1 && p.half_skip != 0) {
-        ghost = g.sorted_pairs[(long long)pid_m * kBlockM + 64] < 0;
-      }
-      if (ghost) {
-        // NOTE: the warpgroup syncs before each release (the MMA path gets that from wgmma), so
-        // no warp can fall two phases behind.
+      if (kClusterM == 2 && pid_m >= num_m) {
+        // Ghost tile: consume every stage without MMA. NOTE: the warpgroup syncs before each
+        // release (the MMA path gets that from wgmma), so no warp can fall two phases behind.
         for (int kt = 0; kt < num_k; ++kt) {
           mbar_wait(smem_u32(&full_bar[stage]), phase);
           named_bar_sync(3 + (wg - 1), 128);
