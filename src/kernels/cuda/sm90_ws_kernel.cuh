@@ -335,9 +335,14 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       float* partial =
           kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
                   : nullptr;
-      // NOTE: no per-warpgroup skip of all-padding 64-row halves: it made the compute-bound
-      // points 15-25% slower on H200 (bench/results/raw/2026-11-29-89376ce-with-half-tile-skip.csv
-      // vs bench/results/raw/2026-11-29-fd94bfa-sweep-tma_ws-splitn.csv, same configs).
+      // NOTE: no per-warpgroup skip of all-padding 64-row halves (the second warpgroup keeping
+      // the stage protocol without MMA or epilogue, so the first has the tensor cores alone): in
+      // one call on the H200, lever on vs off (b0237af, moetune ab, 4 rounds x 30 repeats,
+      // bench/results/raw/2026-11-30-b0237af-half-tile-skip-ab.tgz) it was slower wherever it
+      // acted: S1 M=4096 1395 vs 1127 us, S3 M=512 1093 vs 963 (GEMM1 731 vs 639), S2 M=2048
+      // 440 vs 432; one warpgroup alone on a 64-row half takes longer than two on the whole tile.
+      // (First seen across calls at 89376ce: bench/results/raw/2026-11-29-89376ce-with-half-
+      // tile-skip.csv.)
       // NOTE: a tail split (an expert's last block with <= 64 rows run as 64 rows x half the
       // columns on each warpgroup) was correct but slower in the layer on H200: S3 M=512 1019/1024
       // -> 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (bench/results/raw/
