@@ -14,8 +14,11 @@
 #      exhaustive best are timed in the same final round (target: within 2%);
 #   d. when 75 s are left: wrong/nan/compile faults on the cuda demo shape (45 s cap; b leaves
 #      room for it; TUNER_FAULTS=0 skips it, leaving its time to c);
-#   c. more full tunes of S1 with fresh stores (warm cubin cache) while the budget lasts, up to 4,
-#      for winner agreement over a + c (target: same winner or a tie in >= 95% of buckets).
+#   c. more full tunes of S1 with fresh stores (warm cubin cache) while the budget lasts, numbered
+#      TUNER_C_FROM (2) to TUNER_C_TO (5), for winner agreement over a + c (target: same winner or
+#      a tie in >= 95% of buckets). TUNER_ONLY_C=1 runs c alone (no a, b or d; the cubin cache is
+#      kept): a second call adds tunes, e.g. TUNER_ONLY_C=1 TUNER_C_FROM=5, and
+#      bench/tuner_targets.py reads the stores of both calls put in one folder.
 # bench/tuner_targets.py then writes $OUT/tuner-targets.csv and $OUT/summary.txt; everything else
 # (stores, JSON, stderr, tables) is packed into $OUT/tuner-run.tgz, because the device tool brings
 # back at most 8 files: $OUT ends with summary.txt, run.log, tuner-targets.csv and tuner-run.tgz.
@@ -29,6 +32,9 @@ BIN=${BIN:-.devbin}
 OUT=${OUT:-bench/results/$(date +%F)-tuner-targets}
 RECIPE=${TUNER_RECIPE:-recipes/h200-s1-tune.json}
 EXH_BUCKETS=${TUNER_EXH_BUCKETS-16,256,4096}
+ONLY_C=${TUNER_ONLY_C:-0}
+C_FROM=${TUNER_C_FROM:-2}
+C_TO=${TUNER_C_TO:-5}
 A_REPEAT=${TUNER_A_REPEAT:-0}
 # The whole script; packing and the summary take a few seconds more. The device call allows 10
 # minutes, start and copy-back not counted: 500 s leaves room for a run that overruns a timeout.
@@ -36,13 +42,15 @@ BUDGET_S=${TUNER_BUDGET_S:-500}
 TUNE_LIMIT_S=${TUNER_TUNE_LIMIT_S:-300}  # part a (the target); b, d and c get what is left
 FAULT_S=45                               # d's cap; b leaves it FAULT_S + 60 s (d, then c)
 RUN_FAULTS=${TUNER_FAULTS:-1}            # 0: no d, its time goes to c
+[ "$ONLY_C" = 1 ] && EXH_BUCKETS= && RUN_FAULTS=0
 if [ -z "${FAULT_RECIPE:-}" ]; then
   # The faults run on the tuned recipe's backend: the cuda demo shape, or the cpu one in a dry run.
   FAULT_RECIPE=recipes/demo-h200.json
   grep -q '"backend": *"cpu"' "$RECIPE" && FAULT_RECIPE=recipes/demo.json
 fi
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-tuner-cache}
-rm -rf "$MOETUNE_CACHE_DIR"  # part a is measured from a cold cache: every compile counts
+# Part a is measured from a cold cache: every compile counts.
+[ "$ONLY_C" = 1 ] || rm -rf "$MOETUNE_CACHE_DIR"
 mkdir -p "$OUT"
 t0=$(date +%s)
 left() { echo $(( BUDGET_S - ($(date +%s) - t0) )); }
@@ -55,23 +63,27 @@ timeout 20 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,po
 
 # a. the S1 table, cold cache, timed; the tuner's own budget ends it before the target and the
 # limit (its final rounds run past the budget), so it writes its table and JSON even when slow.
-limit=$(( $(left) - 120 < TUNE_LIMIT_S + 30 ? $(left) - 120 : TUNE_LIMIT_S + 30 ))
-[ "$limit" -ge 40 ] || limit=$(( $(left) / 2 ))  # a small TUNER_BUDGET_S (dry runs)
-budget_s=$(( (limit - 30 < TUNE_LIMIT_S ? limit - 30 : TUNE_LIMIT_S) - 15 ))
-[ "$budget_s" -ge 10 ] || budget_s=10
-budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.2f", s / 60 }')
-log "a: tune $RECIPE (budget $budget_min min, limit ${limit} s)"
-start=$(date +%s)
-repeat_args=()
-[ "$A_REPEAT" -gt 0 ] && repeat_args=(--repeat "$A_REPEAT")
-bounded "$limit" "$BIN/moetune" tune --recipe "$RECIPE" --out "$OUT/tuned" "${repeat_args[@]}" \
-  --budget-min "$budget_min" --store "$OUT/tune-a.db" --json > "$OUT/tune-a.json" \
-  2> "$OUT/tune-a.err"
-rc=$?
-wall=$(( $(date +%s) - start ))
-echo "{\"part\": \"a\", \"exit\": $rc, \"wall_s\": $wall, \"limit_s\": $limit}" \
-  > "$OUT/tune-a.time.json"
-log "a: exit $rc after $wall s"; tail -3 "$OUT/tune-a.err"
+if [ "$ONLY_C" = 1 ]; then
+  log "a: skipped (TUNER_ONLY_C=1)"
+else
+  limit=$(( $(left) - 120 < TUNE_LIMIT_S + 30 ? $(left) - 120 : TUNE_LIMIT_S + 30 ))
+  [ "$limit" -ge 40 ] || limit=$(( $(left) / 2 ))  # a small TUNER_BUDGET_S (dry runs)
+  budget_s=$(( (limit - 30 < TUNE_LIMIT_S ? limit - 30 : TUNE_LIMIT_S) - 15 ))
+  [ "$budget_s" -ge 10 ] || budget_s=10
+  budget_min=$(awk -v s="$budget_s" 'BEGIN { printf "%.2f", s / 60 }')
+  log "a: tune $RECIPE (budget $budget_min min, limit ${limit} s)"
+  start=$(date +%s)
+  repeat_args=()
+  [ "$A_REPEAT" -gt 0 ] && repeat_args=(--repeat "$A_REPEAT")
+  bounded "$limit" "$BIN/moetune" tune --recipe "$RECIPE" --out "$OUT/tuned" "${repeat_args[@]}" \
+    --budget-min "$budget_min" --store "$OUT/tune-a.db" --json > "$OUT/tune-a.json" \
+    2> "$OUT/tune-a.err"
+  rc=$?
+  wall=$(( $(date +%s) - start ))
+  echo "{\"part\": \"a\", \"exit\": $rc, \"wall_s\": $wall, \"limit_s\": $limit}" \
+    > "$OUT/tune-a.time.json"
+  log "a: exit $rc after $wall s"; tail -3 "$OUT/tune-a.err"
+fi
 
 # b. exhaustive at a few buckets, a's winner as the incumbent; one bounded run per bucket.
 cp -r "$OUT/tuned" "$OUT/exhaustive" 2>/dev/null || mkdir -p "$OUT/exhaustive"
@@ -120,7 +132,7 @@ fi
 # only when the time left covers the previous warm tune plus 10% (a tune cut short counts only the
 # buckets it finished, with a store killed mid-bucket: 99e77cf's fifth tune got 83 of ~93 s).
 last_s=0
-for k in 2 3 4 5; do
+for k in $(seq "$C_FROM" "$C_TO"); do
   limit=$(( $(left) - 20 ))
   if [ "$limit" -lt 40 ] || [ "$limit" -lt $(( last_s * 11 / 10 )) ]; then
     log "c: tune $k skipped (${limit} s left, the last tune took ${last_s} s)"

@@ -125,7 +125,8 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
            << ", finalists: incumbent + "
            << (r.per_gemm ? "per block_m the cross product of each stage's fastest and up to " +
                                 std::to_string(tuner::kStageTiesCarried) +
-                                " near ties (search order breaks final ties)"
+                                " near ties (the nearest, then the earliest in search order, which "
+                                "breaks final ties)"
                           : std::string("best 3"))
            << ", final " << info.reps << " reps in " << tuner::kFinalPasses
            << " interleaved passes after " << info.warmup

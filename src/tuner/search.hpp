@@ -9,7 +9,8 @@
 //                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);
 //        stage 2: GEMM2 over the group's list, GEMM1 fixed at stage 1's fastest;
 //        cross: each stage's top (its fastest and up to kStageTiesCarried candidates the fastest
-//              does not beat, in search order) go to the final round as the cross product of
+//              does not beat: the kStageTiesNearest nearest to it, then the earliest in search
+//              order) go to the final round as the cross product of
 //              stage 1's GEMM1s with stage 2's GEMM2s (new pairs checked first), so the final
 //              holds the same near-best combinations whichever near-equal config noise made a
 //              stage's fastest;
@@ -32,8 +33,11 @@
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
 //      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
 //      challengers tied with the fastest and themselves beating the incumbent so, the earliest
-//      in search order wins (per GEMM: by where its GEMM1, then its GEMM2, first entered the
-//      search, which does not depend on which stage candidate won); the winner is checked again
+//      in search order wins (by the config's place in the family's space, which the worker
+//      derives from the problem alone; per GEMM: its GEMM1's place in the GEMM1 lists, then its
+//      GEMM2's; configs the space lacks after it by creation: so neither which neighbours'
+//      winners seeded the search nor which near-equal candidate noise made a stage's fastest
+//      changes it, and repeated tunes break ties the same way); the winner is checked again
 //      and must reproduce its digest; the other
 //      finalists tied with the winner (neither beats the other so) are reported and stored with
 //      it (BucketResult::tied, decisions.tied);
@@ -68,7 +72,8 @@ namespace moetune::tuner {
 /// store written by another search is not read back as this one's (it enters the tune hash).
 /// 2: final rounds of 4 passes (ABBA), halving rounds in a forward and a backward half.
 /// 3: a halving round also keeps the candidates tied with its cut line (halving_keep).
-inline constexpr int kSearchVersion = 3;
+/// 4: search order from the family's space (not the anchors); a stage carries its nearest ties.
+inline constexpr int kSearchVersion = 4;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
 /// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check
@@ -89,12 +94,16 @@ inline constexpr int kBackwardPassOffset = 50;
 inline constexpr int kAnchorStage = -1;
 /// --exhaustive: stage 2 runs for this many of each group's best GEMM1 configs.
 inline constexpr int kExhaustiveGemm1Top = 3;
-/// Per GEMM: besides its fastest, each stage's top holds at most this many of its other ok
+/// Per GEMM: besides its fastest, each stage's top holds at most kStageTiesCarried of its other ok
 /// candidates, those the fastest does not beat beyond the intervals and `margin` (the rule of
-/// `decide`) in the last stage round both were timed in, earliest in search order first. The
-/// final round gets the cross product of stage 1's top GEMM1s with stage 2's top GEMM2s (at most
-/// 3 x 3 a group; new pairs are checked like every candidate before they may enter).
-inline constexpr int kStageTiesCarried = 2;
+/// `decide`) in the last stage round both were timed in: the kStageTiesNearest whose median was
+/// nearest the fastest's there (so the configs the final round would name reach it whichever of
+/// them noise put first in this stage), then the earliest in search order of the rest (so every
+/// run carries the one the final round's rule prefers among equivalent configs). The final round
+/// gets the cross product of stage 1's top GEMM1s with stage 2's top GEMM2s (at most 4 x 4 a
+/// group; new pairs are checked like every candidate before they may enter).
+inline constexpr int kStageTiesNearest = 2;
+inline constexpr int kStageTiesCarried = kStageTiesNearest + 1;
 /// A finalist (other than the incumbent) whose latest median exceeds this many times the best
 /// finalist's is not timed in the final round: no noise or drift seen (at most ~17% between
 /// passes on the H200) turns it into the winner.
@@ -143,7 +152,7 @@ struct BucketTask {
 };
 
 struct CandidateResult {
-  int index = 0;  ///< position in search order (0 = the incumbent)
+  int index = 0;  ///< creation order (0 = the incumbent); search order: BucketSearch::search_order
   core::MoeConfig config;
   Outcome outcome = Outcome::kOk;
   std::string reason;
@@ -192,7 +201,7 @@ struct BucketResult {
   int repeats = 0;
   int agreeing = 0;  ///< repeats naming the same winner
   std::string digest;
-  int candidates = 0;  ///< in search order, rejected ones included
+  int candidates = 0;  ///< rejected ones included
   std::map<Outcome, int> outcomes;
   std::map<std::string, int> pruned;  ///< can_implement reason (field) -> count
   bool per_gemm = false;              ///< searched per GEMM (else jointly)
@@ -205,7 +214,7 @@ struct BucketResult {
   int not_run = 0;            ///< left out by the budget or fail-fast
   bool aborted = false;       ///< fail-fast: nothing passed in time
   std::string summary;        ///< one line of outcome counts (why, when !ok)
-  std::vector<CandidateResult> results;  ///< in search order
+  std::vector<CandidateResult> results;  ///< in creation order (CandidateResult::index)
 };
 
 /// Progress: the share of this bucket done so far, in [0, 1].

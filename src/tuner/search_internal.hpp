@@ -92,6 +92,8 @@ class BucketSearch {
   std::vector<core::MoeConfig> joint_space_;
   std::vector<core::GemmSpace> gemm_spaces_;
   size_t anchors_ = 0;  ///< cands_[0, anchors_): incumbent, neighbours' winners, default
+  /// search_order's keys by candidate index ({-1, ...}: not yet computed).
+  mutable std::vector<std::array<int, 3>> order_;
 };
 
 }  // namespace moetune::tuner::detail

@@ -76,20 +76,46 @@ void BucketSearch::drop_hopeless(Candidates& finalists) const {
   });
 }
 
-/// Where `c` stands in search order, lowest first. Jointly: its index. Per GEMM: the index of the
-/// first candidate with its GEMM1, then of the first with its GEMM2, then its own. A stage's
-/// candidates get their indices in list order whichever GEMM the other stage fixed, but a whole
-/// config's index depends on which GEMM1 won stage 1 (a carried tie is created after stage 2), so
-/// only the per-GEMM key names the same config in runs whose stage winners differ.
+/// Where `c` stands in search order, lowest first: jointly, its config's position in the joint
+/// space; per GEMM, its GEMM1's position in the groups' GEMM1 lists (in group order), then its
+/// GEMM2's in their GEMM2 lists; a config (or GEMM) the space lacks, an anchor's, after the whole
+/// space by the index of the first candidate with it; then its own index. The space is the
+/// worker's answer for the problem alone, so the order depends neither on which neighbours'
+/// winners seeded the search (anchors are created first) nor on which near-equal GEMM1 noise made
+/// stage 1's fastest (stage 2's candidates, and so their indices, follow it): repeated tunes break
+/// ties among the same configs the same way. Computed once per candidate.
 std::array<int, 3> BucketSearch::search_order(CandidateResult const& c) const {
-  if (!result_.per_gemm) return {c.index, c.index, c.index};
-  auto first = [&](auto same) {
-    auto it = std::find_if(cands_.begin(), cands_.end(), same);
-    return it == cands_.end() ? c.index : it->index;
+  if (c.index < static_cast<int>(order_.size()) && order_[c.index][0] >= 0) return order_[c.index];
+  auto place = [&](auto const& lists, auto const& item, auto same) {
+    int offset = 0;
+    for (auto const* list : lists) {
+      auto it = std::find(list->begin(), list->end(), item);
+      if (it != list->end()) return offset + static_cast<int>(it - list->begin());
+      offset += static_cast<int>(list->size());
+    }
+    auto first = std::find_if(cands_.begin(), cands_.end(), same);
+    return offset + (first == cands_.end() ? c.index : first->index);
   };
-  return {first([&](CandidateResult const& o) { return o.config.gemm1 == c.config.gemm1; }),
-          first([&](CandidateResult const& o) { return o.config.gemm2 == c.config.gemm2; }),
-          c.index};
+  std::array<int, 3> key;
+  if (!result_.per_gemm) {
+    int const p = place(std::vector{&joint_space_}, c.config,
+                        [&](CandidateResult const& o) { return o.config == c.config; });
+    key = {p, p, c.index};
+  } else {
+    std::vector<std::vector<core::KernelConfig> const*> gemm1s, gemm2s;
+    for (core::GemmSpace const& g : gemm_spaces_) {
+      gemm1s.push_back(&g.gemm1);
+      gemm2s.push_back(&g.gemm2);
+    }
+    key = {place(gemm1s, c.config.gemm1,
+                 [&](CandidateResult const& o) { return o.config.gemm1 == c.config.gemm1; }),
+           place(gemm2s, c.config.gemm2,
+                 [&](CandidateResult const& o) { return o.config.gemm2 == c.config.gemm2; }),
+           c.index};
+  }
+  if (c.index >= static_cast<int>(order_.size())) order_.resize(c.index + 1, {-1, -1, -1});
+  order_[c.index] = key;
+  return key;
 }
 
 /// Selection among the ok finalists: the incumbent stays unless the fastest challenger (the one

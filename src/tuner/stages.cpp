@@ -91,7 +91,8 @@ core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { r
 /// The candidates of a stage the winner (its fastest) does not beat (tuner::decide: beyond both
 /// intervals and the margin), each compared with the winner in the last round both were timed in
 /// (the winner took part in every one), so a candidate dropped early is judged on the samples it
-/// was dropped on; the earliest kStageTiesCarried in search order.
+/// was dropped on: the kStageTiesNearest whose median was nearest the winner's there, then the
+/// earliest in search order of the others (kStageTiesCarried in all).
 Candidates BucketSearch::stage_ties(CandidateResult const* winner,
                                     StageRounds const& rounds) const {
   std::map<CandidateResult*, std::pair<TimingStats, TimingStats>> last;  // (its, the winner's)
@@ -109,8 +110,15 @@ Candidates BucketSearch::stage_ties(CandidateResult const* winner,
       tied.push_back(c);
     }
   }
-  std::sort(tied.begin(), tied.end(),
-            [&](auto* a, auto* b) { return search_order(*a) < search_order(*b); });
+  auto gap = [&](CandidateResult* c) {
+    auto const& [its, winners] = last.at(c);
+    return winners.median_us > 0 ? its.median_us / winners.median_us : its.median_us;
+  };
+  auto earlier = [&](auto* a, auto* b) { return search_order(*a) < search_order(*b); };
+  std::sort(tied.begin(), tied.end(), earlier);  // search order breaks equal gaps
+  std::stable_sort(tied.begin(), tied.end(), [&](auto* a, auto* b) { return gap(a) < gap(b); });
+  size_t const nearest = std::min(tied.size(), size_t(kStageTiesNearest));
+  std::sort(tied.begin() + static_cast<std::ptrdiff_t>(nearest), tied.end(), earlier);
   if (tied.size() > size_t(kStageTiesCarried)) tied.resize(kStageTiesCarried);
   return tied;
 }

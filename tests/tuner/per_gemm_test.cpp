@@ -305,6 +305,77 @@ TEST(PerGemm, ANeighboursWinnerSeedsBothStagesByItsGemms) {
   EXPECT_TRUE(gemm2_staged);
 }
 
+TEST(PerGemm, ANeighboursWinnerDoesNotChangeWhichOfTwoTiedConfigsIsNamed) {
+  // Search order comes from the space, not from the anchors: a neighbour's winner with GEMM1 at
+  // block_k 128 (tied with block_k 64, which the GEMM1 list holds first) is timed first, yet the
+  // final names what a run without seeds names. Before, the anchor's GEMM1 led the search order,
+  // so a tune named whatever its neighbours had won, and repeated tunes disagreed with it.
+  InProcessWorker plain(gemm1_k128_at(-0.01));
+  BucketResult unseeded = tune(plain);
+  ASSERT_TRUE(unseeded.ok);
+  ASSERT_TRUE(is(unseeded.winner.gemm1, 128, 64, 0)) << core::short_string(unseeded.winner);
+  core::MoeConfig seed = unseeded.winner;
+  seed.gemm1.tile.block_k = 128;
+  InProcessWorker worker(gemm1_k128_at(-0.01));
+  auto store = Store::open(":memory:");
+  BucketTask task = tiny_task();
+  task.seeds = {seed};
+  auto r = tune_bucket(worker, **store, task, fast_options());
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->results[1].config, seed);  // an anchor, right after the incumbent
+  EXPECT_EQ(r->winner, unseeded.winner) << core::short_string(r->winner);
+  EXPECT_NE(std::find(r->tied.begin(), r->tied.end(), seed), r->tied.end());  // reported tied
+}
+
+/// The GEMM1 configs of the cost model's best group (block_m 16) that pass can_implement with
+/// that group's base GEMM2, in list order.
+std::vector<core::KernelConfig> feasible_gemm1s_at_block_m_16() {
+  kernels::cpu::CpuBackend backend;
+  core::MoeProblem const p = tiny_task().problem;
+  std::vector<core::KernelConfig> out;
+  for (core::GemmSpace const& g : backend.gemm_search_space(p)) {
+    if (g.block_m != 16) continue;
+    for (core::KernelConfig const& k : g.gemm1) {
+      if (backend.can_implement(p, {k, g.base.gemm2}).ok()) out.push_back(k);
+    }
+  }
+  return out;
+}
+
+TEST(PerGemm, AStageCarriesItsNearestTiesWhereverTheySitInSearchOrder) {
+  // At block_m 16 every GEMM1 is within 0.5% of the fastest (the last feasible one in the list,
+  // 100 us), so all are tied with it; the second-to-last is the nearest (+0.05 us). Stage 1
+  // names the last; its top must carry the nearest into the final round although many tied
+  // configs come before it in search order (before, the top took the earliest two, so which
+  // near-best configs met in the final depended on where they sat in the list).
+  auto const gemm1s = feasible_gemm1s_at_block_m_16();
+  ASSERT_GE(gemm1s.size(), size_t(kStageTiesCarried + 2));
+  core::KernelConfig const fastest = gemm1s.back();
+  core::KernelConfig const nearest = gemm1s[gemm1s.size() - 2];
+  auto model = [&](core::MoeConfig const& c) {
+    double const gemm1 = c.gemm1 == fastest ? 0 : c.gemm1 == nearest ? 0.05 : 0.5;
+    return 100.0 + gemm1 + (c.gemm2.tile.block_n == 32 ? 0 : 10) +
+           (c.gemm1.tile.block_m == 16 ? 0 : 4);
+  };
+  InProcessWorker worker(model);
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.groups[1].block_m, 16);
+  GroupResult const& g = r.groups[1];
+  ASSERT_EQ(g.gemm1_winner.gemm1, fastest) << core::short_string(g.gemm1_winner);
+  core::MoeConfig pair = g.winner;
+  pair.gemm1 = nearest;
+  CandidateResult const* carried = find(r, pair);
+  ASSERT_NE(carried, nullptr) << "the nearest tie was not paired with the GEMM2 winner";
+  EXPECT_EQ(carried->outcome, Outcome::kOk) << carried->reason;
+  EXPECT_EQ(carried->rounds, 2);  // round 0 and the final round
+  // Besides the nearest, the earliest of the others in search order: the list's first.
+  core::MoeConfig first = g.winner;
+  first.gemm1 = gemm1s.front();
+  ASSERT_NE(find(r, first), nullptr);
+  EXPECT_EQ(find(r, first)->rounds, 2);
+}
+
 TEST(PerGemm, ChecksFarFewerCandidatesThanTheJointProduct) {
   InProcessWorker worker(cost);
   BucketResult r = tune(worker);
