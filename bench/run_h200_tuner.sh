@@ -16,8 +16,9 @@
 #      room for it; TUNER_FAULTS=0 skips it, leaving its time to c);
 #   c. more full tunes of S1 with fresh stores (warm cubin cache) while the budget lasts, numbered
 #      TUNER_C_FROM (2) to TUNER_C_TO (5), for winner agreement over a + c (target: same winner or
-#      a tie in >= 95% of buckets). TUNER_ONLY_C=1 runs c alone (no a, b or d; the cubin cache is
-#      kept): a second call adds tunes, e.g. TUNER_ONLY_C=1 TUNER_C_FROM=5, and
+#      a tie in >= 95% of buckets). TUNER_ONLY_C=1 runs c alone (no a or d, b only at buckets
+#      TUNER_EXH_BUCKETS names, against the table an earlier call's a left in $OUT/tuned; the
+#      cubin cache is kept): a second call adds tunes, e.g. TUNER_ONLY_C=1 TUNER_C_FROM=5, and
 #      bench/tuner_targets.py reads the stores of both calls put in one folder.
 # bench/tuner_targets.py then writes $OUT/tuner-targets.csv and $OUT/summary.txt; everything else
 # (stores, JSON, stderr, tables) is packed into $OUT/tuner-run.tgz, because the device tool brings
@@ -42,7 +43,10 @@ BUDGET_S=${TUNER_BUDGET_S:-500}
 TUNE_LIMIT_S=${TUNER_TUNE_LIMIT_S:-300}  # part a (the target); b, d and c get what is left
 FAULT_S=45                               # d's cap; b leaves it FAULT_S + 60 s (d, then c)
 RUN_FAULTS=${TUNER_FAULTS:-1}            # 0: no d, its time goes to c
-[ "$ONLY_C" = 1 ] && EXH_BUCKETS= && RUN_FAULTS=0
+if [ "$ONLY_C" = 1 ]; then
+  RUN_FAULTS=0
+  EXH_BUCKETS=${TUNER_EXH_BUCKETS-}  # b only when asked, against $OUT/tuned of an earlier call
+fi
 if [ -z "${FAULT_RECIPE:-}" ]; then
   # The faults run on the tuned recipe's backend: the cuda demo shape, or the cpu one in a dry run.
   FAULT_RECIPE=recipes/demo-h200.json
@@ -89,6 +93,10 @@ fi
 cp -r "$OUT/tuned" "$OUT/exhaustive" 2>/dev/null || mkdir -p "$OUT/exhaustive"
 exh=()
 [ -n "$EXH_BUCKETS" ] && IFS=',' read -ra exh <<< "$EXH_BUCKETS"
+if [ "${#exh[@]}" -gt 0 ] && [ ! -d "$OUT/tuned" ]; then
+  log "b: skipped (no table of part a in $OUT/tuned)"
+  exh=()
+fi
 for i in "${!exh[@]}"; do
   b=${exh[$i]}
   share=$(( ($(left) - FAULT_S - 60) / (${#exh[@]} - i) ))
