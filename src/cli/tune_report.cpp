@@ -88,6 +88,10 @@ std::string bucket_line(tuner::BucketResult const& r) {
     out += r.tie              ? "  tie (incumbent kept)"
            : r.incumbent_kept ? "  incumbent kept"
                               : "  challenger wins";
+    if (r.settle_rounds > 0) {
+      out += " after " + std::to_string(r.settle_rounds) + " settling final round" +
+             (r.settle_rounds > 1 ? "s" : "");
+    }
   } else {
     out += "  (incumbent " + core::short_string(r.incumbent) + " failed)";
   }
@@ -204,7 +208,8 @@ void TuneJson::tuned_bucket(tuner::BucketResult const& r, std::string const& com
       json_number(tuner::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
       ", \"verdict\": " + json_quote(r.verdict) + ", \"tie\": " + (r.tie ? "true" : "false") +
       ", \"incumbent_kept\": " + (r.incumbent_kept ? "true" : "false") +
-      ", \"tied\": " + tied_json(r) + ", \"repeats\": " + std::to_string(r.repeats) +
+      ", \"settle_rounds\": " + std::to_string(r.settle_rounds) + ", \"tied\": " + tied_json(r) +
+      ", \"repeats\": " + std::to_string(r.repeats) +
       ", \"agreeing\": " + std::to_string(r.agreeing) + ", " + counts_json(r) +
       ", \"digest\": " + json_quote(r.digest) + ", \"command\": " + json_quote(command) + "}");
 }

@@ -31,7 +31,12 @@
 //      (forward, backward, backward, forward; final_reps in all); the drift common to all
 //      finalists between passes is divided out (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
-//      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded); among
+//      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded; when that
+//      tie leaves the fastest's median ahead of the incumbent's by more than the margin, the data
+//      point to a gain the intervals cannot yet show, so the final round is run again, up to
+//      kSettleRounds times, with every round's samples pooled, until the tie is settled either
+//      way: one disturbed pass, such as a clock dip at large M, then no longer keeps a slower
+//      incumbent); among
 //      challengers tied with the fastest and themselves beating the incumbent so, the earliest
 //      in search order wins (by the config's place in the family's space, which the worker
 //      derives from the problem alone; per GEMM: its GEMM1's place in the GEMM1 lists, then its
@@ -73,7 +78,8 @@ namespace moetune::tuner {
 /// 2: final rounds of 4 passes (ABBA), halving rounds in a forward and a backward half.
 /// 3: a halving round also keeps the candidates tied with its cut line (halving_keep).
 /// 4: search order from the family's space (not the anchors); a stage carries its nearest ties.
-inline constexpr int kSearchVersion = 4;
+/// 5: an unsettled final round is followed by settling rounds (kSettleRound).
+inline constexpr int kSearchVersion = 5;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
 /// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check
@@ -81,6 +87,11 @@ inline constexpr int kSearchVersion = 4;
 inline constexpr int kFinalRound = 100;
 inline constexpr int kFinalPasses = 4;  ///< forward, backward, backward, forward
 inline constexpr int kRecheckRound = 99;
+/// Settling final rounds (needs_settling): passes at kSettleRound + s * kFinalPasses + pass, at
+/// most kSettleRounds of them (after the joint halving rounds, forward and backward, which stay
+/// below kBackwardPassOffset + 20, and before kRecheckRound).
+inline constexpr int kSettleRound = 80;
+inline constexpr int kSettleRounds = 2;
 /// CandidateResult::rounds of a candidate the budget or the fail-fast window left out.
 inline constexpr int kNotRun = -1;
 /// Store round of halving round r (>= 1) of per-GEMM stage s: kStageRoundBase + s *
@@ -194,6 +205,7 @@ struct BucketResult {
   std::string verdict;  ///< Verdict name, or "no_incumbent"
   bool incumbent_kept = false;
   bool tie = false;  ///< the incumbent and the fastest challenger are tied (the incumbent stays)
+  int settle_rounds = 0;  ///< final rounds run again to settle a tie (needs_settling)
   /// The other ok finalists statistically tied with the winner: neither beats the other beyond
   /// the intervals and the margin (tuner::decide both ways), in search order. A repeated tune that
   /// names one of these declared the tie (bench/tuner_targets.py's agreement).

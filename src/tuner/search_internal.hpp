@@ -68,7 +68,8 @@ class BucketSearch {
   // select.cpp
   core::Status plan();
   void drop_hopeless(Candidates& finalists) const;
-  core::Status final_round(Candidates const& finalists, int base_round);
+  core::Status final_round(Candidates const& finalists, int base_round,
+                           std::vector<std::vector<double>>* pooled = nullptr);
   std::array<int, 3> search_order(CandidateResult const& c) const;
   void decide(Candidates const& finalists);
   void restore_decision(BucketResult const& from, std::deque<CandidateResult> const& cands);

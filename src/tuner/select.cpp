@@ -34,8 +34,11 @@ core::Status BucketSearch::plan() {
 /// (ABBA: each finalist's mean position in time is the same, so a drift that is linear over the
 /// round, such as a GPU heating up, biases none of them); each finalist's stats come from all its
 /// samples of this round, with the drift common to the finalists between passes removed
-/// (remove_pass_drift). The store keeps the raw samples.
-core::Status BucketSearch::final_round(Candidates const& finalists, int base_round) {
+/// (remove_pass_drift), and, when `pooled` is given, of the rounds before it that were pooled
+/// there too (pooled[i] holds finalist i's drift-corrected samples). The store keeps the raw
+/// samples.
+core::Status BucketSearch::final_round(Candidates const& finalists, int base_round,
+                                       std::vector<std::vector<double>>* pooled) {
   int const per_pass = std::max(1, (options_.final_reps + kFinalPasses - 1) / kFinalPasses);
   std::vector<std::vector<std::vector<double>>> by_pass(finalists.size());
   for (int pass = 0; pass < kFinalPasses; ++pass) {
@@ -49,7 +52,14 @@ core::Status BucketSearch::final_round(Candidates const& finalists, int base_rou
       by_pass[i].push_back(std::move(samples));
     }
   }
-  std::vector<std::vector<double>> const all = remove_pass_drift(by_pass);
+  std::vector<std::vector<double>> all = remove_pass_drift(by_pass);
+  if (pooled != nullptr) {
+    pooled->resize(finalists.size());
+    for (size_t i = 0; i < finalists.size(); ++i) {
+      (*pooled)[i].insert((*pooled)[i].end(), all[i].begin(), all[i].end());
+      all[i] = (*pooled)[i];
+    }
+  }
   for (size_t i = 0; i < finalists.size(); ++i) {
     CandidateResult& c = *finalists[i];
     if (c.outcome == Outcome::kOk) c.stats = stats_of(c, all[i]);
@@ -279,13 +289,23 @@ core::Result<BucketResult> BucketSearch::run() {
   auto finalists = gemm_spaces_.empty() ? run_joint() : run_per_gemm();
   if (!finalists.ok()) return finalists.error();
   drop_hopeless(*finalists);
-  MOETUNE_RETURN_IF_ERROR(final_round(*finalists, kFinalRound));
-  while (true) {
+  std::vector<std::vector<double>> pooled;
+  MOETUNE_RETURN_IF_ERROR(final_round(*finalists, kFinalRound, &pooled));
+  decide(*finalists);
+  // A tie the medians say is a gain: the final round again, its samples pooled with the first's.
+  while (result_.ok && result_.tie && result_.settle_rounds < kSettleRounds &&
+         Clock::now() < options_.deadline &&
+         needs_settling(result_.incumbent_stats, result_.challenger_stats, options_.margin)) {
+    int const base = kSettleRound + result_.settle_rounds * kFinalPasses;
+    MOETUNE_RETURN_IF_ERROR(final_round(*finalists, base, &pooled));
     decide(*finalists);
-    if (!result_.ok) break;
+    ++result_.settle_rounds;
+  }
+  while (result_.ok) {
     auto same = recheck_winner();
     if (!same.ok()) return same.error();
-    if (*same) break;  // else the winner turned wrong: decide again among the rest
+    if (*same) break;
+    decide(*finalists);  // the winner turned wrong: decide again among the rest
   }
   if (result_.ok) {
     if (progress_) progress_(0.95);

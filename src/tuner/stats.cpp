@@ -104,6 +104,11 @@ Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, doub
   return Verdict::kTie;
 }
 
+bool needs_settling(TimingStats const& incumbent, TimingStats const& challenger, double margin) {
+  return decide(incumbent, challenger, margin) == Verdict::kTie &&
+         challenger.median_us < incumbent.median_us * (1 - margin);
+}
+
 size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap,
                     double margin) {
   size_t n = std::min(keep, ranked.size());

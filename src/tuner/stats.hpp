@@ -49,6 +49,10 @@ std::string_view to_string(Verdict v);  ///< "incumbent_faster", "challenger_win
 /// The incumbent rule. `margin` is a fraction (0.01 = the challenger's whole interval must sit 1%
 /// below the incumbent's).
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin);
+/// A tie that more data may settle: `decide` says tie, yet the challenger's median sits below the
+/// incumbent's by more than `margin` (the gain is there in the medians, the intervals are too wide
+/// to show it). A tie whose medians are within the margin is a tie, settled.
+bool needs_settling(TimingStats const& incumbent, TimingStats const& challenger, double margin);
 
 /// Successive halving's cut over `ranked` (fastest median first): the first `keep` survive, and so
 /// does each next one that the last survivor does not beat by `decide` (beyond both intervals and

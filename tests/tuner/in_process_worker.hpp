@@ -16,10 +16,17 @@ namespace moetune::tuner::testing {
 
 /// Microseconds a config takes in the model.
 using CostModel = std::function<double(core::MoeConfig const&)>;
+/// Microseconds one timing request's config takes (the model may read its reps, and keep state
+/// to vary over the run).
+using RequestCostModel = std::function<double(Request const&)>;
 
 class InProcessWorker : public WorkerClient {
  public:
   explicit InProcessWorker(CostModel cost, std::unique_ptr<kernels::Testbed> bed = nullptr)
+      : InProcessWorker(
+            RequestCostModel([cost = std::move(cost)](Request const& r) { return cost(r.config); }),
+            std::move(bed)) {}
+  explicit InProcessWorker(RequestCostModel cost, std::unique_ptr<kernels::Testbed> bed = nullptr)
       : WorkerClient(WorkerOptions{}), cost_(std::move(cost)), bed_(std::move(bed)) {
     if (!bed_) bed_ = std::move(kernels::make_testbed("cpu")).value();
   }
@@ -31,7 +38,7 @@ class InProcessWorker : public WorkerClient {
     if (request.op == "time" && request.fault != FaultKind::kLaunch) {
       // Deterministic, nearly noise-free samples around the model's time (+-0.05%).
       Response r;
-      double const t = cost_(request.config);
+      double const t = cost_(request);
       for (int i = 0; i < request.reps; ++i) r.samples_us.push_back(t * (1 + 5e-4 * (i % 3 - 1)));
       return Reply{.response = r};
     }
@@ -57,7 +64,7 @@ class InProcessWorker : public WorkerClient {
   std::vector<Request> requests;
 
  private:
-  CostModel cost_;
+  RequestCostModel cost_;
   std::unique_ptr<kernels::Testbed> bed_;
 };
 

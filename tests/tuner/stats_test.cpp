@@ -53,6 +53,23 @@ TEST(Stats, OverlappingIntervalsAreATieAndASlowerChallengerLoses) {
   EXPECT_EQ(to_string(Verdict::kTie), "tie");
 }
 
+TEST(Stats, ATieWhoseMediansDifferByMoreThanTheMarginNeedsSettling) {
+  TimingStats const inc = stats(100, 99, 101);
+  // 2% faster by the median, but its interval reaches the incumbent's: a tie more data may settle.
+  TimingStats const wide = stats(98, 96, 100);
+  EXPECT_EQ(decide(inc, wide, 0.01), Verdict::kTie);
+  EXPECT_TRUE(needs_settling(inc, wide, 0.01));
+  // Within the margin by the median: a tie, settled.
+  TimingStats const near = stats(99.5, 99, 100);
+  EXPECT_FALSE(needs_settling(inc, near, 0.01));
+  // A clear win or a slower challenger: nothing to settle.
+  TimingStats const clear = stats(95, 94.9, 95.1);
+  EXPECT_FALSE(needs_settling(inc, clear, 0.01));
+  EXPECT_FALSE(needs_settling(inc, stats(103, 99, 105), 0.01));
+  // The twin of the first: the same medians at a 3% margin are within it.
+  EXPECT_FALSE(needs_settling(inc, wide, 0.03));
+}
+
 TEST(Stats, HalvingKeepsWhatTheCutLineDoesNotBeatUpToTheCap) {
   // Fastest first; the cut after two: the third is tied with the second (same median), the fourth
   // is beaten by the third beyond both intervals and the 1% margin.
