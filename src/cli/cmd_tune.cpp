@@ -432,7 +432,7 @@ void setup_tune(CLI::App& app, int& exit_code) {
                  "are not run and halving jumps to the final round")
       ->capture_default_str();
   app.add_option("--inject-fault", args->inject_fault,
-                 "TEST ONLY: KIND@N[,KIND@N...] makes candidate N (search order; or 'all') fail: "
+                 "TEST ONLY: KIND@N[,KIND@N...] makes candidate N (creation order; or 'all') fail: "
                  "compile, launch, crash, wrong, nan, hang or oom");
   app.callback([args, &exit_code] { exit_code = run_tune(*args); });
 }

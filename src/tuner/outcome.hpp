@@ -39,7 +39,7 @@ enum class FaultKind { kNone, kCompile, kLaunch, kCrash, kWrong, kNan, kHang, kO
 std::string_view to_string(FaultKind f);
 core::Result<FaultKind> parse_fault_kind(std::string_view text);
 
-/// `--inject-fault KIND@N[,KIND@N...]`: N is a candidate index in search order (0 = the incumbent)
+/// `--inject-fault KIND@N[,KIND@N...]`: N is a candidate index in creation order (0 = the incumbent)
 /// or `all`. Test only: it exists so CI can prove each failure is handled (README, tune --help).
 struct FaultPlan {
   std::map<int, FaultKind> by_index;
