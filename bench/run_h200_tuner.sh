@@ -20,6 +20,7 @@
 #      TUNER_EXH_BUCKETS names, against the table an earlier call's a left in $OUT/tuned; the
 #      cubin cache is kept): a second call adds tunes, e.g. TUNER_ONLY_C=1 TUNER_C_FROM=5, and
 #      bench/tuner_targets.py reads the stores of both calls put in one folder.
+# TUNER_TUNE_ARGS adds tune options to a, b and c (e.g. "--stage2-gemm1s 2").
 # bench/tuner_targets.py then writes $OUT/tuner-targets.csv and $OUT/summary.txt; everything else
 # (stores, JSON, stderr, tables) is packed into $OUT/tuner-run.tgz, because the device tool brings
 # back at most 8 files: $OUT ends with summary.txt, run.log, tuner-targets.csv and tuner-run.tgz.
@@ -34,6 +35,8 @@ OUT=${OUT:-bench/results/$(date +%F)-tuner-targets}
 RECIPE=${TUNER_RECIPE:-recipes/h200-s1-tune.json}
 EXH_BUCKETS=${TUNER_EXH_BUCKETS-16,256,4096}
 ONLY_C=${TUNER_ONLY_C:-0}
+# Extra tune options for parts a, b and c (e.g. "--stage2-gemm1s 2"), split on spaces.
+read -ra EXTRA <<< "${TUNER_TUNE_ARGS:-}"
 C_FROM=${TUNER_C_FROM:-2}
 C_TO=${TUNER_C_TO:-5}
 A_REPEAT=${TUNER_A_REPEAT:-0}
@@ -80,7 +83,7 @@ else
   repeat_args=()
   [ "$A_REPEAT" -gt 0 ] && repeat_args=(--repeat "$A_REPEAT")
   bounded "$limit" "$BIN/moetune" tune --recipe "$RECIPE" --out "$OUT/tuned" "${repeat_args[@]}" \
-    --budget-min "$budget_min" --store "$OUT/tune-a.db" --json > "$OUT/tune-a.json" \
+    "${EXTRA[@]}" --budget-min "$budget_min" --store "$OUT/tune-a.db" --json > "$OUT/tune-a.json" \
     2> "$OUT/tune-a.err"
   rc=$?
   wall=$(( $(date +%s) - start ))
@@ -103,7 +106,7 @@ for i in "${!exh[@]}"; do
   if [ "$share" -lt 15 ]; then log "b: bucket $b skipped (budget)"; continue; fi
   log "b: exhaustive bucket $b (limit ${share} s)"
   start=$(date +%s)
-  bounded "$share" "$BIN/moetune" tune --recipe "$RECIPE" --buckets "$b" --exhaustive --merge \
+  bounded "$share" "$BIN/moetune" tune --recipe "$RECIPE" --buckets "$b" --exhaustive --merge "${EXTRA[@]}" \
     --out "$OUT/exhaustive" --store "$OUT/exhaustive-$b.db" --json > "$OUT/exhaustive-$b.json" \
     2> "$OUT/exhaustive-$b.err"
   log "b: bucket $b exit $? after $(( $(date +%s) - start )) s"
@@ -148,7 +151,7 @@ for k in $(seq "$C_FROM" "$C_TO"); do
   fi
   log "c: repeat tune $k (limit ${limit} s)"
   start=$(date +%s)
-  bounded "$limit" "$BIN/moetune" tune --recipe "$RECIPE" --out "$OUT/repeat-$k" \
+  bounded "$limit" "$BIN/moetune" tune --recipe "$RECIPE" --out "$OUT/repeat-$k" "${EXTRA[@]}" \
     --store "$OUT/tune-$k.db" --json > "$OUT/tune-$k.json" 2> "$OUT/tune-$k.err"
   rc=$?
   last_s=$(( $(date +%s) - start ))

@@ -39,6 +39,7 @@ struct TuneArgs {
   bool json = false;
   bool measure_pinned = false;  ///< also tune pinned buckets (report only; the pin still wins)
   bool exhaustive = false;      ///< no halving: the reference sweep the tuner is compared with
+  int stage2_gemm1s = 1;        ///< GEMM1 configs stage 2 runs under (SearchOptions)
   int reps = 15;                ///< final-round reps
   int warmup = 1;
   int repeat = 0;
@@ -98,6 +99,7 @@ std::string reproduce_command(TuneArgs const& args, std::string const& backend, 
       << backend << " --out " << out_dir << " --merge --reps " << args.reps << " --warmup "
       << args.warmup << " --margin " << args.margin << " --timeout-s " << args.timeout_s;
   if (args.exhaustive) out << " --exhaustive";
+  if (args.stage2_gemm1s != 1) out << " --stage2-gemm1s " << args.stage2_gemm1s;
   return out.str();
 }
 
@@ -140,8 +142,10 @@ std::string tune_hash(TuneArgs const& args, core::RecipeShape const& shape,
       core::to_json_text(shape.problem, -1) + "|" + core::format_routing(shape.routing) + "|" +
       backend + "|" + shape.family + "|" + std::to_string(shape.family_version) + "|w" +
       std::to_string(args.warmup) + "|r" + std::to_string(args.reps) +
-      (args.exhaustive ? "|exhaustive" : "") + "|protocol" +
-      std::to_string(tuner::kProtocolVersion) + "|search" + std::to_string(tuner::kSearchVersion));
+      (args.exhaustive ? "|exhaustive" : "") +
+      (args.stage2_gemm1s != 1 ? "|stage2-gemm1s" + std::to_string(args.stage2_gemm1s) : "") +
+      "|protocol" + std::to_string(tuner::kProtocolVersion) + "|search" +
+      std::to_string(tuner::kSearchVersion));
 }
 
 ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index,
@@ -192,6 +196,7 @@ tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx)
   o.first_reps = std::min(3, args.reps);
   o.repeat = args.repeat;
   o.exhaustive = args.exhaustive;
+  o.stage2_gemm1s = args.stage2_gemm1s;
   o.faults = args.faults;
   // This bucket may use the budget left but half an even share per bucket after it.
   o.deadline =
@@ -321,6 +326,10 @@ void check_args(TuneArgs& args) {
         " --warmup " + std::to_string(args.warmup));
   }
   if (args.repeat < 0) bad("--repeat " + std::to_string(args.repeat) + " is negative; use 0..10");
+  if (args.stage2_gemm1s < 1 || args.stage2_gemm1s > tuner::kMaxStage2Gemm1s) {
+    bad("--stage2-gemm1s " + std::to_string(args.stage2_gemm1s) + " is out of range; use 1.." +
+        std::to_string(tuner::kMaxStage2Gemm1s));
+  }
   if (!(args.timeout_s > 0)) bad("--timeout-s must be > 0 seconds; e.g. --timeout-s 10");
   if (!(args.margin >= 0 && args.margin < 1)) bad("--margin must be in [0, 1); e.g. 0.01 = 1%");
   if (!(args.budget_min >= 0)) bad("--budget-min must be >= 0 minutes (0 = no budget)");
@@ -411,6 +420,11 @@ void setup_tune(CLI::App& app, int& exit_code) {
                "no successive halving: every candidate of the per-GEMM search timed with --reps, "
                "stage 2 at each group's 3 best GEMM1 configs; slow, the reference a tune is "
                "checked against");
+  app.add_option("--stage2-gemm1s", args->stage2_gemm1s,
+                 "stage 2 searches GEMM2 under stage 1's fastest GEMM1 and, above 1, under its "
+                 "nearest near-tied GEMM1s too (up to N in all): a GEMM2's time depends on the "
+                 "GEMM1 it runs after")
+      ->capture_default_str();
   app.add_option("--reps", args->reps, "timed runs per finalist in the final round")
       ->capture_default_str();
   app.add_option("--warmup", args->warmup, "untimed runs before each timing")

@@ -115,6 +115,8 @@ inline constexpr int kExhaustiveGemm1Top = 3;
 /// group; new pairs are checked like every candidate before they may enter).
 inline constexpr int kStageTiesNearest = 2;
 inline constexpr int kStageTiesCarried = kStageTiesNearest + 1;
+/// SearchOptions::stage2_gemm1s at most (tune --stage2-gemm1s).
+inline constexpr int kMaxStage2Gemm1s = 1 + kStageTiesNearest;
 /// A finalist (other than the incumbent) whose latest median exceeds this many times the best
 /// finalist's is not timed in the final round: no noise or drift seen (at most ~17% between
 /// passes on the H200) turns it into the winner.
@@ -134,6 +136,12 @@ struct SearchOptions {
   /// kExhaustiveGemm1Top best GEMM1 configs per group (joint families: every config at
   /// final_reps). The reference the tuned result is compared with (bench/tuner_targets.py).
   bool exhaustive = false;
+  /// Per GEMM, halving: stage 2 searches GEMM2 under stage 1's fastest GEMM1 and, when above 1,
+  /// under its nearest near ties too (stage_ties' nearest first), up to this many GEMM1 configs
+  /// in all (1..kMaxStage2Gemm1s), all in one halving. A GEMM2's whole-layer time depends on the
+  /// GEMM1 before it (PDL overlaps them): on the H200 (412c799, S1 M = 4) the GEMM2 four tunes
+  /// named ranked 11th of 15 in a fifth tune's stage 2, run under an equally fast other GEMM1.
+  int stage2_gemm1s = 1;
   /// The worker compiles a batch in the background while it answers the batch's checks (all
   /// checks first, then the cheap timings, so nothing is timed beside a compile); false: the
   /// precompile request returns once everything is compiled and each check is followed by its

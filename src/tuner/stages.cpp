@@ -124,8 +124,9 @@ Candidates BucketSearch::stage_ties(CandidateResult const* winner,
 }
 
 /// Stage 2 of every group with a GEMM1 winner (ranked[g]: stage 1's ok candidates, its fastest
-/// first): GEMM2 over the group's list with GEMM1 fixed at stage 1's fastest (exhaustive: at each
-/// of the kExhaustiveGemm1Top best distinct GEMM1 configs), one precompile batch for all groups.
+/// first): GEMM2 over the group's list with GEMM1 fixed at stage 1's fastest (and, with
+/// stage2_gemm1s above 1, at its nearest near ties, gemm1_ties[g], too; exhaustive: at each of the
+/// kExhaustiveGemm1Top best distinct GEMM1 configs), one precompile batch for all groups.
 /// Each stage's fastest (else stage 1's) and near ties then meet stage 1's in the cross product
 /// (cross_finalists).
 core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranked,
@@ -133,14 +134,22 @@ core::Status BucketSearch::run_gemm2_stages(std::vector<Candidates> const& ranke
                                             Candidates* finalists) {
   std::vector<Candidates> pools(ranked.size());
   Candidates batch;
-  size_t const top = options_.exhaustive ? kExhaustiveGemm1Top : 1;
+  size_t const top = options_.exhaustive
+                         ? size_t(kExhaustiveGemm1Top)
+                         : size_t(std::clamp(options_.stage2_gemm1s, 1, kMaxStage2Gemm1s));
   for (size_t g = 0; g < ranked.size(); ++g) {
     std::vector<core::KernelConfig> fixed;
-    for (CandidateResult* c : ranked[g]) {
-      if (fixed.size() >= top) break;
-      if (std::find(fixed.begin(), fixed.end(), c->config.gemm1) == fixed.end()) {
+    auto fix = [&](CandidateResult const* c) {
+      if (fixed.size() < top &&
+          std::find(fixed.begin(), fixed.end(), c->config.gemm1) == fixed.end()) {
         fixed.push_back(c->config.gemm1);
       }
+    };
+    if (options_.exhaustive) {
+      for (CandidateResult* c : ranked[g]) fix(c);  // the best distinct GEMM1s
+    } else if (!ranked[g].empty()) {
+      fix(ranked[g].front());                           // stage 1's fastest
+      for (CandidateResult* c : gemm1_ties[g]) fix(c);  // then its nearest near ties
     }
     for (core::KernelConfig const& gemm1 : fixed) {
       std::vector<core::MoeConfig> configs;

@@ -157,6 +157,12 @@ TEST_F(CliBadInput, BadBucketListIsRejectedVerbatim) {
             "1,4,16\n");
 }
 
+TEST_F(CliBadInput, Stage2Gemm1sOutOfRangeIsRejectedVerbatim) {
+  RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--stage2-gemm1s", "0"});
+  expect_bad(r, {});
+  EXPECT_EQ(r.err, "moetune tune: --stage2-gemm1s 0 is out of range; use 1..3\n");
+}
+
 TEST_F(CliBadInput, CorruptExistingTableFailsTuneMergeBeforeAnyRun) {
   write(table_, "{\"1\": [1, 2]}\n");
   table_bytes_ = read(table_);
