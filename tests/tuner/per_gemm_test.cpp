@@ -6,6 +6,7 @@
 // exactly its own candidate.
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -279,6 +280,20 @@ TEST(PerGemm, ATiedChallengerThatBeatsTheIncumbentIsNamedByItsSearchOrder) {
   EXPECT_TRUE(is(w.gemm1, 128, 64, 0)) << core::short_string(w);
 }
 
+/// Tunes tiny_task with `seed` as a neighbouring bucket's winner, which must be the anchor right
+/// after the incumbent.
+BucketResult tune_seeded(CostModel cost, core::MoeConfig const& seed) {
+  InProcessWorker worker(std::move(cost));
+  auto store = Store::open(":memory:");
+  BucketTask task = tiny_task();
+  task.seeds = {seed};
+  auto r = tune_bucket(worker, **store, task, fast_options());
+  EXPECT_TRUE(r.ok()) << r.error().to_string();
+  if (!r.ok()) return {};
+  EXPECT_EQ(r->results[1].config, seed);
+  return *r;
+}
+
 TEST(PerGemm, ANeighboursWinnerSeedsBothStagesByItsGemms) {
   // A seed outside the lists (block_k 32): its GEMM1 runs in stage 1 with the base GEMM2, its
   // GEMM2 in stage 2 with the GEMM1 winner.
@@ -286,20 +301,15 @@ TEST(PerGemm, ANeighboursWinnerSeedsBothStagesByItsGemms) {
   seed.gemm1.tile = {.block_m = 16, .block_n = 128, .block_k = 32, .group_m = 1};
   seed.gemm2.tile = {.block_m = 16, .block_n = 32, .block_k = 32, .group_m = 1};
   seed.gemm2.launch.num_threads = 1;
-  InProcessWorker worker(cost);
-  auto store = Store::open(":memory:");
-  BucketTask task = tiny_task();
-  task.seeds = {seed};
-  auto r = tune_bucket(worker, **store, task, fast_options());
-  ASSERT_TRUE(r.ok()) << r.error().to_string();
-  ASSERT_EQ(r->results[1].config, seed);  // an anchor, right after the incumbent
-  ASSERT_EQ(r->groups[1].block_m, 16);
+  BucketResult const r = tune_seeded(cost, seed);
+  ASSERT_TRUE(r.ok);
+  ASSERT_EQ(r.groups[1].block_m, 16);
   bool gemm1_staged = false, gemm2_staged = false;
-  for (CandidateResult const& c : r->results) {
+  for (CandidateResult const& c : r.results) {
     gemm1_staged |=
-        c.stage == 2 && c.config.gemm1 == seed.gemm1 && c.config.gemm2 == r->groups[1].base.gemm2;
+        c.stage == 2 && c.config.gemm1 == seed.gemm1 && c.config.gemm2 == r.groups[1].base.gemm2;
     gemm2_staged |= c.stage == 3 && c.config.gemm2 == seed.gemm2 &&
-                    c.config.gemm1 == r->groups[1].gemm1_winner.gemm1;
+                    c.config.gemm1 == r.groups[1].gemm1_winner.gemm1;
   }
   EXPECT_TRUE(gemm1_staged);
   EXPECT_TRUE(gemm2_staged);
@@ -316,15 +326,10 @@ TEST(PerGemm, ANeighboursWinnerDoesNotChangeWhichOfTwoTiedConfigsIsNamed) {
   ASSERT_TRUE(is(unseeded.winner.gemm1, 128, 64, 0)) << core::short_string(unseeded.winner);
   core::MoeConfig seed = unseeded.winner;
   seed.gemm1.tile.block_k = 128;
-  InProcessWorker worker(gemm1_k128_at(-0.01));
-  auto store = Store::open(":memory:");
-  BucketTask task = tiny_task();
-  task.seeds = {seed};
-  auto r = tune_bucket(worker, **store, task, fast_options());
-  ASSERT_TRUE(r.ok()) << r.error().to_string();
-  ASSERT_EQ(r->results[1].config, seed);  // an anchor, right after the incumbent
-  EXPECT_EQ(r->winner, unseeded.winner) << core::short_string(r->winner);
-  EXPECT_NE(std::find(r->tied.begin(), r->tied.end(), seed), r->tied.end());  // reported tied
+  BucketResult const r = tune_seeded(gemm1_k128_at(-0.01), seed);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.winner, unseeded.winner) << core::short_string(r.winner);
+  EXPECT_NE(std::find(r.tied.begin(), r.tied.end(), seed), r.tied.end());  // reported tied
 }
 
 /// The GEMM1 configs of the cost model's best group (block_m 16) that pass can_implement with
