@@ -340,7 +340,8 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // one call on the H200, lever on vs off (b0237af, moetune ab, 4 rounds x 30 repeats,
       // bench/results/raw/2026-11-30-b0237af-half-tile-skip-ab.tgz) it was slower wherever it
       // acted: S1 M=4096 1395 vs 1127 us, S3 M=512 1093 vs 963 (GEMM1 731 vs 639), S2 M=2048
-      // 440 vs 432; one warpgroup alone on a 64-row half takes longer than two on the whole tile.
+      // 440 vs 432 (why is not measured; the suspect is the one the swap-AB tail showed: a tile
+      // that changes pace drifts from its expert's other tile and loses their L2 sharing).
       // (First seen across calls at 89376ce: bench/results/raw/2026-11-29-89376ce-with-half-
       // tile-skip.csv.)
       // NOTE: a tail split (an expert's last block with <= 64 rows run as 64 rows x half the
