@@ -39,8 +39,9 @@ enum class FaultKind { kNone, kCompile, kLaunch, kCrash, kWrong, kNan, kHang, kO
 std::string_view to_string(FaultKind f);
 core::Result<FaultKind> parse_fault_kind(std::string_view text);
 
-/// `--inject-fault KIND@N[,KIND@N...]`: N is a candidate index in creation order (0 = the incumbent)
-/// or `all`. Test only: it exists so CI can prove each failure is handled (README, tune --help).
+/// `--inject-fault KIND@N[,KIND@N...]`: N is a candidate index in creation order (0 = the
+/// incumbent) or `all`. Test only: it exists so CI can prove each failure is handled (README, tune
+/// --help).
 struct FaultPlan {
   std::map<int, FaultKind> by_index;
   std::optional<FaultKind> all;  ///< every candidate, when set (an index entry still wins)
