@@ -26,7 +26,8 @@ import os
 import sys
 
 BENCH_NAMES = {"S1": "nemotron-like-s1", "S2": "qwen3-30b-a3b-s2", "S3": "mixtral-8x7b-s3"}
-# Fields a config may leave out, at the values they then take (src/core/config.hpp).
+# Fields a config may leave out, at the values they then take (src/core/config.hpp;
+# tests/bench/recipe_tools_test.py checks them against what `moetune materialize` writes).
 FIELD_DEFAULTS = {"pipeline": {"split_k": 1},
                   "launch": {"swap_ab": False, "cluster_m": 1, "cluster_n": 1, "schedule": "auto",
                              "num_threads": 0}}

@@ -2,7 +2,9 @@
 """The bench's recipe tools against the shipped H200 recipe, tables and CSV (ctest runs this from
 the source tree): bench/csv_to_recipe.py must turn the CSV a pinned row names back into
 recipes/h200.json, and bench/recipe_variant.py --from-tables must see no change between the
-recipe and its own tables. Each check has a twin that corrupts one value and must be caught."""
+recipe and its own tables, and recipe_variant.py's FIELD_DEFAULTS must be the C++ reader's (with
+the moetune binary ctest names in RECIPE_TOOLS_MOETUNE_BIN). Each check has a twin that corrupts
+one value and must be caught."""
 import csv
 import glob
 import json
@@ -100,6 +102,52 @@ class RecipeVariantFromTables(unittest.TestCase):
         self.assertEqual(r.stdout, "")
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
         self.assertIn("no table manifest", r.stderr)
+
+
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import recipe_variant  # noqa: E402  (FIELD_DEFAULTS, the reader's defaults mirrored)
+
+MOETUNE = os.environ.get("RECIPE_TOOLS_MOETUNE_BIN", "")
+
+
+def default_mismatches(defaults, written):
+    """(section, field, mirrored, written) where the mirrored default differs from what the
+    reader wrote for a field the config left out."""
+    return [(sec, field, value, written.get(sec, {}).get(field))
+            for sec, fields in defaults.items() for field, value in fields.items()
+            if written.get(sec, {}).get(field) != value]
+
+
+@unittest.skipUnless(os.access(MOETUNE, os.X_OK),
+                     "needs the moetune binary in RECIPE_TOOLS_MOETUNE_BIN (ctest sets it)")
+class FieldDefaultsMirrorTheReader(unittest.TestCase):
+    """recipe_variant.py's FIELD_DEFAULTS fill the fields a pinned row leaves out; they must be
+    what the C++ reader fills in (src/core/config.hpp), or --list-changed would see changes that
+    are not there. `moetune materialize` of a row that leaves them all out writes the reader's."""
+
+    def written_config(self):
+        recipe = load(os.path.join(ROOT, "recipes", "demo.json"))
+        row = next(iter(recipe["shapes"][0]["pinned_rows"].values()))
+        row["config"] = {"gemm1": {"tile": row["config"]["gemm1"]["tile"]}}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "recipe.json")
+            with open(path, "w") as f:
+                json.dump(recipe, f)
+            r = subprocess.run([MOETUNE, "materialize", "--recipe", path, "--out",
+                                os.path.join(tmp, "tables")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            manifest = load(glob.glob(os.path.join(tmp, "tables", "*.moetune"))[0])
+        return next(iter(manifest["rows"].values()))["config"]["gemm1"]
+
+    def test_every_mirrored_default_is_what_the_reader_writes(self):
+        self.assertEqual(default_mismatches(recipe_variant.FIELD_DEFAULTS, self.written_config()),
+                         [])
+
+    def test_one_changed_mirrored_default_is_caught(self):
+        wrong = json.loads(json.dumps(recipe_variant.FIELD_DEFAULTS))
+        wrong["pipeline"]["split_k"] = 2
+        self.assertEqual(default_mismatches(wrong, self.written_config()),
+                         [("pipeline", "split_k", 2, 1)])
 
 
 if __name__ == "__main__":
