@@ -106,9 +106,9 @@ for i in "${!exh[@]}"; do
   if [ "$share" -lt 15 ]; then log "b: bucket $b skipped (budget)"; continue; fi
   log "b: exhaustive bucket $b (limit ${share} s)"
   start=$(date +%s)
-  bounded "$share" "$BIN/moetune" tune --recipe "$RECIPE" --buckets "$b" --exhaustive --merge "${EXTRA[@]}" \
-    --out "$OUT/exhaustive" --store "$OUT/exhaustive-$b.db" --json > "$OUT/exhaustive-$b.json" \
-    2> "$OUT/exhaustive-$b.err"
+  bounded "$share" "$BIN/moetune" tune --recipe "$RECIPE" --buckets "$b" --exhaustive --merge \
+    "${EXTRA[@]}" --out "$OUT/exhaustive" --store "$OUT/exhaustive-$b.db" --json \
+    > "$OUT/exhaustive-$b.json" 2> "$OUT/exhaustive-$b.err"
   log "b: bucket $b exit $? after $(( $(date +%s) - start )) s"
 done
 
