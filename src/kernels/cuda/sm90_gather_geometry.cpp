@@ -212,9 +212,18 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
       return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " with schedule " +
                               sched + " (wgmma); use 64 (one 128-byte swizzle atom)");
     }
-    if (t.block_m != 64 && t.block_m != 128) {
+    const bool ws256 = ws && !pp && t.block_m == 256;
+    if (t.block_m != 64 && t.block_m != 128 && !ws256) {
       return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) + " with schedule " +
-                              sched + " (wgmma); use 64 or 128");
+                              sched + " (wgmma); use 64 or 128" + (ws && !pp ? " (or 256)" : ""));
+    }
+    // block_m 256: two warpgroups of two 64-row halves each, padding halves skipped.
+    if (ws256 && (pl.num_warps != 8 || pl.split_k != 1 || l.cluster_m != 1)) {
+      return reject(gemm,
+                    "tile.block_m = 256 with schedule tma_ws takes num_warps 8 (two "
+                    "warpgroups of 128 rows), split_k 1 and cluster 1x1; saw num_warps " +
+                        std::to_string(pl.num_warps) + ", split_k " + std::to_string(pl.split_k) +
+                        ", cluster_m " + std::to_string(l.cluster_m));
     }
     if (pl.num_stages < (ws ? 2 : 3)) {
       return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
@@ -226,7 +235,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                               " with schedule pingpong; use 8 (two MMA warpgroups on alternate "
                               "tiles; the producer warpgroup is not counted)");
     }
-    if (!pp && pl.num_warps != t.block_m / 16 && !ws_split_n) {
+    if (!pp && !ws256 && pl.num_warps != t.block_m / 16 && !ws_split_n) {
       return reject(
           gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " with schedule " + sched +
                     " needs one MMA warpgroup per 64 rows; use " + std::to_string(t.block_m / 16) +
@@ -277,7 +286,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     }
   }
   if (wgmma) {
-    g.warps_m = pp ? 4 : t.block_m / 16;
+    g.warps_m = pp ? 4 : t.block_m == 256 ? 8 : t.block_m / 16;
     g.warps_n = ws_split_n ? 2 : 1;
     g.pingpong = pp;
     found = true;
@@ -296,6 +305,12 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " accumulator registers per thread with " + std::to_string(warps) +
                             " warps, over the budget of " + std::to_string(reg_budget) +
                             "; use more warps or a smaller tile");
+  }
+  if (ws && t.block_m == 256 && g.acc_registers() > 128) {
+    return reject(gemm, "tile 256x" + std::to_string(t.block_n) + " with schedule tma_ws needs " +
+                            std::to_string(g.acc_registers()) +
+                            " accumulator registers per thread (128 rows per warpgroup), over "
+                            "128; use block_n <= 128 (<= 64 for gated GEMM1)");
   }
   if (pp && g.acc_registers() > 128) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +

@@ -10,7 +10,11 @@
 //     split N, so a 64-row tile, which wastes less padding at mid M, still keeps two warpgroups
 //     busy) with m64 x N x k16 wgmma straight from the 128-byte-swizzled stages, releases a stage
 //     to the producer as soon as the wgmma that read it retired (wait<1>), and stores its rows
-//     with the shared epilogue (sm90_moe_epilogue.cuh).
+//     with the shared epilogue (sm90_moe_epilogue.cuh). block_m 256: each warpgroup takes 128
+//     rows as two m64 halves and issues only the halves that hold real rows (align pads an
+//     expert's rows at the end of its last block), none at all when its 128 rows are padding
+//     (it keeps the stage protocol). An expert of up to 256 pairs is then one tile per n-tile:
+//     its weight tile is loaded once, and only 64-row granules of padding are multiplied.
 //   - pingpong: warpgroups 1 and 2 take alternate tiles, each the whole kBlockM x kBlockN tile
 //     (block_m 128: two m64 wgmma per k16 step), so one warpgroup's epilogue runs under the other's
 //     main loop (what short-K GEMMs such as S2's GEMM2, K = 768, lose in tma_ws). A 128-row tile
@@ -83,26 +87,40 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
 /// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
 /// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
 /// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
+/// Consumer warpgroups of a tma_ws / pingpong kernel (block_m 256: two, of 128 rows each).
+template <int kBlockM, int kSplitN, bool kPingpong>
+constexpr int ws_consumers() {
+  return kPingpong || kBlockM == 256 ? 2 : kBlockM / 64 * kSplitN;
+}
+
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
           bool kSplitK, bool kPingpong = false, int kClusterM = 1>
-__global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1) * 128, 1)
+__global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
-  constexpr int kConsumers = kPingpong ? 2 : kBlockM / 64 * kSplitN;
-  constexpr int kHalves = kPingpong ? kBlockM / 64 : 1;  // m64 wgmma per k16 step and warpgroup
-  constexpr int kWgN = kBlockN / kSplitN;                // columns per consumer warpgroup
-  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;     // its B rows: [gate | up] or plain
+  constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
+  // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
+  constexpr int kHalves = kPingpong || kBlockM == 256 ? kBlockM / 64 / (kPingpong ? 1 : 2) : 1;
+  constexpr int kWgN = kBlockN / kSplitN;             // columns per consumer warpgroup
+  constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;  // its B rows: [gate | up] or plain
   constexpr int kBRows = kSplitN * kWgBRows;
   constexpr int kABytes = kBlockM * 128;  // kBlockK = 64 bf16 = 128 bytes per row
   constexpr int kBBytes = kBRows * 128;
   constexpr int kStageBytes = kABytes + kBBytes;
   constexpr int kRowsPerWarp = kBlockM / 4;  // GEMM1 gather: producer warp w owns these rows
+  // ... of which lane l keeps the x offsets of rows l + 32 j (j < kOffsPerLane), l < 32 (16 at
+  // block_m 64)
+  constexpr int kOffsPerLane = kRowsPerWarp > 32 ? kRowsPerWarp / 32 : 1;
+  constexpr int kOffLanes = kRowsPerWarp < 32 ? kRowsPerWarp : 32;
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
   constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
   constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
-  static_assert(kBlockM == 64 || kBlockM == 128, "tma_ws: block_m must be 64 or 128");
+  static_assert(kBlockM == 64 || kBlockM == 128 || (kBlockM == 256 && !kPingpong),
+                "tma_ws: block_m must be 64 or 128 (256 without pingpong)");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
                 "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
+  static_assert(kBlockM != 256 || (!kSplitK && kClusterM == 1 && kHalves * kWgBRows / 2 <= 128),
+                "tma_ws block_m 256: no split-K or cluster, <= 128 accumulator registers");
   static_assert(kBlockN % (8 * kSplitN) == 0 && kWgBRows <= 256,
                 "tma_ws: wgmma N is a multiple of 8, <= 256 per warpgroup");
   static_assert(kStages >= 2, "tma_ws: at least two stages");
@@ -184,10 +202,15 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       const int k0 = (t % split) * num_k;
       const int row0 = pid_m * kBlockM;
       const int b_row = ghost ? 0 : g.block_expert[pid_m] * g.b_rows_per_expert + pid_n * kBlockN;
-      long long my_off = -1;  // GEMM1: x offset of row warp * kRowsPerWarp + lane % kRowsPerWarp
-      if (kIsGemm1 && !ghost) {
-        const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + lane % kRowsPerWarp];
-        my_off = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
+      // GEMM1: x offset of row warp * kRowsPerWarp + 32 j + lane % kOffLanes (-1: padding)
+      long long my_off[kOffsPerLane];
+#pragma unroll
+      for (int j = 0; j < kOffsPerLane; ++j) {
+        my_off[j] = -1;
+        if (kIsGemm1 && !ghost) {
+          const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + 32 * j + lane % kOffLanes];
+          my_off[j] = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
+        }
       }
       for (int kt = 0; kt < num_k; ++kt) {
         const moe_u32 fb = smem_u32(&full_bar[stage]);
@@ -223,8 +246,8 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
           const int chunk = lane & 7;
 #pragma unroll
           for (int i = 0; i < kRowsPerWarp / 4; ++i) {
-            const int lr = (lane >> 3) + 4 * i;
-            const long long off = __shfl_sync(0xffffffffu, my_off, lr);
+            const int lr = (lane >> 3) + 4 * i;  // row lr is lane lr % 32's offset i / 8
+            const long long off = __shfl_sync(0xffffffffu, my_off[i / 8], lr % 32);
             const moe_bf16* src = off >= 0 ? g.a + off + (k0 + kt) * 64 + chunk * 8 : g.a;
             cp_async_16(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
                         off >= 0 ? 16 : 0);
@@ -303,9 +326,10 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
     if (kConsumers == 2) warpgroup_reg_alloc<kConsumerRegs>();
-    const int cm = (wg - 1) / kSplitN;  // 64-row half of the tile
+    const int cm = (wg - 1) / kSplitN;  // row part of the tile: rows [64 kHalves cm, +64 kHalves)
     const int cn = (wg - 1) % kSplitN;  // column part of the tile
-    WsAccumulators<kWgN, kGated> ml;
+    using Acc = WsAccumulators<kWgN, kGated, kHalves>;
+    Acc ml;
     int stage = 0, phase = 0;
     // A consumed stage is released to this CTA's producer and, with cluster_m 2, to the peer's.
     auto release = [&](int s) {
@@ -313,30 +337,78 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       mbar_arrive(smem_u32(&empty_bar[s]));
       if (kClusterM == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
     };
+    auto advance = [&]() {
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    };
+    // A tile without rows for this warpgroup (cluster ghost, or block_m 256 rows of padding):
+    // consume every stage without MMA. NOTE: the warpgroup syncs before each release (the MMA
+    // path gets that from wgmma), so no warp can fall two phases behind.
+    auto idle_tile = [&]() {
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        named_bar_sync(3 + (wg - 1), 128);
+        release(stage);
+        advance();
+      }
+    };
+    // k loop over the warpgroup's first kH 64-row halves.
+    auto mainloop = [&](auto halves) {
+      constexpr int kH = decltype(halves)::value;
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
+        // async proxy.
+        if (kIsGemm1) fence_proxy_async();
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * kHalves * 64 * 128;
+        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
+        ml.fence_all();
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+          for (int h = 0; h < kH; ++h) {
+            Wgmma<kWgBRows>::mma(ml.acc + h * Acc::kHalfRegs,
+                                 wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
+                                 wgmma_desc_sw128(b_base + kk * 32), 1);
+          }
+        }
+        wgmma_commit();
+        ml.fence_all();
+        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+        ml.fence_all();
+        if (prev >= 0) release(prev);
+        prev = stage;
+        advance();
+      }
+      wgmma_wait<0>();
+      ml.fence_all();
+      if (prev >= 0) release(prev);
+    };
     for (int t = cta0; t < total; t += ctas) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
       pid_m = pid_m * kClusterM + rank;
       if (kClusterM == 2 && pid_m >= num_m) {
-        // Ghost tile: consume every stage without MMA. NOTE: the warpgroup syncs before each
-        // release (the MMA path gets that from wgmma), so no warp can fall two phases behind.
-        for (int kt = 0; kt < num_k; ++kt) {
-          mbar_wait(smem_u32(&full_bar[stage]), phase);
-          named_bar_sync(3 + (wg - 1), 128);
-          release(stage);
-          if (++stage == kStages) {
-            stage = 0;
-            phase ^= 1;
-          }
-        }
+        idle_tile();
         continue;
       }
-      const long long row0 = (long long)pid_m * kBlockM;
+      // The warpgroup's first row; its halves that start on padding are all padding.
+      const long long row0 = (long long)pid_m * kBlockM + cm * kHalves * 64;
+      const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
+      if (kHalves == 2 && g.sorted_pairs[row0] < 0) {
+        idle_tile();
+        continue;
+      }
       float* partial =
           kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
                   : nullptr;
-      // NOTE: no per-warpgroup skip of all-padding 64-row halves (the second warpgroup keeping
-      // the stage protocol without MMA or epilogue, so the first has the tensor cores alone): in
+      // NOTE: at block_m 128 no per-warpgroup skip of all-padding 64-row halves (the second
+      // warpgroup keeping the stage protocol without MMA or epilogue, so the first has the tensor
+      // cores alone; at block_m 256 the skip stays inside the one tile of the expert): in
       // one call on the H200, lever on vs off (b0237af, moetune ab, 4 rounds x 30 repeats,
       // bench/results/raw/2026-11-30-b0237af-half-tile-skip-ab.tgz) it was slower wherever it
       // acted: S1 M=4096 1395 vs 1127 us, S3 M=512 1093 vs 963 (GEMM1 731 vs 639), S2 M=2048
@@ -354,39 +426,15 @@ __global__ void __launch_bounds__(((kPingpong ? 2 : kBlockM / 64 * kSplitN) + 1)
       // (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs the 9935045 CSV, same
       // configs and clocks): they are read at the store, as before.
 #pragma unroll
-      for (int i = 0; i < WsAccumulators<kWgN, kGated>::kWidth / 2; ++i) ml.acc[i] = 0.0f;
-      int prev = -1;
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&full_bar[stage]), phase);
-        // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
-        // async proxy.
-        if (kIsGemm1) fence_proxy_async();
-        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * 64 * 128;
-        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
-        ml.fence_all();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<kWgBRows>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
-                               wgmma_desc_sw128(b_base + kk * 32), 1);
-        }
-        wgmma_commit();
-        ml.fence_all();
-        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
-        ml.fence_all();
-        if (prev >= 0) release(prev);
-        prev = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
+      for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
+      if (kHalves == 1 || half1) {
+        mainloop(IntConst<kHalves>{});
+      } else {
+        mainloop(IntConst<1>{});
       }
-      wgmma_wait<0>();
-      ml.fence_all();
-      if (prev >= 0) release(prev);
-      moe_epilogue_store<WsAccumulators<kWgN, kGated>, kAct, kIsGemm1>(
-          ml, cm * 128 + tid, g.out, g.sorted_pairs + row0, row0, pid_n * kBlockN + cn * kWgN,
-          g.n_dim, g.topk_weights, partial);
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, g.out, g.sorted_pairs + row0, row0,
+                                              pid_n * kBlockN + cn * kWgN, g.n_dim, g.topk_weights,
+                                              partial);
     }
   }
   // cluster_m 2: neither CTA leaves while its peer may still multicast into its shared memory or

@@ -295,6 +295,59 @@ TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   });
 }
 
+// tma_ws at block_m 256 (two warpgroups of two 64-row halves, padding halves skipped) compiles for
+// every activation's GEMM1 at its widest tile (gated 64, else 128 columns: 128 accumulator
+// registers) and for GEMM2, with no spills and no serialised wgmma (the one-half branch).
+TEST(Sm90Jit, Tile256ConfigsCompileWithoutSpillsOrSerialisedWgmma) {
+  FreshCubinCache cache("jit_tile256");
+  ASSERT_TRUE(cache.ok());
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2, core::Activation::kGelu,
+                   core::Activation::kGeluTanh}) {
+    const core::MoeProblem p = s1_with(act, 4096);
+    core::MoeConfig c{.gemm1 = tma_ws(256, core::is_gated(act) ? 64 : 128, 4),
+                      .gemm2 = tma_ws(256, 128, 4)};
+    c.gemm1.pipeline.num_warps = c.gemm2.pipeline.num_warps = 8;
+    auto exprs = expect_compiles_clean(p, c, "tma_ws bm 256 " + std::string(core::to_string(act)));
+    ASSERT_FALSE(exprs.empty());
+    EXPECT_NE(exprs[0].find("moe_ws_gemm_kernel<256,"), std::string::npos) << exprs[0];
+  }
+}
+
+// can_implement of block_m 256: tma_ws only, 8 warps, split_k 1, cluster 1x1, <= 128 accumulator
+// registers; each refusal names the field.
+TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
+  core::MoeProblem p = s1_with(core::Activation::kSiluGated, 4096);
+  p.intermediate_size = 1792;  // 28 k-tiles: split 2 would divide them
+  core::MoeConfig c{.gemm1 = tma_ws(256, 64, 4), .gemm2 = tma_ws(256, 128, 4)};
+  c.gemm1.pipeline.num_warps = c.gemm2.pipeline.num_warps = 8;
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  auto g = gemm_geometry(p, c.gemm1, true);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->threads(), 384);
+  EXPECT_EQ(g->acc_registers(), 128);
+  EXPECT_EQ(g->smem_bytes(), 4 * (256 + 128) * 128 + 1024);
+  auto bad = c;  // negative twins, one field each
+  bad.gemm1.tile.block_n = 128;
+  expect_refused(p, bad, "256 accumulator registers");
+  bad = c;
+  bad.gemm2.pipeline.num_warps = 16;
+  expect_refused(p, bad, "num_warps 16");
+  bad = c;
+  bad.gemm2.pipeline.split_k = 2;
+  expect_refused(p, bad, "split_k 2");
+  bad = c;
+  bad.gemm2.launch.cluster_m = bad.gemm1.launch.cluster_m = 2;
+  expect_refused(p, bad, "cluster_m 2");
+  for (auto sched : {core::Schedule::kCooperative, core::Schedule::kPingpong}) {
+    bad = c;
+    bad.gemm2.launch.schedule = sched;
+    expect_refused(p, bad, "tile.block_m = 256 with schedule");
+  }
+  bad = c;
+  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
+  expect_refused(p, bad, "shared memory");
+}
+
 // can_implement of clusters: 2x1 with tma_ws and split_k 1 only; each refusal names the field.
 TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
   core::MoeProblem p = s1();

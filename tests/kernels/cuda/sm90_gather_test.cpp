@@ -162,6 +162,10 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         cfgs.push_back(wgmma(bm, bm == 64 ? 64 : 40, bm == 64 ? 256 : 200, bm / 16,
                              bm == 64 ? 2 : 4, 3, core::Schedule::kTmaWarpSpecialized));
       }
+      // tma_ws at block_m 256 (two warpgroups of two 64-row halves; halves of padding skipped,
+      // a warpgroup with no real rows idles through the stages), full and partial column tiles.
+      cfgs.push_back(wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized));
+      cfgs.push_back(wgmma(256, 40, 128, 8, 2, 1, core::Schedule::kTmaWarpSpecialized));
       for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
         cfgs.push_back(wgmma(bm, bm == 64 ? 96 : 40, bm == 64 ? 200 : 120, 8, bm == 64 ? 2 : 4, 3,
                              core::Schedule::kPingpong));
@@ -334,6 +338,34 @@ TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
       EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "tma_ws cluster 2x1, " + what),
                 expect_in_band_and_deterministic(*tb_, coop, "cooperative, " + what))
           << "tma_ws cluster 2x1 vs cooperative, " << what;
+    }
+  }
+}
+
+// tma_ws at block_m 256: an expert of up to 256 pairs is one tile per n-tile, each warpgroup
+// multiplies only its 64-row halves that hold real rows. At the benchmark shapes' tail-heavy M
+// (an expert's last 128-row block mostly padding) it gives the bits of block_m 128 at the same
+// block_n (the same wgmma sequence per 64-row half), both within the bf16 band of the GPU
+// reference. The odd shapes against fp64 are in
+// MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM.
+TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
+  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {100, 512, 2048, 4096}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 5 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 3 + m).ok());
+      const int bn1 = core::is_gated(p.activation) ? 64 : 128;
+      const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      const MoeConfig t256 = wgmma(256, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      ASSERT_TRUE(tb_->backend().can_implement(p, t256).ok()) << core::short_string(t256);
+      const std::string what = core::to_string(p);
+      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t256, "tma_ws 256, " + what),
+                expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what))
+          << "block_m 256 vs 128, " << what;
     }
   }
 }
