@@ -360,12 +360,19 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
         ErrorCode::kUnsupported, "sm90_gather",
         "K = " + std::to_string(p.hidden_size) + " is not a multiple of 8 (16-byte combine)");
   }
-  if (c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
+  // Both GEMMs read the align step's padding (to GEMM2's block_m). A GEMM1 of tma_ws 64 or 128
+  // rows (no cluster) may walk GEMM2's 256-row blocks in sub-blocks.
+  const bool sub_blocks = c.gemm2.tile.block_m == 256 && c.gemm1.tile.block_m < 256 &&
+                          (c.gemm1.tile.block_m == 64 || c.gemm1.tile.block_m == 128) &&
+                          c.gemm1.launch.schedule == core::Schedule::kTmaWarpSpecialized &&
+                          c.gemm1.launch.cluster_m == 1 && !c.gemm1.launch.swap_ab;
+  if (c.gemm1.tile.block_m != c.gemm2.tile.block_m && !sub_blocks) {
     return core::make_error(
         ErrorCode::kUnsupported, "sm90_gather",
         "gemm1.tile.block_m = " + std::to_string(c.gemm1.tile.block_m) +
             " differs from gemm2.tile.block_m = " + std::to_string(c.gemm2.tile.block_m) +
-            "; both GEMMs read the align step's padding, so they must be equal");
+            "; both GEMMs read the align step's padding, so they must be equal (or GEMM2 256 "
+            "with a tma_ws GEMM1 of 64 or 128 rows and cluster 1x1)");
   }
   if (c.gemm1.launch.swap_ab != c.gemm2.launch.swap_ab) {
     return core::make_error(

@@ -3,6 +3,8 @@
 // no CUDA headers, so CI can check any table's configs without a GPU.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <string>
 
@@ -85,5 +87,11 @@ int decode_block_m(core::MoeProblem const& problem);
 
 /// Upper bound of kBlockM-row blocks after padding each expert: ceil(P / BM) + min(E, P).
 int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m);
+
+/// Rows align pads each expert to: GEMM2's block_m. GEMM1 may walk it in smaller tma_ws tiles
+/// (block_m 128 under a GEMM2 of 256: its tiles are sub-blocks, all-padding ones skipped).
+inline int align_block_m(GemmGeometry const& g1, GemmGeometry const& g2) {
+  return std::max(g1.block_m, g2.block_m);
+}
 
 }  // namespace moetune::kernels::cuda

@@ -30,6 +30,9 @@ struct GemmParams {
   int max_blocks;
   int split_k;    // GEMM2 with schedule tma_ws: K splits, out = fp32 partials (1 elsewhere)
   int num_pairs;  // M * top_k (row count of one split's partials)
+  // GEMM1 of schedule tma_ws under a GEMM2 of larger block_m: tiles per align block (its tiles
+  // are sub-blocks; an all-padding one is skipped). 1 elsewhere.
+  int m_sub;
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).

@@ -40,6 +40,7 @@ struct GemmParams {
   const int32_t* num_blocks;
   const float* topk_weights;
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
+  int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -134,14 +135,17 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
 }
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
-  return layout_for(p, c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
+  return layout_for(p, std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m),
+                    c.gemm2.pipeline.split_k)
+      .total;
 }
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
                                 cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
   if (p.num_tokens == 0) return core::Status::Ok();
-  const WorkspaceLayout w = layout_for(p, k.g1.block_m, k.g2.split_k);
+  const int align_m = align_block_m(k.g1, k.g2);
+  const WorkspaceLayout w = layout_for(p, align_m, k.g2.split_k);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             "workspace of " + std::to_string(workspace_bytes) +
@@ -156,7 +160,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   void* h = ws + w.h;
   void* y = ws + w.y;
   const int pairs = static_cast<int>(core::num_pairs(p));
-  const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, k.g1.block_m));
+  const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, align_m));
 
   if (k.g1.decode) {  // two launches: GEMM1 routes itself, GEMM2 combines itself
     const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
@@ -238,7 +242,9 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp,
                   uint64_t a_rows) -> core::Status {
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
-    const unsigned tiles = static_cast<unsigned>(mb) * n_blocks * static_cast<unsigned>(g.split_k);
+    // GEMM1 in sub-blocks of align's blocks: m_sub tiles per block (all-padding ones skipped).
+    const unsigned tiles = static_cast<unsigned>(mb) * static_cast<unsigned>(gp.m_sub) * n_blocks *
+                           static_cast<unsigned>(g.split_k);
     if (g.persistent()) {
       // TMA maps of this call's pointers: B = the experts' weight rows, A = h rows (GEMM2).
       WsGemmParams wp{};
@@ -284,7 +290,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(p.top_k),
                   mb,
                   1,
-                  pairs};
+                  pairs,
+                  align_m / k.g1.block_m};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp, 0));
   }
   if (stages & kStageGemm2) {
@@ -301,8 +308,9 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   static_cast<int>(p.top_k),
                   mb,
                   k.g2.split_k,
-                  pairs};
-    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * k.g1.block_m));
+                  pairs,
+                  1};
+    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * align_m));
   }
   if (stages & kStageCombine) {
     CombineParams cp{y,

@@ -105,10 +105,10 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   return std::vector<std::string>{
       gemm_name_expr(*g1, act, true),
       gemm_name_expr(*g2, act, false),
-      align_expr(g1->block_m),
+      align_expr(align_block_m(*g1, *g2)),
       kCombineExpr,
       "&moetune_dev::moe_align_count_kernel",
-      "&moetune_dev::moe_align_scan_kernel<" + std::to_string(g1->block_m) + ">",
+      "&moetune_dev::moe_align_scan_kernel<" + std::to_string(align_block_m(*g1, *g2)) + ">",
       "&moetune_dev::moe_align_scatter_kernel"};
 }
 

@@ -346,6 +346,22 @@ TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
   bad = c;
   bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
   expect_refused(p, bad, "shared memory");
+  // GEMM1 may walk GEMM2's 256-row blocks in tma_ws sub-blocks of 128 or 64 rows (cluster 1x1);
+  // the align step and the workspace then use 256.
+  auto mixed = c;
+  mixed.gemm1 = tma_ws(128, 128, 4);
+  ASSERT_TRUE(sm90_can_implement(p, mixed).ok())
+      << sm90_can_implement(p, mixed).error().to_string();
+  auto exprs = sm90_gather_name_exprs(p, mixed);
+  ASSERT_TRUE(exprs.ok());
+  EXPECT_EQ((*exprs)[2], "&moetune_dev::moe_align_kernel<256>");
+  EXPECT_EQ(sm90_gather_workspace_bytes(p, mixed), sm90_gather_workspace_bytes(p, c));
+  bad = mixed;  // negative twins: GEMM1 not tma_ws, or on clusters
+  bad.gemm1.launch.schedule = core::Schedule::kCooperative;
+  expect_refused(p, bad, "differs from gemm2.tile.block_m = 256");
+  bad = mixed;
+  bad.gemm1.launch.cluster_m = 2;
+  expect_refused(p, bad, "differs from gemm2.tile.block_m = 256");
 }
 
 // can_implement of clusters: 2x1 with tma_ws and split_k 1 only; each refusal names the field.

@@ -166,6 +166,12 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
       // a warpgroup with no real rows idles through the stages), full and partial column tiles.
       cfgs.push_back(wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized));
       cfgs.push_back(wgmma(256, 40, 128, 8, 2, 1, core::Schedule::kTmaWarpSpecialized));
+      // GEMM2 at 256 under a tma_ws GEMM1 of 128 / 64 rows walking its blocks in sub-blocks.
+      for (int bm1 : {128, 64}) {
+        MoeConfig c = wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized);
+        c.gemm1 = wgmma(bm1, 64, 64, bm1 / 16, 3, 2, core::Schedule::kTmaWarpSpecialized).gemm1;
+        cfgs.push_back(c);
+      }
       for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
         cfgs.push_back(wgmma(bm, bm == 64 ? 96 : 40, bm == 64 ? 200 : 120, 8, bm == 64 ? 2 : 4, 3,
                              core::Schedule::kPingpong));
@@ -346,7 +352,8 @@ TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
 // multiplies only its 64-row halves that hold real rows. At the benchmark shapes' tail-heavy M
 // (an expert's last 128-row block mostly padding) it gives the bits of block_m 128 at the same
 // block_n (the same wgmma sequence per 64-row half), both within the bf16 band of the GPU
-// reference. The odd shapes against fp64 are in
+// reference; so does GEMM2 at 256 under GEMM1 at 128 (GEMM1 walks the 256-row blocks in 128-row
+// sub-blocks, skipping those of padding). The odd shapes against fp64 are in
 // MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM.
 TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
   for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
@@ -361,11 +368,18 @@ TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
       const int bn1 = core::is_gated(p.activation) ? 64 : 128;
       const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
       const MoeConfig t256 = wgmma(256, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      MoeConfig mixed = t256;
+      mixed.gemm1 = t128.gemm1;
       ASSERT_TRUE(tb_->backend().can_implement(p, t256).ok()) << core::short_string(t256);
+      ASSERT_TRUE(tb_->backend().can_implement(p, mixed).ok()) << core::short_string(mixed);
       const std::string what = core::to_string(p);
-      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t256, "tma_ws 256, " + what),
-                expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what))
+      const std::string digest128 =
+          expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what);
+      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t256, "tma_ws 256, " + what), digest128)
           << "block_m 256 vs 128, " << what;
+      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, mixed, "GEMM1 128 GEMM2 256, " + what),
+                digest128)
+          << "GEMM1 128 in sub-blocks + GEMM2 256 vs 128, " << what;
     }
   }
 }
