@@ -1,7 +1,10 @@
 // sm90_align_kernel.cuh: route/align on the device, no host synchronisation.
 // Computes, from topk_ids [num_pairs] (pair p = token * top_k + j), the expert-sorted pair list
 // padded per expert to kBlockM rows, the expert of every kBlockM-row block, and the number of
-// valid blocks. Later launches size their grids from the host-side upper bound
+// valid blocks; with kSubM < kBlockM (a GEMM1 that walks the blocks in kSubM-row tiles) also the
+// first row of every kSubM-row sub-block that holds pairs, in order, and their count (sub-blocks of
+// padding are left out, so GEMM1's persistent tiles stay balanced). Later launches size their
+// grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
 // Up to 4096 pairs (the host's kSingleCtaAlignPairs): one CTA of 1024 threads; E <= kMaxExperts.
 // Above: three launches (end of this file, same outputs) with one CTA per 2048 pairs, because the
@@ -33,6 +36,8 @@ struct AlignParams {
   int num_pairs;
   int num_experts;
   int max_blocks;
+  int* sub_row0;  // [max_blocks * kBlockM / kSubM]: first row of each sub-block with pairs, -1 past
+  int* num_sub;   // [1]; both written only when kSubM < kBlockM
 };
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
@@ -106,10 +111,34 @@ MOETUNE_DEVICE void padded_offsets_warp0(const int* counts, int* offsets, int nu
   if (tid == 31) offsets[num_experts] = incl;
 }
 
-template <int kBlockM>
+/// kSubM < kBlockM: sub_row0 / num_sub of the sub-blocks that hold pairs. sub_offsets: [E + 1]
+/// shared scratch (the experts' offsets padded to kSubM); offsets: padded to kBlockM. The caller
+/// syncs before.
+template <int kBlockM, int kSubM>
+MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, const int* offsets,
+                                     int* sub_offsets) {
+  if constexpr (kSubM < kBlockM) {
+    padded_offsets_warp0<kSubM>(counts, sub_offsets, p.num_experts);
+    __syncthreads();
+    const int num_sub = sub_offsets[p.num_experts] / kSubM;
+    if (threadIdx.x == 0) *p.num_sub = num_sub;
+    const int max_sub = p.max_blocks * (kBlockM / kSubM);
+    for (int j = threadIdx.x; j < max_sub; j += blockDim.x) {
+      int row0 = -1;
+      if (j < num_sub) {
+        const int e = expert_of_row(sub_offsets, p.num_experts, j * kSubM);
+        row0 = offsets[e] + j * kSubM - sub_offsets[e];
+      }
+      p.sub_row0[j] = row0;
+    }
+  }
+}
+
+template <int kBlockM, int kSubM = kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
+  __shared__ int sub_offsets[kSubM < kBlockM ? kMaxExperts + 1 : 1];
   const int tid = threadIdx.x;
   pdl_launch_dependents();
   pdl_wait();
@@ -129,6 +158,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
     p.block_expert[b] = b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
   }
   for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
+  write_sub_blocks<kBlockM, kSubM>(p, counts, offsets, sub_offsets);
   __syncthreads();
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
   __syncthreads();
@@ -179,17 +209,21 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
   }
 }
 
-template <int kBlockM>
+template <int kBlockM, int kSubM = kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p) {
+  // Sub-blocks need E + 1 more ints of shared memory: taken from the staged hist (static 48 KB).
+  constexpr int kSubInts = kSubM < kBlockM ? kMaxExperts + 1 : 1;
+  constexpr int kStaged = kAlignScanSmemInts - (kSubM < kBlockM ? kMaxExperts + 8 : 0);
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
-  __shared__ int staged[kAlignScanSmemInts];
+  __shared__ int sub_offsets[kSubInts];
+  __shared__ int staged[kStaged];
   const int E = p.base.num_experts;
   const int n = p.num_chunks * E;
   pdl_launch_dependents();
   pdl_wait();
   // Where it fits (S2 at M = 16384: 64 chunks x 128 experts), hist is walked in shared memory.
-  int* hist = n <= kAlignScanSmemInts ? staged : p.hist;
+  int* hist = n <= kStaged ? staged : p.hist;
   if (hist == staged) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) staged[i] = p.hist[i];
     __syncthreads();
@@ -217,6 +251,7 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
     p.base.block_expert[b] = b < total_blocks ? expert_of_row(offsets, E, b * kBlockM) : -1;
   }
   fill_padding(p.base.sorted_pairs, offsets, counts, E);
+  write_sub_blocks<kBlockM, kSubM>(p.base, counts, offsets, sub_offsets);
 }
 
 __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(AlignMultiParams p) {

@@ -30,9 +30,11 @@ struct GemmParams {
   int max_blocks;
   int split_k;    // GEMM2 with schedule tma_ws: K splits, out = fp32 partials (1 elsewhere)
   int num_pairs;  // M * top_k (row count of one split's partials)
-  // GEMM1 of schedule tma_ws under a GEMM2 of larger block_m: tiles per align block (its tiles
-  // are sub-blocks; an all-padding one is skipped). 1 elsewhere.
+  // GEMM1 of schedule tma_ws under a GEMM2 of larger block_m: tiles per align block (1
+  // elsewhere). Its tiles are the sub-blocks that hold pairs: num_blocks points at their count
+  // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
+  const int* sub_row0;
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).

@@ -19,6 +19,8 @@ struct AlignParams {
   int32_t* block_expert;
   int32_t* num_blocks;
   int num_pairs, num_experts, max_blocks;
+  int32_t* sub_row0;
+  int32_t* num_sub;
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -41,6 +43,7 @@ struct GemmParams {
   const float* topk_weights;
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
+  const int32_t* sub_row0;
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -70,11 +73,13 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 struct WorkspaceLayout {
-  size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, hist = 0, h = 0, y = 0, total = 0;
+  size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0, num_sub = 0, hist = 0,
+         h = 0, y = 0, total = 0;
 };
 
-/// split_k: GEMM2's K splits (fp32 partials instead of bf16 y rows).
-WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int split_k) {
+/// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
+/// (fp32 partials instead of bf16 y rows).
+WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -85,6 +90,12 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int split_k) 
   off += align_up(sizeof(int32_t) * mb);
   w.num_blocks = off;
   off += align_up(sizeof(int32_t));
+  if (m_sub > 1) {  // GEMM1's sub-blocks with pairs (sm90_align_kernel.cuh)
+    w.sub_row0 = off;
+    off += align_up(sizeof(int32_t) * mb * m_sub);
+    w.num_sub = off;
+    off += align_up(sizeof(int32_t));
+  }
   w.hist = off;
   off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
   w.h = off;
@@ -135,9 +146,8 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
 }
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
-  return layout_for(p, std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m),
-                    c.gemm2.pipeline.split_k)
-      .total;
+  const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
+  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
 }
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
@@ -145,7 +155,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                 cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
   if (p.num_tokens == 0) return core::Status::Ok();
   const int align_m = align_block_m(k.g1, k.g2);
-  const WorkspaceLayout w = layout_for(p, align_m, k.g2.split_k);
+  const int m_sub = align_m / k.g1.block_m;
+  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             "workspace of " + std::to_string(workspace_bytes) +
@@ -157,6 +168,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   auto* sorted_pairs = reinterpret_cast<int32_t*>(ws + w.sorted_pairs);
   auto* block_expert = reinterpret_cast<int32_t*>(ws + w.block_expert);
   auto* num_blocks = reinterpret_cast<int32_t*>(ws + w.num_blocks);
+  auto* sub_row0 = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.sub_row0) : nullptr;
+  auto* num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
   void* h = ws + w.h;
   void* y = ws + w.y;
   const int pairs = static_cast<int>(core::num_pairs(p));
@@ -217,7 +230,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
 
   if ((stages & kStageAlign) && fast_paths.align_multi_cta && pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
-                         static_cast<int>(p.num_experts), mb},
+                         static_cast<int>(p.num_experts), mb, sub_row0, num_sub},
                         reinterpret_cast<int32_t*>(ws + w.hist),
                         (pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
@@ -235,14 +248,16 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                    num_blocks,
                    pairs,
                    static_cast<int>(p.num_experts),
-                   mb};
+                   mb,
+                   sub_row0,
+                   num_sub};
     void* params[] = {&ap};
     MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
   }
   auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp,
                   uint64_t a_rows) -> core::Status {
     const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
-    // GEMM1 in sub-blocks of align's blocks: m_sub tiles per block (all-padding ones skipped).
+    // GEMM1 in sub-blocks of align's blocks: at most m_sub tiles per block.
     const unsigned tiles = static_cast<unsigned>(mb) * static_cast<unsigned>(gp.m_sub) * n_blocks *
                            static_cast<unsigned>(g.split_k);
     if (g.persistent()) {
@@ -282,7 +297,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   h,
                   sorted_pairs,
                   block_expert,
-                  num_blocks,
+                  m_sub > 1 ? num_sub : num_blocks,  // GEMM1's tiles: sub-blocks with pairs
                   args.topk_weights,
                   static_cast<int>(p.hidden_size),
                   static_cast<int>(p.intermediate_size),
@@ -291,7 +306,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   mb,
                   1,
                   pairs,
-                  align_m / k.g1.block_m};
+                  m_sub,
+                  sub_row0};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp, 0));
   }
   if (stages & kStageGemm2) {
@@ -309,7 +325,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                   mb,
                   k.g2.split_k,
                   pairs,
-                  1};
+                  1,
+                  nullptr};
     MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * align_m));
   }
   if (stages & kStageCombine) {

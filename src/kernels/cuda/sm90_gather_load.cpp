@@ -13,8 +13,13 @@
 namespace moetune::kernels::cuda {
 namespace {
 
-std::string align_expr(int block_m) {
-  return "&moetune_dev::moe_align_kernel<" + std::to_string(block_m) + ">";
+/// The align kernels' template arguments: align's block_m, and GEMM1's when it walks the blocks in
+/// smaller tiles (then align also lists GEMM1's sub-blocks).
+std::string align_args(int block_m, int sub_m) {
+  return std::to_string(block_m) + (sub_m < block_m ? "," + std::to_string(sub_m) : "") + ">";
+}
+std::string align_expr(int block_m, int sub_m) {
+  return "&moetune_dev::moe_align_kernel<" + align_args(block_m, sub_m);
 }
 constexpr const char* kCombineExpr = "&moetune_dev::moe_combine_kernel";
 
@@ -105,10 +110,10 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   return std::vector<std::string>{
       gemm_name_expr(*g1, act, true),
       gemm_name_expr(*g2, act, false),
-      align_expr(align_block_m(*g1, *g2)),
+      align_expr(align_block_m(*g1, *g2), g1->block_m),
       kCombineExpr,
       "&moetune_dev::moe_align_count_kernel",
-      "&moetune_dev::moe_align_scan_kernel<" + std::to_string(align_block_m(*g1, *g2)) + ">",
+      "&moetune_dev::moe_align_scan_kernel<" + align_args(align_block_m(*g1, *g2), g1->block_m),
       "&moetune_dev::moe_align_scatter_kernel"};
 }
 

@@ -164,10 +164,13 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
 
   const GemmParams& g = p.g;
-  // GEMM1 under a GEMM2 of larger block_m walks align's blocks in g.m_sub sub-blocks each; one
-  // that starts on padding is all padding and skipped by producer and consumers alike.
-  const int num_m = *g.num_blocks * g.m_sub;
-  auto skipped = [&](int pm) { return g.m_sub > 1 && g.sorted_pairs[pm * kBlockM] < 0; };
+  // GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1): m-tile pm is the sub-block that starts
+  // at row g.sub_row0[pm] (num_blocks counts those that hold pairs; align lists them in order).
+  const int num_m = *g.num_blocks;
+  auto tile_row0 = [&](int pm) { return g.m_sub > 1 ? g.sub_row0[pm] : pm * kBlockM; };
+  auto tile_expert = [&](int pm, int row0) {
+    return g.block_expert[g.m_sub > 1 ? row0 / (kBlockM * g.m_sub) : pm];
+  };
   const int num_n = (g.n_dim + kBlockN - 1) / kBlockN;
   // GEMM2 may split K (g.split_k parts, host-checked to divide k_dim / 64): tile t covers the
   // k-part t % split of output tile t / split.
@@ -203,10 +206,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       pid_m = pid_m * kClusterM + rank;
       const bool ghost = kClusterM == 2 && pid_m >= num_m;
       const int k0 = (t % split) * num_k;
-      if (!ghost && skipped(pid_m)) continue;
-      const int row0 = pid_m * kBlockM;
+      const int row0 = ghost ? 0 : tile_row0(pid_m);
       const int b_row =
-          ghost ? 0 : g.block_expert[pid_m / g.m_sub] * g.b_rows_per_expert + pid_n * kBlockN;
+          ghost ? 0 : tile_expert(pid_m, row0) * g.b_rows_per_expert + pid_n * kBlockN;
       // GEMM1: x offset of row warp * kRowsPerWarp + 32 j + lane % kOffLanes (-1: padding)
       long long my_off[kOffsPerLane];
 #pragma unroll
@@ -401,9 +403,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         idle_tile();
         continue;
       }
-      if (skipped(pid_m)) continue;
       // The warpgroup's first row; its halves that start on padding are all padding.
-      const long long row0 = (long long)pid_m * kBlockM + cm * kHalves * 64;
+      const long long row0 = (long long)tile_row0(pid_m) + cm * kHalves * 64;
       const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
       if (kHalves == 2 && g.sorted_pairs[row0] < 0) {
         idle_tile();

@@ -311,6 +311,12 @@ TEST(Sm90Jit, Tile256ConfigsCompileWithoutSpillsOrSerialisedWgmma) {
     ASSERT_FALSE(exprs.empty());
     EXPECT_NE(exprs[0].find("moe_ws_gemm_kernel<256,"), std::string::npos) << exprs[0];
   }
+  // GEMM2 at 256 under a GEMM1 of 128-row sub-blocks: the align kernels that list them compile.
+  core::MoeConfig mixed{.gemm1 = tma_ws(128, 128, 4), .gemm2 = tma_ws(256, 128, 4)};
+  mixed.gemm2.pipeline.num_warps = 8;
+  auto exprs = expect_compiles_clean(s1_with(core::Activation::kSiluGated, 4096), mixed, "mixed");
+  ASSERT_GE(exprs.size(), 6u);
+  EXPECT_EQ(exprs[5], "&moetune_dev::moe_align_scan_kernel<256,128>");
 }
 
 // can_implement of block_m 256: tma_ws only, 8 warps, split_k 1, cluster 1x1, <= 128 accumulator
@@ -347,15 +353,15 @@ TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
   bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
   expect_refused(p, bad, "shared memory");
   // GEMM1 may walk GEMM2's 256-row blocks in tma_ws sub-blocks of 128 or 64 rows (cluster 1x1);
-  // the align step and the workspace then use 256.
+  // the align step pads to 256 and lists GEMM1's 128-row sub-blocks that hold pairs.
   auto mixed = c;
   mixed.gemm1 = tma_ws(128, 128, 4);
   ASSERT_TRUE(sm90_can_implement(p, mixed).ok())
       << sm90_can_implement(p, mixed).error().to_string();
   auto exprs = sm90_gather_name_exprs(p, mixed);
   ASSERT_TRUE(exprs.ok());
-  EXPECT_EQ((*exprs)[2], "&moetune_dev::moe_align_kernel<256>");
-  EXPECT_EQ(sm90_gather_workspace_bytes(p, mixed), sm90_gather_workspace_bytes(p, c));
+  EXPECT_EQ((*exprs)[2], "&moetune_dev::moe_align_kernel<256,128>");
+  EXPECT_GT(sm90_gather_workspace_bytes(p, mixed), sm90_gather_workspace_bytes(p, c));
   bad = mixed;  // negative twins: GEMM1 not tma_ws, or on clusters
   bad.gemm1.launch.schedule = core::Schedule::kCooperative;
   expect_refused(p, bad, "differs from gemm2.tile.block_m = 256");
