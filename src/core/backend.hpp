@@ -15,12 +15,13 @@
 
 namespace moetune::core {
 
-/// The per-GEMM search space at one block_m (both GEMMs share it: align pads each expert's rows
-/// to it). The tuner searches GEMM1 over `gemm1` with GEMM2 fixed, then GEMM2 over `gemm2` with
+/// The per-GEMM search space at one block_m (align pads each expert's rows to it; a family may
+/// let GEMM1 walk those blocks in smaller tiles, e.g. sm90_gather's 128-row GEMM1 under a GEMM2 of
+/// 256). The tuner searches GEMM1 over `gemm1` with GEMM2 fixed, then GEMM2 over `gemm2` with
 /// GEMM1 fixed at the winner, instead of the product of the two lists.
 struct GemmSpace {
   int block_m = 0;
-  std::vector<KernelConfig> gemm1;  ///< every entry has tile.block_m == block_m
+  std::vector<KernelConfig> gemm1;  ///< tile.block_m == block_m, or a divisor the family allows
   std::vector<KernelConfig> gemm2;  ///< every entry has tile.block_m == block_m
   /// A reasonable whole config at this block_m: GEMM1's search runs with this GEMM2. Best kept
   /// the same at every M (a compiling backend then reuses stage-1 kernels across buckets).

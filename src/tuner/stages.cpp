@@ -12,8 +12,10 @@
 namespace moetune::tuner::detail {
 namespace {
 
+/// `c` belongs to the per-GEMM group of `block_m`: its GEMM2's (align's) block_m, with a GEMM1 of
+/// that block_m or smaller (a family's sub-blocks; the group of 256 holds 128-row GEMM1s).
 bool same_block_m(core::MoeConfig const& c, int block_m) {
-  return c.gemm1.tile.block_m == block_m && c.gemm2.tile.block_m == block_m;
+  return c.gemm2.tile.block_m == block_m && c.gemm1.tile.block_m <= block_m;
 }
 
 void push_unique(Candidates& set, CandidateResult* c) {

@@ -248,6 +248,34 @@ std::vector<core::GemmSpace> CudaBackend::gemm_search_space(core::MoeProblem con
     s.base = {.gemm1 = s.gemm1.front(), .gemm2 = b2};
     out.push_back(std::move(s));
   }
+  // GEMM2 at 256 rows under a tma_ws GEMM1 of 128-row sub-blocks, where an expert's rows fill
+  // one to three 128-row blocks: a 256-row GEMM2 tile multiplies only its 64-row halves with
+  // rows, and an expert of up to 256 pairs loads each weight tile once. Measured on the H200
+  // (bench/results/2026-11-30-tile256/a3c598f-gemm2-256-subblocks/, moetune ab, 4 rounds x 30):
+  // 5.2% faster at S3 M=512, 3.9% at S1 M=4096, slower at S1 1024-8192, S2 1024-16384, S3
+  // 1024-2048; GEMM1 at 256 rows was 1.5-2.2x slower everywhere (its producer gathers 256 x rows
+  // a stage: bench/results/2026-11-30-tile256/f36674c-both-256/), so it is not searched.
+  if (const double pe = pairs_per_expert(p); pe >= 96 && pe <= 320) {
+    core::GemmSpace s{.block_m = 256};
+    for (core::KernelConfig const& k : sm90_gemm_candidates(p, 128, true)) {
+      if (k.launch.schedule == core::Schedule::kTmaWarpSpecialized && k.launch.cluster_m == 1) {
+        s.gemm1.push_back(k);
+      }
+    }
+    for (int bn : {64, 128}) {
+      for (int stages : {3, 4}) {
+        core::KernelConfig k;
+        k.tile = {.block_m = 256, .block_n = bn, .block_k = 64, .group_m = 8};
+        k.pipeline = {.num_warps = 8, .num_stages = stages, .split_k = 1};
+        k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        if (gemm_geometry(p, k, false).ok()) s.gemm2.push_back(k);
+      }
+    }
+    if (!s.gemm1.empty() && !s.gemm2.empty()) {
+      s.base = {.gemm1 = s.gemm1.front(), .gemm2 = s.gemm2.back()};  // GEMM2 256 x 128, 4 stages
+      out.push_back(std::move(s));
+    }
+  }
   core::GemmSpace d{.block_m = decode_block_m(p),
                     .gemm1 = sm90_decode_candidates(p, true),
                     .gemm2 = sm90_decode_candidates(p, false)};

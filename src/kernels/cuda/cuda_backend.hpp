@@ -27,8 +27,10 @@ class CudaBackend final : public core::Backend {
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override;
   /// Per block_m of sm90_block_m_candidates: sm90_gemm_candidates of each GEMM (GEMM1 and GEMM2
   /// are separate launches, so each is chosen on its own); base GEMM2 = mma.sync
-  /// m<block_m>n64k64g8w4s4 (else the first GEMM2 candidate), the same at every M. At tiny M
-  /// one more space: the decode kernels (sm90_decode_candidates), base sm90_decode_base.
+  /// m<block_m>n64k64g8w4s4 (else the first GEMM2 candidate), the same at every M. Where an
+  /// expert has 96..320 pairs, a group of 256: tma_ws GEMM2 256-row tiles under the tma_ws GEMM1s
+  /// of 128 rows (sub-blocks). At tiny M one more space: the decode kernels
+  /// (sm90_decode_candidates), base sm90_decode_base.
   std::vector<core::GemmSpace> gemm_search_space(core::MoeProblem const& problem) const override;
 
  private:

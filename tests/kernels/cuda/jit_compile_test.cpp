@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <regex>
 #include <thread>
 
@@ -414,6 +415,45 @@ TEST(Sm90Space, OffersClusterPairsWhereAnExpertHasTwo128RowBlocks) {
   }
 }
 
+// The per-GEMM space has a group of 256 where an expert's rows fill one to three 128-row blocks
+// (S3 M=512: 128 pairs per expert; S1 M=4096: 192): GEMM2 tma_ws 256-row tiles under tma_ws GEMM1s
+// of 128-row sub-blocks (no clusters), each implementable with the group's base; none at S1
+// M=1024 (48 pairs per expert) or S3 M=4096 (1024).
+TEST(Sm90Space, OffersGemm2At256UnderGemm1SubBlocksWhereExpertsFillOneToThreeBlocks) {
+  CudaBackend backend{core::DeviceInfo{}};
+  auto group256 = [&](core::MoeProblem const& p) -> std::optional<core::GemmSpace> {
+    for (auto const& s : backend.gemm_search_space(p)) {
+      if (s.block_m == 256) return s;
+    }
+    return std::nullopt;
+  };
+  core::MoeProblem s3 = shape(8, 4096, 14336, 2, core::Activation::kSiluGated);
+  for (core::MoeProblem p : {s3, s1()}) {
+    p.num_tokens = p.num_experts == 8 ? 512 : 4096;
+    auto s = group256(p);
+    ASSERT_TRUE(s.has_value()) << core::to_string(p);
+    EXPECT_FALSE(s->gemm1.empty());
+    EXPECT_FALSE(s->gemm2.empty());
+    for (auto const& k : s->gemm1) {
+      EXPECT_EQ(k.tile.block_m, 128) << core::short_string(k);
+      EXPECT_EQ(k.launch.schedule, core::Schedule::kTmaWarpSpecialized);
+      EXPECT_EQ(k.launch.cluster_m, 1);
+      ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = k, .gemm2 = s->base.gemm2}).ok())
+          << core::short_string(k);
+    }
+    for (auto const& k : s->gemm2) {
+      EXPECT_EQ(k.tile.block_m, 256) << core::short_string(k);
+      ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = s->base.gemm1, .gemm2 = k}).ok())
+          << core::short_string(k);
+    }
+  }
+  core::MoeProblem p = s1();
+  p.num_tokens = 1024;
+  EXPECT_FALSE(group256(p).has_value());
+  s3.num_tokens = 4096;
+  EXPECT_FALSE(group256(s3).has_value());
+}
+
 // can_implement of pingpong: 8 warps (two MMA warpgroups), one warpgroup's accumulators <= 128
 // registers, no split-K; each refusal names the field.
 TEST(Sm90Geometry, PingpongNeedsEightWarpsAndOneWarpgroupsAccumulators) {
@@ -568,6 +608,7 @@ TEST(Sm90Jit, ReportsACompileErrorForAnInvalidInstantiation) {
 }  // namespace moetune::kernels::cuda
 
 #include <filesystem>
+#include <optional>
 
 #include "core/lint.hpp"
 #include "core/table.hpp"
