@@ -60,7 +60,9 @@ struct KernelConfig {
 
 /// A table row: one KernelConfig per GEMM. GEMM1 = x @ w1^T (+ activation); GEMM2 = act @ w2^T
 /// (+ routing weight and top-k combine). They share what the route/align step fixes: families
-/// that pad tokens per expert to block_m need gemm1.tile.block_m == gemm2.tile.block_m.
+/// that pad tokens per expert to block_m need gemm1.tile.block_m == gemm2.tile.block_m, unless
+/// the family walks the padded blocks in smaller GEMM1 tiles (sm90_gather: a tma_ws GEMM1 of 64
+/// or 128 rows under a GEMM2 of 256).
 struct MoeConfig {
   KernelConfig gemm1;
   KernelConfig gemm2;

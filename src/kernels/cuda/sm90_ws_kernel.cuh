@@ -25,7 +25,9 @@
 //     parity wait can only tell the current phase from the one before, so waiting further ahead
 //     would pass on a stage not yet filled.
 //   - Persistent: gridDim.x CTAs (<= SM count) walk the tiles of the device-side block count in
-//     the group_m raster; the producer runs ahead into the next tile while consumers store.
+//     the group_m raster; the producer runs ahead into the next tile while consumers store. A
+//     GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1) walks the sub-blocks align listed
+//     (those that hold pairs), each m-tile's first row read from g.sub_row0.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
 // Empty barrier: one arrival per consumer warpgroup of the tile. Phases flip every kStages
 // k-tiles. Same wgmma sequence per 64-row half as schedule cooperative, so the three give
