@@ -84,17 +84,17 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
   pid_n = (t % per_group) / size_m;
 }
 
-/// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
-/// unsplit kernels carry no split arithmetic or epilogue branch. kPingpong: schedule pingpong
-/// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
-/// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
-/// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
 /// Consumer warpgroups of a tma_ws / pingpong kernel (block_m 256: two, of 128 rows each).
 template <int kBlockM, int kSplitN, bool kPingpong>
 constexpr int ws_consumers() {
   return kPingpong || kBlockM == 256 ? 2 : kBlockM / 64 * kSplitN;
 }
 
+/// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
+/// unsplit kernels carry no split arithmetic or epilogue branch. kPingpong: schedule pingpong
+/// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
+/// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
+/// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
           bool kSplitK, bool kPingpong = false, int kClusterM = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
