@@ -24,27 +24,10 @@ TEST_FILTER=${TEST_FILTER-}
 DIGESTS=${DIGESTS:-any}
 STAGE_M=${STAGE_M-}
 STAGE_SHAPES=${STAGE_SHAPES:-S1,S2,S3}
-export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
-mkdir -p "$OUT"
-log="$OUT/tables_ab.log"
-: > "$log"
-start=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - start )) s"; }
-git rev-parse HEAD >> "$log" 2>/dev/null
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit \
-  --format=csv 2>&1 | tee -a "$log"
-test_rc=skipped
-if [ -n "$TEST_FILTER" ]; then
-  timeout -k 10 300 "$BIN/cuda_kernel_tests" --gtest_filter="$TEST_FILTER" > "$OUT/gpu_tests.log" 2>&1
-  test_rc=$?
-  echo "gpu tests ($TEST_FILTER) exit $test_rc after $(elapsed)" | tee -a "$log"
-fi
-echo "== ab: $TABLES_A (A) vs $TABLES_B (B), M $AB_M, $ROUNDS rounds x $REPEATS repeats" | tee -a "$log"
-timeout -k 10 300 "$BIN/moetune" ab --backend cuda --recipe "$RECIPE_A" --m "$AB_M" \
-  --repeats "$REPEATS" --warmup 3 --rounds "$ROUNDS" --cooldown 0.3 --digests "$DIGESTS" \
-  --timeout-s 120 --arm "A=tables:$TABLES_A" --arm "B=tables:$TABLES_B" --out "$OUT" >> "$log" 2>&1
-ab_rc=$?
-echo "ab exit $ab_rc after $(elapsed)" | tee -a "$log"
+. "$(dirname "$0")/h200_ab_lib.sh"
+ab_begin tables_ab.log
+AB_S=${AB_S:-300} ab_run "$TABLES_A (A) vs $TABLES_B (B)" "$RECIPE_A" "A=tables:$TABLES_A" \
+  "B=tables:$TABLES_B"
 if [ -n "$STAGE_M" ] && [ -n "$RECIPE_B" ]; then
   mkdir -p "$OUT/stages"
   for arm in A B; do
@@ -74,10 +57,4 @@ for (s, m), arms in sorted(rows.items()):
 PY
   rm -rf "$OUT/stages"
 fi
-echo
-echo "== summary ($(elapsed); gpu tests exit $test_rc, ab exit $ab_rc)"
-[ -f "$OUT/gpu_tests.log" ] &&
-  grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure" "$OUT/gpu_tests.log" | head -20
-echo "-- ab: B against A (positive delta: B is slower)"
-grep -E " M=[0-9]+ " "$log" | head -40 || echo "(no A/B comparisons; see $log)"
-grep -E "^moetune |error" "$log" | head -5
+ab_summary "B against A (positive delta: B is slower)"
