@@ -79,7 +79,9 @@ namespace moetune::tuner {
 /// 3: a halving round also keeps the candidates tied with its cut line (halving_keep).
 /// 4: search order from the family's space (not the anchors); a stage carries its nearest ties.
 /// 5: an unsettled final round is followed by settling rounds (kSettleRound).
-inline constexpr int kSearchVersion = 5;
+/// 6: a stage's ties are those its fastest did not beat in every halving round (stage_ties), so
+///    final rounds hold more finalists.
+inline constexpr int kSearchVersion = 6;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
 /// repeat k (1-based) kFinalRound + k * kFinalPasses + pass; the winner's second check
@@ -107,9 +109,10 @@ inline constexpr int kAnchorStage = -1;
 inline constexpr int kExhaustiveGemm1Top = 3;
 /// Per GEMM: besides its fastest, each stage's top holds at most kStageTiesCarried of its other ok
 /// candidates, those the fastest does not beat beyond the intervals and `margin` (the rule of
-/// `decide`) in the last stage round both were timed in: the kStageTiesNearest whose median was
-/// nearest the fastest's there (so the configs the final round would name reach it whichever of
-/// them noise put first in this stage), then the earliest in search order of the rest (so every
+/// `decide`) in every halving round both were timed in (round 0, the screening, only for those
+/// dropped there): the kStageTiesNearest whose median was nearest the fastest's over those rounds
+/// (so the configs the final round would name reach it whichever of them noise put first in this
+/// stage), then the earliest in search order of the rest (so every
 /// run carries the one the final round's rule prefers among equivalent configs). The final round
 /// gets the cross product of stage 1's top GEMM1s with stage 2's top GEMM2s (at most 4 x 4 a
 /// group; new pairs are checked like every candidate before they may enter).

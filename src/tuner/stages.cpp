@@ -91,34 +91,43 @@ core::Result<Candidates> BucketSearch::run_joint() {
 core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { return group.base; }
 
 /// The candidates of a stage the winner (its fastest) does not beat (tuner::decide: beyond both
-/// intervals and the margin), each compared with the winner in the last round both were timed in
-/// (the winner took part in every one), so a candidate dropped early is judged on the samples it
-/// was dropped on: the kStageTiesNearest whose median was nearest the winner's there, then the
+/// intervals and the margin) in every halving round both were timed in: a candidate the winner
+/// beat in the last round but not in an earlier one is tied, since the order flipped between
+/// rounds by more than either round's interval shows (on the H200, rounds seconds apart moved a
+/// pair of configs 1-3% against each other, each round's interval ~0.3%). Round 0 (the stage's
+/// cheap screening timing) judges only a candidate dropped there. Of the tied, the
+/// kStageTiesNearest whose mean ratio to the winner over those rounds is lowest, then the
 /// earliest in search order of the others (kStageTiesCarried in all).
 Candidates BucketSearch::stage_ties(CandidateResult const* winner,
                                     StageRounds const& rounds) const {
-  std::map<CandidateResult*, std::pair<TimingStats, TimingStats>> last;  // (its, the winner's)
+  // Per candidate, each round it shared with the winner: (its stats, the winner's).
+  std::map<CandidateResult*, std::vector<std::pair<TimingStats, TimingStats>>> shared;
   for (auto const& round : rounds) {
     auto w = std::find_if(round.begin(), round.end(),
                           [&](auto const& entry) { return entry.first == winner; });
     if (w == round.end()) continue;
     for (auto const& [c, stats] : round) {
-      if (c != winner) last[c] = {stats, w->second};
+      if (c != winner) shared[c].push_back({stats, w->second});
     }
   }
   Candidates tied;
-  for (auto const& [c, pair] : last) {
-    if (tuner::decide(pair.first, pair.second, options_.margin) != Verdict::kChallengerWins) {
-      tied.push_back(c);
+  std::map<CandidateResult*, double> gap;  // mean of its median / the winner's over the rounds
+  for (auto& [c, list] : shared) {
+    if (list.size() > 1) list.erase(list.begin());  // halving rounds judge, not the screening
+    bool beaten_in_every_round = true;
+    double sum = 0;
+    for (auto const& [its, winners] : list) {
+      beaten_in_every_round =
+          beaten_in_every_round &&
+          tuner::decide(its, winners, options_.margin) == Verdict::kChallengerWins;
+      sum += winners.median_us > 0 ? its.median_us / winners.median_us : its.median_us;
     }
+    gap[c] = sum / static_cast<double>(list.size());
+    if (!beaten_in_every_round) tied.push_back(c);
   }
-  auto gap = [&](CandidateResult* c) {
-    auto const& [its, winners] = last.at(c);
-    return winners.median_us > 0 ? its.median_us / winners.median_us : its.median_us;
-  };
   auto earlier = [&](auto* a, auto* b) { return search_order(*a) < search_order(*b); };
   std::sort(tied.begin(), tied.end(), earlier);  // search order breaks equal gaps
-  std::stable_sort(tied.begin(), tied.end(), [&](auto* a, auto* b) { return gap(a) < gap(b); });
+  std::stable_sort(tied.begin(), tied.end(), [&](auto* a, auto* b) { return gap[a] < gap[b]; });
   size_t const nearest = std::min(tied.size(), size_t(kStageTiesNearest));
   std::sort(tied.begin() + static_cast<std::ptrdiff_t>(nearest), tied.end(), earlier);
   if (tied.size() > size_t(kStageTiesCarried)) tied.resize(kStageTiesCarried);

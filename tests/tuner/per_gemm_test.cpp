@@ -6,6 +6,7 @@
 // exactly its own candidate.
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <utility>
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@ namespace {
 using testing::CostModel;
 using testing::fast_options;
 using testing::InProcessWorker;
+using testing::RequestCostModel;
 using testing::tiny_task;
 
 /// Per GEMM: 10 us for a block_n, 7 for a block_k, 5 for a thread count and 3 for split_k off the
@@ -188,6 +190,54 @@ TEST(PerGemm, AClearlySlowerRunnerUpIsNotCarried) {
   EXPECT_EQ(find(r, pair), nullptr);
   EXPECT_EQ(r.precompiles, 2);
   EXPECT_EQ(r.winner, g.winner);
+}
+
+/// `cost`, except that GEMM1 at block_k 128 with block_m 16 costs what block_k 64 does, 2% less
+/// (98 us against 100) in its first `fast_timings` time requests and 2% more after them: a pair
+/// whose order flips between a stage's rounds by twice the margin. Stage 1 times it once in round
+/// 0 (the screening), then twice (forward, backward) in each halving round.
+RequestCostModel gemm1_k128_flips_after(int fast_timings) {
+  auto seen = std::make_shared<int>(0);
+  return [=](Request const& r) {
+    core::MoeConfig const& c = r.config;
+    if (!is(c.gemm1, 128, 128, 0) || c.gemm1.tile.block_m != 16) return cost(c);
+    return cost(c) - 7 + (++*seen <= fast_timings ? -2.0 : 2.0);
+  };
+}
+
+TEST(PerGemm, AGemm1FasterInAnEarlierStageRoundIsCarriedThoughTheLastBeatIt) {
+  // Block_k 128 is 2% faster than block_k 64 in round 0 and halving round 1, 2% slower from round 2
+  // on: stage 1 names block_k 64 (fastest in its last round), and block_k 128, which the winner
+  // did not beat in every round, is carried into the final round with stage 2's GEMM2 winner.
+  InProcessWorker worker(gemm1_k128_flips_after(3));
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  GroupResult const& g = r.groups[1];
+  ASSERT_EQ(g.block_m, 16);
+  ASSERT_TRUE(is(g.gemm1_winner.gemm1, 128, 64, 0)) << core::short_string(g.gemm1_winner);
+  core::MoeConfig pair = g.winner;
+  pair.gemm1.tile.block_k = 128;
+  CandidateResult const* carried = find(r, pair);
+  ASSERT_NE(carried, nullptr) << "the GEMM1 the winner beat only in the last round was dropped";
+  EXPECT_EQ(carried->outcome, Outcome::kOk) << carried->reason;
+  auto timed = worker.configs_of("time");
+  EXPECT_EQ(std::count(timed.begin(), timed.end(), pair), 1 + kFinalPasses);  // round 0, final
+  EXPECT_GE(g.carried, 1);
+  EXPECT_TRUE(is(r.winner.gemm1, 128, 64, 0)) << core::short_string(r.winner);  // 2% faster there
+}
+
+TEST(PerGemm, AGemm1FasterOnlyInTheScreeningRoundIsNotCarried) {
+  // The negative twin: block_k 128 is faster only in round 0 (the cheap screening) and slower
+  // by 2% in every halving round; the screening alone does not make it a tie.
+  InProcessWorker worker(gemm1_k128_flips_after(1));
+  BucketResult r = tune(worker);
+  ASSERT_TRUE(r.ok);
+  GroupResult const& g = r.groups[1];
+  ASSERT_TRUE(is(g.gemm1_winner.gemm1, 128, 64, 0)) << core::short_string(g.gemm1_winner);
+  core::MoeConfig pair = g.winner;
+  pair.gemm1.tile.block_k = 128;
+  EXPECT_EQ(find(r, pair), nullptr);
+  EXPECT_EQ(g.carried, 0);
 }
 
 TEST(PerGemm, ACrossProductPairThatFailsTheGateNeverEntersTheFinal) {
