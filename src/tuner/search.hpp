@@ -79,8 +79,8 @@ namespace moetune::tuner {
 /// 3: a halving round also keeps the candidates tied with its cut line (halving_keep).
 /// 4: search order from the family's space (not the anchors); a stage carries its nearest ties.
 /// 5: an unsettled final round is followed by settling rounds (kSettleRound).
-/// 6: a stage's ties are those its fastest did not beat in every halving round (stage_ties), so
-///    final rounds hold more finalists.
+/// 6: a stage's ties are those its fastest did not beat in every halving round (stage_ties), at
+///    twice the margin, four carried, so final rounds hold more finalists.
 inline constexpr int kSearchVersion = 6;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
@@ -108,15 +108,20 @@ inline constexpr int kAnchorStage = -1;
 /// --exhaustive: stage 2 runs for this many of each group's best GEMM1 configs.
 inline constexpr int kExhaustiveGemm1Top = 3;
 /// Per GEMM: besides its fastest, each stage's top holds at most kStageTiesCarried of its other ok
-/// candidates, those the fastest does not beat beyond the intervals and `margin` (the rule of
-/// `decide`) in every halving round both were timed in (round 0, the screening, only for those
-/// dropped there): the kStageTiesNearest whose median was nearest the fastest's over those rounds
-/// (so the configs the final round would name reach it whichever of them noise put first in this
-/// stage), then the earliest in search order of the rest (so every
-/// run carries the one the final round's rule prefers among equivalent configs). The final round
-/// gets the cross product of stage 1's top GEMM1s with stage 2's top GEMM2s (at most 4 x 4 a
-/// group; new pairs are checked like every candidate before they may enter).
-inline constexpr int kStageTiesNearest = 2;
+/// candidates, those the fastest does not beat beyond the intervals and kStageTieMargin x `margin`
+/// (the rule of `decide`, with a wider margin: a stage only screens, the final round decides) in
+/// every halving round both were timed in (round 0, the screening, only for those dropped there):
+/// the kStageTiesNearest whose median was nearest the fastest's over those rounds (so the configs
+/// the final round would name reach it whichever of them noise put first in this stage), then the
+/// earliest in search order of the rest (so every run carries the one the final round's rule
+/// prefers among equivalent configs). The final round gets the cross product of stage 1's top
+/// GEMM1s with stage 2's top GEMM2s (at most 5 x 5 a group; new pairs are checked like every
+/// candidate before they may enter). On the H200 (3b87923's stores, S1 M = 8192 and 16384) five
+/// GEMM1 configs lay within 1.5% and a config moved 1-3% against another between rounds seconds
+/// apart: with the fastest's own margin and three carried, one tune in five lacked the config the
+/// other four named.
+inline constexpr double kStageTieMargin = 2.0;
+inline constexpr int kStageTiesNearest = 3;
 inline constexpr int kStageTiesCarried = kStageTiesNearest + 1;
 /// SearchOptions::stage2_gemm1s at most (tune --stage2-gemm1s).
 inline constexpr int kMaxStage2Gemm1s = 1 + kStageTiesNearest;

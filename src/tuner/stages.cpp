@@ -91,11 +91,11 @@ core::Result<Candidates> BucketSearch::run_joint() {
 core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { return group.base; }
 
 /// The candidates of a stage the winner (its fastest) does not beat (tuner::decide: beyond both
-/// intervals and the margin) in every halving round both were timed in: a candidate the winner
-/// beat in the last round but not in an earlier one is tied, since the order flipped between
-/// rounds by more than either round's interval shows (on the H200, rounds seconds apart moved a
-/// pair of configs 1-3% against each other, each round's interval ~0.3%). Round 0 (the stage's
-/// cheap screening timing) judges only a candidate dropped there. Of the tied, the
+/// intervals and kStageTieMargin x the margin) in every halving round both were timed in: a
+/// candidate the winner beat in the last round but not in an earlier one is tied, since the order
+/// flipped between rounds by more than either round's interval shows (on the H200, rounds seconds
+/// apart moved a pair of configs 1-3% against each other, each round's interval ~0.3%). Round 0
+/// (the stage's cheap screening timing) judges only a candidate dropped there. Of the tied, the
 /// kStageTiesNearest whose mean ratio to the winner over those rounds is lowest, then the
 /// earliest in search order of the others (kStageTiesCarried in all).
 Candidates BucketSearch::stage_ties(CandidateResult const* winner,
@@ -118,8 +118,8 @@ Candidates BucketSearch::stage_ties(CandidateResult const* winner,
     double sum = 0;
     for (auto const& [its, winners] : list) {
       beaten_in_every_round =
-          beaten_in_every_round &&
-          tuner::decide(its, winners, options_.margin) == Verdict::kChallengerWins;
+          beaten_in_every_round && tuner::decide(its, winners, kStageTieMargin * options_.margin) ==
+                                       Verdict::kChallengerWins;
       sum += winners.median_us > 0 ? its.median_us / winners.median_us : its.median_us;
     }
     gap[c] = sum / static_cast<double>(list.size());

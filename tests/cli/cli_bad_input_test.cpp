@@ -160,7 +160,7 @@ TEST_F(CliBadInput, BadBucketListIsRejectedVerbatim) {
 TEST_F(CliBadInput, Stage2Gemm1sOutOfRangeIsRejectedVerbatim) {
   RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--stage2-gemm1s", "0"});
   expect_bad(r, {});
-  EXPECT_EQ(r.err, "moetune tune: --stage2-gemm1s 0 is out of range; use 1..3\n");
+  EXPECT_EQ(r.err, "moetune tune: --stage2-gemm1s 0 is out of range; use 1..4\n");
 }
 
 TEST_F(CliBadInput, CorruptExistingTableFailsTuneMergeBeforeAnyRun) {
