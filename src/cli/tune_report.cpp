@@ -117,7 +117,7 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
   s.date = tuner::utc_now().substr(0, 10);
   s.device = info.device;
   std::ostringstream protocol;
-  protocol << "moetune-tune-v5: worker process, check vs fp64 reference, ";
+  protocol << "moetune-tune-v6: worker process, check vs fp64 reference, ";
   if (r.per_gemm) {
     protocol << "per GEMM per block_m (GEMM1 with GEMM2 at a base, then GEMM2 with GEMM1 at the "
              << "fastest; whole-layer timing), ";
@@ -127,11 +127,13 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
                                  "and those the cut line does not beat beyond the CI by the "
                                  "margin, at most half as many again)")
            << ", finalists: incumbent + "
-           << (r.per_gemm ? "per block_m the cross product of each stage's fastest and up to " +
-                                std::to_string(tuner::kStageTiesCarried) +
-                                " near ties (the nearest, then the earliest in search order, which "
-                                "breaks final ties)"
-                          : std::string("best 3"))
+           << (r.per_gemm
+                   ? "per block_m the cross product of each stage's fastest and up to " +
+                         std::to_string(tuner::kStageTiesCarried) +
+                         " near ties (not beaten beyond the CI by twice the margin in every "
+                         "stage round: the nearest, then the earliest in search order, which "
+                         "breaks final ties)"
+                   : std::string("best 3"))
            << ", final " << info.reps << " reps in " << tuner::kFinalPasses
            << " interleaved passes after " << info.warmup
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "

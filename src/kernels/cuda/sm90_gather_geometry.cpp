@@ -1,7 +1,14 @@
+// Geometry of the sm90_gather family's GEMM kernels (sm90_gather_geometry.hpp): every rule
+// can_implement enforces, one check per concern (tile, pipeline, wgmma schedule, warp layout,
+// resources); the decode kernels' rules are in sm90_decode_geometry.cpp. (11 lines past the
+// 400-line rule of thumb: the five checks share ScheduleKind, which stays file-local.)
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+
+#include "kernels/cuda/sm90_decode_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -11,99 +18,15 @@ using core::ErrorCode;
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 core::Error reject(std::string_view gemm, std::string msg) {
-  return core::make_error(ErrorCode::kUnsupported, "sm90_gather", std::string(gemm) + "." + msg);
-}
-
-/// Geometry of the decode kernels (launch.swap_ab), or why not.
-core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
-                                           bool is_gemm1) {
-  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
-  const auto& t = k.tile;
-  const auto& pl = k.pipeline;
-  const auto& l = k.launch;
-  const std::string pre = "launch.swap_ab = true (decode kernels) ";
-  if (l.schedule != core::Schedule::kAuto) {
-    return reject(gemm, pre + "runs CUDA-core dot products, not " +
-                            std::string(core::to_string(l.schedule)) + "; use schedule auto");
-  }
-  if (t.block_m < 1 || t.block_m > 16 || !is_pow2(t.block_m)) {
-    return reject(gemm, pre + "takes tile.block_m = pairs per pass in 1, 2, 4, 8, 16; saw " +
-                            std::to_string(t.block_m));
-  }
-  if (t.block_n < 1 || t.block_n > 256) {
-    return reject(gemm, pre + "takes tile.block_n = columns per CTA in 1..256; saw " +
-                            std::to_string(t.block_n));
-  }
-  if (t.block_k < 256 || t.block_k > 2048 || !is_pow2(t.block_k)) {
-    return reject(gemm, pre +
-                            "takes tile.block_k = 256, 512, 1024 or 2048 (1..8 16-byte "
-                            "vectors per lane and step); saw " +
-                            std::to_string(t.block_k));
-  }
-  if (t.group_m != 1 || pl.split_k != 1) {
-    return reject(gemm, pre + "has no raster or split-K; use group_m = 1 and split_k = 1");
-  }
-  if (pl.num_stages != 1 && pl.num_stages != 2 && pl.num_stages != 4) {
-    return reject(gemm, pre +
-                            "takes pipeline.num_stages = rows each warp streams at once in 1, "
-                            "2, 4; saw " +
-                            std::to_string(pl.num_stages));
-  }
-  if (!is_pow2(pl.num_warps) || pl.num_warps > 16) {
-    return reject(
-        gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " is not 1, 2, 4, 8 or 16");
-  }
-  if (l.cluster_m != 1 || l.cluster_n != 1 || l.num_threads != 0) {
-    return reject(gemm, pre + "uses no cluster and no cpu threads; use cluster 1x1, threads 0");
-  }
-  if (p.hidden_size % 8 != 0 || p.intermediate_size % 8 != 0) {
-    return reject(gemm, pre + "reads 16-byte vectors: K and I must be multiples of 8; saw K = " +
-                            std::to_string(p.hidden_size) +
-                            ", I = " + std::to_string(p.intermediate_size));
-  }
-  const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
-  if ((n_dim + t.block_n - 1) / t.block_n > 65535) {
-    return reject(gemm, pre + "launches one grid row per " + std::to_string(t.block_n) +
-                            " columns: " + std::to_string(n_dim) +
-                            " columns need more than 65535; use a larger block_n");
-  }
-  GemmGeometry g;
-  g.decode = true;
-  g.block_m = t.block_m;
-  g.block_n = t.block_n;
-  g.block_k = t.block_k;
-  g.warps_m = pl.num_warps;
-  g.warps_n = 1;
-  g.stages = pl.num_stages;
-  g.group_m = 1;
-  g.gated = is_gemm1 && core::is_gated(p.activation);
-  const int vec = t.block_k / 256;
-  const int regs =
-      is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec) : g.stages * (1 + 4 * vec);
-  if (regs > 160) {
-    return reject(gemm, pre + "needs " + std::to_string(regs) +
-                            " registers per lane for accumulators and loads (rows x halves x "
-                            "(block_m + 4 x block_k / 256)), over 160; use fewer rows "
-                            "(num_stages), a smaller block_m or block_k 256");
-  }
-  if (!is_gemm1) {
-    g.decode_smem = static_cast<int>(p.top_k) * g.block_n * 4;
-    if (g.decode_smem > 48 * 1024) {
-      return reject(gemm, pre + "keeps top_k x block_n partial dots in shared memory: " +
-                              std::to_string(g.decode_smem) +
-                              " bytes, over 48 KB; use a smaller block_n");
-    }
-    // Lever decode_w2_stage: where the CTA's w2 rows and the dots fit in the opt-in shared memory
-    // of a CTA (227 KB on sm_90); elsewhere the lever leaves the launch as it is.
-    const int64_t rows = p.top_k * static_cast<int64_t>(g.block_n) * p.intermediate_size * 2;
-    if ((g.decode_smem + 15) / 16 * 16 + rows <= kSm90MaxSmemBytes) {
-      g.decode_stage_bytes = static_cast<int>(rows);
-    }
-  }
-  return g;
+  return geometry_error(gemm, std::move(msg));
 }
 
 }  // namespace
+
+core::Error geometry_error(std::string_view gemm, std::string msg) {
+  return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                          std::string(gemm) + "." + msg);
+}
 
 int act_id(core::Activation a) {
   switch (a) {
@@ -129,24 +52,42 @@ int64_t max_blocks(int64_t num_pairs, int64_t num_experts, int block_m) {
   return (num_pairs + block_m - 1) / block_m + std::min(num_experts, num_pairs);
 }
 
-core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
-                                         bool is_gemm1) {
+namespace {
+
+/// What a config's schedule makes of the wgmma paths, derived once for the checks below.
+struct ScheduleKind {
+  bool pp = false;    ///< pingpong
+  bool ws = false;    ///< tma_ws or pingpong (TMA + warp-specialised)
+  bool coop = false;  ///< cooperative, tma_ws or pingpong: a wgmma main loop
+  /// tma_ws at block_m 64 with 8 warps: two consumer warpgroups split block_n (<= 2 x 256)
+  bool ws_split_n = false;
+  std::string name;  ///< for messages: "pingpong", "tma_ws" or "cooperative"
+};
+
+ScheduleKind schedule_kind(core::KernelConfig const& k) {
+  ScheduleKind s;
+  s.pp = k.launch.schedule == core::Schedule::kPingpong;
+  s.ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized || s.pp;
+  s.coop = k.launch.schedule == core::Schedule::kCooperative || s.ws;
+  s.ws_split_n = s.ws && !s.pp && k.tile.block_m == 64 && k.pipeline.num_warps == 8;
+  s.name = s.pp ? "pingpong" : s.ws ? "tma_ws" : "cooperative";
+  return s;
+}
+
+/// Tile sizes against the schedule and the problem's K and I, and the raster.
+core::Status check_tile(core::MoeProblem const& p, core::KernelConfig const& k, bool is_gemm1,
+                        ScheduleKind const& s) {
   const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
   const int64_t k_dim = is_gemm1 ? p.hidden_size : p.intermediate_size;
   const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
-  if (k.launch.swap_ab) return decode_geometry(p, k, is_gemm1);
   const auto& t = k.tile;
+  const bool coop = s.coop, ws_split_n = s.ws_split_n;
   if (t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) {
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
                             " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256");
   }
-  const bool pp = k.launch.schedule == core::Schedule::kPingpong;
-  const bool ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized || pp;
-  const bool coop = k.launch.schedule == core::Schedule::kCooperative || ws;
   // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
-  // tma_ws at block_m 64 with 8 warps: two consumer warpgroups split block_n (<= 2 x 256).
-  const bool ws_split_n = ws && !pp && t.block_m == 64 && k.pipeline.num_warps == 8;
   if (coop ? (t.block_n < 32 || t.block_n > (ws_split_n ? 512 : 256) ||
               t.block_n % (ws_split_n ? 16 : 8) != 0)
            : (t.block_n < 16 || t.block_n > 256 || !is_pow2(t.block_n))) {
@@ -177,6 +118,14 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
     return reject(gemm,
                   "tile.group_m = " + std::to_string(t.group_m) + " is out of range; use 1..64");
   }
+  return core::Status::Ok();
+}
+
+/// split_k, stages and the cluster shape.
+core::Status check_pipeline(core::KernelConfig const& k, bool is_gemm1, int64_t k_dim,
+                            ScheduleKind const& s) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const bool ws = s.ws, pp = s.pp;
   const auto& pl = k.pipeline;
   if (pl.split_k != 1) {
     // GEMM2 of tma_ws: fp32 partials per split, summed by combine in a fixed order.
@@ -205,51 +154,71 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             " is not implemented here; use 1x1, or 2x1 with schedule tma_ws and "
                             "split_k 1 (CTA pairs over m-blocks, weight tile multicast)");
   }
-  const bool wgmma = coop;
-  const std::string sched = pp ? "pingpong" : ws ? "tma_ws" : "cooperative";
-  if (wgmma) {
-    if (t.block_k != 64) {
-      return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " with schedule " +
-                              sched + " (wgmma); use 64 (one 128-byte swizzle atom)");
-    }
-    const bool ws256 = ws && !pp && t.block_m == 256;
-    if (t.block_m != 64 && t.block_m != 128 && !ws256) {
-      return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) + " with schedule " +
-                              sched + " (wgmma); use 64 or 128" + (ws && !pp ? " (or 256)" : ""));
-    }
-    // block_m 256: two warpgroups of two 64-row halves each, padding halves skipped.
-    if (ws256 && (pl.num_warps != 8 || pl.split_k != 1 || l.cluster_m != 1)) {
-      return reject(gemm,
-                    "tile.block_m = 256 with schedule tma_ws takes num_warps 8 (two "
-                    "warpgroups of 128 rows), split_k 1 and cluster 1x1; saw num_warps " +
-                        std::to_string(pl.num_warps) + ", split_k " + std::to_string(pl.split_k) +
-                        ", cluster_m " + std::to_string(l.cluster_m));
-    }
-    if (pl.num_stages < (ws ? 2 : 3)) {
-      return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
-                              " with schedule " + sched +
-                              (ws ? "; use 2..8" : "; use 3..8 (two tiles stay in flight)"));
-    }
-    if (pp && pl.num_warps != 8) {
-      return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
-                              " with schedule pingpong; use 8 (two MMA warpgroups on alternate "
-                              "tiles; the producer warpgroup is not counted)");
-    }
-    if (!pp && !ws256 && pl.num_warps != t.block_m / 16 && !ws_split_n) {
-      return reject(
-          gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " with schedule " + sched +
-                    " needs one MMA warpgroup per 64 rows; use " + std::to_string(t.block_m / 16) +
-                    (!ws               ? ""
-                     : t.block_m == 64 ? " (or 8: two warpgroups split block_n; the producer "
-                                         "warpgroup is not counted)"
-                                       : " (the producer warpgroup is not counted)"));
-    }
-    if (is_gemm1 && core::is_gated(p.activation) && t.block_n > (ws_split_n ? 256 : 128)) {
-      return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) + " with schedule " +
-                              sched + "; gated GEMM1 takes 32..128 per warpgroup (" +
-                              (ws_split_n ? "256" : "128") + " here)");
-    }
+  return core::Status::Ok();
+}
+
+/// The wgmma schedules' own rules: block_k 64, block_m 64/128 (tma_ws also 256), warps per rows.
+core::Status check_wgmma(core::MoeProblem const& p, core::KernelConfig const& k, bool is_gemm1,
+                         ScheduleKind const& s) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const auto& t = k.tile;
+  const auto& pl = k.pipeline;
+  const auto& l = k.launch;
+  const bool ws = s.ws, pp = s.pp, ws_split_n = s.ws_split_n;
+  const std::string& sched = s.name;
+  if (t.block_k != 64) {
+    return reject(gemm, "tile.block_k = " + std::to_string(t.block_k) + " with schedule " + sched +
+                            " (wgmma); use 64 (one 128-byte swizzle atom)");
   }
+  const bool ws256 = ws && !pp && t.block_m == 256;
+  if (t.block_m != 64 && t.block_m != 128 && !ws256) {
+    return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) + " with schedule " + sched +
+                            " (wgmma); use 64 or 128" + (ws && !pp ? " (or 256)" : ""));
+  }
+  // block_m 256: two warpgroups of two 64-row halves each, padding halves skipped.
+  if (ws256 && (pl.num_warps != 8 || pl.split_k != 1 || l.cluster_m != 1)) {
+    return reject(gemm,
+                  "tile.block_m = 256 with schedule tma_ws takes num_warps 8 (two "
+                  "warpgroups of 128 rows), split_k 1 and cluster 1x1; saw num_warps " +
+                      std::to_string(pl.num_warps) + ", split_k " + std::to_string(pl.split_k) +
+                      ", cluster_m " + std::to_string(l.cluster_m));
+  }
+  if (pl.num_stages < (ws ? 2 : 3)) {
+    return reject(gemm, "pipeline.num_stages = " + std::to_string(pl.num_stages) +
+                            " with schedule " + sched +
+                            (ws ? "; use 2..8" : "; use 3..8 (two tiles stay in flight)"));
+  }
+  if (pp && pl.num_warps != 8) {
+    return reject(gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) +
+                            " with schedule pingpong; use 8 (two MMA warpgroups on alternate "
+                            "tiles; the producer warpgroup is not counted)");
+  }
+  if (!pp && !ws256 && pl.num_warps != t.block_m / 16 && !ws_split_n) {
+    return reject(
+        gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " with schedule " + sched +
+                  " needs one MMA warpgroup per 64 rows; use " + std::to_string(t.block_m / 16) +
+                  (!ws               ? ""
+                   : t.block_m == 64 ? " (or 8: two warpgroups split block_n; the producer "
+                                       "warpgroup is not counted)"
+                                     : " (the producer warpgroup is not counted)"));
+  }
+  if (is_gemm1 && core::is_gated(p.activation) && t.block_n > (ws_split_n ? 256 : 128)) {
+    return reject(gemm, "tile.block_n = " + std::to_string(t.block_n) + " with schedule " + sched +
+                            "; gated GEMM1 takes 32..128 per warpgroup (" +
+                            (ws_split_n ? "256" : "128") + " here)");
+  }
+  return core::Status::Ok();
+}
+
+/// The warp layout: the most square warp tile whose sides are multiples of 16 (mma.sync), or one
+/// warpgroup per 64 rows (wgmma).
+core::Result<GemmGeometry> warp_layout(core::MoeProblem const& p, core::KernelConfig const& k,
+                                       bool is_gemm1, ScheduleKind const& s) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const auto& t = k.tile;
+  const auto& pl = k.pipeline;
+  const auto& l = k.launch;
+  const bool ws = s.ws, pp = s.pp, ws_split_n = s.ws_split_n, wgmma = s.coop;
   if (l.num_threads != 0) {
     return reject(gemm, "launch.num_threads = " + std::to_string(l.num_threads) +
                             " is a cpu-family knob; use 0");
@@ -296,6 +265,16 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +
                             " with warp tiles of at least 16x16; use fewer warps or a larger tile");
   }
+  return g;
+}
+
+/// Accumulator registers and shared memory of the derived geometry.
+core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k, bool is_gemm1,
+                             ScheduleKind const& s) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const auto& t = k.tile;
+  const int warps = k.pipeline.num_warps;
+  const bool ws = s.ws, pp = s.pp, wgmma = s.coop;
   // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them.
   const int reg_budget = (ws ? (g.threads() == 384 ? 224 : std::min(255, 65536 / g.threads())) - 40
                              : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
@@ -325,6 +304,22 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
                             std::to_string(kSm90MaxSmemBytes) +
                             "; use fewer stages or a smaller tile");
   }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                         bool is_gemm1) {
+  if (k.launch.swap_ab) return decode_geometry(p, k, is_gemm1);
+  const ScheduleKind s = schedule_kind(k);
+  MOETUNE_RETURN_IF_ERROR(check_tile(p, k, is_gemm1, s));
+  MOETUNE_RETURN_IF_ERROR(
+      check_pipeline(k, is_gemm1, is_gemm1 ? p.hidden_size : p.intermediate_size, s));
+  if (s.coop) MOETUNE_RETURN_IF_ERROR(check_wgmma(p, k, is_gemm1, s));
+  auto g = warp_layout(p, k, is_gemm1, s);
+  if (!g.ok()) return g;
+  MOETUNE_RETURN_IF_ERROR(check_resources(*g, k, is_gemm1, s));
   return g;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "core/config.hpp"
 #include "core/problem.hpp"
@@ -64,6 +65,11 @@ struct GemmGeometry {
     return (gated ? 2 : 1) * (block_m / warps_m) * (block_n / warps_n) / 32;
   }
 };
+
+/// The error every geometry rule returns: kUnsupported, where "sm90_gather", what
+/// "<gemm>.<msg>" (gemm is "gemm1" or "gemm2"; msg names the field, the value seen and what to
+/// use).
+core::Error geometry_error(std::string_view gemm, std::string msg);
 
 /// Derives the geometry of GEMM1 (is_gemm1) or GEMM2 for `problem`, or says why the config
 /// cannot run: "gemm1.tile.block_k = 128 does not divide K = 2688; use 32 or 64".
