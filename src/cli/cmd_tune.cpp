@@ -40,6 +40,7 @@ struct TuneArgs {
   bool measure_pinned = false;  ///< also tune pinned buckets (report only; the pin still wins)
   bool exhaustive = false;      ///< no halving: the reference sweep the tuner is compared with
   int stage2_gemm1s = 1;        ///< GEMM1 configs stage 2 runs under (SearchOptions)
+  bool paired_passes = false;   ///< final rounds: a win needs the paired test over passes too
   int reps = 15;                ///< final-round reps
   int warmup = 1;
   int repeat = 0;
@@ -100,6 +101,7 @@ std::string reproduce_command(TuneArgs const& args, std::string const& backend, 
       << args.warmup << " --margin " << args.margin << " --timeout-s " << args.timeout_s;
   if (args.exhaustive) out << " --exhaustive";
   if (args.stage2_gemm1s != 1) out << " --stage2-gemm1s " << args.stage2_gemm1s;
+  if (args.paired_passes) out << " --paired-passes";
   return out.str();
 }
 
@@ -144,8 +146,8 @@ std::string tune_hash(TuneArgs const& args, core::RecipeShape const& shape,
       std::to_string(args.warmup) + "|r" + std::to_string(args.reps) +
       (args.exhaustive ? "|exhaustive" : "") +
       (args.stage2_gemm1s != 1 ? "|stage2-gemm1s" + std::to_string(args.stage2_gemm1s) : "") +
-      "|protocol" + std::to_string(tuner::kProtocolVersion) + "|search" +
-      std::to_string(tuner::kSearchVersion));
+      (args.paired_passes ? "|paired-passes" : "") + "|protocol" +
+      std::to_string(tuner::kProtocolVersion) + "|search" + std::to_string(tuner::kSearchVersion));
 }
 
 ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index,
@@ -197,6 +199,7 @@ tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx)
   o.repeat = args.repeat;
   o.exhaustive = args.exhaustive;
   o.stage2_gemm1s = args.stage2_gemm1s;
+  o.paired_passes = args.paired_passes;
   o.faults = args.faults;
   // This bucket may use the budget left but half an even share per bucket after it.
   o.deadline =
@@ -425,6 +428,9 @@ void setup_tune(CLI::App& app, int& exit_code) {
                  "nearest near-tied GEMM1s too (up to N in all): a GEMM2's time depends on the "
                  "GEMM1 it runs after")
       ->capture_default_str();
+  app.add_flag("--paired-passes", args->paired_passes,
+               "final round: a challenger wins only when it also wins a paired t-test over the "
+               "passes (each pass's median ratio), not by the pooled intervals alone");
   app.add_option("--reps", args->reps, "timed runs per finalist in the final round")
       ->capture_default_str();
   app.add_option("--warmup", args->warmup, "untimed runs before each timing")

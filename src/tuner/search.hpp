@@ -150,6 +150,12 @@ struct SearchOptions {
   /// GEMM1 before it (PDL overlaps them): on the H200 (412c799, S1 M = 4) the GEMM2 four tunes
   /// named ranked 11th of 15 in a fifth tune's stage 2, run under an equally fast other GEMM1.
   int stage2_gemm1s = 1;
+  /// Final rounds: a challenger beats another finalist only when it also wins the paired test
+  /// over the passes both were timed in (tuner::paired_passes_beat: the Student-t interval of its
+  /// per-pass ratio below 1 - margin), not by the intervals of the pooled samples alone; settling
+  /// rounds add their passes. Off by default until measured on the device (tune
+  /// --paired-passes; in the tune hash).
+  bool paired_passes = false;
   /// The worker compiles a batch in the background while it answers the batch's checks (all
   /// checks first, then the cheap timings, so nothing is timed beside a compile); false: the
   /// precompile request returns once everything is compiled and each check is followed by its

@@ -95,6 +95,9 @@ class BucketSearch {
   size_t anchors_ = 0;  ///< cands_[0, anchors_): incumbent, neighbours' winners, default
   /// search_order's keys by candidate index ({-1, ...}: not yet computed).
   mutable std::vector<std::array<int, 3>> order_;
+  /// SearchOptions::paired_passes: each finalist's pass medians of the pooled final rounds (the
+  /// first and its settling rounds), by its position in the finalists.
+  std::vector<std::vector<double>> pooled_pass_medians_;
 };
 
 }  // namespace moetune::tuner::detail

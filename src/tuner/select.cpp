@@ -35,8 +35,9 @@ core::Status BucketSearch::plan() {
 /// round, such as a GPU heating up, biases none of them); each finalist's stats come from all its
 /// samples of this round, with the drift common to the finalists between passes removed
 /// (remove_pass_drift), and, when `pooled` is given, of the rounds before it that were pooled
-/// there too (pooled[i] holds finalist i's drift-corrected samples). The store keeps the raw
-/// samples.
+/// there too (pooled[i] holds finalist i's drift-corrected samples). With paired_passes, each
+/// finalist's stats also carry its pass medians (pooled likewise), which `decide` then pairs.
+/// The store keeps the raw samples.
 core::Status BucketSearch::final_round(Candidates const& finalists, int base_round,
                                        std::vector<std::vector<double>>* pooled) {
   int const per_pass = std::max(1, (options_.final_reps + kFinalPasses - 1) / kFinalPasses);
@@ -53,16 +54,27 @@ core::Status BucketSearch::final_round(Candidates const& finalists, int base_rou
     }
   }
   std::vector<std::vector<double>> all = remove_pass_drift(by_pass);
+  std::vector<std::vector<double>> passes(finalists.size());  // paired_passes: pass medians
+  for (size_t i = 0; i < finalists.size() && options_.paired_passes; ++i) {
+    for (std::vector<double> const& s : by_pass[i]) passes[i].push_back(median(s));
+  }
   if (pooled != nullptr) {
     pooled->resize(finalists.size());
+    pooled_pass_medians_.resize(finalists.size());
     for (size_t i = 0; i < finalists.size(); ++i) {
       (*pooled)[i].insert((*pooled)[i].end(), all[i].begin(), all[i].end());
       all[i] = (*pooled)[i];
+      auto& mine = pooled_pass_medians_[i];
+      mine.insert(mine.end(), passes[i].begin(), passes[i].end());
+      passes[i] = mine;
     }
   }
   for (size_t i = 0; i < finalists.size(); ++i) {
     CandidateResult& c = *finalists[i];
-    if (c.outcome == Outcome::kOk) c.stats = stats_of(c, all[i]);
+    if (c.outcome == Outcome::kOk) {
+      c.stats = stats_of(c, all[i]);
+      c.stats.pass_medians_us = passes[i];
+    }
     ++c.rounds;
   }
   return core::Status::Ok();

@@ -98,10 +98,44 @@ std::string_view to_string(Verdict v) {
   return "tie";
 }
 
+namespace {
+/// t(0.975, df) for df = 1..30 (two-sided 95%); the normal 1.96 beyond.
+double student_t_975(size_t df) {
+  static constexpr double kT[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+                                  2.262,  2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120,
+                                  2.110,  2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+                                  2.060,  2.056, 2.052, 2.048, 2.045, 2.042};
+  return df >= 1 && df <= 30 ? kT[df - 1] : 1.96;
+}
+}  // namespace
+
+bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
+                        std::vector<double> const& challenger_pass_us, double margin) {
+  size_t const n = std::min(incumbent_pass_us.size(), challenger_pass_us.size());
+  if (n < 2) return false;
+  std::vector<double> r;
+  for (size_t p = 0; p < n; ++p) {
+    if (!(incumbent_pass_us[p] > 0)) return false;
+    r.push_back(challenger_pass_us[p] / incumbent_pass_us[p]);
+  }
+  double mean = 0;
+  for (double x : r) mean += x;
+  mean /= static_cast<double>(n);
+  double ss = 0;
+  for (double x : r) ss += (x - mean) * (x - mean);
+  double const sd = std::sqrt(ss / static_cast<double>(n - 1));
+  return mean + student_t_975(n - 1) * sd / std::sqrt(static_cast<double>(n)) < 1 - margin;
+}
+
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin) {
   if (!(challenger.median_us < incumbent.median_us)) return Verdict::kIncumbentFaster;
-  if (challenger.ci_high_us < incumbent.ci_low_us * (1 - margin)) return Verdict::kChallengerWins;
-  return Verdict::kTie;
+  if (!(challenger.ci_high_us < incumbent.ci_low_us * (1 - margin))) return Verdict::kTie;
+  auto const& a = incumbent.pass_medians_us;
+  auto const& b = challenger.pass_medians_us;
+  if (a.size() >= 3 && a.size() == b.size() && !paired_passes_beat(a, b, margin)) {
+    return Verdict::kTie;
+  }
+  return Verdict::kChallengerWins;
 }
 
 bool needs_settling(TimingStats const& incumbent, TimingStats const& challenger, double margin) {

@@ -15,6 +15,10 @@ struct TimingStats {
   double ci_low_us = 0;   ///< lower bound of the bootstrap interval of the median
   double ci_high_us = 0;  ///< upper bound
   int samples = 0;
+  /// Final rounds with SearchOptions::paired_passes: each pass's median of the raw samples, in
+  /// pass order (settling rounds append theirs); empty elsewhere, which leaves `decide` to the
+  /// intervals alone.
+  std::vector<double> pass_medians_us;
 };
 
 /// The median (mean of the middle two for an even count); 0 for no samples.
@@ -47,8 +51,19 @@ enum class Verdict {
 std::string_view to_string(Verdict v);  ///< "incumbent_faster", "challenger_wins", "tie"
 
 /// The incumbent rule. `margin` is a fraction (0.01 = the challenger's whole interval must sit 1%
-/// below the incumbent's).
+/// below the incumbent's). When both carry pass medians of the same passes (at least 3), the
+/// challenger must also win paired_passes_beat: a win by the intervals whose passes disagree is a
+/// tie.
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin);
+/// Paired over the passes both were timed in: r_p = challenger / incumbent of pass p's medians (a
+/// drift common to the pass cancels in the ratio), and the upper bound of the 95% Student-t
+/// interval of their mean, mean(r) + t(0.975, n - 1) sd(r) / sqrt(n), below 1 - margin. The
+/// passes are the replicates: on the H200 one config's pass medians in a final spanned 5-12%
+/// (d190aaf, S1 M = 8192: 1899-2127 us) while the bootstrap interval of its pooled samples was
+/// +-0.5%, so the intervals alone called a 1-9% lead in every pass a win although the next
+/// tune's passes had the two in the other order.
+bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
+                        std::vector<double> const& challenger_pass_us, double margin);
 /// A tie that more data may settle: `decide` says tie, yet the challenger's median sits below the
 /// incumbent's by more than `margin` (the gain is there in the medians, the intervals are too wide
 /// to show it). A tie whose medians are within the margin is a tie, settled.

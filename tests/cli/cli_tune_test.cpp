@@ -139,6 +139,23 @@ TEST_F(CliTune, ExhaustiveMeasuresMoreAndSaysSoInTheReproduceCommand) {
   EXPECT_NE(table->rows.at(4).source->protocol.find("exhaustive"), std::string::npos);
 }
 
+TEST_F(CliTune, PairedPassesIsInTheReproduceCommandAndKeysItsOwnMeasurements) {
+  write("recipe.json", tiny_recipe_json());
+  RunResult paired =
+      run({"tune", "--recipe", "recipe.json", "--out", "paired", "--store", "s.db", "--buckets",
+           "4", "--reps", "4", "--warmup", "0", "--json", "--paired-passes"});
+  ASSERT_EQ(paired.exit_code, 0) << paired.err;
+  auto table = core::load_table(path(std::string("paired/") + kTinyTableName).string());
+  ASSERT_TRUE(table.ok()) << table.error().to_string();
+  std::string const& command = table->rows.at(4).source->command;
+  EXPECT_EQ(command.substr(command.size() - 16), " --paired-passes") << command;
+  // Without the option the same store holds nothing of this tune's (another tune hash).
+  RunResult plain = run({"tune", "--recipe", "recipe.json", "--out", "plain", "--store", "s.db",
+                         "--buckets", "4", "--reps", "4", "--warmup", "0", "--json"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_NE(plain.out.find("\"resumed\": 0,"), std::string::npos) << plain.out;
+}
+
 TEST_F(CliTune, ARerunOnTheSameStoreReadsItsMeasurementsBack) {
   write("recipe.json", tiny_recipe_json());
   std::vector<std::string> args = {"tune",   "--recipe", "recipe.json", "--out",

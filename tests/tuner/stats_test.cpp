@@ -2,6 +2,8 @@
 #include "tuner/stats.hpp"
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -44,6 +46,33 @@ TEST(Stats, ChallengerWinsOnlyBeyondBothIntervalsAndTheMargin) {
   EXPECT_EQ(decide(incumbent, stats(90, 89, 91), 0.01), Verdict::kChallengerWins);
   // Negative twin: the same medians, but the challenger's interval reaches into the margin.
   EXPECT_EQ(decide(incumbent, stats(90, 89, 97.5), 0.01), Verdict::kTie);
+}
+
+/// `s` with these pass medians (SearchOptions::paired_passes).
+TimingStats with_passes(TimingStats s, std::vector<double> passes) {
+  s.pass_medians_us = std::move(passes);
+  return s;
+}
+
+TEST(Stats, AWinByTheIntervalsWhosePassesDisagreeIsATie) {
+  // The pooled intervals separate by more than the margin (90 +- 1 against 100 +- 2), but in the
+  // fourth pass the challenger ran 1% slower: the paired interval of its per-pass ratio reaches
+  // past 0.99, so the four passes do not show a gain.
+  TimingStats const incumbent = with_passes(stats(100, 98, 102), {100, 100, 100, 100});
+  TimingStats const challenger = with_passes(stats(90, 89, 91), {88, 89, 90, 101});
+  EXPECT_FALSE(paired_passes_beat(incumbent.pass_medians_us, challenger.pass_medians_us, 0.01));
+  EXPECT_EQ(decide(incumbent, challenger, 0.01), Verdict::kTie);
+}
+
+TEST(Stats, AWinByTheIntervalsWhosePassesAgreeStaysAWin) {
+  // The twin: the same intervals, the challenger 9-12% faster in every pass.
+  TimingStats const incumbent = with_passes(stats(100, 98, 102), {100, 100, 100, 100});
+  TimingStats const challenger = with_passes(stats(90, 89, 91), {88, 89, 90, 91});
+  EXPECT_TRUE(paired_passes_beat(incumbent.pass_medians_us, challenger.pass_medians_us, 0.01));
+  EXPECT_EQ(decide(incumbent, challenger, 0.01), Verdict::kChallengerWins);
+  // Without pass medians (halving rounds; paired_passes off) the intervals alone decide.
+  EXPECT_EQ(decide(stats(100, 98, 102), with_passes(stats(90, 89, 91), {88, 89, 90, 101}), 0.01),
+            Verdict::kChallengerWins);
 }
 
 TEST(Stats, OverlappingIntervalsAreATieAndASlowerChallengerLoses) {
