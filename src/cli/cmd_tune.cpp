@@ -303,15 +303,16 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson
     }
     winners[bucket] = r.winner;
     json.tuned_bucket(r, command);
-    plan.table.rows[bucket] =
-        core::TableRow{.config = r.winner,
-                       .source = tuned_source(r, TunedSourceInfo{.device = plan.device.name,
-                                                                 .reps = args.reps,
-                                                                 .warmup = args.warmup,
-                                                                 .margin = args.margin,
-                                                                 .exhaustive = args.exhaustive,
-                                                                 .routing = plan.shape->routing,
-                                                                 .command = command})};
+    plan.table.rows[bucket] = core::TableRow{
+        .config = r.winner,
+        .source = tuned_source(r, TunedSourceInfo{.device = plan.device.name,
+                                                  .reps = args.reps,
+                                                  .warmup = args.warmup,
+                                                  .margin = args.margin,
+                                                  .exhaustive = args.exhaustive,
+                                                  .paired_passes = args.paired_passes,
+                                                  .routing = plan.shape->routing,
+                                                  .command = command})};
   }
   for (auto const& [bucket, pin] : shape.pinned_rows) {
     plan.table.rows[bucket] = core::TableRow{.config = pin.config, .source = pin.source};

@@ -138,7 +138,8 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
            << " interleaved passes after " << info.warmup
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
            << info.margin * 100
-           << "% (the winner then the earliest challenger tied with the fastest), routing "
+           << (info.paired_passes ? "% and by a paired t-test over the passes" : "%")
+           << " (the winner then the earliest challenger tied with the fastest), routing "
            << core::format_routing(info.routing) << "; verdict " << r.verdict;
   if (r.tie) protocol << " with " << core::short_string(r.challenger) << " (both in the store)";
   s.protocol = protocol.str();

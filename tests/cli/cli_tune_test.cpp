@@ -149,6 +149,8 @@ TEST_F(CliTune, PairedPassesIsInTheReproduceCommandAndKeysItsOwnMeasurements) {
   ASSERT_TRUE(table.ok()) << table.error().to_string();
   std::string const& command = table->rows.at(4).source->command;
   EXPECT_EQ(command.substr(command.size() - 16), " --paired-passes") << command;
+  EXPECT_NE(table->rows.at(4).source->protocol.find("paired t-test over the passes"),
+            std::string::npos);
   // Without the option the same store holds nothing of this tune's (another tune hash).
   RunResult plain = run({"tune", "--recipe", "recipe.json", "--out", "plain", "--store", "s.db",
                          "--buckets", "4", "--reps", "4", "--warmup", "0", "--json"});
