@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "kernels/cuda/sm90_gather_space.hpp"
 #include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels::cuda {
@@ -40,16 +41,5 @@ class CudaBackend final : public core::Backend {
 
 /// GPU 0 as a DeviceInfo; error when no device.
 core::Result<core::DeviceInfo> query_cuda_device();
-
-/// Candidate KernelConfigs of one GEMM for block_m (used by search_space and the bench sweep).
-std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, int block_m,
-                                                     bool is_gemm1);
-/// The decode kernels (launch.swap_ab) at tiny M (pairs per expert <= 2), else none: block_m =
-/// pairs per pass (M rounded up to a power of two, at most 8), GEMM1 and GEMM2 lists equal.
-std::vector<core::KernelConfig> sm90_decode_candidates(core::MoeProblem const& p, bool is_gemm1);
-/// The decode base config (GEMM1's stage-1 partner and a search_space entry).
-core::KernelConfig sm90_decode_base(core::MoeProblem const& p);
-/// block_m candidates for the regime of M.
-std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p);
 
 }  // namespace moetune::kernels::cuda
