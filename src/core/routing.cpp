@@ -225,6 +225,65 @@ std::string format_routing(RoutingProfile const& r) {
   return s + ",seed=" + std::to_string(r.seed);
 }
 
+namespace {
+
+/// Zipf: top_k experts drawn in sequence without replacement, weights 1/rank^s (`zipf_w`).
+void zipf_ids(Rng& rng, std::vector<double> const& zipf_w, int64_t top_k,
+              std::vector<int32_t>& ids) {
+  std::vector<double> w = zipf_w;
+  int64_t const num_experts = static_cast<int64_t>(w.size());
+  ids.clear();
+  for (int64_t j = 0; j < top_k; ++j) {
+    double const total = std::accumulate(w.begin(), w.end(), 0.0);
+    double x = rng.uniform() * total;
+    int64_t pick = 0;
+    for (; pick < num_experts - 1; ++pick) {
+      if (w[pick] > 0 && x < w[pick]) break;
+      x -= w[pick];
+    }
+    while (w[pick] == 0) --pick;  // rounding at the end of the range
+    ids.push_back(static_cast<int32_t>(pick));
+    w[pick] = 0;
+  }
+}
+
+/// Block permutation: a fresh shuffle of the experts every `block` tokens (at token t), whose
+/// first top_k are every token's ids in the block.
+void block_permutation_ids(Rng& rng, int64_t t, int64_t block, int64_t top_k,
+                           std::vector<int32_t>& perm, std::vector<int32_t>& ids) {
+  if (t % block == 0) {
+    std::iota(perm.begin(), perm.end(), 0);
+    for (int64_t i = static_cast<int64_t>(perm.size()) - 1; i > 0; --i) {
+      std::swap(perm[i], perm[rng.below(static_cast<uint64_t>(i + 1))]);
+    }
+  }
+  ids.assign(perm.begin(), perm.begin() + top_k);
+}
+
+/// Trace: token t takes row t mod rows; a row must hold top_k distinct ids below E.
+Status trace_ids(std::vector<std::vector<int32_t>> const& trace, std::string const& path, int64_t t,
+                 int64_t top_k, int64_t num_experts, std::vector<int32_t>& ids) {
+  auto const& row = trace[static_cast<size_t>(t) % trace.size()];
+  std::string const row_where =
+      path + ": row " + std::to_string(static_cast<size_t>(t) % trace.size());
+  if (static_cast<int64_t>(row.size()) != top_k) {
+    return make_error(ErrorCode::kMismatch, row_where,
+                      "has " + std::to_string(row.size()) + " ids but top_k is " +
+                          std::to_string(top_k) + "; record the trace with this top_k");
+  }
+  ids = row;
+  for (size_t j = 0; j < ids.size(); ++j) {
+    if (ids[j] >= num_experts || std::count(ids.begin(), ids.end(), ids[j]) != 1) {
+      return make_error(ErrorCode::kMismatch, row_where,
+                        "expert id " + std::to_string(ids[j]) +
+                            " is repeated or >= E=" + std::to_string(num_experts));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<Routing> generate_routing(RoutingProfile const& profile, int64_t num_tokens,
                                  int64_t num_experts, int64_t top_k) {
   std::string const where = "routing " + format_routing(profile);
@@ -262,51 +321,12 @@ Result<Routing> generate_routing(RoutingProfile const& profile, int64_t num_toke
         for (int64_t j = 0; j < top_k; ++j) ids.push_back((t * top_k + j) % num_experts);
         break;
       case RoutingKind::kBlockPermutation:
-        if (t % profile.block == 0) {
-          std::iota(block_perm.begin(), block_perm.end(), 0);
-          for (int64_t i = num_experts - 1; i > 0; --i) {
-            std::swap(block_perm[i], block_perm[rng.below(static_cast<uint64_t>(i + 1))]);
-          }
-        }
-        ids.assign(block_perm.begin(), block_perm.begin() + top_k);
+        block_permutation_ids(rng, t, profile.block, top_k, block_perm, ids);
         break;
-      case RoutingKind::kZipf: {
-        // Sequential sampling without replacement, weights 1/rank^s.
-        std::vector<double> w = zipf_w;
-        ids.clear();
-        for (int64_t j = 0; j < top_k; ++j) {
-          double const total = std::accumulate(w.begin(), w.end(), 0.0);
-          double x = rng.uniform() * total;
-          int64_t pick = 0;
-          for (; pick < num_experts - 1; ++pick) {
-            if (w[pick] > 0 && x < w[pick]) break;
-            x -= w[pick];
-          }
-          while (w[pick] == 0) --pick;  // rounding at the end of the range
-          ids.push_back(static_cast<int32_t>(pick));
-          w[pick] = 0;
-        }
+      case RoutingKind::kZipf: zipf_ids(rng, zipf_w, top_k, ids); break;
+      case RoutingKind::kTrace:
+        MOETUNE_RETURN_IF_ERROR(trace_ids(trace, profile.trace_path, t, top_k, num_experts, ids));
         break;
-      }
-      case RoutingKind::kTrace: {
-        auto const& row = trace[static_cast<size_t>(t) % trace.size()];
-        std::string const row_where =
-            profile.trace_path + ": row " + std::to_string(static_cast<size_t>(t) % trace.size());
-        if (static_cast<int64_t>(row.size()) != top_k) {
-          return make_error(ErrorCode::kMismatch, row_where,
-                            "has " + std::to_string(row.size()) + " ids but top_k is " +
-                                std::to_string(top_k) + "; record the trace with this top_k");
-        }
-        ids = row;
-        for (size_t j = 0; j < ids.size(); ++j) {
-          if (ids[j] >= num_experts || std::count(ids.begin(), ids.end(), ids[j]) != 1) {
-            return make_error(ErrorCode::kMismatch, row_where,
-                              "expert id " + std::to_string(ids[j]) +
-                                  " is repeated or >= E=" + std::to_string(num_experts));
-          }
-        }
-        break;
-      }
       case RoutingKind::kSingleExpert: {
         std::vector<double> forced = probs;
         forced[0] = 2.0;  // above every probability: expert 0 is always the first choice
