@@ -100,45 +100,32 @@ std::string cubin_cache_dir() {
   return "/tmp/moetune-cache/cubin";
 }
 
-core::Result<JitModule> compile_module(std::vector<std::string> const& name_exprs,
-                                       std::string const& arch) {
-  auto const& sources = jit_sources();
-  auto const opts = compile_options(arch);
-  // The embedded sources (~100 KB) and the NVRTC version are fixed for the process: hashed once,
-  // not on every call (loading a config looks up three modules).
-  static const uint64_t sources_hash = [&] {
-    uint64_t v = fnv1a(nvrtc_version());
-    for (auto const& [name, text] : sources) v = fnv1a(text, fnv1a(name, v));
-    return v;
-  }();
-  uint64_t h = sources_hash;
-  for (auto const& o : opts) h = fnv1a(o, h);
-  for (auto const& e : name_exprs) h = fnv1a(e, h);
-  const std::string dir = cubin_cache_dir();
-  const std::string path = dir + "/" + hex64(h) + ".cubin";
-  auto const module_lock = key_lock(path);
-  std::lock_guard<std::mutex> one_compile(*module_lock);
+namespace {
 
-  JitModule m;
-  if (auto cached = core::read_file(path); cached.ok() && deserialise(*cached, m)) {
-    bool complete = true;
-    for (auto const& e : name_exprs) complete = complete && m.lowered.count(e) > 0;
-    if (complete) {
-      m.cache_path = path;
-      m.from_cache = true;
-      return m;
+/// The cached module at `path` when it holds every name expression (read into `m`).
+bool read_cached_module(std::string const& path, std::vector<std::string> const& name_exprs,
+                        JitModule& m) {
+  auto cached = core::read_file(path);
+  if (!cached.ok() || !deserialise(*cached, m)) return false;
+  for (auto const& e : name_exprs) {
+    if (m.lowered.count(e) == 0) {
+      m = JitModule{};
+      return false;
     }
-    m = JitModule{};
   }
+  return true;
+}
 
-  auto t0 = std::chrono::steady_clock::now();
-  // A tiny translation unit that includes the kernel file; instantiations come from name exprs.
+/// NVRTC over the embedded sources: one translation unit that includes the kernel files, the
+/// instantiations from `name_exprs`; fills m.cubin, m.lowered and m.ptxas_log.
+core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
+                           std::vector<std::string> const& opts, JitModule& m) {
   const std::string main_src =
       "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_ws_kernel.cuh\"\n"
       "#include \"sm90_align_kernel.cuh\"\n#include \"sm90_decode_kernel.cuh\"\n"
       "#include \"sm90_reference_kernel.cuh\"\n";
   std::vector<const char*> hdr_text, hdr_name;
-  for (auto const& [name, text] : sources) {
+  for (auto const& [name, text] : jit_sources()) {
     hdr_name.push_back(name.c_str());
     hdr_text.push_back(text.c_str());
   }
@@ -179,6 +166,38 @@ core::Result<JitModule> compile_module(std::vector<std::string> const& name_expr
   }
   nvrtcDestroyProgram(&prog);
   m.ptxas_log = log;
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Result<JitModule> compile_module(std::vector<std::string> const& name_exprs,
+                                       std::string const& arch) {
+  auto const& sources = jit_sources();
+  auto const opts = compile_options(arch);
+  // The embedded sources (~100 KB) and the NVRTC version are fixed for the process: hashed once,
+  // not on every call (loading a config looks up three modules).
+  static const uint64_t sources_hash = [&] {
+    uint64_t v = fnv1a(nvrtc_version());
+    for (auto const& [name, text] : sources) v = fnv1a(text, fnv1a(name, v));
+    return v;
+  }();
+  uint64_t h = sources_hash;
+  for (auto const& o : opts) h = fnv1a(o, h);
+  for (auto const& e : name_exprs) h = fnv1a(e, h);
+  const std::string dir = cubin_cache_dir();
+  const std::string path = dir + "/" + hex64(h) + ".cubin";
+  auto const module_lock = key_lock(path);
+  std::lock_guard<std::mutex> one_compile(*module_lock);
+
+  JitModule m;
+  if (read_cached_module(path, name_exprs, m)) {
+    m.cache_path = path;
+    m.from_cache = true;
+    return m;
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  MOETUNE_RETURN_IF_ERROR(nvrtc_compile(name_exprs, opts, m));
   m.compile_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard<std::mutex> lock(g_cache_write_mutex);
