@@ -58,10 +58,10 @@ Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, doub
 /// Paired over the passes both were timed in: r_p = challenger / incumbent of pass p's medians (a
 /// drift common to the pass cancels in the ratio), and the upper bound of the 95% Student-t
 /// interval of their mean, mean(r) + t(0.975, n - 1) sd(r) / sqrt(n), below 1 - margin. The
-/// passes are the replicates: on the H200 one config's pass medians in a final spanned 5-12%
-/// (d190aaf, S1 M = 8192: 1899-2127 us) while the bootstrap interval of its pooled samples was
-/// +-0.5%, so the intervals alone called a 1-9% lead in every pass a win although the next
-/// tune's passes had the two in the other order.
+/// passes are the replicates: on the H200 (d190aaf, S1 M = 8192) one finalist's pass medians in a
+/// final spanned 12% (1899-2127 us) and the pooled intervals still separated it from the winner
+/// (1972-2072 against 1887-1906 us), a win, while the per-pass ratio's interval (0.896-1.004) did
+/// not; the other four tunes had the two in the other order.
 bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
                         std::vector<double> const& challenger_pass_us, double margin);
 /// A tie that more data may settle: `decide` says tie, yet the challenger's median sits below the
