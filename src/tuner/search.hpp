@@ -9,8 +9,9 @@
 //                 block_m (the same at every M, so compiled stage-1 kernels serve every bucket);
 //        stage 2: GEMM2 over the group's list, GEMM1 fixed at stage 1's fastest;
 //        cross: each stage's top (its fastest and up to kStageTiesCarried candidates the fastest
-//              does not beat: the kStageTiesNearest nearest to it, then the earliest in search
-//              order) go to the final round as the cross product of
+//              does not beat in every halving round by kStageTieMargin x the margin: the
+//              kStageTiesNearest nearest to it, then the earliest in search order) go to the
+//              final round as the cross product of
 //              stage 1's GEMM1s with stage 2's GEMM2s (new pairs checked first), so the final
 //              holds the same near-best combinations whichever near-equal config noise made a
 //              stage's fastest;
@@ -31,19 +32,18 @@
 //      (forward, backward, backward, forward; final_reps in all); the drift common to all
 //      finalists between passes is divided out (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
-//      bound by `margin` (else a tie: the table keeps the incumbent, both are recorded; when that
-//      tie leaves the fastest's median ahead of the incumbent's by more than the margin, the data
-//      point to a gain the intervals cannot yet show, so the final round is run again, up to
-//      kSettleRounds times, with every round's samples pooled, until the tie is settled either
-//      way: one disturbed pass, such as a clock dip at large M, then no longer keeps a slower
-//      incumbent); among
-//      challengers tied with the fastest and themselves beating the incumbent so, the earliest
-//      in search order wins (by the config's place in the family's space, which the worker
-//      derives from the problem alone; per GEMM: its GEMM1's place in the GEMM1 lists, then its
-//      GEMM2's; configs the space lacks after it by creation: so neither which neighbours'
-//      winners seeded the search nor which near-equal candidate noise made a stage's fastest
-//      changes it, and repeated tunes break ties the same way); the winner is checked again
-//      and must reproduce its digest; the other
+//      bound by `margin` (with paired_passes, also the paired test over the passes) (else a tie:
+//      the table keeps the incumbent, both are recorded; when that tie leaves the fastest's median
+//      ahead of the incumbent's by more than the margin, the data point to a gain the intervals
+//      cannot yet show, so the final round is run again, up to kSettleRounds times, with every
+//      round's samples pooled, until the tie is settled either way: one disturbed pass, such as a
+//      clock dip at large M, then no longer keeps a slower incumbent); among challengers tied with
+//      the fastest and themselves beating the incumbent so, the earliest in search order wins (by
+//      the config's place in the family's space, which the worker derives from the problem alone;
+//      per GEMM: its GEMM1's place in the GEMM1 lists, then its GEMM2's; configs the space lacks
+//      after it by creation: so neither which neighbours' winners seeded the search nor which
+//      near-equal candidate noise made a stage's fastest changes it, and repeated tunes break ties
+//      the same way); the winner is checked again and must reproduce its digest; the other
 //      finalists tied with the winner (neither beats the other so) are reported and stored with
 //      it (BucketResult::tied, decisions.tied);
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
