@@ -238,50 +238,46 @@ std::string encode(Response const& r) {
   return out + "}";
 }
 
-core::Result<Response> decode_response(std::string_view line, std::string const& where) {
-  auto j = FlatJson::parse(line, where);
-  if (!j.ok()) return j.error();
-  Response r;
-  auto ok = j->boolean("ok");
-  if (!ok.ok()) return ok.error();
-  r.ok = *ok;
-  if (!r.ok) {
-    auto outcome = j->string("outcome");
-    if (!outcome.ok()) return outcome.error();
-    auto parsed = parse_outcome(*outcome);
-    if (!parsed.ok()) return parsed.error();
-    r.outcome = *parsed;
-    auto message = j->string("message");
-    if (!message.ok()) return message.error();
-    r.message = *message;
-    return r;
+namespace {
+
+/// `v` into `out`, or its error: a missing or mistyped field of a worker's answer is an error of
+/// the answer, never an exception in the parent.
+template <class T, class U>
+core::Status take(core::Result<T> v, U& out) {
+  if (!v.ok()) return v.error();
+  out = static_cast<U>(*v);
+  return core::Status::Ok();
+}
+
+/// hello: the worker's protocol version, backend, family and device.
+core::Status decode_hello(FlatJson const& j, std::string const& where, Response& r) {
+  MOETUNE_RETURN_IF_ERROR(take(j.number("protocol_version"), r.protocol_version));
+  MOETUNE_RETURN_IF_ERROR(take(j.string("backend"), r.backend));
+  MOETUNE_RETURN_IF_ERROR(take(j.string("family"), r.family));
+  MOETUNE_RETURN_IF_ERROR(take(j.number("family_version"), r.family_version));
+  if (!j.has("device")) {
+    return core::make_error(core::ErrorCode::kParse, where, "a hello answer needs device");
   }
-  if (j->has("backend")) {
-    r.protocol_version = static_cast<int>(j->number("protocol_version").value());
-    r.backend = j->string("backend").value();
-    r.family = j->string("family").value();
-    r.family_version = static_cast<int>(j->number("family_version").value());
-    auto d = core::parse_device_info_json(j->raw("device"), where + ": device");
-    if (!d.ok()) return d.error();
-    r.device = *d;
+  return take(core::parse_device_info_json(j.raw("device"), where + ": device"), r.device);
+}
+
+/// space: the default config, the joint space and the per-GEMM spaces.
+core::Status decode_space(FlatJson const& j, std::string const& where, Response& r) {
+  MOETUNE_RETURN_IF_ERROR(
+      take(core::parse_moe_config_json(j.raw("default_config"), where + ": default_config"),
+           r.default_config));
+  if (!j.has("configs") || !j.has("gemm_spaces")) {
+    return core::make_error(core::ErrorCode::kParse, where,
+                            "a space answer needs configs and gemm_spaces");
   }
-  if (j->has("default_config")) {
-    auto d = core::parse_moe_config_json(j->raw("default_config"), where + ": default_config");
-    if (!d.ok()) return d.error();
-    r.default_config = *d;
-    if (!j->has("configs") || !j->has("gemm_spaces")) {
-      return core::make_error(core::ErrorCode::kParse, where,
-                              "a space answer needs configs and gemm_spaces");
-    }
-    auto c = parse_configs(j->raw("configs"), where);
-    if (!c.ok()) return c.error();
-    r.configs = std::move(c).value();
-    auto g = parse_gemm_spaces(j->raw("gemm_spaces"), where);
-    if (!g.ok()) return g.error();
-    r.gemm_spaces = std::move(g).value();
-  }
-  if (j->has("reasons")) {
-    auto items = FlatJson::split_array(j->raw("reasons"), where + ": reasons");
+  MOETUNE_RETURN_IF_ERROR(take(parse_configs(j.raw("configs"), where), r.configs));
+  return take(parse_gemm_spaces(j.raw("gemm_spaces"), where), r.gemm_spaces);
+}
+
+/// feasible / precompile: one reason (empty: feasible) or outcome per config.
+core::Status decode_lists(FlatJson const& j, std::string const& where, Response& r) {
+  if (j.has("reasons")) {
+    auto items = FlatJson::split_array(j.raw("reasons"), where + ": reasons");
     if (!items.ok()) return items.error();
     for (std::string const& item : *items) {
       auto s = FlatJson::unquote(item, where + ": reasons");
@@ -289,8 +285,8 @@ core::Result<Response> decode_response(std::string_view line, std::string const&
       r.reasons.push_back(*s);
     }
   }
-  if (j->has("outcomes")) {
-    auto items = FlatJson::split_array(j->raw("outcomes"), where + ": outcomes");
+  if (j.has("outcomes")) {
+    auto items = FlatJson::split_array(j.raw("outcomes"), where + ": outcomes");
     if (!items.ok()) return items.error();
     for (std::string const& item : *items) {
       auto text = FlatJson::unquote(item, where + ": outcomes");
@@ -300,18 +296,42 @@ core::Result<Response> decode_response(std::string_view line, std::string const&
       r.outcomes.push_back(*o);
     }
   }
-  if (j->has("digest")) {
-    r.has_check = true;
-    r.check.digest = j->string("digest").value();
-    r.check.rel_l2_error = j->number("rel_l2_error").value();
-    r.check.all_finite = j->boolean("all_finite").value();
-    r.check.all_written = j->boolean("all_written").value();
-    r.check.first_bad = static_cast<int64_t>(j->number("first_bad").value());
+  return core::Status::Ok();
+}
+
+/// check: the gate's inputs (a check without its digest is not read as one: has_check stays
+/// false and the gate refuses it).
+core::Status decode_check(FlatJson const& j, Response& r) {
+  MOETUNE_RETURN_IF_ERROR(take(j.string("digest"), r.check.digest));
+  MOETUNE_RETURN_IF_ERROR(take(j.number("rel_l2_error"), r.check.rel_l2_error));
+  MOETUNE_RETURN_IF_ERROR(take(j.boolean("all_finite"), r.check.all_finite));
+  MOETUNE_RETURN_IF_ERROR(take(j.boolean("all_written"), r.check.all_written));
+  MOETUNE_RETURN_IF_ERROR(take(j.number("first_bad"), r.check.first_bad));
+  r.has_check = true;
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Result<Response> decode_response(std::string_view line, std::string const& where) {
+  auto j = FlatJson::parse(line, where);
+  if (!j.ok()) return j.error();
+  Response r;
+  MOETUNE_RETURN_IF_ERROR(take(j->boolean("ok"), r.ok));
+  if (!r.ok) {
+    std::string outcome;
+    MOETUNE_RETURN_IF_ERROR(take(j->string("outcome"), outcome));
+    MOETUNE_RETURN_IF_ERROR(take(parse_outcome(outcome), r.outcome));
+    MOETUNE_RETURN_IF_ERROR(take(j->string("message"), r.message));
+    return r;
   }
+  if (j->has("backend")) MOETUNE_RETURN_IF_ERROR(decode_hello(*j, where, r));
+  if (j->has("default_config")) MOETUNE_RETURN_IF_ERROR(decode_space(*j, where, r));
+  MOETUNE_RETURN_IF_ERROR(decode_lists(*j, where, r));
+  if (j->has("digest")) MOETUNE_RETURN_IF_ERROR(decode_check(*j, r));
   if (j->has("samples_us")) {
-    auto s = parse_doubles(j->raw("samples_us"), where + ": samples_us");
-    if (!s.ok()) return s.error();
-    r.samples_us = std::move(s).value();
+    MOETUNE_RETURN_IF_ERROR(
+        take(parse_doubles(j->raw("samples_us"), where + ": samples_us"), r.samples_us));
   }
   return r;
 }

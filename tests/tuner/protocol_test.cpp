@@ -155,6 +155,29 @@ TEST(Protocol, MalformedLinesAreErrors) {
   EXPECT_NE(bad_outcome.error().message.find("unknown outcome 'exploded'"), std::string::npos);
 }
 
+TEST(Protocol, AHelloOrCheckAnswerMissingAFieldIsAnErrorNotAnException) {
+  Response hello;
+  hello.backend = "cpu";
+  hello.family = "cpu_ref";
+  hello.protocol_version = 3;
+  hello.family_version = 1;
+  std::string const line = encode(hello);
+  ASSERT_TRUE(decode_response(line, "test").ok());  // the twin: the whole answer decodes
+  for (std::string const field : {"\"protocol_version\"", "\"family\"", "\"device\""}) {
+    std::string broken = line;
+    broken.replace(broken.find(field), field.size(), "\"renamed\"");
+    auto back = decode_response(broken, "test");  // must not throw
+    ASSERT_FALSE(back.ok()) << field;
+    EXPECT_EQ(back.error().where, "test") << back.error().to_string();
+  }
+  Response check;
+  check.has_check = true;
+  check.check.digest = "00";
+  std::string broken = encode(check);
+  broken.replace(broken.find("\"first_bad\""), 11, "\"renamed\"");
+  EXPECT_FALSE(decode_response(broken, "test").ok());
+}
+
 TEST(Protocol, DoublesRoundTripExactly) {
   std::vector<double> v = {0.1, 1.0 / 3.0, 12345.678901234, 0};
   auto back = parse_doubles(json_doubles(v), "t");
