@@ -71,6 +71,27 @@ struct WsAccumulators {
 #pragma unroll
     for (int i = 0; i < kHalves * kHalfRegs; ++i) fence_operand(acc[i]);
   }
+  /// One 64-deep k-tile on the first kH halves, the same for every consumer schedule: per k16
+  /// step an m64 wgmma per half (A half h at a_base + h * 64 rows of 128 bytes, the B rows at
+  /// b_base), committed; returns once the previous k-tile's wgmma retired, so that k-tile's stage
+  /// may be released.
+  template <int kH>
+  MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base) {
+    fence_all();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+      for (int h = 0; h < kH; ++h) {
+        Wgmma<kWidth>::mma(acc + h * kHalfRegs, wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
+                           wgmma_desc_sw128(b_base + kk * 32), 1);
+      }
+    }
+    wgmma_commit();
+    fence_all();
+    wgmma_wait<1>();
+    fence_all();
+  }
 };
 
 /// Tile t of the (num_m x num_n) grid in the group_m raster (as Triton's GROUP_SIZE_M).
@@ -290,22 +311,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mbar_wait(smem_u32(&full_bar[stage]), static_cast<int>((it / kStages) & 1));
         if (kIsGemm1) fence_proxy_async();  // A rows written by cp.async (generic proxy)
         const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
-        const moe_u32 b_base = a_base + kABytes;
-        ml.fence_all();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-          for (int h = 0; h < kH; ++h) {
-            Wgmma<kWgBRows>::mma(ml.acc + h * Acc::kHalfRegs,
-                                 wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
-                                 wgmma_desc_sw128(b_base + kk * 32), 1);
-          }
-        }
-        wgmma_commit();
-        ml.fence_all();
-        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
-        ml.fence_all();
+        ml.template mma_k_tile<kH>(a_base, a_base + kABytes);
         if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
         prev = stage;
       }
@@ -374,21 +380,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         if (kIsGemm1) fence_proxy_async();
         const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * kHalves * 64 * 128;
         const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
-        ml.fence_all();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-          for (int h = 0; h < kH; ++h) {
-            Wgmma<kWgBRows>::mma(ml.acc + h * Acc::kHalfRegs,
-                                 wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
-                                 wgmma_desc_sw128(b_base + kk * 32), 1);
-          }
-        }
-        wgmma_commit();
-        ml.fence_all();
-        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
-        ml.fence_all();
+        ml.template mma_k_tile<kH>(a_base, b_base);
         if (prev >= 0) release(prev);
         prev = stage;
         advance();
