@@ -145,14 +145,18 @@ core::Status check_pipeline(core::KernelConfig const& k, bool is_gemm1, int64_t 
                             " is out of range; the cp.async pipeline needs 2..8 stages");
   }
   const auto& l = k.launch;
-  // Clusters: 2x1 for tma_ws only (CTA pairs over m-blocks sharing the weight tile by multicast).
-  const bool cluster_ok =
-      l.cluster_n == 1 && (l.cluster_m == 1 || (l.cluster_m == 2 && ws && !pp && pl.split_k == 1));
+  // Clusters, tma_ws only: 2x1 (CTA pairs over m-blocks sharing the weight tile by multicast), or
+  // for GEMM2 1x2 (CTA pairs over n-tiles sharing the h rows by multicast).
+  const bool pair_ok = ws && !pp && pl.split_k == 1;
+  const bool cluster_ok = (l.cluster_m == 1 && l.cluster_n == 1) ||
+                          (l.cluster_m == 2 && l.cluster_n == 1 && pair_ok) ||
+                          (l.cluster_m == 1 && l.cluster_n == 2 && pair_ok && !is_gemm1);
   if (!cluster_ok) {
     return reject(gemm, "launch.cluster = " + std::to_string(l.cluster_m) + "x" +
                             std::to_string(l.cluster_n) +
-                            " is not implemented here; use 1x1, or 2x1 with schedule tma_ws and "
-                            "split_k 1 (CTA pairs over m-blocks, weight tile multicast)");
+                            " is not implemented here; use 1x1, or with schedule tma_ws and "
+                            "split_k 1: 2x1 (CTA pairs over m-blocks, weight tile multicast) or, "
+                            "for GEMM2, 1x2 (CTA pairs over n-tiles, h rows multicast)");
   }
   return core::Status::Ok();
 }
@@ -179,7 +183,7 @@ core::Status check_wgmma(core::MoeProblem const& p, core::KernelConfig const& k,
   if (ws256 && (pl.num_warps != 8 || pl.split_k != 1 || l.cluster_m != 1)) {
     return reject(gemm,
                   "tile.block_m = 256 with schedule tma_ws takes num_warps 8 (two "
-                  "warpgroups of 128 rows), split_k 1 and cluster 1x1; saw num_warps " +
+                  "warpgroups of 128 rows), split_k 1 and cluster_m 1; saw num_warps " +
                       std::to_string(pl.num_warps) + ", split_k " + std::to_string(pl.split_k) +
                       ", cluster_m " + std::to_string(l.cluster_m));
   }
@@ -239,6 +243,7 @@ core::Result<GemmGeometry> warp_layout(core::MoeProblem const& p, core::KernelCo
   g.mma = ws ? 2 : (wgmma ? 1 : 0);
   g.split_k = pl.split_k;
   g.cluster_m = l.cluster_m;
+  g.cluster_n = l.cluster_n;
   double best = 1e9;
   bool found = false;
   for (int wm = 1; wm <= warps; wm *= 2) {
@@ -398,7 +403,8 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
            (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
            (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + "," +
-           std::to_string(g.cluster_m) + ">";
+           std::to_string(g.cluster_m) +
+           (g.cluster_n > 1 ? "," + std::to_string(g.cluster_n) : std::string()) + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

@@ -36,6 +36,9 @@ struct GemmGeometry {
   /// launch.cluster_m (tma_ws): 2 = CTA pairs over m-blocks, the weight tile multicast when the
   /// pair's blocks share an expert.
   int cluster_m = 1;
+  /// launch.cluster_n (tma_ws GEMM2): 2 = CTA pairs over n-tiles of one m-block, the h rows
+  /// multicast to both.
+  int cluster_n = 1;
   /// launch.swap_ab: the decode kernels (sm90_decode_kernel.cuh): no align, no combine launch;
   /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
   /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.
@@ -58,6 +61,8 @@ struct GemmGeometry {
   }
   /// decode GEMM2 with its w2 rows staged: the partial dots, 16-byte aligned, then the rows.
   int decode_staged_smem() const { return (decode_smem + 15) / 16 * 16 + decode_stage_bytes; }
+  /// CTAs per cluster (1: no cluster).
+  int cluster_size() const { return cluster_m * cluster_n; }
   /// Persistent kernels launch at most one CTA per SM and loop over tiles.
   bool persistent() const { return mma == 2; }
   /// fp32 accumulator registers per thread.

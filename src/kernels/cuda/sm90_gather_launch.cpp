@@ -107,9 +107,9 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
 }
 
 // Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
-/// cluster_m > 1: CTA clusters of cluster_m x 1 (grid.x a multiple of it).
+/// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it).
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
-                   cudaStream_t stream, bool pdl, int cluster_m = 1) {
+                   cudaStream_t stream, bool pdl, int cluster = 1) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -122,9 +122,9 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
     attr[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
   }
-  if (cluster_m > 1) {
+  if (cluster > 1) {
     attr[n].id = cudaLaunchAttributeClusterDimension;
-    attr[n].val.clusterDim.x = static_cast<unsigned>(cluster_m);
+    attr[n].val.clusterDim.x = static_cast<unsigned>(cluster);
     attr[n].val.clusterDim.y = 1;
     attr[n].val.clusterDim.z = 1;
     ++n;
@@ -273,17 +273,20 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                               static_cast<uint64_t>(gp.k_dim),
                                               static_cast<uint32_t>(g.block_m), "h"));
       }
-      // cluster_m 2: one cluster per pair of m-blocks' tiles, at most one CTA per SM.
+      // Clusters: one per pair of m-blocks (2x1) or of n-tiles (1x2), at most one CTA per SM.
       const unsigned cm = static_cast<unsigned>(g.cluster_m);
-      const unsigned units = cm > 1 ? (static_cast<unsigned>(mb) + cm - 1) / cm * n_blocks : tiles;
+      const unsigned cn = static_cast<unsigned>(g.cluster_n);
+      const unsigned cs = cm * cn;
+      const unsigned units =
+          cs > 1 ? (static_cast<unsigned>(mb) + cm - 1) / cm * ((n_blocks + cn - 1) / cn) : tiles;
       const int fit = f == k.gemm1 ? k.clusters1 : k.clusters2;
       const unsigned cap =
-          cm > 1 ? std::min(static_cast<unsigned>(k.sm_count) / cm, static_cast<unsigned>(fit))
+          cs > 1 ? std::min(static_cast<unsigned>(k.sm_count) / cs, static_cast<unsigned>(fit))
                  : static_cast<unsigned>(k.sm_count);
-      const unsigned grid = cm * std::min(units, cap);
+      const unsigned grid = cs * std::min(units, cap);
       void* params[] = {&wp};
       MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream,
-                                fast_paths.pdl, g.cluster_m));
+                                fast_paths.pdl, static_cast<int>(cs)));
       return core::Status::Ok();
     }
     void* params[] = {&gp};

@@ -54,8 +54,8 @@ core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
 std::string geometry_key(GemmGeometry const& g) {
   std::string key;
   for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
-                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, int(g.decode), g.split_k,
-                g.decode_smem, g.decode_stage_bytes}) {
+                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, g.cluster_n, int(g.decode),
+                g.split_k, g.decode_smem, g.decode_stage_bytes}) {
     key += std::to_string(v) + ",";
   }
   return key + ";";
@@ -66,24 +66,25 @@ std::string geometry_key(GemmGeometry const& g) {
 core::Status cap_clusters(Sm90GatherKernels& k) {
   for (auto [f, g, out] :
        {std::tuple{k.gemm1, &k.g1, &k.clusters1}, std::tuple{k.gemm2, &k.g2, &k.clusters2}}) {
-    if (g->cluster_m < 2) continue;
+    const int cs = g->cluster_size();
+    if (cs < 2) continue;
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(g->cluster_m * (k.sm_count / g->cluster_m)));
+    cfg.gridDim = dim3(static_cast<unsigned>(cs * (k.sm_count / cs)));
     cfg.blockDim = dim3(static_cast<unsigned>(g->threads()));
     cfg.dynamicSmemBytes = static_cast<size_t>(g->smem_bytes());
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = static_cast<unsigned>(g->cluster_m);
+    attr.val.clusterDim.x = static_cast<unsigned>(cs);
     attr.val.clusterDim.y = attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     MOETUNE_CUDA_CHECK(cudaOccupancyMaxActiveClusters(out, reinterpret_cast<const void*>(f), &cfg));
     if (*out < 1) {
-      return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
-                              "launch.cluster = " + std::to_string(g->cluster_m) +
-                                  "x1: no cluster of this kernel fits on the device (" +
-                                  std::to_string(g->smem_bytes()) +
-                                  " bytes of shared memory per CTA); use cluster 1x1");
+      return core::make_error(
+          core::ErrorCode::kUnsupported, "sm90_gather",
+          "launch.cluster = " + std::to_string(g->cluster_m) + "x" + std::to_string(g->cluster_n) +
+              ": no cluster of this kernel fits on the device (" + std::to_string(g->smem_bytes()) +
+              " bytes of shared memory per CTA); use cluster 1x1");
     }
   }
   return core::Status::Ok();

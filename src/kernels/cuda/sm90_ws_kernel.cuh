@@ -116,12 +116,16 @@ constexpr int ws_consumers() {
 /// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
 /// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
 /// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
+/// kClusterN 2: launch.cluster_n = 2 (tma_ws GEMM2 only): a pair of CTAs takes n-tiles 2i and
+/// 2i + 1 of one m-block, and rank 0 loads the h rows once for both (TMA multicast), which cuts
+/// the L2-to-SM traffic of a tile by its A share (a third at 128 x 256, two thirds at 256 x 128).
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK, bool kPingpong = false, int kClusterM = 1>
+          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
+  constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
   // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
   constexpr int kHalves = kPingpong || kBlockM == 256 ? kBlockM / 64 / (kPingpong ? 1 : 2) : 1;
   constexpr int kWgN = kBlockN / kSplitN;             // columns per consumer warpgroup
@@ -143,7 +147,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
                 "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
   static_assert(kBlockM != 256 || (!kSplitK && kClusterM == 1 && kHalves * kWgBRows / 2 <= 128),
-                "tma_ws block_m 256: no split-K or cluster, <= 128 accumulator registers");
+                "tma_ws block_m 256: no split-K or cluster_m, <= 128 accumulator registers");
   static_assert(kBlockN % (8 * kSplitN) == 0 && kWgBRows <= 256,
                 "tma_ws: wgmma N is a multiple of 8, <= 256 per warpgroup");
   static_assert(kStages >= 2, "tma_ws: at least two stages");
@@ -153,6 +157,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
                 "accumulator registers");
   static_assert(kClusterM == 1 || (kClusterM == 2 && !kPingpong && !kSplitK),
                 "cluster_m 2: tma_ws without split-K");
+  static_assert(
+      kClusterN == 1 || (kClusterN == 2 && kClusterM == 1 && !kIsGemm1 && !kPingpong && !kSplitK),
+      "cluster_n 2: tma_ws GEMM2 without split-K or cluster_m");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
 
@@ -170,19 +177,19 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
       mbar_init(smem_u32(&full_bar[s]), kIsGemm1 ? 1 + 128 : 1);
-      // cluster_m 2: a stage is free once the consumers of both CTAs released it (the peer's
+      // Clusters: a stage is free once the consumers of both CTAs released it (the peer's
       // multicast writes into it).
-      mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers * kClusterM);
+      mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers * kCluster);
     }
     mbar_init_fence();
   }
-  // cluster_m 2: the peer's barriers are initialised before any multicast or remote arrival.
-  if constexpr (kClusterM == 2) {
+  // Clusters: the peer's barriers are initialised before any multicast or remote arrival.
+  if constexpr (kCluster == 2) {
     cluster_sync();
   } else {
     __syncthreads();
   }
-  const int rank = kClusterM == 2 ? cluster_cta_rank() : 0;
+  const int rank = kCluster == 2 ? cluster_cta_rank() : 0;
   pdl_launch_dependents();
   pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
 
@@ -200,16 +207,24 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   const int split = kSplitK ? g.split_k : 1;
   // cluster_m 2: the raster walks pairs of m-blocks; the CTA of rank r takes block 2j + r (a
   // "ghost" when that is past the last block: it loads and computes nothing, but keeps the stage
-  // protocol with its peer).
+  // protocol with its peer). cluster_n 2: likewise over pairs of n-tiles (tile 2i + r).
   const int num_mp = (num_m + kClusterM - 1) / kClusterM;
-  const int total = num_mp * num_n * split;
+  const int num_np = (num_n + kClusterN - 1) / kClusterN;
+  const int total = num_mp * num_np * split;
   const int num_k = g.k_dim / 64 / split;
-  const int cta0 = blockIdx.x / kClusterM;
-  const int ctas = gridDim.x / kClusterM;
+  const int cta0 = blockIdx.x / kCluster;
+  const int ctas = gridDim.x / kCluster;
   // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
   auto pair_shares_b = [&](int pm) {
     return kClusterM == 2 && pm * 2 + 1 < num_m &&
            g.block_expert[pm * 2] == g.block_expert[pm * 2 + 1];
+  };
+  // Tile t's coordinates for this CTA (its rank's block or n-tile of the pair); false for a ghost.
+  auto cta_tile = [&](int t, int& pid_m, int& pid_n) {
+    ws_tile_coords<kGroupM>(t / split, num_mp, num_np, pid_m, pid_n);
+    if (kClusterM == 2) pid_m = pid_m * 2 + rank;
+    if (kClusterN == 2) pid_n = pid_n * 2 + rank;
+    return !((kClusterM == 2 && pid_m >= num_m) || (kClusterN == 2 && pid_n >= num_n));
   };
 
   if (wg == 0) {
@@ -224,10 +239,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     const int producer_end = kIsGemm1 || tid == 0 ? total : 0;
     for (int t = cta0; t < producer_end; t += ctas) {
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
+      ws_tile_coords<kGroupM>(t / split, num_mp, num_np, pid_m, pid_n);
       const bool shares_b = pair_shares_b(pid_m);
-      pid_m = pid_m * kClusterM + rank;
-      const bool ghost = kClusterM == 2 && pid_m >= num_m;
+      // Rank 0 multicasts the h rows when both n-tiles of the pair exist.
+      const bool shares_a = kClusterN == 2 && pid_n * 2 + 1 < num_n;
+      const bool ghost = !cta_tile(t, pid_m, pid_n);
       const int k0 = (t % split) * num_k;
       const int row0 = ghost ? 0 : tile_row0(pid_m);
       const int b_row =
@@ -268,7 +284,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
               }
             }
           }
-          if (!kIsGemm1) tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
+          if (!kIsGemm1 && !shares_a) {
+            tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
+          } else if (!kIsGemm1 && rank == 0) {
+            tma_load_2d_multicast(sa, &p.tma_a, fb, (k0 + kt) * 64, row0, 3);
+          }
         }
         if (kIsGemm1) {
           // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
@@ -346,11 +366,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     using Acc = WsAccumulators<kWgN, kGated, kHalves>;
     Acc ml;
     int stage = 0, phase = 0;
-    // A consumed stage is released to this CTA's producer and, with cluster_m 2, to the peer's.
+    // A consumed stage is released to this CTA's producer and, in a cluster, to the peer's.
     auto release = [&](int s) {
       if (tid != 0) return;
       mbar_arrive(smem_u32(&empty_bar[s]));
-      if (kClusterM == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
+      if (kCluster == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
     };
     auto advance = [&]() {
       if (++stage == kStages) {
@@ -391,9 +411,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     };
     for (int t = cta0; t < total; t += ctas) {
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t / split, num_mp, num_n, pid_m, pid_n);
-      pid_m = pid_m * kClusterM + rank;
-      if (kClusterM == 2 && pid_m >= num_m) {
+      if (!cta_tile(t, pid_m, pid_n)) {
         idle_tile();
         continue;
       }
@@ -438,9 +456,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
                                               partial);
     }
   }
-  // cluster_m 2: neither CTA leaves while its peer may still multicast into its shared memory or
+  // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or
   // arrive on its barriers.
-  if constexpr (kClusterM == 2) cluster_sync();
+  if constexpr (kCluster == 2) cluster_sync();
 }
 
 }  // namespace moetune_dev

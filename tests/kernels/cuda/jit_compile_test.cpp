@@ -296,6 +296,32 @@ TEST(Sm90Jit, ClusterPairConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   });
 }
 
+// cluster_n 2 (GEMM2 CTA pairs over n-tiles, the h rows multicast): tma_ws GEMM2 at block_m 64
+// (split N), 128 and 256 compiles without spills or serialised wgmma, named with cluster_n last.
+TEST(Sm90Jit, ClusterNPairGemm2ConfigsCompileWithoutSpillsOrSerialisedWgmma) {
+  for_s1_activations("jit_cluster_n", [](core::MoeProblem const& p, bool gated) {
+    for (int bm : {128, 256, 0}) {  // 0: block_m 64 with two consumer warpgroups splitting N
+      core::MoeConfig c{.gemm1 = tma_ws(128, gated ? 128 : 232, 4),
+                        .gemm2 = tma_ws(bm ? bm : 64,
+                                        bm == 256 ? 128
+                                        : bm      ? 224
+                                                  : 448,
+                                        4)};
+      if (bm != 128) c.gemm2.pipeline.num_warps = 8;
+      if (bm == 0) {  // GEMM1 at the same 64 rows
+        c.gemm1 = tma_ws(64, gated ? 256 : 464, 3);
+        c.gemm1.pipeline.num_warps = 8;
+        c.gemm2.pipeline.num_stages = 3;
+      }
+      c.gemm2.launch.cluster_n = 2;
+      auto exprs = expect_compiles_clean(p, c, "gemm2 cluster 1x2 bm " + std::to_string(bm));
+      ASSERT_GE(exprs.size(), 2u);
+      EXPECT_NE(exprs[1].find(",false,false,1,2>"), std::string::npos) << exprs[1];
+      EXPECT_EQ(exprs[0].find(",2>"), std::string::npos) << exprs[0];  // GEMM1 stays 1x1
+    }
+  });
+}
+
 // tma_ws at block_m 256 (two warpgroups of two 64-row halves, padding halves skipped) compiles for
 // every activation's GEMM1 at its widest tile (gated 64, else 128 columns: 128 accumulator
 // registers) and for GEMM2, with no spills and no serialised wgmma (the one-half branch).
@@ -388,6 +414,37 @@ TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
     if (which == 3) bad.gemm2.launch.cluster_n = 2;
     const std::string msg = expect_refused(p, bad, "launch.cluster");
     EXPECT_NE(msg.find("gemm2"), std::string::npos) << which << ": " << msg;
+  }
+}
+
+// can_implement of cluster 1x2: GEMM2 with tma_ws (block_m 64, 128 or 256) and split_k 1 only;
+// each refusal names the field and the GEMM.
+TEST(Sm90Geometry, ClusterNPairIsForTmaWsGemm2WithoutSplitK) {
+  core::MoeProblem p = s1();
+  p.num_tokens = 4096;
+  p.intermediate_size = 1792;  // 28 k-tiles: split 2 would divide them
+  core::MoeConfig c{.gemm1 = tma_ws(128, 232, 4), .gemm2 = tma_ws(128, 224, 4)};
+  c.gemm2.launch.cluster_n = 2;
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  auto g2 = gemm_geometry(p, c.gemm2, false);
+  ASSERT_TRUE(g2.ok());
+  EXPECT_EQ(g2->cluster_n, 2);
+  EXPECT_EQ(g2->cluster_size(), 2);
+  auto c256 = c;
+  c256.gemm2 = tma_ws(256, 128, 4);
+  c256.gemm2.pipeline.num_warps = 8;
+  c256.gemm2.launch.cluster_n = 2;
+  EXPECT_TRUE(sm90_can_implement(p, c256).ok()) << sm90_can_implement(p, c256).error().to_string();
+  for (int which = 0; which < 5; ++which) {  // negative twins
+    auto bad = c;
+    std::string gemm = "gemm2";
+    if (which == 0) bad.gemm2.launch.schedule = core::Schedule::kCooperative;
+    if (which == 1) bad.gemm2 = pingpong(128, 128, 4), bad.gemm2.launch.cluster_n = 2;
+    if (which == 2) bad.gemm2.pipeline.split_k = 2;
+    if (which == 3) bad.gemm2.launch.cluster_m = 2;  // 2x2
+    if (which == 4) bad.gemm1.launch.cluster_n = 2, gemm = "gemm1";
+    const std::string msg = expect_refused(p, bad, "launch.cluster");
+    EXPECT_NE(msg.find(gemm), std::string::npos) << which << ": " << msg;
   }
 }
 

@@ -348,6 +348,68 @@ TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
   }
 }
 
+// GEMM2 on CTA pairs over n-tiles (launch.cluster_n = 2: n-tiles 2i and 2i + 1 of one m-block,
+// the h rows multicast by rank 0 when both exist):
+//   - odd shapes against fp64, element by element: GEMM2 block_m 64 (split N), 128 and 256 (under
+//     a GEMM1 of 128-row sub-blocks), with odd n-tile counts (a ghost CTA past the last n-tile:
+//     K = 320 or 448 over 64-column tiles) and even ones (96 columns at K = 320);
+//   - S1-S3 at M = 1000 and 4096: the bits of the same GEMM2 tile without clusters.
+TEST_F(Sm90Gather, ClusterNPairsMatchFp64AndGiveTheBitsOfUnclusteredGemm2) {
+  auto gemm2 = [](int bm, int bn) {
+    core::KernelConfig k;
+    k.tile = {.block_m = bm, .block_n = bn, .block_k = 64, .group_m = 8};
+    k.pipeline = {.num_warps = 8, .num_stages = bm == 64 ? 3 : 4, .split_k = 1};
+    k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    k.launch.cluster_n = 2;
+    return k;
+  };
+  for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
+                    shape(10, 448, 320, 4, Activation::kSiluGated)}) {
+    for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 9 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 13 + m).ok());
+      const auto ref = fp64_reference(*tb_);
+      for (int bm : {64, 128, 256}) {
+        for (int bn : {64, 96}) {
+          MoeConfig c = wgmma(128, 64, bn, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+          c.gemm2 = gemm2(bm, bm == 64 ? 2 * bn : bn);
+          if (bm == 64) c.gemm1.tile.block_m = 64, c.gemm1.tile.block_n = 128;
+          ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+          expect_matches_fp64(
+              *tb_, c, ref,
+              "gemm2 cluster 1x2 " + core::short_string(c) + ", " + core::to_string(p));
+        }
+      }
+    }
+  }
+  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {1000, 4096}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = m;
+      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
+      const int bn1 = core::is_gated(p.activation) ? 64 : 128;
+      for (int bm : {128, 256}) {
+        MoeConfig plain =
+            wgmma(128, bn1, bm == 256 ? 128 : 224, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+        plain.gemm2.tile.block_m = bm;
+        MoeConfig cl = plain;
+        cl.gemm2.launch.cluster_n = 2;
+        const std::string what = core::short_string(cl) + ", " + core::to_string(p);
+        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "gemm2 cluster 1x2, " + what),
+                  expect_in_band_and_deterministic(*tb_, plain, "gemm2 1x1, " + what))
+            << "gemm2 cluster 1x2 vs 1x1, " << what;
+      }
+    }
+  }
+}
+
 // tma_ws at block_m 256: an expert of up to 256 pairs is one tile per n-tile, each warpgroup
 // multiplies only its 64-row halves that hold real rows. At the benchmark shapes' tail-heavy M
 // (an expert's last 128-row block mostly padding) it gives the bits of block_m 128 at the same
