@@ -40,7 +40,7 @@ struct TuneArgs {
   bool measure_pinned = false;  ///< also tune pinned buckets (report only; the pin still wins)
   bool exhaustive = false;      ///< no halving: the reference sweep the tuner is compared with
   int stage2_gemm1s = 1;        ///< GEMM1 configs stage 2 runs under (SearchOptions)
-  bool paired_passes = false;   ///< final rounds: a win needs the paired test over passes too
+  bool paired_passes = true;    ///< final rounds: a win needs the paired test over passes too
   int reps = 15;                ///< final-round reps
   int warmup = 1;
   int repeat = 0;
@@ -101,7 +101,7 @@ std::string reproduce_command(TuneArgs const& args, std::string const& backend, 
       << args.warmup << " --margin " << args.margin << " --timeout-s " << args.timeout_s;
   if (args.exhaustive) out << " --exhaustive";
   if (args.stage2_gemm1s != 1) out << " --stage2-gemm1s " << args.stage2_gemm1s;
-  if (args.paired_passes) out << " --paired-passes";
+  if (!args.paired_passes) out << " --no-paired-passes";
   return out.str();
 }
 
@@ -429,9 +429,10 @@ void setup_tune(CLI::App& app, int& exit_code) {
                  "nearest near-tied GEMM1s too (up to N in all): a GEMM2's time depends on the "
                  "GEMM1 it runs after")
       ->capture_default_str();
-  app.add_flag("--paired-passes", args->paired_passes,
+  app.add_flag("--paired-passes,!--no-paired-passes", args->paired_passes,
                "final round: a challenger wins only when it also wins a paired t-test over the "
-               "passes (each pass's median ratio), not by the pooled intervals alone");
+               "passes (each pass's median ratio), not by the pooled intervals alone (the "
+               "default; --no-paired-passes: the intervals alone decide)");
   app.add_option("--reps", args->reps, "timed runs per finalist in the final round")
       ->capture_default_str();
   app.add_option("--warmup", args->warmup, "untimed runs before each timing")

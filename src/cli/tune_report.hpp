@@ -29,7 +29,7 @@ struct TunedSourceInfo {
   int warmup = 0;
   double margin = 0;
   bool exhaustive = false;
-  bool paired_passes = false;  ///< SearchOptions::paired_passes
+  bool paired_passes = true;  ///< SearchOptions::paired_passes
   core::RoutingProfile routing;
   std::string command;  ///< reproduces the row
 };

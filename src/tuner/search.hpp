@@ -153,9 +153,9 @@ struct SearchOptions {
   /// Final rounds: a challenger beats another finalist only when it also wins the paired test
   /// over the passes both were timed in (tuner::paired_passes_beat: the Student-t interval of its
   /// per-pass ratio below 1 - margin), not by the intervals of the pooled samples alone; settling
-  /// rounds add their passes. Off by default until measured on the device (tune
-  /// --paired-passes; in the tune hash).
-  bool paired_passes = false;
+  /// rounds add their passes. On by default since the H200 run of 1e2989a, the first to meet all
+  /// three tuner targets (docs/tuner.md); tune --no-paired-passes turns it off (in the tune hash).
+  bool paired_passes = true;
   /// The worker compiles a batch in the background while it answers the batch's checks (all
   /// checks first, then the cheap timings, so nothing is timed beside a compile); false: the
   /// precompile request returns once everything is compiled and each check is followed by its

@@ -139,23 +139,29 @@ TEST_F(CliTune, ExhaustiveMeasuresMoreAndSaysSoInTheReproduceCommand) {
   EXPECT_NE(table->rows.at(4).source->protocol.find("exhaustive"), std::string::npos);
 }
 
-TEST_F(CliTune, PairedPassesIsInTheReproduceCommandAndKeysItsOwnMeasurements) {
+TEST_F(CliTune, PairedPassesIsTheDefaultAndTurningItOffKeysItsOwnMeasurements) {
   write("recipe.json", tiny_recipe_json());
-  RunResult paired =
-      run({"tune", "--recipe", "recipe.json", "--out", "paired", "--store", "s.db", "--buckets",
-           "4", "--reps", "4", "--warmup", "0", "--json", "--paired-passes"});
+  RunResult paired = run({"tune", "--recipe", "recipe.json", "--out", "paired", "--store", "s.db",
+                          "--buckets", "4", "--reps", "4", "--warmup", "0", "--json"});
   ASSERT_EQ(paired.exit_code, 0) << paired.err;
   auto table = core::load_table(path(std::string("paired/") + kTinyTableName).string());
   ASSERT_TRUE(table.ok()) << table.error().to_string();
   std::string const& command = table->rows.at(4).source->command;
-  EXPECT_EQ(command.substr(command.size() - 16), " --paired-passes") << command;
+  EXPECT_EQ(command.find("paired-passes"), std::string::npos) << command;
   EXPECT_NE(table->rows.at(4).source->protocol.find("paired t-test over the passes"),
             std::string::npos);
-  // Without the option the same store holds nothing of this tune's (another tune hash).
-  RunResult plain = run({"tune", "--recipe", "recipe.json", "--out", "plain", "--store", "s.db",
-                         "--buckets", "4", "--reps", "4", "--warmup", "0", "--json"});
+  // --no-paired-passes: in the reproduce command and the protocol, and the same store holds
+  // nothing of this tune's (another tune hash).
+  RunResult plain =
+      run({"tune", "--recipe", "recipe.json", "--out", "plain", "--store", "s.db", "--buckets", "4",
+           "--reps", "4", "--warmup", "0", "--json", "--no-paired-passes"});
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_NE(plain.out.find("\"resumed\": 0,"), std::string::npos) << plain.out;
+  auto off = core::load_table(path(std::string("plain/") + kTinyTableName).string());
+  ASSERT_TRUE(off.ok()) << off.error().to_string();
+  std::string const& off_command = off->rows.at(4).source->command;
+  EXPECT_EQ(off_command.substr(off_command.size() - 19), " --no-paired-passes") << off_command;
+  EXPECT_EQ(off->rows.at(4).source->protocol.find("paired t-test"), std::string::npos);
 }
 
 TEST_F(CliTune, ARerunOnTheSameStoreReadsItsMeasurementsBack) {
