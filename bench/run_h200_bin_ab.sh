@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Two builds of the kernels measured against each other on the H200 in one device call, for a code
+# change that keeps every config and its bits (no lever to switch): GPU tests of build B first
+# (TEST_FILTER; empty: none), then ROUNDS rounds of `moetune_sm90_bench --no-sweep` on the shipped
+# recipe at POINTS, arms alternating A B, B A, A B, ... (fresh processes, fresh cubin caches per
+# build), then one summary: per point the median over rounds of each arm's layer time and GEMM
+# stage times, B / A, and whether every run of both arms gave the same output digest (a bitwise
+# change must; DIGESTS=any allows otherwise). Everything else lands in $OUT/runs.tgz.
+# Usage: BIN_A=.devbin-old BIN_B=.devbin SHAPES=S1,S2,S3 M=1,4 OUT=$OUT bench/run_h200_bin_ab.sh
+# (carry both folders; scripts/build_device.sh builds one, copy it aside before rebuilding).
+# Knobs: BIN_A, BIN_B, SHAPES, M, ROUNDS (3), TEST_FILTER, DIGESTS (equal|any), RECIPE
+# (recipes/h200.json), LIMIT_S (per bench run, 120). Exit 1 when a run or the tests failed, or
+# DIGESTS=equal and the digests differ.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN_A=${BIN_A:?name build A, e.g. BIN_A=.devbin-old}
+BIN_B=${BIN_B:-.devbin}
+SHAPES=${SHAPES:-S1,S2,S3}
+M=${M:-1,4}
+ROUNDS=${ROUNDS:-3}
+TEST_FILTER=${TEST_FILTER-}
+DIGESTS=${DIGESTS:-equal}
+RECIPE=${RECIPE:-recipes/h200.json}
+LIMIT_S=${LIMIT_S:-120}
+OUT=${OUT:-bench/results/$(date +%F)-bin-ab}
+work=$(mktemp -d)
+mkdir -p "$OUT" "$work/runs"
+status=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit \
+  --format=csv > "$work/runs/gpu.csv" 2>&1
+if [ -n "$TEST_FILTER" ]; then
+  MOETUNE_CACHE_DIR=$work/cache-B timeout -k 10 300 "$BIN_B/cuda_kernel_tests" \
+    --gtest_filter="$TEST_FILTER" > "$work/runs/gpu_tests.log" 2>&1 || status=1
+  echo "gpu tests ($TEST_FILTER): $(grep -E '^\[  (PASSED|FAILED) ' "$work/runs/gpu_tests.log" |
+    tr '\n' ' ')"
+fi
+for ((r = 1; r <= ROUNDS; ++r)); do
+  order="A B"
+  ((r % 2 == 0)) && order="B A"
+  for arm in $order; do
+    bin=$BIN_A
+    [ "$arm" = B ] && bin=$BIN_B
+    MOETUNE_CACHE_DIR=$work/cache-$arm timeout -k 10 "$LIMIT_S" "$bin/moetune_sm90_bench" \
+      --recipe "$RECIPE" --shapes "$SHAPES" --m "$M" --no-sweep --out "$work/runs/$arm-$r" \
+      > "$work/runs/$arm-$r.log" 2>&1
+    rc=$?
+    ((rc != 0)) && status=1
+    echo "round $r arm $arm exit $rc"
+  done
+done
+tar czf "$OUT/runs.tgz" -C "$work" runs
+python3 - "$work/runs" "$ROUNDS" "$DIGESTS" > "$OUT/summary.txt" << 'PY' || status=1
+import csv, glob, os, statistics, sys
+runs, rounds, digests = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+data = {}  # (shape, M) -> arm -> list of rows
+for arm in "AB":
+    for r in range(1, rounds + 1):
+        for f in glob.glob(os.path.join(runs, "%s-%d" % (arm, r), "*.csv")):
+            for row in csv.DictReader(open(f)):
+                data.setdefault((row["shape"], int(row["M"])), {}).setdefault(arm, []).append(row)
+print("%-4s %6s %10s %10s %8s %9s %9s %9s %9s %7s" % ("shp", "M", "A us", "B us", "B/A", "A gemm1",
+      "B gemm1", "A gemm2", "B gemm2", "bits"))
+same_all = True
+for (shape, m), arms in sorted(data.items()):
+    med = lambda arm, key: statistics.median(float(x[key]) for x in arms.get(arm, [])) \
+        if arms.get(arm) else float("nan")
+    ds = {x["digest"] for arm in "AB" for x in arms.get(arm, [])}
+    same = len(ds) == 1 and all(len(arms.get(a, [])) == rounds for a in "AB")
+    same_all &= same
+    a, b = med("A", "time_us"), med("B", "time_us")
+    print("%-4s %6d %10.2f %10.2f %8.3f %9.2f %9.2f %9.2f %9.2f %7s" % (shape, m, a, b, b / a,
+          med("A", "gemm1_us"), med("B", "gemm1_us"), med("A", "gemm2_us"), med("B", "gemm2_us"),
+          "same" if same else "DIFFER"))
+    print("     per round A: %s  B: %s" % (" ".join("%.2f" % float(x["time_us"]) for x in arms.get("A", [])),
+          " ".join("%.2f" % float(x["time_us"]) for x in arms.get("B", []))))
+sys.exit(0 if same_all or digests == "any" else 1)
+PY
+echo "exit status $status" >> "$OUT/summary.txt"
+cat "$OUT/summary.txt"
+rm -rf "$work"
+exit $status
