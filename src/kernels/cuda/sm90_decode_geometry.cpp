@@ -93,18 +93,13 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
   g.group_m = 1;
   g.gated = is_gemm1 && core::is_gated(p.activation);
   const int vec = t.block_k / 256;
-  // GEMM1: rows x halves x (block_m accumulators + the weight vectors); GEMM2: rows x (one
-  // accumulator + the weight and the h vectors of a step).
   const int regs =
-      is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec) : g.stages * (1 + 8 * vec);
+      is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec) : g.stages * (1 + 4 * vec);
   if (regs > 160) {
-    return reject(gemm,
-                  pre + "needs " + std::to_string(regs) +
-                      " registers per lane for accumulators and loads (" +
-                      (is_gemm1 ? "rows x halves x (block_m + 4 x block_k / 256)"
-                                : "rows x (1 + 8 x block_k / 256)") +
-                      "), over 160; use fewer rows (num_stages), " +
-                      (is_gemm1 ? "a smaller block_m or block_k 256" : "or a smaller block_k"));
+    return reject(gemm, pre + "needs " + std::to_string(regs) +
+                            " registers per lane for accumulators and loads (rows x halves x "
+                            "(block_m + 4 x block_k / 256)), over 160; use fewer rows "
+                            "(num_stages), a smaller block_m or block_k 256");
   }
   if (!is_gemm1) {
     g.decode_smem = static_cast<int>(p.top_k) * g.block_n * 4;

@@ -299,24 +299,17 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
           }
         }
       }
-      // Every h vector of the step is loaded before the first dot: loaded inside the guarded
-      // dot, each load waited behind the one before (ncu at S1 M=1: a third of the stalls).
-      uint4 hv[kRows][kVec];
+      // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
+      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
+      // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
+      // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          hv[r][j] =
-              valid[r] && v < nvec ? ld_nc_16<false>(hrow[r] + v * 8) : make_uint4(0, 0, 0, 0);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-        for (int j = 0; j < kVec; ++j) {
-          const int v = v0 + j * 32 + lane;
-          if (valid[r] && v < nvec) acc[r] = dot8(wv[r][j], hv[r][j], acc[r]);
+          if (valid[r] && v < nvec)
+            acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
       }
     }
