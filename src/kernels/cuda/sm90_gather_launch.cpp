@@ -150,6 +150,226 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
   return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
 }
 
+namespace {
+
+/// The workspace of one call, carved as layout_for says, and the align step's block counts.
+struct LayerBuffers {
+  int32_t* sorted_pairs = nullptr;
+  int32_t* block_expert = nullptr;
+  int32_t* num_blocks = nullptr;
+  int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
+  int32_t* num_sub = nullptr;
+  int32_t* hist = nullptr;
+  void* h = nullptr;
+  void* y = nullptr;
+  int pairs = 0;    // M x top_k
+  int mb = 0;       // align blocks at most (of align_m rows)
+  int align_m = 0;  // align's block_m (GEMM2's)
+  int m_sub = 1;    // GEMM1 tiles per align block
+};
+
+LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem const& p,
+                   int align_m, int m_sub) {
+  char* ws = static_cast<char*>(workspace);
+  LayerBuffers b;
+  b.sorted_pairs = reinterpret_cast<int32_t*>(ws + w.sorted_pairs);
+  b.block_expert = reinterpret_cast<int32_t*>(ws + w.block_expert);
+  b.num_blocks = reinterpret_cast<int32_t*>(ws + w.num_blocks);
+  b.sub_row0 = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.sub_row0) : nullptr;
+  b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
+  b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
+  b.h = ws + w.h;
+  b.y = ws + w.y;
+  b.pairs = static_cast<int>(core::num_pairs(p));
+  b.mb = static_cast<int>(max_blocks(b.pairs, p.num_experts, align_m));
+  b.align_m = align_m;
+  b.m_sub = m_sub;
+  return b;
+}
+
+/// Tiny M: two launches, GEMM1 routes itself (from topk_ids), GEMM2 combines itself.
+core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                           unsigned stages, FastPaths const& fast_paths) {
+  const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
+  if (stages & kStageGemm1) {
+    DecodeParams dp{args.x,
+                    args.w1,
+                    b.h,
+                    args.topk_ids,
+                    args.topk_weights,
+                    kd,
+                    n1,
+                    static_cast<int>(core::gemm1_n(p)),
+                    static_cast<int>(p.top_k),
+                    b.pairs,
+                    static_cast<int>(p.num_experts),
+                    0,
+                    0};
+    void* params[] = {&dp};
+    const dim3 grid(static_cast<unsigned>(b.pairs),
+                    static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
+    MOETUNE_CUDA_CHECK(
+        launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream, fast_paths.pdl));
+  }
+  if (stages & kStageGemm2) {
+    // Both levers read topk_ids before the grid dependency wait: only right after this layer's
+    // GEMM1, which waited for topk_ids' writer.
+    const bool after_gemm1 = (stages & kStageGemm1) != 0;
+    const bool stage_w2 = fast_paths.decode_w2_stage && after_gemm1 && k.g2.decode_stage_bytes > 0;
+    DecodeParams dp{b.h,
+                    args.w2,
+                    args.out,
+                    args.topk_ids,
+                    args.topk_weights,
+                    n1,
+                    kd,
+                    kd,
+                    static_cast<int>(p.top_k),
+                    b.pairs,
+                    static_cast<int>(p.num_experts),
+                    fast_paths.decode_l2_prefetch && after_gemm1
+                        ? sm90_decode_prefetch_bytes(p, k.l2_bytes)
+                        : 0,
+                    stage_w2 ? 1 : 0};
+    void* params[] = {&dp};
+    const dim3 grid(static_cast<unsigned>(p.num_tokens),
+                    static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
+    const int smem = stage_w2 ? k.g2.decode_staged_smem() : k.g2.smem_bytes();
+    MOETUNE_CUDA_CHECK(launch(k.gemm2, grid, dim3(k.g2.threads()), params,
+                              static_cast<size_t>(smem), stream, fast_paths.pdl));
+  }
+  return core::Status::Ok();
+}
+
+/// Route/align: one CTA up to kSingleCtaAlignPairs pairs, else (lever align_multi_cta) count,
+/// scan and scatter over CTAs of kAlignChunk pairs.
+core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                          MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                          FastPaths const& fast_paths) {
+  const AlignParams ap{args.topk_ids, b.sorted_pairs, b.block_expert,
+                       b.num_blocks,  b.pairs,        static_cast<int>(p.num_experts),
+                       b.mb,          b.sub_row0,     b.num_sub};
+  if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
+    AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
+    void* params[] = {&mp};
+    const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_count, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(kAlignChunkThreads), params, 0, stream,
+                              fast_paths.pdl));
+    return core::Status::Ok();
+  }
+  AlignParams single = ap;
+  void* params[] = {&single};
+  MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
+  return core::Status::Ok();
+}
+
+/// One GEMM of the align path: a tile per CTA, or (persistent kernels) at most one CTA per SM
+/// with the TMA maps of this call's pointers (B = the experts' weight rows; A = h rows for GEMM2,
+/// a_rows of them).
+core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
+                         GemmParams gp, uint64_t a_rows, LayerBuffers const& b,
+                         core::MoeProblem const& p, cudaStream_t stream, bool pdl) {
+  const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
+  // GEMM1 in sub-blocks of align's blocks: at most m_sub tiles per block.
+  const unsigned tiles = static_cast<unsigned>(b.mb) * static_cast<unsigned>(gp.m_sub) * n_blocks *
+                         static_cast<unsigned>(g.split_k);
+  if (!g.persistent()) {
+    void* params[] = {&gp};
+    MOETUNE_CUDA_CHECK(
+        launch(f, dim3(tiles), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
+    return core::Status::Ok();
+  }
+  WsGemmParams wp{};
+  wp.g = gp;
+  MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
+      &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
+      static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));
+  if (a_rows > 0) {
+    MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows, static_cast<uint64_t>(gp.k_dim),
+                                          static_cast<uint32_t>(g.block_m), "h"));
+  }
+  // Clusters: one per pair of m-blocks (2x1) or of n-tiles (1x2), at most one CTA per SM.
+  const unsigned cm = static_cast<unsigned>(g.cluster_m);
+  const unsigned cn = static_cast<unsigned>(g.cluster_n);
+  const unsigned cs = cm * cn;
+  const unsigned units =
+      cs > 1 ? (static_cast<unsigned>(b.mb) + cm - 1) / cm * ((n_blocks + cn - 1) / cn) : tiles;
+  const int fit = f == k.gemm1 ? k.clusters1 : k.clusters2;
+  const unsigned cap =
+      cs > 1 ? std::min(static_cast<unsigned>(k.sm_count) / cs, static_cast<unsigned>(fit))
+             : static_cast<unsigned>(k.sm_count);
+  const unsigned grid = cs * std::min(units, cap);
+  void* params[] = {&wp};
+  MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl,
+                            static_cast<int>(cs)));
+  return core::Status::Ok();
+}
+
+/// GEMM1 + activation: x rows gathered by the sorted pairs, h in expert-sorted padded order.
+GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b) {
+  return GemmParams{args.x,
+                    args.w1,
+                    b.h,
+                    b.sorted_pairs,
+                    b.block_expert,
+                    b.m_sub > 1 ? b.num_sub : b.num_blocks,  // GEMM1's tiles: sub-blocks with pairs
+                    args.topk_weights,
+                    static_cast<int>(p.hidden_size),
+                    static_cast<int>(p.intermediate_size),
+                    static_cast<int>(core::gemm1_n(p)),
+                    static_cast<int>(p.top_k),
+                    b.mb,
+                    1,
+                    b.pairs,
+                    b.m_sub,
+                    b.sub_row0};
+}
+
+/// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split.
+GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b,
+                        int split_k) {
+  return GemmParams{b.h,
+                    args.w2,
+                    b.y,
+                    b.sorted_pairs,
+                    b.block_expert,
+                    b.num_blocks,
+                    args.topk_weights,
+                    static_cast<int>(p.intermediate_size),
+                    static_cast<int>(p.hidden_size),
+                    static_cast<int>(p.hidden_size),
+                    static_cast<int>(p.top_k),
+                    b.mb,
+                    split_k,
+                    b.pairs,
+                    1,
+                    nullptr};
+}
+
+/// out[t] = sum_j y[t * top_k + j] (then over splits) in a fixed order.
+core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                            bool pdl) {
+  CombineParams cp{b.y,
+                   args.out,
+                   static_cast<int>(p.num_tokens),
+                   static_cast<int>(p.top_k),
+                   static_cast<int>(p.hidden_size),
+                   k.g2.split_k};
+  const long long threads = p.num_tokens * (p.hidden_size / 8);
+  void* params[] = {&cp};
+  MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),
+                            dim3(256), params, 0, stream, pdl));
+  return core::Status::Ok();
+}
+
+}  // namespace
+
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
                                 cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
@@ -164,185 +384,21 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                 " this M needs; size it with "
                                 "sm90_gather_workspace_bytes");
   }
-  char* ws = static_cast<char*>(workspace);
-  auto* sorted_pairs = reinterpret_cast<int32_t*>(ws + w.sorted_pairs);
-  auto* block_expert = reinterpret_cast<int32_t*>(ws + w.block_expert);
-  auto* num_blocks = reinterpret_cast<int32_t*>(ws + w.num_blocks);
-  auto* sub_row0 = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.sub_row0) : nullptr;
-  auto* num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
-  void* h = ws + w.h;
-  void* y = ws + w.y;
-  const int pairs = static_cast<int>(core::num_pairs(p));
-  const int mb = static_cast<int>(max_blocks(pairs, p.num_experts, align_m));
-
-  if (k.g1.decode) {  // two launches: GEMM1 routes itself, GEMM2 combines itself
-    const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
-    if (stages & kStageGemm1) {
-      DecodeParams dp{args.x,
-                      args.w1,
-                      h,
-                      args.topk_ids,
-                      args.topk_weights,
-                      kd,
-                      n1,
-                      static_cast<int>(core::gemm1_n(p)),
-                      static_cast<int>(p.top_k),
-                      pairs,
-                      static_cast<int>(p.num_experts),
-                      0,
-                      0};
-      void* params[] = {&dp};
-      const dim3 grid(static_cast<unsigned>(pairs),
-                      static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
-      MOETUNE_CUDA_CHECK(
-          launch(k.gemm1, grid, dim3(k.g1.threads()), params, 0, stream, fast_paths.pdl));
-    }
-    if (stages & kStageGemm2) {
-      // Both levers read topk_ids before the grid dependency wait: only right after this layer's
-      // GEMM1, which waited for topk_ids' writer.
-      const bool after_gemm1 = (stages & kStageGemm1) != 0;
-      const bool stage_w2 =
-          fast_paths.decode_w2_stage && after_gemm1 && k.g2.decode_stage_bytes > 0;
-      DecodeParams dp{h,
-                      args.w2,
-                      args.out,
-                      args.topk_ids,
-                      args.topk_weights,
-                      n1,
-                      kd,
-                      kd,
-                      static_cast<int>(p.top_k),
-                      pairs,
-                      static_cast<int>(p.num_experts),
-                      fast_paths.decode_l2_prefetch && after_gemm1
-                          ? sm90_decode_prefetch_bytes(p, k.l2_bytes)
-                          : 0,
-                      stage_w2 ? 1 : 0};
-      void* params[] = {&dp};
-      const dim3 grid(static_cast<unsigned>(p.num_tokens),
-                      static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
-      const int smem = stage_w2 ? k.g2.decode_staged_smem() : k.g2.smem_bytes();
-      MOETUNE_CUDA_CHECK(launch(k.gemm2, grid, dim3(k.g2.threads()), params,
-                                static_cast<size_t>(smem), stream, fast_paths.pdl));
-    }
-    return core::Status::Ok();
-  }
-
-  if ((stages & kStageAlign) && fast_paths.align_multi_cta && pairs > kSingleCtaAlignPairs) {
-    AlignMultiParams mp{{args.topk_ids, sorted_pairs, block_expert, num_blocks, pairs,
-                         static_cast<int>(p.num_experts), mb, sub_row0, num_sub},
-                        reinterpret_cast<int32_t*>(ws + w.hist),
-                        (pairs + kAlignChunk - 1) / kAlignChunk};
-    void* params[] = {&mp};
-    const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
-    MOETUNE_CUDA_CHECK(
-        launch(k.align_count, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(
-        launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(kAlignChunkThreads), params, 0, stream,
-                              fast_paths.pdl));
-  } else if (stages & kStageAlign) {
-    AlignParams ap{args.topk_ids,
-                   sorted_pairs,
-                   block_expert,
-                   num_blocks,
-                   pairs,
-                   static_cast<int>(p.num_experts),
-                   mb,
-                   sub_row0,
-                   num_sub};
-    void* params[] = {&ap};
-    MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
-  }
-  auto gemm = [&](cudaKernel_t f, GemmGeometry const& g, GemmParams gp,
-                  uint64_t a_rows) -> core::Status {
-    const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
-    // GEMM1 in sub-blocks of align's blocks: at most m_sub tiles per block.
-    const unsigned tiles = static_cast<unsigned>(mb) * static_cast<unsigned>(gp.m_sub) * n_blocks *
-                           static_cast<unsigned>(g.split_k);
-    if (g.persistent()) {
-      // TMA maps of this call's pointers: B = the experts' weight rows, A = h rows (GEMM2).
-      WsGemmParams wp{};
-      wp.g = gp;
-      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
-          &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
-          static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n),
-          "weights"));
-      if (a_rows > 0) {
-        MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
-                                              static_cast<uint64_t>(gp.k_dim),
-                                              static_cast<uint32_t>(g.block_m), "h"));
-      }
-      // Clusters: one per pair of m-blocks (2x1) or of n-tiles (1x2), at most one CTA per SM.
-      const unsigned cm = static_cast<unsigned>(g.cluster_m);
-      const unsigned cn = static_cast<unsigned>(g.cluster_n);
-      const unsigned cs = cm * cn;
-      const unsigned units =
-          cs > 1 ? (static_cast<unsigned>(mb) + cm - 1) / cm * ((n_blocks + cn - 1) / cn) : tiles;
-      const int fit = f == k.gemm1 ? k.clusters1 : k.clusters2;
-      const unsigned cap =
-          cs > 1 ? std::min(static_cast<unsigned>(k.sm_count) / cs, static_cast<unsigned>(fit))
-                 : static_cast<unsigned>(k.sm_count);
-      const unsigned grid = cs * std::min(units, cap);
-      void* params[] = {&wp};
-      MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream,
-                                fast_paths.pdl, static_cast<int>(cs)));
-      return core::Status::Ok();
-    }
-    void* params[] = {&gp};
-    MOETUNE_CUDA_CHECK(
-        launch(f, dim3(tiles), dim3(g.threads()), params, g.smem_bytes(), stream, fast_paths.pdl));
-    return core::Status::Ok();
-  };
+  const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
+  if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
+  if (stages & kStageAlign)
+    MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
   if (stages & kStageGemm1) {
-    GemmParams gp{args.x,
-                  args.w1,
-                  h,
-                  sorted_pairs,
-                  block_expert,
-                  m_sub > 1 ? num_sub : num_blocks,  // GEMM1's tiles: sub-blocks with pairs
-                  args.topk_weights,
-                  static_cast<int>(p.hidden_size),
-                  static_cast<int>(p.intermediate_size),
-                  static_cast<int>(core::gemm1_n(p)),
-                  static_cast<int>(p.top_k),
-                  mb,
-                  1,
-                  pairs,
-                  m_sub,
-                  sub_row0};
-    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm1, k.g1, gp, 0));
+    MOETUNE_RETURN_IF_ERROR(
+        launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b), 0, b, p, stream, fast_paths.pdl));
   }
   if (stages & kStageGemm2) {
-    GemmParams gp{h,
-                  args.w2,
-                  y,
-                  sorted_pairs,
-                  block_expert,
-                  num_blocks,
-                  args.topk_weights,
-                  static_cast<int>(p.intermediate_size),
-                  static_cast<int>(p.hidden_size),
-                  static_cast<int>(p.hidden_size),
-                  static_cast<int>(p.top_k),
-                  mb,
-                  k.g2.split_k,
-                  pairs,
-                  1,
-                  nullptr};
-    MOETUNE_RETURN_IF_ERROR(gemm(k.gemm2, k.g2, gp, static_cast<uint64_t>(mb) * align_m));
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2, gemm2_params(p, args, b, k.g2.split_k),
+                                        static_cast<uint64_t>(b.mb) * align_m, b, p, stream,
+                                        fast_paths.pdl));
   }
   if (stages & kStageCombine) {
-    CombineParams cp{y,
-                     args.out,
-                     static_cast<int>(p.num_tokens),
-                     static_cast<int>(p.top_k),
-                     static_cast<int>(p.hidden_size),
-                     k.g2.split_k};
-    const long long threads = p.num_tokens * (p.hidden_size / 8);
-    void* params[] = {&cp};
-    MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),
-                              dim3(256), params, 0, stream, fast_paths.pdl));
+    MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl));
   }
   return core::Status::Ok();
 }
