@@ -119,6 +119,10 @@ void add_tma_ws(core::MoeProblem const& p, int block_m, bool is_gemm1,
 /// configs so far at stages 4 and 5, where an expert has at least two 128-row blocks. Measured
 /// on H200 (bench/results/raw/2026-11-29-1560042-cluster-*-ab.txt): GEMM1 on pairs 2-3% faster at
 /// S3 M 1024-4096 in every run, parity within the run-to-run spread at S1 and S2.
+/// NOTE: GEMM2 pairs over n-tiles (cluster 1x2, the h rows multicast) are not offered: correct on
+/// the H200 but slower or equal at every point of an A/B against the shipped tables (1e2989a, S1
+/// M=4096 GEMM2 516 -> 553 us, S3 M=512 299 -> 315, S2 M=2048 as tma_ws 155 -> 186 against
+/// pingpong; bench/results/2026-11-30-cluster-n/).
 void add_cluster_pairs(core::MoeProblem const& p, int block_m, bool is_gemm1,
                        std::vector<core::KernelConfig>& out) {
   if (block_m != 128 || pairs_per_expert(p) < 256) return;
