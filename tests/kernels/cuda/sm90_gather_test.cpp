@@ -293,6 +293,41 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
   }
 }
 
+// The cluster tests' odd shapes (E not a power of two, so CTA pairs that straddle two experts;
+// odd block and n-tile counts, so ghost CTAs) at M in {1, 17, 65, 256, 1000, 3000}: prepares `tb`
+// (routing seed `seed` + M, data seed `data` + M) and calls check(problem, fp64 reference).
+template <typename Check>
+void on_odd_cluster_shapes(CudaTestbed& tb, int seed, int data, Check check) {
+  for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
+                    shape(10, 448, 320, 4, Activation::kSiluGated)}) {
+    for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = static_cast<uint64_t>(seed + m);
+      ASSERT_TRUE(tb.prepare(p, r, static_cast<uint64_t>(data + m)).ok());
+      check(p, fp64_reference(tb));
+    }
+  }
+}
+
+// S1-S3 at M = 1000 and 4096 (routing and data seed M): prepares `tb` and calls check(problem).
+template <typename Check>
+void on_benchmark_shapes_mid_m(CudaTestbed& tb, Check check) {
+  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {1000, 4096}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = static_cast<uint64_t>(m);
+      ASSERT_TRUE(tb.prepare(p, r, static_cast<uint64_t>(m)).ok());
+      check(p);
+    }
+  }
+}
+
 // tma_ws on CTA pairs (launch.cluster_m = 2: m-blocks 2j and 2j+1 of one n-tile, the weight tile
 // multicast when both blocks share an expert):
 //   - odd shapes (E not a power of two, so pairs that straddle two experts; odd block counts, so
@@ -301,51 +336,33 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
 // Passed on the H200 at 071af96 and 1560042 (run alone under a timeout, then enabled)
 // (bench/results/raw/2026-11-29-{071af96,1560042}-cluster-gpu-test.log).
 TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
-  for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
-                    shape(10, 448, 320, 4, Activation::kSiluGated)}) {
-    for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = 7 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, 11 + m).ok());
-      const auto ref = fp64_reference(*tb_);
-      for (int bm : {64, 128}) {
-        MoeConfig c = wgmma(bm, bm == 64 ? 128 : 64, bm == 64 ? 192 : 96, 8, 3, 2,
-                            core::Schedule::kTmaWarpSpecialized);
-        c.gemm1.launch.cluster_m = c.gemm2.launch.cluster_m = 2;
-        ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
-        expect_matches_fp64(*tb_, c, ref, "cluster 2x1, " + core::to_string(p));
-      }
+  on_odd_cluster_shapes(*tb_, 7, 11, [&](MoeProblem const& p, std::vector<double> const& ref) {
+    for (int bm : {64, 128}) {
+      MoeConfig c = wgmma(bm, bm == 64 ? 128 : 64, bm == 64 ? 192 : 96, 8, 3, 2,
+                          core::Schedule::kTmaWarpSpecialized);
+      c.gemm1.launch.cluster_m = c.gemm2.launch.cluster_m = 2;
+      ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+      expect_matches_fp64(*tb_, c, ref, "cluster 2x1, " + core::to_string(p));
     }
-  }
-  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
-    for (int64_t m : {1000, 4096}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = m;
-      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
-      MoeConfig coop;
-      for (auto* k : {&coop.gemm1, &coop.gemm2}) {
-        const bool wide = k == &coop.gemm2 || !core::is_gated(p.activation);
-        k->tile = {.block_m = 128, .block_n = wide ? 256 : 128, .block_k = 64, .group_m = 8};
-        k->pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
-        k->launch.schedule = core::Schedule::kCooperative;
-      }
-      MoeConfig cl = coop;
-      for (auto* k : {&cl.gemm1, &cl.gemm2}) {
-        k->launch.schedule = core::Schedule::kTmaWarpSpecialized;
-        k->launch.cluster_m = 2;
-      }
-      const std::string what = core::to_string(p);
-      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "tma_ws cluster 2x1, " + what),
-                expect_in_band_and_deterministic(*tb_, coop, "cooperative, " + what))
-          << "tma_ws cluster 2x1 vs cooperative, " << what;
+  });
+  on_benchmark_shapes_mid_m(*tb_, [&](MoeProblem const& p) {
+    MoeConfig coop;
+    for (auto* k : {&coop.gemm1, &coop.gemm2}) {
+      const bool wide = k == &coop.gemm2 || !core::is_gated(p.activation);
+      k->tile = {.block_m = 128, .block_n = wide ? 256 : 128, .block_k = 64, .group_m = 8};
+      k->pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
+      k->launch.schedule = core::Schedule::kCooperative;
     }
-  }
+    MoeConfig cl = coop;
+    for (auto* k : {&cl.gemm1, &cl.gemm2}) {
+      k->launch.schedule = core::Schedule::kTmaWarpSpecialized;
+      k->launch.cluster_m = 2;
+    }
+    const std::string what = core::to_string(p);
+    EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "tma_ws cluster 2x1, " + what),
+              expect_in_band_and_deterministic(*tb_, coop, "cooperative, " + what))
+        << "tma_ws cluster 2x1 vs cooperative, " << what;
+  });
 }
 
 // GEMM2 on CTA pairs over n-tiles (launch.cluster_n = 2: n-tiles 2i and 2i + 1 of one m-block,
@@ -363,51 +380,32 @@ TEST_F(Sm90Gather, ClusterNPairsMatchFp64AndGiveTheBitsOfUnclusteredGemm2) {
     k.launch.cluster_n = 2;
     return k;
   };
-  for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
-                    shape(10, 448, 320, 4, Activation::kSiluGated)}) {
-    for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = 9 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, 13 + m).ok());
-      const auto ref = fp64_reference(*tb_);
-      for (int bm : {64, 128, 256}) {
-        for (int bn : {64, 96}) {
-          MoeConfig c = wgmma(128, 64, bn, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-          c.gemm2 = gemm2(bm, bm == 64 ? 2 * bn : bn);
-          if (bm == 64) c.gemm1.tile.block_m = 64, c.gemm1.tile.block_n = 128;
-          ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
-          expect_matches_fp64(
-              *tb_, c, ref,
-              "gemm2 cluster 1x2 " + core::short_string(c) + ", " + core::to_string(p));
-        }
+  on_odd_cluster_shapes(*tb_, 9, 13, [&](MoeProblem const& p, std::vector<double> const& ref) {
+    for (int bm : {64, 128, 256}) {
+      for (int bn : {64, 96}) {
+        MoeConfig c = wgmma(128, 64, bn, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+        c.gemm2 = gemm2(bm, bm == 64 ? 2 * bn : bn);
+        if (bm == 64) c.gemm1.tile.block_m = 64, c.gemm1.tile.block_n = 128;
+        ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+        expect_matches_fp64(
+            *tb_, c, ref, "gemm2 cluster 1x2 " + core::short_string(c) + ", " + core::to_string(p));
       }
     }
-  }
-  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
-    for (int64_t m : {1000, 4096}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = m;
-      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
-      const int bn1 = core::is_gated(p.activation) ? 64 : 128;
-      for (int bm : {128, 256}) {
-        MoeConfig plain =
-            wgmma(128, bn1, bm == 256 ? 128 : 224, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-        plain.gemm2.tile.block_m = bm;
-        MoeConfig cl = plain;
-        cl.gemm2.launch.cluster_n = 2;
-        const std::string what = core::short_string(cl) + ", " + core::to_string(p);
-        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "gemm2 cluster 1x2, " + what),
-                  expect_in_band_and_deterministic(*tb_, plain, "gemm2 1x1, " + what))
-            << "gemm2 cluster 1x2 vs 1x1, " << what;
-      }
+  });
+  on_benchmark_shapes_mid_m(*tb_, [&](MoeProblem const& p) {
+    const int bn1 = core::is_gated(p.activation) ? 64 : 128;
+    for (int bm : {128, 256}) {
+      MoeConfig plain =
+          wgmma(128, bn1, bm == 256 ? 128 : 224, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      plain.gemm2.tile.block_m = bm;
+      MoeConfig cl = plain;
+      cl.gemm2.launch.cluster_n = 2;
+      const std::string what = core::short_string(cl) + ", " + core::to_string(p);
+      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, cl, "gemm2 cluster 1x2, " + what),
+                expect_in_band_and_deterministic(*tb_, plain, "gemm2 1x1, " + what))
+          << "gemm2 cluster 1x2 vs 1x1, " << what;
     }
-  }
+  });
 }
 
 // tma_ws at block_m 256: an expert of up to 256 pairs is one tile per n-tile, each warpgroup
