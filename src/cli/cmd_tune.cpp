@@ -249,6 +249,74 @@ tuner::BucketResult tune_one(TuneArgs const& args, ShapePlan const& plan, RunCon
 
 /// Tunes one planned shape and writes its table. Returns false when every candidate of a bucket
 /// failed (the run stops there).
+/// The row a tuned bucket writes, with its provenance and the command that reproduces it.
+core::TableRow tuned_row(TuneArgs const& args, ShapePlan const& plan, tuner::BucketResult const& r,
+                         std::string const& command) {
+  return core::TableRow{
+      .config = r.winner,
+      .source = tuned_source(r, TunedSourceInfo{.device = plan.device.name,
+                                                .reps = args.reps,
+                                                .warmup = args.warmup,
+                                                .margin = args.margin,
+                                                .exhaustive = args.exhaustive,
+                                                .paired_passes = args.paired_passes,
+                                                .routing = plan.shape->routing,
+                                                .command = command})};
+}
+
+/// One bucket of a shape: a pinned row is only reported (or, with --measure-pinned, tuned as the
+/// incumbent and reported); else tuned with the current row (--merge) as the incumbent and its
+/// winner written to plan.table. False when every candidate failed (the run stops).
+bool tune_shape_bucket(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson& json,
+                       int64_t bucket, std::map<int64_t, core::MoeConfig>& winners) {
+  core::RecipeShape const& shape = *plan.shape;
+  auto pin = shape.pinned_rows.find(bucket);
+  bool const pinned = pin != shape.pinned_rows.end();
+  if (pinned && !args.json) {
+    std::cout << "bucket " << bucket << ": pinned " << core::short_string(pin->second.config)
+              << " (" << pin->second.source.kind << " " << pin->second.source.date << ")"
+              << (args.measure_pinned ? "; tuned with the pin as incumbent, for comparison:"
+                                      : ", not tuned")
+              << std::endl;
+  }
+  if (pinned && !args.measure_pinned) {
+    json.pinned_bucket(bucket, pin->second.config);
+    return true;
+  }
+  std::optional<core::MoeConfig> incumbent;
+  if (pinned) {
+    incumbent = pin->second.config;
+  } else if (auto row = plan.table.rows.find(bucket); row != plan.table.rows.end()) {
+    incumbent = row->second.config;  // --merge: the current row defends its place
+  }
+  tuner::BucketResult r =
+      tune_one(args, plan, ctx, bucket, incumbent, tuner::neighbour_seeds(winners, bucket));
+  if (!r.ok) {
+    ctx.progress->done();
+    std::cerr << "moetune tune: " << plan.where << ": bucket " << bucket
+              << ": every candidate failed (" << r.summary << ")"
+              << (r.aborted ? ", none passed within --timeout-s + 3 s" : "")
+              << "; stopping the run (rows tuned so far are written)\n";
+    json.failed_bucket(r);
+    return false;
+  }
+  std::string const command = reproduce_command(args, plan.backend_name, bucket, plan.out_dir);
+  if (!args.json) {
+    ctx.progress->done();
+    std::cout << (pinned ? "  " : "") << bucket_line(r) << "\n";
+    if (std::string p = pruned_line(r); !p.empty()) std::cout << p << "\n";
+    std::cout << std::flush;
+  }
+  if (pinned) {
+    json.pinned_bucket(bucket, pin->second.config, &r);
+    return true;
+  }
+  winners[bucket] = r.winner;
+  json.tuned_bucket(r, command);
+  plan.table.rows[bucket] = tuned_row(args, plan, r, command);
+  return true;
+}
+
 bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson& json) {
   core::RecipeShape const& shape = *plan.shape;
   if (!args.json) {
@@ -256,63 +324,13 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson
               << "): " << core::to_string(shape.problem) << std::endl;
   }
   json.begin_shape(shape.name, plan.path, plan.backend_name);
-  std::map<int64_t, core::MoeConfig> winners;
+  std::map<int64_t, core::MoeConfig> winners;  // seeds of the neighbouring buckets
   bool all_ok = true;
   for (int64_t bucket : plan.buckets) {
-    auto pin = shape.pinned_rows.find(bucket);
-    bool const pinned = pin != shape.pinned_rows.end();
-    if (pinned && !args.json) {
-      std::cout << "bucket " << bucket << ": pinned " << core::short_string(pin->second.config)
-                << " (" << pin->second.source.kind << " " << pin->second.source.date << ")"
-                << (args.measure_pinned ? "; tuned with the pin as incumbent, for comparison:"
-                                        : ", not tuned")
-                << std::endl;
-    }
-    if (pinned && !args.measure_pinned) {
-      json.pinned_bucket(bucket, pin->second.config);
-      continue;
-    }
-    std::optional<core::MoeConfig> incumbent;
-    if (pinned) {
-      incumbent = pin->second.config;
-    } else if (auto row = plan.table.rows.find(bucket); row != plan.table.rows.end()) {
-      incumbent = row->second.config;  // --merge: the current row defends its place
-    }
-    tuner::BucketResult r =
-        tune_one(args, plan, ctx, bucket, incumbent, tuner::neighbour_seeds(winners, bucket));
-    if (!r.ok) {
-      ctx.progress->done();
-      std::cerr << "moetune tune: " << plan.where << ": bucket " << bucket
-                << ": every candidate failed (" << r.summary << ")"
-                << (r.aborted ? ", none passed within --timeout-s + 3 s" : "")
-                << "; stopping the run (rows tuned so far are written)\n";
-      json.failed_bucket(r);
+    if (!tune_shape_bucket(args, plan, ctx, json, bucket, winners)) {
       all_ok = false;
       break;
     }
-    std::string const command = reproduce_command(args, plan.backend_name, bucket, plan.out_dir);
-    if (!args.json) {
-      ctx.progress->done();
-      std::cout << (pinned ? "  " : "") << bucket_line(r) << "\n";
-      if (std::string p = pruned_line(r); !p.empty()) std::cout << p << "\n";
-      std::cout << std::flush;
-    }
-    if (pinned) {
-      json.pinned_bucket(bucket, pin->second.config, &r);
-      continue;
-    }
-    winners[bucket] = r.winner;
-    json.tuned_bucket(r, command);
-    plan.table.rows[bucket] = core::TableRow{
-        .config = r.winner,
-        .source = tuned_source(r, TunedSourceInfo{.device = plan.device.name,
-                                                  .reps = args.reps,
-                                                  .warmup = args.warmup,
-                                                  .margin = args.margin,
-                                                  .exhaustive = args.exhaustive,
-                                                  .paired_passes = args.paired_passes,
-                                                  .routing = plan.shape->routing,
-                                                  .command = command})};
   }
   for (auto const& [bucket, pin] : shape.pinned_rows) {
     plan.table.rows[bucket] = core::TableRow{.config = pin.config, .source = pin.source};
