@@ -70,6 +70,49 @@ Backends find_backends(LintArgs const& args, std::optional<core::Recipe> const& 
   return b;
 }
 
+/// The findings to show: a tiny-M shadow finding of a file whose shape has no default on this
+/// machine is dropped (no default to judge against), with one note per plain vLLM file instead.
+std::vector<core::LintFinding> shown_findings(std::vector<core::LintFinding> const& findings,
+                                              Backends const& backends,
+                                              std::set<ShapeId> const& unavailable) {
+  std::vector<core::LintFinding> shown;
+  std::set<std::string> noted;
+  for (core::LintFinding const& f : findings) {
+    if (f.kind == core::LintKind::kTinyMShadow && f.bucket) {
+      auto table = core::load_table(f.file);
+      ShapeId const id =
+          shape_id(core::problem_for_key(table.ok() ? table->key : core::TableKey{}, 1));
+      if (table.ok() && unavailable.count(id) != 0) {
+        // No default to judge against on this machine: say so once per file instead of guessing.
+        if (backends.family_of.count(id) == 0 && noted.insert(f.file).second) {
+          std::cerr << "moetune lint: note: " << f.file << ": no kernel family known (a plain "
+                    << "vLLM file); pass --recipe to check its tiny-M rows against the default\n";
+        }
+        continue;
+      }
+    }
+    shown.push_back(f);
+  }
+  return shown;
+}
+
+/// The findings as a JSON array (--json) or one line each.
+void print_findings(std::vector<core::LintFinding> const& shown, bool json) {
+  if (!json) {
+    for (core::LintFinding const& f : shown) std::cout << f.to_string() << "\n";
+    return;
+  }
+  std::cout << "[";
+  for (size_t i = 0; i < shown.size(); ++i) {
+    core::LintFinding const& f = shown[i];
+    std::cout << (i ? ",\n " : "\n ") << "{\"kind\": " << json_quote(core::to_string(f.kind))
+              << ", \"file\": " << json_quote(f.file)
+              << ", \"bucket\": " << (f.bucket ? std::to_string(*f.bucket) : "null")
+              << ", \"message\": " << json_quote(f.message) << "}";
+  }
+  std::cout << (shown.empty() ? "]\n" : "\n]\n");
+}
+
 int run_lint(LintArgs const& args) {
   if (args.max_m < 0) check_m(args.max_m, "--max-m");
   std::optional<core::Recipe> recipe;
@@ -100,39 +143,10 @@ int run_lint(LintArgs const& args) {
   };
   core::LintOptions options;
   options.max_m = args.max_m;
-  std::vector<core::LintFinding> findings =
-      unwrap(core::lint_tables(args.tables_dir, recipe, default_config, can_produce, options));
-  std::vector<core::LintFinding> shown;
-  std::set<std::string> noted;
-  for (core::LintFinding const& f : findings) {
-    if (f.kind == core::LintKind::kTinyMShadow && f.bucket) {
-      auto table = core::load_table(f.file);
-      ShapeId const id =
-          shape_id(core::problem_for_key(table.ok() ? table->key : core::TableKey{}, 1));
-      if (table.ok() && unavailable.count(id) != 0) {
-        // No default to judge against on this machine: say so once per file instead of guessing.
-        if (backends.family_of.count(id) == 0 && noted.insert(f.file).second) {
-          std::cerr << "moetune lint: note: " << f.file << ": no kernel family known (a plain "
-                    << "vLLM file); pass --recipe to check its tiny-M rows against the default\n";
-        }
-        continue;
-      }
-    }
-    shown.push_back(f);
-  }
-  if (args.json) {
-    std::cout << "[";
-    for (size_t i = 0; i < shown.size(); ++i) {
-      core::LintFinding const& f = shown[i];
-      std::cout << (i ? ",\n " : "\n ") << "{\"kind\": " << json_quote(core::to_string(f.kind))
-                << ", \"file\": " << json_quote(f.file)
-                << ", \"bucket\": " << (f.bucket ? std::to_string(*f.bucket) : "null")
-                << ", \"message\": " << json_quote(f.message) << "}";
-    }
-    std::cout << (shown.empty() ? "]\n" : "\n]\n");
-  } else {
-    for (core::LintFinding const& f : shown) std::cout << f.to_string() << "\n";
-  }
+  std::vector<core::LintFinding> const shown = shown_findings(
+      unwrap(core::lint_tables(args.tables_dir, recipe, default_config, can_produce, options)),
+      backends, unavailable);
+  print_findings(shown, args.json);
   if (shown.empty()) {
     if (!args.json) std::cout << "lint: " << args.tables_dir << ": no findings\n";
     return kExitOk;
