@@ -62,6 +62,47 @@ std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
   return arms;
 }
 
+/// The record of an A/B run: host, backend, telemetry and the arms (the parent never runs kernels;
+/// it reads the host and NVML, no CUDA context).
+bench::RunEnv ab_env(std::string const& backend, bench::BenchOptions const& options,
+                     bench::AbOptions const& o) {
+  bench::RunEnv env;
+  std::tie(env.date, env.time_utc) = bench::utc_now();
+  env.command = own_command_line();
+  env.backend = backend;
+  env.commit = MOETUNE_GIT_COMMIT;
+  if (backend == "cpu") env.device = core::cpu_device_info();
+  auto const telemetry = bench::make_telemetry(backend);
+  env.driver = telemetry->driver();
+  env.clocks = telemetry->now();
+  env.telemetry_source = telemetry->source();
+  env.options = options;
+  env.ceilings.copy_source = env.ceilings.matmul_source = "not measured: A/B compares arms";
+  for (auto const& a : o.arms) env.arms.push_back(a.name + "=" + a.spec);
+  env.rounds = o.rounds;
+  return env;
+}
+
+/// One line per point (and a DIGEST line where the arms' outputs differ); returns how many
+/// points' digests differ.
+int print_comparisons(std::vector<bench::PointComparison> const& cmp, double margin) {
+  int mismatches = 0;
+  for (auto const& c : cmp) {
+    std::printf("%-14s M=%-6lld %s %s us vs %s %s us: %s\n", c.series.c_str(),
+                static_cast<long long>(c.m), c.arm_a.c_str(), format_us(c.a_median_us).c_str(),
+                c.arm_b.c_str(), format_us(c.b_median_us).c_str(),
+                bench::describe(c, margin).c_str());
+    if (!c.digests_equal) {
+      ++mismatches;
+      std::printf("  DIGEST %s: %s %s [%s] vs %s %s [%s]\n",
+                  c.expected_equal ? "MISMATCH" : "differs (allowed by --digests any)",
+                  c.arm_a.c_str(), c.digest_a.c_str(), c.config_a.c_str(), c.arm_b.c_str(),
+                  c.digest_b.c_str(), c.config_b.c_str());
+    }
+  }
+  return mismatches;
+}
+
 int run_ab(AbCmdArgs const& args) {
   if (args.digests != "equal" && args.digests != "any") {
     throw CliExit{kExitBadInput, "--digests '" + args.digests + "': expected equal or any"};
@@ -79,22 +120,7 @@ int run_ab(AbCmdArgs const& args) {
   o.worker_args = arm_worker_args(args.series, backend);
   o.timeout_s = args.timeout_s;
   unwrap(core::ensure_writable_dir(args.out_dir));
-
-  bench::RunEnv env;
-  std::tie(env.date, env.time_utc) = bench::utc_now();
-  env.command = own_command_line();
-  env.backend = backend;
-  env.commit = MOETUNE_GIT_COMMIT;
-  // The parent never runs kernels; it reads the host and NVML (no CUDA context) for the record.
-  if (backend == "cpu") env.device = core::cpu_device_info();
-  auto const telemetry = bench::make_telemetry(backend);
-  env.driver = telemetry->driver();
-  env.clocks = telemetry->now();
-  env.telemetry_source = telemetry->source();
-  env.options = options;
-  env.ceilings.copy_source = env.ceilings.matmul_source = "not measured: A/B compares arms";
-  for (auto const& a : o.arms) env.arms.push_back(a.name + "=" + a.spec);
-  env.rounds = o.rounds;
+  bench::RunEnv env = ab_env(backend, options, o);
 
   auto runs = bench::run_arms(
       o, [](std::string const& line) { std::fprintf(stderr, "ab: %s\n", line.c_str()); });
@@ -106,21 +132,7 @@ int run_ab(AbCmdArgs const& args) {
   unwrap(core::write_file_atomic(dir + "/env.json", bench::env_json(env)));
   unwrap(core::write_file_atomic(dir + "/ab.csv", bench::ab_csv(cmp, o.margin)));
   unwrap(core::write_file_atomic(dir + "/ab_samples.csv", bench::ab_samples_csv(*runs)));
-
-  int mismatches = 0;
-  for (auto const& c : cmp) {
-    std::printf("%-14s M=%-6lld %s %s us vs %s %s us: %s\n", c.series.c_str(),
-                static_cast<long long>(c.m), c.arm_a.c_str(), format_us(c.a_median_us).c_str(),
-                c.arm_b.c_str(), format_us(c.b_median_us).c_str(),
-                bench::describe(c, o.margin).c_str());
-    if (!c.digests_equal) {
-      ++mismatches;
-      std::printf("  DIGEST %s: %s %s [%s] vs %s %s [%s]\n",
-                  c.expected_equal ? "MISMATCH" : "differs (allowed by --digests any)",
-                  c.arm_a.c_str(), c.digest_a.c_str(), c.config_a.c_str(), c.arm_b.c_str(),
-                  c.digest_b.c_str(), c.config_b.c_str());
-    }
-  }
+  int const mismatches = print_comparisons(cmp, o.margin);
   std::printf("wrote %s (ab.csv, ab_samples.csv, env.json)\n", dir.c_str());
   if (mismatches > 0 && o.expect_equal_digests) {
     std::printf(
