@@ -119,6 +119,8 @@ constexpr int ws_consumers() {
 /// kClusterN 2: launch.cluster_n = 2 (tma_ws GEMM2 only): a pair of CTAs takes n-tiles 2i and
 /// 2i + 1 of one m-block, and rank 0 loads the h rows once for both (TMA multicast), which cuts
 /// the L2-to-SM traffic of a tile by its A share (a third at 128 x 256, two thirds at 256 x 128).
+/// On the H200 it was slower or equal in the layer (bench/results/2026-11-30-cluster-n/), so no
+/// table or search space uses it.
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
           bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
