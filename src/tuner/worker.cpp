@@ -104,7 +104,18 @@ std::string WorkerClient::reap() {
   return why;
 }
 
-core::Status WorkerClient::start() {
+namespace {
+
+/// A worker process and this side's ends of its pipes.
+struct Spawned {
+  pid_t pid = -1;
+  int to_worker = -1;
+  int from_worker = -1;
+};
+
+/// Forks `exe worker --backend B` with its request pipe on fd 3 and its answer pipe on fd 4 (its
+/// stdout goes to stderr, no core files, killed when the parent dies).
+core::Result<Spawned> spawn_worker(std::string const& exe, std::string const& backend) {
   int to_child[2];
   int from_child[2];
   if (::pipe2(to_child, O_CLOEXEC) != 0) {
@@ -117,8 +128,8 @@ core::Status WorkerClient::start() {
     return core::make_error(core::ErrorCode::kIo, "worker",
                             std::string("pipe2: ") + strerror(errno));
   }
-  std::vector<std::string> args = {options_.exe, "worker", "--backend", options_.backend,
-                                   "--fd-in",    "3",      "--fd-out",  "4"};
+  std::vector<std::string> args = {exe,       "worker", "--backend", backend,
+                                   "--fd-in", "3",      "--fd-out",  "4"};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -144,11 +155,20 @@ core::Status WorkerClient::start() {
     return core::make_error(core::ErrorCode::kIo, "worker",
                             std::string("fork: ") + strerror(errno));
   }
-  pid_ = pid;
-  to_worker_ = to_child[1];
-  from_worker_ = from_child[0];
+  return Spawned{.pid = pid, .to_worker = to_child[1], .from_worker = from_child[0]};
+}
+
+}  // namespace
+
+core::Status WorkerClient::start() {
+  auto spawned = spawn_worker(options_.exe, options_.backend);
+  if (!spawned.ok()) return spawned.error();
+  pid_ = spawned->pid;
+  to_worker_ = spawned->to_worker;
+  from_worker_ = spawned->from_worker;
   buffer_.clear();
   ++starts_;
+  // Handshake: the worker's hello (same protocol version), then the last prepare replayed.
   Reply hello = exchange(Request{.op = "hello"}, options_.start_timeout_s);
   if (!hello.ok()) {
     kill_worker();
