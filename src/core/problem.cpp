@@ -127,8 +127,11 @@ std::string to_string(MoeProblem const& p) {
          ", dtype=" + std::string(to_string(p.dtype)) + ", arch=" + p.arch + ")";
 }
 
-Result<MoeProblem> parse_problem_spec(std::string_view spec) {
-  std::string const where = "problem '" + std::string(spec) + "'";
+namespace {
+
+/// The KEY=VALUE items of a problem spec, each key known and given once (errors name `where`).
+Result<std::map<std::string, std::string>> problem_spec_items(std::string_view spec,
+                                                              std::string const& where) {
   static std::vector<std::string> const kKeys = {"E",   "K",     "I", "topk",
                                                  "act", "dtype", "M", "arch"};
   std::map<std::string, std::string> values;
@@ -158,6 +161,16 @@ Result<MoeProblem> parse_problem_spec(std::string_view spec) {
     }
     values[key] = std::string(item.substr(eq + 1));
   }
+  return values;
+}
+
+}  // namespace
+
+Result<MoeProblem> parse_problem_spec(std::string_view spec) {
+  std::string const where = "problem '" + std::string(spec) + "'";
+  auto items = problem_spec_items(spec, where);
+  if (!items.ok()) return items.error();
+  std::map<std::string, std::string>& values = *items;
   for (char const* required : {"E", "K", "I", "topk", "act"}) {
     if (values.count(required) == 0) {
       return make_error(
