@@ -32,6 +32,28 @@ TEST(Problem, SpecUnknownKeyGetsDidYouMean) {
   EXPECT_NE(p.error().message.find("did you mean 'topk'?"), std::string::npos);
 }
 
+// Each malformed spec is refused with where (the spec) and what (the item); the well-formed
+// twin of each parses.
+TEST(Problem, SpecMalformedItemsAreRefusedNamingTheSpecAndTheItem) {
+  const std::string good = "E=8,K=64,I=32,topk=2,act=silu";
+  ASSERT_TRUE(parse_problem_spec(good).ok());
+  ASSERT_TRUE(parse_problem_spec(good + ",").ok());  // a trailing comma is allowed
+  struct Case {
+    std::string spec, says;
+  };
+  for (Case const& c : {Case{"E=8,,K=64,I=32,topk=2,act=silu", "empty item between commas"},
+                        Case{"E=8,K64,I=32,topk=2,act=silu", "item 'K64' has no '='"},
+                        Case{good + ",E=16", "key 'E' given twice"},
+                        Case{"E=8,K=64,I=32,act=silu", "missing required key 'topk'"},
+                        Case{"E=8,K=6x4,I=32,topk=2,act=silu", "K='6x4' is not an integer"},
+                        Case{good + ",M=", "M='' is not an integer"}}) {
+    auto p = parse_problem_spec(c.spec);
+    ASSERT_FALSE(p.ok()) << c.spec;
+    EXPECT_EQ(p.error().where, "problem '" + c.spec + "'");
+    EXPECT_NE(p.error().message.find(c.says), std::string::npos) << p.error().message;
+  }
+}
+
 TEST(Problem, ValidateRejectsZeroNegativeAndAbsurdSizes) {
   EXPECT_FALSE(parse_problem_spec("E=0,K=2048,I=768,topk=1,act=silu").ok());
   EXPECT_FALSE(parse_problem_spec("E=8,K=-1,I=768,topk=1,act=silu").ok());
