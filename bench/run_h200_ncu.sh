@@ -6,6 +6,9 @@
 # report per point; then one summary table (duration, SM clock, DRAM / compute / L1 / L2 throughput,
 # shared-memory wavefronts, top warp stall) is printed last. The metric names the device's ncu
 # knows for the tensor pipes go to $OUT/tensor-metrics.txt, for a --metrics run next.
+# SOURCE=1 instead records the source page (warp stall samples per SASS instruction, CSV) of the
+# matched kernels per point into src-<shape>-<M>.csv.gz and prints bench/ncu_stalls.py of each
+# (e.g. KERNELS=decode POINTS=S1:1,S2:1: where the decode kernels' warps wait).
 # Usage: POINTS=S1:4096,S2:2048 bench/run_h200_ncu.sh   (binaries of scripts/build_device.sh)
 # Knobs: BIN (.devbin), OUT, POINTS (S1:4096,S2:2048,S2:8192,S3:512: the worst mid-M points and
 # S2's short-K GEMM2), KERNELS (ncu --kernel-name regex, default gemm), LIMIT_S (per point, 150).
@@ -27,6 +30,22 @@ fi
 "$NCU" --query-metrics --chip gh100 2> /dev/null | grep -Ei "tensor|gmma|hmma" \
   > "$OUT/tensor-metrics.txt" || true
 IFS=',' read -ra points <<< "$POINTS"
+if [ "${SOURCE:-0}" = 1 ]; then
+  for point in "${points[@]}"; do
+    shape=${point%%:*}
+    m=${point##*:}
+    tag="$shape-$m"
+    timeout -k 10 "$LIMIT_S" "$NCU" --clock-control none --target-processes all \
+      --kernel-name "regex:$KERNELS" --launch-count 2 --section SourceCounters \
+      --section WarpStateStats --page source --print-source sass --csv \
+      "$BIN/moetune_sm90_bench" --recipe recipes/h200.json --shapes "$shape" --m "$m" --no-sweep \
+      --out "$OUT/bench-out" 2> "$OUT/bench-$tag.log" | gzip > "$OUT/src-$tag.csv.gz"
+    echo "[$(date +%T)] $tag exit ${PIPESTATUS[0]}"
+    python3 bench/ncu_stalls.py "$OUT/src-$tag.csv.gz" | tee -a "$OUT/summary.txt"
+  done
+  rm -rf "$OUT/bench-out"
+  exit 0
+fi
 for point in "${points[@]}"; do
   shape=${point%%:*}
   m=${point##*:}
