@@ -64,6 +64,12 @@ class RunnerImpl {
   /// create(): backend, device ops, the matching table, the knob cache (scope-checked) and the
   /// workspace for max_tokens over every config known now (runner_setup.cpp).
   core::Status setup(core::MoeProblem p, std::string const& backend, RunnerOptions opts);
+  /// setup()'s steps: the one table of options.tables_dir that matches the problem and the
+  /// backend's family (others named in a warning); the knob cache entries of this runner's scope;
+  /// the workspace for every config known now.
+  core::Status load_matching_table();
+  core::Status load_scoped_knob_cache(core::DeviceInfo const& device);
+  core::Status reserve_known_workspace();
 
   void warn(std::string const& line) {  // caller holds mu or is still in create()
     warnings.push_back(line);

@@ -128,25 +128,32 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
   auto o = runtime::make_device_ops(name, *backend, levers.fast_paths);
   if (!o.ok()) return o.error();
   ops = std::move(*o);
+  MOETUNE_RETURN_IF_ERROR(load_matching_table());
+  MOETUNE_RETURN_IF_ERROR(load_scoped_knob_cache(device));
+  return reserve_known_workspace();
+}
 
-  if (!options.tables_dir.empty()) {
-    auto files = core::list_table_files(options.tables_dir);
-    if (!files.ok() && files.error().code != core::ErrorCode::kNotFound) return files.error();
-    for (std::string const& f : files.ok() ? *files : std::vector<std::string>{}) {
-      auto t = core::load_table(f);
-      if (!t.ok()) return t.error();  // a broken table is an error, never skipped
-      if (t->key.family != backend->family()) continue;
-      if (!core::check_key_matches(t->key, problem, f).ok()) continue;
-      if (table) {
-        warn("several tables in " + options.tables_dir + " match " + core::to_string(problem) +
-             "; using " + table_path + ", not " + f);
-        continue;
-      }
-      table = std::move(*t);
-      table_path = f;
+core::Status RunnerImpl::load_matching_table() {
+  if (options.tables_dir.empty()) return core::Status::Ok();
+  auto files = core::list_table_files(options.tables_dir);
+  if (!files.ok() && files.error().code != core::ErrorCode::kNotFound) return files.error();
+  for (std::string const& f : files.ok() ? *files : std::vector<std::string>{}) {
+    auto t = core::load_table(f);
+    if (!t.ok()) return t.error();  // a broken table is an error, never skipped
+    if (t->key.family != backend->family()) continue;
+    if (!core::check_key_matches(t->key, problem, f).ok()) continue;
+    if (table) {
+      warn("several tables in " + options.tables_dir + " match " + core::to_string(problem) +
+           "; using " + table_path + ", not " + f);
+      continue;
     }
+    table = std::move(*t);
+    table_path = f;
   }
+  return core::Status::Ok();
+}
 
+core::Status RunnerImpl::load_scoped_knob_cache(core::DeviceInfo const& device) {
   cache_path =
       options.cache_path.empty() ? default_knob_cache_path(options.role) : options.cache_path;
   scope = runtime::make_scope(device, backend->family(), backend->family_version(), problem,
@@ -156,7 +163,10 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
   runtime::ScopedEntries sel = runtime::select_entries(*file, scope, cache_path);
   cache = std::move(sel.usable);
   if (!sel.warning.empty()) warn(sel.warning);
+  return core::Status::Ok();
+}
 
+core::Status RunnerImpl::reserve_known_workspace() {
   // Workspace for every config known now; configs met later (explicit, auto) grow it once, off
   // the hot path.
   std::vector<core::MoeConfig> known;
