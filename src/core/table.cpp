@@ -54,6 +54,41 @@ std::string vllm_file_name(TableKey const& key) {
   return name + ".json";
 }
 
+namespace {
+
+/// The next item of a vLLM file name's body, split on ',' outside brackets (block_shape=[bn,bk]
+/// holds one); `body` moves past it.
+std::string_view next_name_item(std::string_view& body) {
+  size_t end = 0;
+  int depth = 0;
+  for (; end < body.size(); ++end) {
+    if (body[end] == '[') ++depth;
+    if (body[end] == ']') --depth;
+    if (body[end] == ',' && depth == 0) break;
+  }
+  std::string_view const item = body.substr(0, end);
+  body = end < body.size() ? body.substr(end + 1) : "";
+  return item;
+}
+
+/// block_shape=[bn,bk] of an fp8 block-quantised table.
+Result<std::pair<int, int>> parse_block_shape(std::string_view value, std::string const& file) {
+  size_t const comma = value.find(',');
+  if (value.size() < 5 || value.front() != '[' || value.back() != ']' ||
+      comma == std::string_view::npos) {
+    return make_error(ErrorCode::kParse, file,
+                      "block_shape='" + std::string(value) + "'; expected [bn,bk]");
+  }
+  auto bn = parse_int_field(value.substr(1, comma - 1), file, "block_shape[0]");
+  if (!bn.ok()) return bn.error();
+  auto bk =
+      parse_int_field(value.substr(comma + 1, value.size() - comma - 2), file, "block_shape[1]");
+  if (!bk.ok()) return bk.error();
+  return std::make_pair(static_cast<int>(*bn), static_cast<int>(*bk));
+}
+
+}  // namespace
+
 Result<TableKey> parse_vllm_file_name(std::string_view file_name) {
   std::string const file(file_name);
   constexpr std::string_view kExt = ".json";
@@ -64,16 +99,7 @@ Result<TableKey> parse_vllm_file_name(std::string_view file_name) {
   TableKey key;
   bool seen_e = false, seen_n = false, seen_dev = false;
   while (!body.empty()) {
-    // Items are split on ',' outside brackets (block_shape=[bn,bk] holds one).
-    size_t end = 0;
-    int depth = 0;
-    for (; end < body.size(); ++end) {
-      if (body[end] == '[') ++depth;
-      if (body[end] == ']') --depth;
-      if (body[end] == ',' && depth == 0) break;
-    }
-    std::string_view const item = body.substr(0, end);
-    body = end < body.size() ? body.substr(end + 1) : "";
+    std::string_view const item = next_name_item(body);
     size_t const eq = item.find('=');
     std::string_view const name = item.substr(0, eq);
     std::string_view const value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
@@ -94,18 +120,9 @@ Result<TableKey> parse_vllm_file_name(std::string_view file_name) {
         key.dtype_tag = std::string(value);
       }
     } else if (name == "block_shape") {
-      size_t const comma = value.find(',');
-      if (value.size() < 5 || value.front() != '[' || value.back() != ']' ||
-          comma == std::string_view::npos) {
-        return make_error(ErrorCode::kParse, file,
-                          "block_shape='" + std::string(value) + "'; expected [bn,bk]");
-      }
-      auto bn = parse_int_field(value.substr(1, comma - 1), file, "block_shape[0]");
-      if (!bn.ok()) return bn.error();
-      auto bk = parse_int_field(value.substr(comma + 1, value.size() - comma - 2), file,
-                                "block_shape[1]");
-      if (!bk.ok()) return bk.error();
-      key.block_shape = std::make_pair(static_cast<int>(*bn), static_cast<int>(*bk));
+      auto shape = parse_block_shape(value, file);
+      if (!shape.ok()) return shape.error();
+      key.block_shape = *shape;
     } else {
       return make_error(ErrorCode::kParse, file,
                         "unknown name item '" + std::string(item) +

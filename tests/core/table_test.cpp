@@ -75,6 +75,22 @@ TEST(Table, FileNameParseFormatRoundTripsWithDtypeAndBlockShape) {
   EXPECT_FALSE(parse_vllm_file_name("E=1,N=768.json").ok());
 }
 
+// A malformed block_shape or an unknown item is refused naming it; the well-formed twin parses.
+TEST(Table, FileNameWithAMalformedBlockShapeOrUnknownItemIsRefusedNamingIt) {
+  const std::string head = "E=256,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,";
+  ASSERT_TRUE(parse_vllm_file_name(head + "block_shape=[128,128].json").ok());
+  for (auto [item, says] :
+       {std::pair{"block_shape=[128].json", "expected [bn,bk]"},
+        std::pair{"block_shape=128,128.json", "block_shape='128'; expected [bn,bk]"},
+        std::pair{"block_shape=[12x,128].json", "block_shape[0]"},
+        std::pair{"block_shape=[128,].json", "block_shape[1]='' is not a positive integer"},
+        std::pair{"bs=[128,128].json", "unknown name item 'bs=[128,128]'"}}) {
+    auto key = parse_vllm_file_name(head + item);
+    ASSERT_FALSE(key.ok()) << item;
+    EXPECT_NE(key.error().message.find(says), std::string::npos) << key.error().message;
+  }
+}
+
 TEST(Table, DeviceNameFollowsVllmsH200Rule) {
   EXPECT_EQ(vllm_device_name("NVIDIA H200"), "NVIDIA_H200");
   EXPECT_EQ(vllm_device_name("NVIDIA H200 NVL"), "NVIDIA_H200");
