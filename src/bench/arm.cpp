@@ -77,6 +77,64 @@ std::string arm_point_json(BenchPoint const& p) {
          ", \"samples_us\": " + tuner::json_doubles(p.samples_us) + "}";
 }
 
+namespace {
+
+/// The worker's first line: `moetune bench --arm-worker` at this build's protocol version; its
+/// commit and device go into `report`.
+core::Status read_arm_header(core::Result<FlatJson> const& obj, std::string const& line,
+                             std::string const& at, ArmReport& report) {
+  auto worker = obj.ok() ? obj->string("worker") : core::Result<std::string>(obj.error());
+  auto version = obj.ok() ? obj->number("worker_version") : core::Result<double>(obj.error());
+  if (!worker.ok() || *worker != "moetune-bench" || !version.ok()) {
+    return core::make_error(core::ErrorCode::kParse, at,
+                            "not a `moetune bench --arm-worker` header ('" + line.substr(0, 60) +
+                                "'); is the arm's binary a moetune build with bench?");
+  }
+  if (*version != kArmWorkerVersion) {
+    return core::make_error(core::ErrorCode::kVersion, at,
+                            "worker_version " + std::to_string(int(*version)) +
+                                " but this build reads " + std::to_string(kArmWorkerVersion) +
+                                "; run arms with builds of the same protocol");
+  }
+  report.commit = obj->string("commit").ok() ? *obj->string("commit") : "";
+  report.device = obj->string("device").ok() ? *obj->string("device") : "";
+  return core::Status::Ok();
+}
+
+/// One point line: every field present and typed, else an error naming the line.
+core::Result<ArmPoint> read_arm_point(FlatJson const& obj, std::string const& line,
+                                      std::string const& at) {
+  auto series = obj.string("series");
+  auto m = obj.number("M");
+  auto digest = obj.string("digest");
+  auto det = obj.boolean("deterministic");
+  auto ok = obj.boolean("check_ok");
+  auto err = obj.number("rel_err");
+  auto config = obj.string("config");
+  auto rule = obj.string("rule");
+  auto fp = obj.string("fast_paths");
+  if (!series.ok() || !m.ok() || !digest.ok() || !det.ok() || !ok.ok() || !err.ok() ||
+      !config.ok() || !rule.ok() || !fp.ok() || !obj.has("samples_us")) {
+    return core::make_error(core::ErrorCode::kParse, at, "a point line lacks a field: " + line);
+  }
+  auto samples = tuner::parse_doubles(obj.raw("samples_us"), at);
+  if (!samples.ok()) return samples.error();
+  ArmPoint p;
+  p.series = *series;
+  p.m = static_cast<int64_t>(*m);
+  p.digest = *digest;
+  p.deterministic = *det;
+  p.check_ok = *ok;
+  p.rel_err = *err;
+  p.config = *config;
+  p.rule = *rule;
+  p.fast_paths = *fp;
+  p.samples_us = *samples;
+  return p;
+}
+
+}  // namespace
+
 core::Result<ArmReport> parse_arm_output(std::string const& text, std::string const& where) {
   ArmReport report;
   std::stringstream in(text);
@@ -89,53 +147,14 @@ core::Result<ArmReport> parse_arm_output(std::string const& text, std::string co
     std::string const at = where + ": line " + std::to_string(n);
     auto obj = FlatJson::parse(line, at);
     if (!header) {
-      auto worker = obj.ok() ? obj->string("worker") : core::Result<std::string>(obj.error());
-      auto version = obj.ok() ? obj->number("worker_version") : core::Result<double>(obj.error());
-      if (!worker.ok() || *worker != "moetune-bench" || !version.ok()) {
-        return core::make_error(core::ErrorCode::kParse, at,
-                                "not a `moetune bench --arm-worker` header ('" +
-                                    line.substr(0, 60) +
-                                    "'); is the arm's binary a moetune build with bench?");
-      }
-      if (*version != kArmWorkerVersion) {
-        return core::make_error(core::ErrorCode::kVersion, at,
-                                "worker_version " + std::to_string(int(*version)) +
-                                    " but this build reads " + std::to_string(kArmWorkerVersion) +
-                                    "; run arms with builds of the same protocol");
-      }
-      report.commit = obj->string("commit").ok() ? *obj->string("commit") : "";
-      report.device = obj->string("device").ok() ? *obj->string("device") : "";
+      MOETUNE_RETURN_IF_ERROR(read_arm_header(obj, line, at, report));
       header = true;
       continue;
     }
     if (!obj.ok()) return obj.error();
-    ArmPoint p;
-    auto series = obj->string("series");
-    auto m = obj->number("M");
-    auto digest = obj->string("digest");
-    auto det = obj->boolean("deterministic");
-    auto ok = obj->boolean("check_ok");
-    auto err = obj->number("rel_err");
-    auto config = obj->string("config");
-    auto rule = obj->string("rule");
-    auto fp = obj->string("fast_paths");
-    if (!series.ok() || !m.ok() || !digest.ok() || !det.ok() || !ok.ok() || !err.ok() ||
-        !config.ok() || !rule.ok() || !fp.ok() || !obj->has("samples_us")) {
-      return core::make_error(core::ErrorCode::kParse, at, "a point line lacks a field: " + line);
-    }
-    auto samples = tuner::parse_doubles(obj->raw("samples_us"), at);
-    if (!samples.ok()) return samples.error();
-    p.series = *series;
-    p.m = static_cast<int64_t>(*m);
-    p.digest = *digest;
-    p.deterministic = *det;
-    p.check_ok = *ok;
-    p.rel_err = *err;
-    p.config = *config;
-    p.rule = *rule;
-    p.fast_paths = *fp;
-    p.samples_us = *samples;
-    report.points.push_back(std::move(p));
+    auto point = read_arm_point(*obj, line, at);
+    if (!point.ok()) return point.error();
+    report.points.push_back(std::move(*point));
   }
   if (!header) {
     return core::make_error(core::ErrorCode::kParse, where,

@@ -143,6 +143,23 @@ TEST(ArmProtocol, WorkerLinesRoundTripAndForeignOutputIsRefused) {
   ASSERT_FALSE(foreign.ok());
   EXPECT_EQ(foreign.error().code, core::ErrorCode::kParse);
   EXPECT_FALSE(parse_arm_output("", "arm A").ok());
+  // A header of another protocol version, and a point line without its digest, are refused
+  // naming the line; the twin of each is the round trip above.
+  std::string other = arm_worker_header("cpu", "dev");
+  const std::string version = "\"worker_version\": " + std::to_string(kArmWorkerVersion);
+  ASSERT_NE(other.find(version), std::string::npos) << other;
+  other.replace(other.find(version), version.size(),
+                "\"worker_version\": " + std::to_string(kArmWorkerVersion + 1));
+  auto newer = parse_arm_output(other + "\n", "arm A");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().code, core::ErrorCode::kVersion);
+  EXPECT_EQ(newer.error().where, "arm A: line 1");
+  std::string point = arm_point_json(p);
+  point.replace(point.find("\"digest\""), 8, "\"digestX\"");
+  auto lacking = parse_arm_output(arm_worker_header("cpu", "dev") + "\n" + point + "\n", "arm A");
+  ASSERT_FALSE(lacking.ok());
+  EXPECT_EQ(lacking.error().where, "arm A: line 2");
+  EXPECT_NE(lacking.error().message.find("a point line lacks a field"), std::string::npos);
 }
 
 }  // namespace
