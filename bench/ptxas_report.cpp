@@ -51,6 +51,45 @@ std::map<std::string, Usage> parse_ptxas(std::string const& log) {
   return out;
 }
 
+/// Rows of the report: (gemm, config) -> the M buckets that use it and its table cells.
+using ReportRows =
+    std::map<std::pair<std::string, std::string>, std::pair<std::set<int64_t>, std::string>>;
+
+/// Adds the GEMM1 and GEMM2 configs of one table's rows to `rows`, compiling each kernel once
+/// (usage kept per name expression in `by_expr`: GEMM2 kernels recur across activations and a
+/// cached module carries no ptxas report).
+void add_table(core::Table const& t, ReportRows& rows, std::map<std::string, Usage>& by_expr) {
+  const std::string shape =
+      "E" + std::to_string(t.key.num_experts) + " N" + std::to_string(t.key.intermediate_size);
+  for (auto const& [m, row] : t.rows) {
+    const core::MoeProblem p = core::problem_for_key(t.key, m);
+    for (bool is_g1 : {true, false}) {
+      auto const& k = is_g1 ? row.config.gemm1 : row.config.gemm2;
+      auto g = kernels::cuda::gemm_geometry(p, k, is_g1);
+      if (!g.ok()) continue;
+      const std::string gemm = is_g1 ? "gemm1 (" + shape + ")" : "gemm2 (" + shape + ")";
+      auto& entry = rows[{gemm, core::short_string(k)}];
+      entry.first.insert(m);
+      if (!entry.second.empty()) continue;
+      const std::string expr =
+          kernels::cuda::gemm_name_expr(*g, kernels::cuda::act_id(p.activation), is_g1);
+      auto known = by_expr.find(expr);
+      if (known == by_expr.end()) {
+        auto mod = kernels::cuda::compile_module({expr});
+        if (!mod.ok()) {
+          entry.second = "| compile failed | | | | |";
+          continue;
+        }
+        known = by_expr.emplace(expr, parse_ptxas(mod->ptxas_log)[mod->lowered[expr]]).first;
+      }
+      Usage const& usage = known->second;
+      entry.second = "| " + usage.regs + " | " + usage.static_smem + " | " +
+                     std::to_string(g->smem_bytes()) + " | " + std::to_string(g->threads()) +
+                     " | " + usage.spills + " |";
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,8 +105,7 @@ int main(int argc, char** argv) {
   char tmpl[] = "/tmp/moetune_ptxas_XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return 1;
   setenv("MOETUNE_CACHE_DIR", tmpl, 1);
-  // (gemm, config) -> where it is used, and its usage.
-  std::map<std::pair<std::string, std::string>, std::pair<std::set<int64_t>, std::string>> rows;
+  ReportRows rows;
   std::map<std::string, Usage> by_expr;
   for (auto const& f : *files) {
     auto t = core::load_table(f);
@@ -75,37 +113,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "moetune_ptxas_report: %s\n", t.error().to_string().c_str());
       return 2;
     }
-    const std::string shape =
-        "E" + std::to_string(t->key.num_experts) + " N" + std::to_string(t->key.intermediate_size);
-    for (auto const& [m, row] : t->rows) {
-      const core::MoeProblem p = core::problem_for_key(t->key, m);
-      for (bool is_g1 : {true, false}) {
-        auto const& k = is_g1 ? row.config.gemm1 : row.config.gemm2;
-        auto g = kernels::cuda::gemm_geometry(p, k, is_g1);
-        if (!g.ok()) continue;
-        const std::string gemm = is_g1 ? "gemm1 (" + shape + ")" : "gemm2 (" + shape + ")";
-        auto& entry = rows[{gemm, core::short_string(k)}];
-        entry.first.insert(m);
-        if (!entry.second.empty()) continue;
-        const std::string expr =
-            kernels::cuda::gemm_name_expr(*g, kernels::cuda::act_id(p.activation), is_g1);
-        // GEMM2 kernels do not depend on the activation: the same module recurs across tables
-        // and then comes from the cache without a report, so usage is kept per expression.
-        auto known = by_expr.find(expr);
-        if (known == by_expr.end()) {
-          auto mod = kernels::cuda::compile_module({expr});
-          if (!mod.ok()) {
-            entry.second = "| compile failed | | | | |";
-            continue;
-          }
-          known = by_expr.emplace(expr, parse_ptxas(mod->ptxas_log)[mod->lowered[expr]]).first;
-        }
-        Usage const& usage = known->second;
-        entry.second = "| " + usage.regs + " | " + usage.static_smem + " | " +
-                       std::to_string(g->smem_bytes()) + " | " + std::to_string(g->threads()) +
-                       " | " + usage.spills + " |";
-      }
-    }
+    add_table(*t, rows, by_expr);
   }
   std::printf(
       "| GEMM | config | used at | registers | static smem (B) | dynamic smem (B) | threads "
