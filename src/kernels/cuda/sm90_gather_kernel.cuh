@@ -10,6 +10,7 @@
 
 #include "sm90_common.cuh"
 #include "sm90_cpasync_mainloop.cuh"
+#include "sm90_fused_combine.cuh"
 #include "sm90_moe_epilogue.cuh"
 #include "sm90_wgmma_mainloop.cuh"
 
@@ -35,6 +36,9 @@ struct GemmParams {
   // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
   const int* sub_row0;
+  // GEMM2 with lever fused_combine (combine.out != nullptr, split_k 1): out[t] summed by the tile
+  // that stores a token's last y rows (sm90_fused_combine.cuh); no combine launch follows.
+  FusedCombineArgs combine;
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
@@ -94,6 +98,11 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
   moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, p.out, row_pair, row0, n0, p.n_dim,
                                                p.topk_weights);
+  if (!kIsGemm1 && p.combine.out != nullptr) {
+    __syncthreads();  // the tile's y rows, stored by every warp, before any count
+    fused_combine_tile(p.combine, p.out, p.top_k, p.n_dim, row_pair, kBlockM, pid_n, n0, valid_n,
+                       threadIdx.x >> 5, blockDim.x >> 5);
+  }
 }
 
 struct CombineParams {
