@@ -45,58 +45,67 @@ MOETUNE_DEVICE void wait_at_least_cta(const int* p, int target) {
   }
 }
 
-MOETUNE_DEVICE uint4 ld_cg_16(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-MOETUNE_DEVICE void add_bf16x8(float (&sum)[8], uint4 q) {
-  const moe_u32 w[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    sum[2 * i] += __uint_as_float(w[i] << 16);
-    sum[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+/// kWords 32-bit words at p (16 or 8 bytes, aligned), read through L2 (ld.global.cg).
+template <int kWords>
+MOETUNE_DEVICE void ld_cg(const void* p, moe_u32 (&w)[kWords]) {
+  static_assert(kWords == 4 || kWords == 2, "16- or 8-byte loads");
+  if constexpr (kWords == 4) {
+    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(p));
+  } else {
+    asm volatile("ld.global.cg.v2.u32 {%0,%1}, [%2];\n" : "=r"(w[0]), "=r"(w[1]) : "l"(p));
   }
 }
 
-/// out[t, col .. col + 8) = sum_j y[t * top_k + j, col .. col + 8), j ascending, in fp32 (4 rows
-/// of y in flight at a time).
-MOETUNE_DEVICE void combine_8_columns(const moe_bf16* y, moe_bf16* out, int t, int top_k, int n_dim,
-                                      int col) {
-  float sum[8];
+/// out[t, col .. col + kVec) = sum_j y[t * top_k + j, col .. col + kVec), j ascending, in fp32
+/// (kDepth rows of y in flight at a time).
+template <int kVec, int kDepth>
+MOETUNE_DEVICE void combine_columns(const moe_bf16* y, moe_bf16* out, int t, int top_k, int n_dim,
+                                    int col) {
+  constexpr int kWords = kVec / 2;
+  float sum[kVec];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) sum[i] = 0.0f;
+  for (int i = 0; i < kVec; ++i) sum[i] = 0.0f;
   const moe_bf16* src = y + (long long)t * top_k * n_dim + col;
-  for (int j0 = 0; j0 < top_k; j0 += 4) {
-    uint4 q[4];
+  for (int j0 = 0; j0 < top_k; j0 += kDepth) {
+    moe_u32 q[kDepth][kWords];
 #pragma unroll
-    for (int d = 0; d < 4; ++d) {
-      if (j0 + d < top_k) q[d] = ld_cg_16(src + (long long)(j0 + d) * n_dim);
+    for (int d = 0; d < kDepth; ++d) {
+      if (j0 + d < top_k) ld_cg<kWords>(src + (long long)(j0 + d) * n_dim, q[d]);
     }
 #pragma unroll
-    for (int d = 0; d < 4; ++d) {
-      if (j0 + d < top_k) add_bf16x8(sum, q[d]);
+    for (int d = 0; d < kDepth; ++d) {
+      if (j0 + d >= top_k) continue;
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) {
+        sum[2 * i] += __uint_as_float(q[d][i] << 16);
+        sum[2 * i + 1] += __uint_as_float(q[d][i] & 0xffff0000u);
+      }
     }
   }
-  uint4 o;
-  o.x = pack_bf16x2(sum[0], sum[1]);
-  o.y = pack_bf16x2(sum[2], sum[3]);
-  o.z = pack_bf16x2(sum[4], sum[5]);
-  o.w = pack_bf16x2(sum[6], sum[7]);
-  *reinterpret_cast<uint4*>(out + (long long)t * n_dim + col) = o;
+  moe_u32 o[kWords];
+#pragma unroll
+  for (int i = 0; i < kWords; ++i) o[i] = pack_bf16x2(sum[2 * i], sum[2 * i + 1]);
+  moe_bf16* dst = out + (long long)t * n_dim + col;
+  if constexpr (kWords == 4) {
+    *reinterpret_cast<uint4*>(dst) = make_uint4(o[0], o[1], o[2], o[3]);
+  } else {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(o[0], o[1]);
+  }
 }
 
 /// Warp `warp` of the `nwarps` that combine a stored GEMM2 tile: rows tile_pairs[0 .. rows) (pair
 /// ids, -1 = padding) of n-tile `chunk`, columns [n0, n0 + valid_n). Every lane of the warp calls
-/// it; the tile's y stores must happen-before the call (see the top of this file).
+/// it; the tile's y stores must happen-before the call (see the top of this file). Each lane sums
+/// kVec columns (8 or 4) with kDepth rows of y in flight: the producer warps of tma_ws / pingpong
+/// hold 40 registers.
+template <int kVec, int kDepth>
 MOETUNE_DEVICE void fused_combine_tile(FusedCombineArgs const& fc, const moe_bf16* y, int top_k,
                                        int n_dim, const int* tile_pairs, int rows, int chunk,
                                        int n0, int valid_n, int warp, int nwarps) {
   const int lane = threadIdx.x & 31;
-  const int vecs = valid_n / 8;  // 16-byte column groups of the tile (n_dim, n0: multiples of 8)
+  const int vecs = valid_n / kVec;  // column groups of the tile (n_dim, n0: multiples of 8)
   // Lanes per token: the column groups rounded up to a power of two, so a warp sums 32 / that
   // many tokens at once.
   const int per_tok = vecs > 16 ? 32 : vecs > 8 ? 16 : vecs > 4 ? 8 : 4;
@@ -126,7 +135,7 @@ MOETUNE_DEVICE void fused_combine_tile(FusedCombineArgs const& fc, const moe_bf1
       }
       if (mine < 0) continue;
       for (int v = lane % per_tok; v < vecs; v += per_tok) {
-        combine_8_columns(y, fc.out, mine, top_k, n_dim, n0 + v * 8);
+        combine_columns<kVec, kDepth>(y, fc.out, mine, top_k, n_dim, n0 + v * kVec);
       }
     }
   }

@@ -100,8 +100,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
                                                p.topk_weights);
   if (!kIsGemm1 && p.combine.out != nullptr) {
     __syncthreads();  // the tile's y rows, stored by every warp, before any count
-    fused_combine_tile(p.combine, p.out, p.top_k, p.n_dim, row_pair, kBlockM, pid_n, n0, valid_n,
-                       threadIdx.x >> 5, blockDim.x >> 5);
+    fused_combine_tile<8, 4>(p.combine, p.out, p.top_k, p.n_dim, row_pair, kBlockM, pid_n, n0,
+                             valid_n, threadIdx.x >> 5, blockDim.x >> 5);
   }
 }
 

@@ -411,8 +411,10 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                 " this M needs; size it with "
                                 "sm90_gather_workspace_bytes");
   }
-  // Lever fused_combine: GEMM2 sums each token's rows itself (no split-K: its partials are fp32).
-  const bool fused = fast_paths.fused_combine && !k.g1.decode && k.g2.split_k == 1;
+  // Lever fused_combine: GEMM2 sums each token's rows itself (not with split-K, whose partials are
+  // fp32, nor on CTA clusters: sm90_ws_kernel.cuh).
+  const bool fused =
+      fast_paths.fused_combine && !k.g1.decode && k.g2.split_k == 1 && k.g2.cluster_size() == 1;
   const LayerBuffers b = carve(w, workspace, p, align_m, m_sub,
                                fused ? static_cast<int>(combine_chunks(p, k.g2.block_n)) : 0);
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);

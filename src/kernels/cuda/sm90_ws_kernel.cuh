@@ -141,9 +141,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // block_m 64)
   constexpr int kOffsPerLane = kRowsPerWarp > 32 ? kRowsPerWarp / 32 : 1;
   constexpr int kOffLanes = kRowsPerWarp < 32 ? kRowsPerWarp : 32;
-  // The gathering producer (GEMM1) needs more registers than the TMA-only one.
-  constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
-  constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
+  // Producer registers: GEMM1's gather and GEMM2's fused combine (3 rows of y in flight per lane)
+  // need 56; the consumers fit in 224 without spills (GEMM2 had 232 before the fused combine).
+  constexpr int kProducerRegs = 56;
+  constexpr int kConsumerRegs = 224;
   static_assert(kBlockM == 64 || kBlockM == 128 || (kBlockM == 256 && !kPingpong),
                 "tma_ws: block_m must be 64 or 128 (256 without pingpong)");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
@@ -232,9 +233,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     if (kClusterN == 2) pid_n = pid_n * 2 + rank;
     return !((kClusterM == 2 && pid_m >= num_m) || (kClusterN == 2 && pid_n >= num_n));
   };
-  // Lever fused_combine (GEMM2 without split-K): producer warps 1..3, idle in GEMM2, combine each
-  // tile once its consumer warpgroups published it, so the consumers go on to their next tile.
-  const bool fused = !kIsGemm1 && !kSplitK && g.combine.out != nullptr;
+  // Lever fused_combine (GEMM2 without split-K or clusters): producer warps 1..3, idle in GEMM2,
+  // combine each tile once its consumer warpgroups published it, so the consumers go on to their
+  // next tile. (Cluster kernels keep the combine launch: their combining warps spilled at 56
+  // registers.)
+  const bool fused = !kIsGemm1 && !kSplitK && kCluster == 1 && g.combine.out != nullptr;
   int stored = 0;  // this consumer warpgroup's tiles (read by its thread 0)
   auto publish = [&](int c) {
     if (!fused) return;
@@ -256,8 +259,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       __syncwarp();
       const int row0 = tile_row0(pid_m);
       const int n0 = pid_n * kBlockN;
-      fused_combine_tile(g.combine, g.out, g.top_k, g.n_dim, g.sorted_pairs + row0, kBlockM, pid_n,
-                         n0, min(kBlockN, g.n_dim - n0), cw, 3);
+      fused_combine_tile<8, 3>(g.combine, g.out, g.top_k, g.n_dim, g.sorted_pairs + row0, kBlockM,
+                               pid_n, n0, min(kBlockN, g.n_dim - n0), cw, 3);
     }
   };
 
