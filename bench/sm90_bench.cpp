@@ -321,15 +321,12 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   auto stage = [&](unsigned mask) {
     return need(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
   };
-  // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch;
-  // nor with lever fused_combine where it applies (GEMM2 without split-K or clusters).
+  // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch.
   const bool decode = best.gemm1.launch.swap_ab;
-  const bool fused = tb.fast_paths().fused_combine && best.gemm2.pipeline.split_k == 1 &&
-                     best.gemm2.launch.cluster_m * best.gemm2.launch.cluster_n == 1;
   pt.align_us = decode ? 0.0 : stage(kernels::cuda::kStageAlign);
   pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
   pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
-  pt.combine_us = decode || fused ? 0.0 : stage(kernels::cuda::kStageCombine);
+  pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
   pt.config_json =

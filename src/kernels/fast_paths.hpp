@@ -32,11 +32,6 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
-  /// cuda: GEMM2 (split_k 1) sums each token's y rows itself: the tile that stores a token's
-  /// last rows of an n-tile (a counter per token and n-tile, zeroed by align) adds the token's
-  /// top_k rows in j order and writes out, so no combine launch runs. Class bitwise: the same
-  /// bf16 rows summed in the same order as the combine kernel (sm90_fused_combine.cuh).
-  bool fused_combine = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -53,7 +48,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   add(fp.decode_w2_stage, "decode_w2_stage");
-  add(fp.fused_combine, "fused_combine");
   return out;
 }
 

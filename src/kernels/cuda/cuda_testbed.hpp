@@ -35,7 +35,6 @@ class CudaTestbed final : public Testbed {
                                          int reps);
   /// The fast paths launches take (levers); also applied to the backend's can_implement.
   void set_fast_paths(FastPaths const& fp) override;
-  FastPaths const& fast_paths() const { return fast_paths_; }
   /// Experts with at least one token in the prepared routing.
   int64_t experts_hit() const { return experts_hit_; }
   core::MoeProblem const& problem() const { return problem_; }

@@ -38,19 +38,7 @@ struct AlignParams {
   int max_blocks;
   int* sub_row0;  // [max_blocks * kBlockM / kSubM]: first row of each sub-block with pairs, -1 past
   int* num_sub;   // [1]; both written only when kSubM < kBlockM
-  // Lever fused_combine: GEMM2's [M, n-tiles] counters, zeroed here (null: none).
-  unsigned* combine_counters;
-  int num_counters;
 };
-
-/// Zeroes the fused combine's counters, spread over every thread of the grid.
-MOETUNE_DEVICE void zero_combine_counters(AlignParams const& p) {
-  if (p.combine_counters == nullptr) return;
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < p.num_counters;
-       i += gridDim.x * blockDim.x) {
-    p.combine_counters[i] = 0u;
-  }
-}
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
 /// their successor's offset, so the last one wins). offsets: [num_experts + 1], ascending.
@@ -154,7 +142,6 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   const int tid = threadIdx.x;
   pdl_launch_dependents();
   pdl_wait();
-  zero_combine_counters(p);
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
@@ -207,7 +194,6 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
   __shared__ int counts[kMaxExperts];
   pdl_launch_dependents();
   pdl_wait();
-  zero_combine_counters(p.base);
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
   int ids[kAlignChunkIds];
   load_ids(p.base.topk_ids, blockIdx.x * kAlignChunk + threadIdx.x, kAlignChunkThreads,

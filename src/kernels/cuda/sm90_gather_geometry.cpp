@@ -302,8 +302,7 @@ core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k,
                             " accumulator registers per thread (one warpgroup holds the whole "
                             "tile), over 128; use block_m 64 or a narrower block_n");
   }
-  // Static: the stages' two mbarriers and tiles_stored (tma_ws, pingpong); a_off and row_pair.
-  const int smem = g.smem_bytes() + (ws ? g.stages * 16 + 8 : g.block_m * 12);
+  const int smem = g.smem_bytes() + (ws ? g.stages * 16 : g.block_m * 12);
   if (smem > kSm90MaxSmemBytes) {
     return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
                             std::to_string(g.stages) + " stages), over the sm_90 limit of " +

@@ -10,7 +10,6 @@
 
 #include "sm90_common.cuh"
 #include "sm90_cpasync_mainloop.cuh"
-#include "sm90_fused_combine.cuh"
 #include "sm90_moe_epilogue.cuh"
 #include "sm90_wgmma_mainloop.cuh"
 
@@ -36,9 +35,6 @@ struct GemmParams {
   // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
   const int* sub_row0;
-  // GEMM2 with lever fused_combine (combine.out != nullptr, split_k 1): out[t] summed by the tile
-  // that stores a token's last y rows (sm90_fused_combine.cuh); no combine launch follows.
-  FusedCombineArgs combine;
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
@@ -98,11 +94,6 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
   moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, p.out, row_pair, row0, n0, p.n_dim,
                                                p.topk_weights);
-  if (!kIsGemm1 && p.combine.out != nullptr) {
-    __syncthreads();  // the tile's y rows, stored by every warp, before any count
-    fused_combine_tile<8, 4>(p.combine, p.out, p.top_k, p.n_dim, row_pair, kBlockM, pid_n, n0,
-                             valid_n, threadIdx.x >> 5, blockDim.x >> 5);
-  }
 }
 
 struct CombineParams {
@@ -116,6 +107,12 @@ struct CombineParams {
 
 /// out[t] = sum_j y[t*top_k + j] in fp32, j ascending (split GEMM2: sum_j sum_s y[s][t*top_k + j],
 /// s ascending inside j). One thread per 8 columns (16-byte loads).
+/// NOTE: fusing this into GEMM2 (a counter per token and n-tile, the warp that sees a token's last
+/// stored tile sums its rows in this order, bitwise equal) was correct on the H200 but slower
+/// everywhere it acted (4a36a70, bench/results/2026-11-30-4a36a70-fused-combine/: S2 M=2048 626
+/// vs 423 us, S1 M=4096 1203 vs 1052, S2 M=256 325 vs 314): the tma_ws producer warps that did
+/// it (56 registers, 3 rows of y in flight per lane) keep a few KB in flight per SM, where this
+/// kernel streams y at 3.6 TB/s; the mma.sync CTAs that did it inline lost 2-3% at small M.
 __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
   pdl_wait();
   const int vec_per_row = p.k_dim / 8;

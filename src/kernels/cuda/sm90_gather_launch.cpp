@@ -21,8 +21,6 @@ struct AlignParams {
   int num_pairs, num_experts, max_blocks;
   int32_t* sub_row0;
   int32_t* num_sub;
-  uint32_t* combine_counters;  // lever fused_combine: zeroed by align, else null
-  int num_counters;
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -46,11 +44,6 @@ struct GemmParams {
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
   const int32_t* sub_row0;
-  struct {  // sm90_fused_combine.cuh FusedCombineArgs (lever fused_combine; null out: none)
-    void* out;
-    uint32_t* counters;
-    int chunks;
-  } combine;
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -81,18 +74,12 @@ size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 struct WorkspaceLayout {
   size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0, num_sub = 0, hist = 0,
-         h = 0, y = 0, counters = 0, total = 0;
+         h = 0, y = 0, total = 0;
 };
 
-/// GEMM2's n-tiles: the fused combine's counters per token.
-int64_t combine_chunks(core::MoeProblem const& p, int gemm2_block_n) {
-  return (p.hidden_size + gemm2_block_n - 1) / gemm2_block_n;
-}
-
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
-/// (fp32 partials instead of bf16 y rows); gemm2_block_n sizes the fused combine's counters.
-WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
-                           int gemm2_block_n) {
+/// (fp32 partials instead of bf16 y rows).
+WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -115,8 +102,6 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
   off += align_up((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs * p.hidden_size);
-  w.counters = off;
-  off += align_up(sizeof(uint32_t) * p.num_tokens * combine_chunks(p, gemm2_block_n));
   w.total = off;
   return w;
 }
@@ -162,9 +147,7 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
-  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
-                    c.gemm2.tile.block_n)
-      .total;
+  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
 }
 
 namespace {
@@ -179,8 +162,6 @@ struct LayerBuffers {
   int32_t* hist = nullptr;
   void* h = nullptr;
   void* y = nullptr;
-  uint32_t* counters = nullptr;  // lever fused_combine: [M, GEMM2 n-tiles], else null
-  int num_counters = 0;
   int pairs = 0;    // M x top_k
   int mb = 0;       // align blocks at most (of align_m rows)
   int align_m = 0;  // align's block_m (GEMM2's)
@@ -188,7 +169,7 @@ struct LayerBuffers {
 };
 
 LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem const& p,
-                   int align_m, int m_sub, int combine_chunks_or_0) {
+                   int align_m, int m_sub) {
   char* ws = static_cast<char*>(workspace);
   LayerBuffers b;
   b.sorted_pairs = reinterpret_cast<int32_t*>(ws + w.sorted_pairs);
@@ -199,10 +180,6 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.h = ws + w.h;
   b.y = ws + w.y;
-  if (combine_chunks_or_0 > 0) {
-    b.counters = reinterpret_cast<uint32_t*>(ws + w.counters);
-    b.num_counters = static_cast<int>(p.num_tokens * combine_chunks_or_0);
-  }
   b.pairs = static_cast<int>(core::num_pairs(p));
   b.mb = static_cast<int>(max_blocks(b.pairs, p.num_experts, align_m));
   b.align_m = align_m;
@@ -272,8 +249,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           FastPaths const& fast_paths) {
   const AlignParams ap{args.topk_ids, b.sorted_pairs, b.block_expert,
                        b.num_blocks,  b.pairs,        static_cast<int>(p.num_experts),
-                       b.mb,          b.sub_row0,     b.num_sub,
-                       b.counters,    b.num_counters};
+                       b.mb,          b.sub_row0,     b.num_sub};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
@@ -354,11 +330,9 @@ GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     b.sub_row0};
 }
 
-/// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split; with the
-/// fused combine (b.counters) also out.
+/// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split.
 GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b,
                         int split_k) {
-  const int chunks = b.counters ? b.num_counters / static_cast<int>(p.num_tokens) : 0;
   return GemmParams{b.h,
                     args.w2,
                     b.y,
@@ -374,8 +348,7 @@ GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     split_k,
                     b.pairs,
                     1,
-                    nullptr,
-                    {b.counters ? args.out : nullptr, b.counters, chunks}};
+                    nullptr};
 }
 
 /// out[t] = sum_j y[t * top_k + j] (then over splits) in a fixed order.
@@ -403,7 +376,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   if (p.num_tokens == 0) return core::Status::Ok();
   const int align_m = align_block_m(k.g1, k.g2);
   const int m_sub = align_m / k.g1.block_m;
-  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, k.g2.block_n);
+  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             "workspace of " + std::to_string(workspace_bytes) +
@@ -411,12 +384,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                 " this M needs; size it with "
                                 "sm90_gather_workspace_bytes");
   }
-  // Lever fused_combine: GEMM2 sums each token's rows itself (not with split-K, whose partials are
-  // fp32, nor on CTA clusters: sm90_ws_kernel.cuh).
-  const bool fused =
-      fast_paths.fused_combine && !k.g1.decode && k.g2.split_k == 1 && k.g2.cluster_size() == 1;
-  const LayerBuffers b = carve(w, workspace, p, align_m, m_sub,
-                               fused ? static_cast<int>(combine_chunks(p, k.g2.block_n)) : 0);
+  const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
   if (stages & kStageAlign)
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
@@ -429,7 +397,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                         static_cast<uint64_t>(b.mb) * align_m, b, p, stream,
                                         fast_paths.pdl));
   }
-  if ((stages & kStageCombine) && !fused) {
+  if (stages & kStageCombine) {
     MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl));
   }
   return core::Status::Ok();

@@ -141,10 +141,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // block_m 64)
   constexpr int kOffsPerLane = kRowsPerWarp > 32 ? kRowsPerWarp / 32 : 1;
   constexpr int kOffLanes = kRowsPerWarp < 32 ? kRowsPerWarp : 32;
-  // Producer registers: GEMM1's gather and GEMM2's fused combine (3 rows of y in flight per lane)
-  // need 56; the consumers fit in 224 without spills (GEMM2 had 232 before the fused combine).
-  constexpr int kProducerRegs = 56;
-  constexpr int kConsumerRegs = 224;
+  // The gathering producer (GEMM1) needs more registers than the TMA-only one.
+  constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
+  constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
   static_assert(kBlockM == 64 || kBlockM == 128 || (kBlockM == 256 && !kPingpong),
                 "tma_ws: block_m must be 64 or 128 (256 without pingpong)");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
@@ -169,9 +168,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
   __shared__ __align__(8) moe_u64 empty_bar[kStages];
-  // Lever fused_combine: tiles stored so far by consumer warpgroup c (published to the combining
-  // producer warps, sm90_fused_combine.cuh).
-  __shared__ int tiles_stored[2];
   char* smem =
       reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   const int wg = threadIdx.x >> 7;
@@ -187,7 +183,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // multicast writes into it).
       mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers * kCluster);
     }
-    tiles_stored[0] = tiles_stored[1] = 0;
     mbar_init_fence();
   }
   // Clusters: the peer's barriers are initialised before any multicast or remote arrival.
@@ -232,36 +227,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     if (kClusterM == 2) pid_m = pid_m * 2 + rank;
     if (kClusterN == 2) pid_n = pid_n * 2 + rank;
     return !((kClusterM == 2 && pid_m >= num_m) || (kClusterN == 2 && pid_n >= num_n));
-  };
-  // Lever fused_combine (GEMM2 without split-K or clusters): producer warps 1..3, idle in GEMM2,
-  // combine each tile once its consumer warpgroups published it, so the consumers go on to their
-  // next tile. (Cluster kernels keep the combine launch: their combining warps spilled at 56
-  // registers.)
-  const bool fused = !kIsGemm1 && !kSplitK && kCluster == 1 && g.combine.out != nullptr;
-  int stored = 0;  // this consumer warpgroup's tiles (read by its thread 0)
-  auto publish = [&](int c) {
-    if (!fused) return;
-    named_bar_sync(3 + c, 128);  // the warpgroup's y stores before the count (CTA scope)
-    if (tid == 0) st_release_cta(&tiles_stored[c], ++stored);
-  };
-  auto combine_tiles = [&](int cw) {
-    int i = 0;  // the tile's index in the CTA's sequence
-    for (int t = cta0; t < total; t += ctas, ++i) {
-      int pid_m, pid_n;
-      if (!cta_tile(t, pid_m, pid_n)) continue;  // a cluster ghost stores nothing
-      if ((threadIdx.x & 31) == 0) {
-        if (kPingpong) {
-          wait_at_least_cta(&tiles_stored[i & 1], (i >> 1) + 1);
-        } else {
-          for (int c = 0; c < kConsumers; ++c) wait_at_least_cta(&tiles_stored[c], i + 1);
-        }
-      }
-      __syncwarp();
-      const int row0 = tile_row0(pid_m);
-      const int n0 = pid_n * kBlockN;
-      fused_combine_tile<8, 3>(g.combine, g.out, g.top_k, g.n_dim, g.sorted_pairs + row0, kBlockM,
-                               pid_n, n0, min(kBlockN, g.n_dim - n0), cw, 3);
-    }
   };
 
   if (wg == 0) {
@@ -348,7 +313,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       }
     }
     if (kIsGemm1) cp_async_wait<0>();
-    if (fused && warp > 0) combine_tiles(warp - 1);
   } else if (kPingpong) {
     // ---------------------------------------------------------------- pingpong consumers
     warpgroup_reg_alloc<kConsumerRegs>();
@@ -395,7 +359,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       }
       moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, g.out, g.sorted_pairs + row0, row0,
                                               pid_n * kBlockN, g.n_dim, g.topk_weights);
-      publish(c);
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
@@ -452,7 +415,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       int pid_m, pid_n;
       if (!cta_tile(t, pid_m, pid_n)) {
         idle_tile();
-        publish(wg - 1);
         continue;
       }
       // The warpgroup's first row; its halves that start on padding are all padding.
@@ -460,7 +422,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
       if (kHalves == 2 && g.sorted_pairs[row0] < 0) {
         idle_tile();
-        publish(wg - 1);
         continue;
       }
       float* partial =
@@ -495,7 +456,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, g.out, g.sorted_pairs + row0, row0,
                                               pid_n * kBlockN + cn * kWgN, g.n_dim, g.topk_weights,
                                               partial);
-      publish(wg - 1);
     }
   }
   // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or

@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <tuple>
 
 #include "kernels/cpu/reference.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
@@ -113,64 +112,6 @@ void expect_matches_fp64(CudaTestbed& tb, MoeConfig const& cfg, std::vector<doub
   EXPECT_EQ(again->digest, chk->digest) << what << ": two runs differ in bits";
 }
 
-// Every kernel kind on the small and odd shapes: the default, mma.sync at block_m 16/64/128,
-// cooperative, tma_ws (split N, partial tiles, block_m 256, sub-blocks, split-K), pingpong and
-// the decode kernels. Configs the problem cannot take are left to the caller's can_implement.
-std::vector<MoeConfig> odd_shape_configs(CudaTestbed& tb, MoeProblem const& p) {
-  std::vector<MoeConfig> cfgs = {tb.backend().default_config(p)};
-  for (int bm : {16, 64, 128}) {
-    MoeConfig c;
-    c.gemm1.tile = {.block_m = bm, .block_n = 64, .block_k = 64, .group_m = 4};
-    c.gemm1.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
-    c.gemm2 = c.gemm1;
-    c.gemm2.tile.block_n = 32;
-    c.gemm2.pipeline.num_warps = 2;
-    cfgs.push_back(c);
-  }
-  for (int bm : {64, 128}) {  // wgmma main loop (schedule cooperative)
-    cfgs.push_back(wgmma(bm, 64, bm == 64 ? 128 : 32, bm / 16, 3, 2, core::Schedule::kCooperative));
-  }
-  // wgmma with block_n a multiple of 8 that is not a power of two (partial tiles too).
-  cfgs.push_back(wgmma(128, 40, 200, 8, 4, 8, core::Schedule::kCooperative));
-  // tma_ws at block_m 64 with two consumer warpgroups splitting block_n.
-  cfgs.push_back(wgmma(64, 96, 160, 8, 3, 8, core::Schedule::kTmaWarpSpecialized));
-  // Decode kernels at every M (several passes and gather rounds at large M): one pair per
-  // pass, and 4 pairs with 2 / 4 rows per warp, 1024 / 2048-wide steps (longer than K and
-  // I here: masked lanes) and partial column chunks.
-  cfgs.push_back(decode(1, 8, 4, 1, 256));
-  {
-    MoeConfig c = decode(4, 24, 8, 2, 1024);
-    c.gemm2.tile.block_n = 40;
-    c.gemm2.tile.block_k = 2048;
-    c.gemm2.pipeline.num_stages = 4;
-    cfgs.push_back(c);
-  }
-  for (int split : {2, 3}) {  // tma_ws GEMM2 split over K (fp32 partials, combine sums)
-    MoeConfig c = wgmma(128, 64, 96, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    c.gemm2.pipeline.split_k = split;  // where it divides I / 64 (else can_implement skips)
-    cfgs.push_back(c);
-  }
-  for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
-    cfgs.push_back(wgmma(bm, bm == 64 ? 64 : 40, bm == 64 ? 256 : 200, bm / 16, bm == 64 ? 2 : 4, 3,
-                         core::Schedule::kTmaWarpSpecialized));
-  }
-  // tma_ws at block_m 256 (two warpgroups of two 64-row halves; halves of padding skipped,
-  // a warpgroup with no real rows idles through the stages), full and partial column tiles.
-  cfgs.push_back(wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized));
-  cfgs.push_back(wgmma(256, 40, 128, 8, 2, 1, core::Schedule::kTmaWarpSpecialized));
-  // GEMM2 at 256 under a tma_ws GEMM1 of 128 / 64 rows walking its blocks in sub-blocks.
-  for (int bm1 : {128, 64}) {
-    MoeConfig c = wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized);
-    c.gemm1 = wgmma(bm1, 64, 64, bm1 / 16, 3, 2, core::Schedule::kTmaWarpSpecialized).gemm1;
-    cfgs.push_back(c);
-  }
-  for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
-    cfgs.push_back(wgmma(bm, bm == 64 ? 96 : 40, bm == 64 ? 200 : 120, 8, bm == 64 ? 2 : 4, 3,
-                         core::Schedule::kPingpong));
-  }
-  return cfgs;
-}
-
 TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
   const MoeProblem shapes[] = {
       shape(8, 256, 128, 2, Activation::kSiluGated),
@@ -183,7 +124,58 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
       core::RoutingProfile r;
       r.seed = 7 + m;
       ASSERT_TRUE(tb_->prepare(p, r, 11 + m).ok());
-      const std::vector<MoeConfig> cfgs = odd_shape_configs(*tb_, p);
+      std::vector<MoeConfig> cfgs = {tb_->backend().default_config(p)};
+      for (int bm : {16, 64, 128}) {
+        MoeConfig c;
+        c.gemm1.tile = {.block_m = bm, .block_n = 64, .block_k = 64, .group_m = 4};
+        c.gemm1.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
+        c.gemm2 = c.gemm1;
+        c.gemm2.tile.block_n = 32;
+        c.gemm2.pipeline.num_warps = 2;
+        cfgs.push_back(c);
+      }
+      for (int bm : {64, 128}) {  // wgmma main loop (schedule cooperative)
+        cfgs.push_back(
+            wgmma(bm, 64, bm == 64 ? 128 : 32, bm / 16, 3, 2, core::Schedule::kCooperative));
+      }
+      // wgmma with block_n a multiple of 8 that is not a power of two (partial tiles too).
+      cfgs.push_back(wgmma(128, 40, 200, 8, 4, 8, core::Schedule::kCooperative));
+      // tma_ws at block_m 64 with two consumer warpgroups splitting block_n.
+      cfgs.push_back(wgmma(64, 96, 160, 8, 3, 8, core::Schedule::kTmaWarpSpecialized));
+      // Decode kernels at every M (several passes and gather rounds at large M): one pair per
+      // pass, and 4 pairs with 2 / 4 rows per warp, 1024 / 2048-wide steps (longer than K and
+      // I here: masked lanes) and partial column chunks.
+      cfgs.push_back(decode(1, 8, 4, 1, 256));
+      {
+        MoeConfig c = decode(4, 24, 8, 2, 1024);
+        c.gemm2.tile.block_n = 40;
+        c.gemm2.tile.block_k = 2048;
+        c.gemm2.pipeline.num_stages = 4;
+        cfgs.push_back(c);
+      }
+      for (int split : {2, 3}) {  // tma_ws GEMM2 split over K (fp32 partials, combine sums)
+        MoeConfig c = wgmma(128, 64, 96, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+        c.gemm2.pipeline.split_k = split;  // where it divides I / 64 (else can_implement skips)
+        cfgs.push_back(c);
+      }
+      for (int bm : {64, 128}) {  // TMA + warp-specialised persistent wgmma (schedule tma_ws)
+        cfgs.push_back(wgmma(bm, bm == 64 ? 64 : 40, bm == 64 ? 256 : 200, bm / 16,
+                             bm == 64 ? 2 : 4, 3, core::Schedule::kTmaWarpSpecialized));
+      }
+      // tma_ws at block_m 256 (two warpgroups of two 64-row halves; halves of padding skipped,
+      // a warpgroup with no real rows idles through the stages), full and partial column tiles.
+      cfgs.push_back(wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized));
+      cfgs.push_back(wgmma(256, 40, 128, 8, 2, 1, core::Schedule::kTmaWarpSpecialized));
+      // GEMM2 at 256 under a tma_ws GEMM1 of 128 / 64 rows walking its blocks in sub-blocks.
+      for (int bm1 : {128, 64}) {
+        MoeConfig c = wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized);
+        c.gemm1 = wgmma(bm1, 64, 64, bm1 / 16, 3, 2, core::Schedule::kTmaWarpSpecialized).gemm1;
+        cfgs.push_back(c);
+      }
+      for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
+        cfgs.push_back(wgmma(bm, bm == 64 ? 96 : 40, bm == 64 ? 200 : 120, 8, bm == 64 ? 2 : 4, 3,
+                             core::Schedule::kPingpong));
+      }
       const auto ref = fp64_reference(*tb_);
       for (auto const& c : cfgs) {
         if (!tb_->backend().can_implement(p, c).ok()) continue;
@@ -652,93 +644,6 @@ TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   EXPECT_LE(rel, tolerance_for(core::DType::kBf16).rel_l2);
   EXPECT_LE(a->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
   EXPECT_LE(b->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
-}
-
-// Lever fused_combine is bitwise: with it on, every GEMM2 kernel kind gives the digest of the
-// lever-off path (a separate combine launch), writes every element and stays within the bf16
-// band:
-//   - the odd shapes (E not a power of two; odd n-tile counts) against fp64 at M 1..3000, every
-//     config of odd_shape_configs (split-K ones fall back to the combine launch) and the cluster
-//     pairs (2x1, and GEMM2 1x2 with a ghost CTA past the last n-tile);
-//   - top_k = 1 on one expert (every count wins at once) and zipf routing (empty experts);
-//   - S1-S3 at M = 1000 and 4096 with the shipped tile kinds (tma_ws 128, pingpong 128 x 128,
-//     GEMM2 at 256 rows, the default) against the fp32 GPU reference, and an mma.sync GEMM2.
-// The off arm runs first each time, so counters the on arm leaves behind meet the next on arm.
-TEST_F(Sm90Gather, FusedCombineLeverGivesTheBitsOfItsOffPath) {
-  const FastPaths fused{.fused_combine = true};
-  auto off_digest = [&](MoeConfig const& c) {
-    tb_->set_fast_paths({});
-    auto off = tb_->check(c);
-    EXPECT_TRUE(off.ok()) << core::short_string(c);
-    return off.ok() ? off->digest : std::string();
-  };
-  // Lever on: all written, in band of `ref` (when given; else of the GPU reference), two runs
-  // with the same bits, and the off arm's digest.
-  auto expect_on_equals_off = [&](MoeConfig const& c, std::vector<double> const* ref,
-                                  std::string const& what) {
-    const std::string off = off_digest(c);
-    tb_->set_fast_paths(fused);
-    std::string on;
-    if (ref != nullptr) {
-      expect_matches_fp64(*tb_, c, *ref, what);
-      auto r = tb_->check(c);
-      if (r.ok()) on = r->digest;
-    } else {
-      on = expect_in_band_and_deterministic(*tb_, c, what);
-    }
-    tb_->set_fast_paths({});
-    EXPECT_EQ(on, off) << what << ": lever on vs off";
-  };
-  on_odd_cluster_shapes(*tb_, 21, 23, [&](MoeProblem const& p, std::vector<double> const& ref) {
-    std::vector<MoeConfig> cfgs = odd_shape_configs(*tb_, p);
-    MoeConfig pair = wgmma(128, 64, 96, 8, 3, 2, core::Schedule::kTmaWarpSpecialized);
-    pair.gemm1.launch.cluster_m = pair.gemm2.launch.cluster_m = 2;
-    cfgs.push_back(pair);
-    MoeConfig pair_n = wgmma(128, 64, 64, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    pair_n.gemm2.launch.cluster_n = 2;
-    cfgs.push_back(pair_n);
-    for (auto const& c : cfgs) {
-      if (!tb_->backend().can_implement(p, c).ok()) continue;
-      expect_on_equals_off(c, &ref,
-                           "fused_combine " + core::short_string(c) + ", " + core::to_string(p));
-    }
-  });
-  for (auto [topk, kind, m] : {std::tuple{1, core::RoutingKind::kSingleExpert, 300},
-                               std::tuple{4, core::RoutingKind::kZipf, 129}}) {
-    MoeProblem p = shape(16, 256, 128, topk, Activation::kSiluGated);
-    p.num_tokens = m;
-    core::RoutingProfile r;
-    r.kind = kind;
-    ASSERT_TRUE(tb_->prepare(p, r, 3).ok());
-    const auto ref = fp64_reference(*tb_);
-    for (auto const& c : {tb_->backend().default_config(p),
-                          wgmma(128, 64, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized)}) {
-      expect_on_equals_off(c, &ref, "fused_combine " + core::to_string(p));
-    }
-  }
-  on_benchmark_shapes_mid_m(*tb_, [&](MoeProblem const& p) {
-    const int bn1 = core::is_gated(p.activation) ? 64 : 128;
-    MoeConfig t128 = wgmma(128, bn1, 224, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    MoeConfig pp = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    pp.gemm2.launch.schedule = core::Schedule::kPingpong;
-    MoeConfig t256 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    t256.gemm2.tile.block_m = 256;
-    for (auto const& c : {t128, pp, t256, tb_->backend().default_config(p)}) {
-      ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
-      expect_on_equals_off(c, nullptr,
-                           "fused_combine " + core::short_string(c) + ", " + core::to_string(p));
-    }
-  });
-  // An mma.sync GEMM2 (not persistent: the CTA's own warps combine) at S2 M = 1000.
-  MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
-  p.num_tokens = 1000;
-  ASSERT_TRUE(tb_->prepare(p, {}, 17).ok());
-  MoeConfig ms;
-  ms.gemm1.tile = {.block_m = 64, .block_n = 128, .block_k = 64, .group_m = 8};
-  ms.gemm1.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
-  ms.gemm2 = ms.gemm1;
-  ASSERT_TRUE(tb_->backend().can_implement(p, ms).ok());
-  expect_on_equals_off(ms, nullptr, "fused_combine mma.sync, " + core::to_string(p));
 }
 
 }  // namespace
