@@ -11,7 +11,8 @@
 # (e.g. KERNELS=decode POINTS=S1:1,S2:1: where the decode kernels' warps wait).
 # Usage: POINTS=S1:4096,S2:2048 bench/run_h200_ncu.sh   (binaries of scripts/build_device.sh)
 # Knobs: BIN (.devbin), OUT, POINTS (S1:4096,S2:2048,S2:8192,S3:512: the worst mid-M points and
-# S2's short-K GEMM2), KERNELS (ncu --kernel-name regex, default gemm), LIMIT_S (per point, 150).
+# S2's short-K GEMM2), KERNELS (ncu --kernel-name regex, default gemm), LIMIT_S (per point, 150),
+# RECIPE (recipes/h200.json; a variant from bench/recipe_variant.py profiles other configs).
 # Outputs: ncu-<shape>-<M>.txt (ncu's details page), bench-<shape>-<M>.log, summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +21,7 @@ OUT=${OUT:-bench/results/$(date +%F)-ncu}
 POINTS=${POINTS:-S1:4096,S2:2048,S2:8192,S3:512}
 KERNELS=${KERNELS:-gemm}
 LIMIT_S=${LIMIT_S:-150}
+RECIPE=${RECIPE:-recipes/h200.json}
 NCU=${NCU:-ncu}
 mkdir -p "$OUT"
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-ncu-cache}
@@ -38,7 +40,7 @@ if [ "${SOURCE:-0}" = 1 ]; then
     timeout -k 10 "$LIMIT_S" "$NCU" --clock-control none --target-processes all \
       --kernel-name "regex:$KERNELS" --launch-count 2 --section SourceCounters \
       --section WarpStateStats --page source --print-source sass --csv \
-      "$BIN/moetune_sm90_bench" --recipe recipes/h200.json --shapes "$shape" --m "$m" --no-sweep \
+      "$BIN/moetune_sm90_bench" --recipe "$RECIPE" --shapes "$shape" --m "$m" --no-sweep \
       --out "$OUT/bench-out" 2> "$OUT/bench-$tag.log" | gzip > "$OUT/src-$tag.csv.gz"
     echo "[$(date +%T)] $tag exit ${PIPESTATUS[0]}"
     python3 bench/ncu_stalls.py "$OUT/src-$tag.csv.gz" | tee -a "$OUT/summary.txt"
@@ -56,7 +58,7 @@ for point in "${points[@]}"; do
     --section SpeedOfLight --section MemoryWorkloadAnalysis \
     --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis \
     --section WarpStateStats --section LaunchStats --section Occupancy \
-    "$BIN/moetune_sm90_bench" --recipe recipes/h200.json --shapes "$shape" --m "$m" --no-sweep \
+    "$BIN/moetune_sm90_bench" --recipe "$RECIPE" --shapes "$shape" --m "$m" --no-sweep \
     --out "$OUT/bench-out" > "$OUT/ncu-$tag.txt" 2> "$OUT/bench-$tag.log"
   echo "  exit $? ($(grep -c "Section: GPU Speed Of Light" "$OUT/ncu-$tag.txt") kernels profiled)"
 done
