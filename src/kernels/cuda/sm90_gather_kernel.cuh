@@ -96,6 +96,46 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
                                                p.topk_weights);
 }
 
+struct PermuteParams {
+  const moe_bf16* x;        // [M, K]
+  moe_bf16* xp;             // [max_blocks * block_m, K]: row r = x[token of sorted_pairs[r]]
+  const int* sorted_pairs;  // [max_blocks * block_m], -1 = padding (its xp row is not written)
+  const int* num_blocks;    // [1]
+  int block_m;
+  int top_k;
+  int k_dim;
+};
+
+/// xp[r] = x[sorted_pairs[r] / top_k] for the rows of the valid blocks that hold a pair: the A
+/// operand of a tma_ws GEMM1 of block_m 256 in sorted-row order, so TMA loads it (a padding row
+/// keeps whatever it held: only its own, never stored, outputs see it). One warp per row, 16-byte
+/// copies, four in flight per lane.
+__global__ void __launch_bounds__(256) moe_permute_rows_kernel(PermuteParams p) {
+  pdl_launch_dependents();
+  pdl_wait();
+  const int rows = *p.num_blocks * p.block_m;
+  const int lane = threadIdx.x & 31;
+  const int vecs = p.k_dim / 8;
+  const int warps = (gridDim.x * blockDim.x) >> 5;
+  for (int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+    const int pair = p.sorted_pairs[r];
+    if (pair < 0) continue;
+    const uint4* src = reinterpret_cast<const uint4*>(p.x + (long long)(pair / p.top_k) * p.k_dim);
+    uint4* dst = reinterpret_cast<uint4*>(p.xp + (long long)r * p.k_dim);
+    for (int v = lane; v < vecs; v += 128) {
+      uint4 q[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (v + 32 * i < vecs) q[i] = __ldg(src + v + 32 * i);
+      }
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (v + 32 * i < vecs) dst[v + 32 * i] = q[i];
+      }
+    }
+  }
+}
+
 struct CombineParams {
   const moe_bf16* y;  // [M * top_k, K] bf16; with split_k > 1: [split_k, M * top_k, K] fp32
   moe_bf16* out;      // [M, K]

@@ -55,6 +55,13 @@ struct DecodeParams {  // sm90_decode_kernel.cuh
   int prefetch_bytes;
   int stage_w2;
 };
+struct PermuteParams {  // sm90_gather_kernel.cuh
+  const void* x;
+  void* xp;
+  const int32_t* sorted_pairs;
+  const int32_t* num_blocks;
+  int block_m, top_k, k_dim;
+};
 struct CombineParams {
   const void* y;
   void* out;
@@ -74,12 +81,17 @@ size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 struct WorkspaceLayout {
   size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0, num_sub = 0, hist = 0,
-         h = 0, y = 0, total = 0;
+         h = 0, y = 0, xp = 0, total = 0;
 };
 
+/// A tma_ws GEMM1 of block_m 256 loads x by TMA from a copy in sorted-row order
+/// (sm90_ws_kernel.cuh).
+bool gemm1_reads_permuted_x(GemmGeometry const& g1) { return g1.persistent() && g1.block_m == 256; }
+
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
-/// (fp32 partials instead of bf16 y rows).
-WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k) {
+/// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x.
+WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
+                           bool permuted_x) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -102,6 +114,10 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
   off += align_up((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs * p.hidden_size);
+  if (permuted_x) {
+    w.xp = off;
+    off += align_up(2 * static_cast<size_t>(mb) * block_m * p.hidden_size);
+  }
   w.total = off;
   return w;
 }
@@ -147,7 +163,10 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
-  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k).total;
+  auto g1 = gemm_geometry(p, c.gemm1, true);
+  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
+                    g1.ok() && gemm1_reads_permuted_x(*g1))
+      .total;
 }
 
 namespace {
@@ -162,10 +181,11 @@ struct LayerBuffers {
   int32_t* hist = nullptr;
   void* h = nullptr;
   void* y = nullptr;
-  int pairs = 0;    // M x top_k
-  int mb = 0;       // align blocks at most (of align_m rows)
-  int align_m = 0;  // align's block_m (GEMM2's)
-  int m_sub = 1;    // GEMM1 tiles per align block
+  void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 256), else null
+  int pairs = 0;       // M x top_k
+  int mb = 0;          // align blocks at most (of align_m rows)
+  int align_m = 0;     // align's block_m (GEMM2's)
+  int m_sub = 1;       // GEMM1 tiles per align block
 };
 
 LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem const& p,
@@ -180,6 +200,7 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.h = ws + w.h;
   b.y = ws + w.y;
+  b.xp = w.xp > 0 ? ws + w.xp : nullptr;
   b.pairs = static_cast<int>(core::num_pairs(p));
   b.mb = static_cast<int>(max_blocks(b.pairs, p.num_experts, align_m));
   b.align_m = align_m;
@@ -310,9 +331,30 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   return core::Status::Ok();
 }
 
-/// GEMM1 + activation: x rows gathered by the sorted pairs, h in expert-sorted padded order.
+/// x in sorted-row order for a GEMM1 that loads it by TMA (gemm1_reads_permuted_x).
+core::Status launch_permute(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                            bool pdl) {
+  PermuteParams pp{args.x,
+                   b.xp,
+                   b.sorted_pairs,
+                   b.num_blocks,
+                   b.align_m,
+                   static_cast<int>(p.top_k),
+                   static_cast<int>(p.hidden_size)};
+  void* params[] = {&pp};
+  // One warp per row: 8 per CTA, at most 16 CTAs per SM (rows past the valid blocks exit).
+  const long long rows = static_cast<long long>(b.mb) * b.align_m;
+  const unsigned grid = static_cast<unsigned>(
+      std::min<long long>((rows + 7) / 8, static_cast<long long>(k.sm_count) * 16));
+  MOETUNE_CUDA_CHECK(launch(k.permute, dim3(grid), dim3(256), params, 0, stream, pdl));
+  return core::Status::Ok();
+}
+
+/// GEMM1 + activation: x rows gathered by the sorted pairs (or, at block_m 256, read in order from
+/// their sorted copy), h in expert-sorted padded order.
 GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b) {
-  return GemmParams{args.x,
+  return GemmParams{b.xp != nullptr ? b.xp : args.x,
                     args.w1,
                     b.h,
                     b.sorted_pairs,
@@ -376,7 +418,8 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   if (p.num_tokens == 0) return core::Status::Ok();
   const int align_m = align_block_m(k.g1, k.g2);
   const int m_sub = align_m / k.g1.block_m;
-  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k);
+  const bool permuted_x = gemm1_reads_permuted_x(k.g1);
+  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             "workspace of " + std::to_string(workspace_bytes) +
@@ -389,8 +432,10 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   if (stages & kStageAlign)
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
   if (stages & kStageGemm1) {
-    MOETUNE_RETURN_IF_ERROR(
-        launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b), 0, b, p, stream, fast_paths.pdl));
+    if (permuted_x) MOETUNE_RETURN_IF_ERROR(launch_permute(k, p, args, b, stream, fast_paths.pdl));
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b),
+                                        permuted_x ? static_cast<uint64_t>(b.mb) * align_m : 0, b,
+                                        p, stream, fast_paths.pdl));
   }
   if (stages & kStageGemm2) {
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2, gemm2_params(p, args, b, k.g2.split_k),

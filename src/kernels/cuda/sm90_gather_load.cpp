@@ -115,7 +115,8 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
       kCombineExpr,
       "&moetune_dev::moe_align_count_kernel",
       "&moetune_dev::moe_align_scan_kernel<" + align_args(align_block_m(*g1, *g2), g1->block_m),
-      "&moetune_dev::moe_align_scatter_kernel"};
+      "&moetune_dev::moe_align_scatter_kernel",
+      "&moetune_dev::moe_permute_rows_kernel"};
 }
 
 core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
@@ -149,8 +150,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   k->g2 = *g2;
   k->from_cache = true;
   // In sm90_gather_name_exprs order (the decode kernels: the first two only).
-  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,        &k->combine,
-                           &k->align_count, &k->align_scan, &k->align_scatter};
+  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,         &k->combine,
+                           &k->align_count, &k->align_scan, &k->align_scatter, &k->permute};
   size_t slot = 0;
   for (auto const& exprs : *modules) {
     auto mod = compile_module(exprs, p.arch.empty() ? "sm_90a" : p.arch);

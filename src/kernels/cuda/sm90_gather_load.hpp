@@ -22,6 +22,8 @@ struct Sm90GatherKernels {
   GemmGeometry g1, g2;
   cudaKernel_t align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
   cudaKernel_t align_count = nullptr, align_scan = nullptr, align_scatter = nullptr;
+  /// x copied into GEMM1's sorted-row order (a tma_ws GEMM1 of block_m 256 loads it by TMA).
+  cudaKernel_t permute = nullptr;
   int sm_count = 132;  ///< grid of the persistent (tma_ws) GEMMs
   int l2_bytes = 0;    ///< the device's L2 (lever decode_l2_prefetch sizes its prefetch by it)
   /// cluster_m 2: CTA pairs of GEMM1 / GEMM2 that fit on the device at once (the grid's cap;

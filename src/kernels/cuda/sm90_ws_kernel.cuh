@@ -4,7 +4,8 @@
 //     loads of the expert's weight tile (two boxes for gated GEMM1: gate rows and up rows) and,
 //     for GEMM2, of the expert-sorted h rows; for GEMM1 the 128 producer threads gather the token
 //     rows of x with cp.async (TMA cannot address a row list on sm_90), each thread's copies
-//     arriving on the stage's barrier (.noinc).
+//     arriving on the stage's barrier (.noinc), except at block_m 256, where x was copied into
+//     sorted-row order first (moe_permute_rows_kernel) and TMA loads it like GEMM2's h.
 //   - tma_ws (cooperative): warpgroups 1..2 share each tile: each multiplies 64 rows x
 //     (kBlockN / kSplitN) columns (block_m 128: the two split M; block_m 64 with kSplitN = 2: they
 //     split N, so a 64-row tile, which wastes less padding at mid M, still keeps two warpgroups
@@ -126,6 +127,11 @@ template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIs
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  // GEMM1 gathers its x rows with cp.async in the producer warpgroup, except at block_m 256, where
+  // they come by TMA from the copy of x in sorted-row order that moe_permute_rows_kernel wrote
+  // (g.a; 256 gathered rows per stage starved the consumers: bench/results/2026-11-30-gemm1-256-
+  // ncu/). GEMM2's A (h rows) is always loaded by TMA.
+  constexpr bool kGather = kIsGemm1 && kBlockM != 256;
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
   constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
   // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
@@ -142,8 +148,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   constexpr int kOffsPerLane = kRowsPerWarp > 32 ? kRowsPerWarp / 32 : 1;
   constexpr int kOffLanes = kRowsPerWarp < 32 ? kRowsPerWarp : 32;
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
-  constexpr int kProducerRegs = kIsGemm1 ? 56 : 40;
-  constexpr int kConsumerRegs = kIsGemm1 ? 224 : 232;
+  constexpr int kProducerRegs = kGather ? 56 : 40;
+  constexpr int kConsumerRegs = kGather ? 224 : 232;
   static_assert(kBlockM == 64 || kBlockM == 128 || (kBlockM == 256 && !kPingpong),
                 "tma_ws: block_m must be 64 or 128 (256 without pingpong)");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
@@ -175,10 +181,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
 
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(&p.tma_b);
-    if (!kIsGemm1) tma_prefetch_descriptor(&p.tma_a);
+    if (!kGather) tma_prefetch_descriptor(&p.tma_a);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(smem_u32(&full_bar[s]), kIsGemm1 ? 1 + 128 : 1);
+      mbar_init(smem_u32(&full_bar[s]), kGather ? 1 + 128 : 1);
       // Clusters: a stage is free once the consumers of both CTAs released it (the peer's
       // multicast writes into it).
       mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers * kCluster);
@@ -238,7 +244,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     int stage = 0, phase = 0;
     // GEMM2 needs one issuing thread; the others leave (a waiting thread that does not arrive
     // anywhere could fall two phases behind and then wait on the wrong parity forever).
-    const int producer_end = kIsGemm1 || tid == 0 ? total : 0;
+    const int producer_end = kGather || tid == 0 ? total : 0;
     for (int t = cta0; t < producer_end; t += ctas) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_np, pid_m, pid_n);
@@ -255,7 +261,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
 #pragma unroll
       for (int j = 0; j < kOffsPerLane; ++j) {
         my_off[j] = -1;
-        if (kIsGemm1 && !ghost) {
+        if (kGather && !ghost) {
           const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + 32 * j + lane % kOffLanes];
           my_off[j] = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
         }
@@ -268,7 +274,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         if (tid == 0 && ghost) {
           mbar_arrive(fb);  // nothing lands here (its peer's pair shares no weight tile)
         } else if (tid == 0) {
-          mbar_arrive_expect_tx(fb, kBBytes + (kIsGemm1 ? 0 : kABytes));
+          mbar_arrive_expect_tx(fb, kBBytes + (kGather ? 0 : kABytes));
           if (!shares_b || rank == 0) {
 #pragma unroll
             for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
@@ -286,13 +292,13 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
               }
             }
           }
-          if (!kIsGemm1 && !shares_a) {
+          if (!kGather && !shares_a) {
             tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
-          } else if (!kIsGemm1 && rank == 0) {
+          } else if (!kGather && rank == 0) {
             tma_load_2d_multicast(sa, &p.tma_a, fb, (k0 + kt) * 64, row0, 3);
           }
         }
-        if (kIsGemm1) {
+        if (kGather) {
           // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
           // 128-byte row segments. Padding rows (-1) are zero-filled.
           const int chunk = lane & 7;
@@ -312,7 +318,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         }
       }
     }
-    if (kIsGemm1) cp_async_wait<0>();
+    if (kGather) cp_async_wait<0>();
   } else if (kPingpong) {
     // ---------------------------------------------------------------- pingpong consumers
     warpgroup_reg_alloc<kConsumerRegs>();
@@ -331,7 +337,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       for (int kt = 0; kt < num_k; ++kt, ++it) {
         const int stage = static_cast<int>(it % kStages);
         mbar_wait(smem_u32(&full_bar[stage]), static_cast<int>((it / kStages) & 1));
-        if (kIsGemm1) fence_proxy_async();  // A rows written by cp.async (generic proxy)
+        if (kGather) fence_proxy_async();  // A rows written by cp.async (generic proxy)
         const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
         ml.template mma_k_tile<kH>(a_base, a_base + kABytes);
         if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
@@ -399,7 +405,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mbar_wait(smem_u32(&full_bar[stage]), phase);
         // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
         // async proxy.
-        if (kIsGemm1) fence_proxy_async();
+        if (kGather) fence_proxy_async();
         const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * kHalves * 64 * 128;
         const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
         ml.template mma_k_tile<kH>(a_base, b_base);
