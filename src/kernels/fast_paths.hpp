@@ -32,11 +32,6 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
-  /// cuda: GEMM1 (align path) puts the first columns of its first-wave tiles' weight rows into
-  /// L2 before it waits on align, while DRAM is otherwise idle; only where every expert holds at
-  /// most one align block (m-block b is then expert b when all are hit). Class bitwise: only
-  /// where the weight bytes come from changes.
-  bool gemm1_l2_prefetch = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -53,7 +48,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   add(fp.decode_w2_stage, "decode_w2_stage");
-  add(fp.gemm1_l2_prefetch, "gemm1_l2_prefetch");
   return out;
 }
 

@@ -17,7 +17,6 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"pdl", &FastPaths::pdl},
       {"decode_l2_prefetch", &FastPaths::decode_l2_prefetch},
       {"decode_w2_stage", &FastPaths::decode_w2_stage},
-      {"gemm1_l2_prefetch", &FastPaths::gemm1_l2_prefetch},
   };
   return table;
 }

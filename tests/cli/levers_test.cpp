@@ -105,13 +105,11 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
       {{"levers", "show", "wgmma"},
        "",
        "moetune levers: no lever 'wgmma' in builtin; expected one of align_multi_cta, "
-       "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, gemm1_l2_prefetch, "
-       "cpu_register_tiles\n"},
+       "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, cpu_register_tiles\n"},
       {{"levers", "show", "pdll"},
        "",
        "moetune levers: no lever 'pdll' in builtin; expected one of align_multi_cta, "
-       "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, gemm1_l2_prefetch, "
-       "cpu_register_tiles; did you mean "
+       "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, cpu_register_tiles; did you mean "
        "'pdl'?\n"},
   };
   for (auto const& c : cases) {

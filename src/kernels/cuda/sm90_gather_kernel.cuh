@@ -35,33 +35,7 @@ struct GemmParams {
   // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
   const int* sub_row0;
-  // GEMM1, lever gemm1_l2_prefetch: CTAs blockIdx.x < prefetch_ctas put the first prefetch_k
-  // columns of their first tile's weight rows into L2 before waiting on align, taking m-block
-  // pid_m for expert pid_m (< prefetch_experts): exact where every expert holds at most one block,
-  // the only case the host turns it on for. 0: off.
-  int prefetch_k;
-  int prefetch_ctas;
-  int prefetch_experts;
 };
-
-/// Lever gemm1_l2_prefetch: the first g.prefetch_k columns of weight rows [row0, row0 + rows) of
-/// expert pid_m (and the matching up rows of a gated GEMM1, n_dim rows further) into L2, one bulk
-/// prefetch per row, spread over `nthreads` threads (index u). Only reads weights, which no
-/// earlier kernel writes, so it may run before pdl_wait.
-template <bool kGated>
-MOETUNE_DEVICE void prefetch_weight_rows(GemmParams const& g, int pid_m, int row0, int rows, int u,
-                                         int nthreads) {
-  if (g.prefetch_k <= 0 || blockIdx.x >= g.prefetch_ctas || pid_m >= g.prefetch_experts) return;
-  const moe_bf16* base = g.b + ((long long)pid_m * g.b_rows_per_expert + row0) * g.k_dim;
-  const int total = kGated ? 2 * rows : rows;
-  for (int i = u; i < total; i += nthreads) {
-    const int r = i < rows ? i : g.n_dim + (i - rows);
-    asm volatile(
-        "cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(base + (long long)r * g.k_dim),
-        "r"(g.prefetch_k * 2)
-        : "memory");
-  }
-}
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
 template <int kMma, int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages,
@@ -88,7 +62,11 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   __shared__ int row_pair[kBlockM];
 
   // Group-M raster (as Triton's GROUP_SIZE_M): consecutive CTAs share the weight tile (pid_n).
+  // NOTE: bulk L2 prefetches of the first tile's weight rows here, before pdl_wait, so weights
+  // would stream while align runs, moved no layer time on the H200 (0bf1fa1, bench/results/
+  // 2026-11-30-0bf1fa1-gemm1-l2-prefetch/: within 1% at S1-S3, M = 4..2048).
   pdl_launch_dependents();
+  pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
   const int num_pid_n = (p.n_dim + kBlockN - 1) / kBlockN;
   const int pid = blockIdx.x;
   const int num_pid_in_group = kGroupM * num_pid_n;
@@ -97,11 +75,6 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   const int group_size_m = min(p.max_blocks - first_pid_m, kGroupM);
   const int pid_m = first_pid_m + (pid % num_pid_in_group) % group_size_m;
   const int pid_n = (pid % num_pid_in_group) / group_size_m;
-  if (kIsGemm1) {
-    prefetch_weight_rows<kGated>(p, pid_m, pid_n * kBlockN, min(kBlockN, p.n_dim - pid_n * kBlockN),
-                                 threadIdx.x, blockDim.x);
-  }
-  pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
   if (pid_m >= *p.num_blocks) return;
   const int expert = p.block_expert[pid_m];
   const long long row0 = (long long)pid_m * kBlockM;

@@ -44,7 +44,6 @@ struct GemmParams {
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
   const int32_t* sub_row0;
-  int prefetch_k, prefetch_ctas, prefetch_experts;  // GEMM1, lever gemm1_l2_prefetch; else 0
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -352,25 +351,6 @@ core::Status launch_permute(Sm90GatherKernels const& k, core::MoeProblem const& 
   return core::Status::Ok();
 }
 
-/// Lever gemm1_l2_prefetch: GEMM1's first-wave CTAs put the first columns of their first tile's
-/// weight rows into L2 while align runs (DRAM is idle then), half of L2 in all, whole 64-column
-/// steps; only where every expert holds at most one align block (so m-block b is expert b when
-/// all are hit, which GEMM1 guesses before it may read align's output) and GEMM1 walks whole
-/// blocks. Sets gp's prefetch fields (0: off).
-void set_gemm1_prefetch(GemmParams& gp, Sm90GatherKernels const& k, core::MoeProblem const& p,
-                        LayerBuffers const& b) {
-  if (b.m_sub > 1 || b.pairs > p.num_experts * static_cast<int64_t>(b.align_m)) return;
-  const int64_t n_blocks = (gp.n_dim + k.g1.block_n - 1) / k.g1.block_n;
-  const int64_t ctas = std::min<int64_t>(k.gemm1_resident, static_cast<int64_t>(b.mb) * n_blocks);
-  const int64_t rows = k.g1.b_rows();
-  if (ctas <= 0 || k.l2_bytes <= 0) return;
-  const int64_t cols = std::min<int64_t>(k.l2_bytes / 2 / ctas / rows / 2 / 64 * 64, gp.k_dim);
-  if (cols <= 0) return;
-  gp.prefetch_k = static_cast<int>(cols);
-  gp.prefetch_ctas = static_cast<int>(ctas);
-  gp.prefetch_experts = static_cast<int>(p.num_experts);
-}
-
 /// GEMM1 + activation: x rows gathered by the sorted pairs (or, at block_m 256, read in order from
 /// their sorted copy), h in expert-sorted padded order.
 GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b) {
@@ -389,10 +369,7 @@ GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     1,
                     b.pairs,
                     b.m_sub,
-                    b.sub_row0,
-                    0,
-                    0,
-                    0};
+                    b.sub_row0};
 }
 
 /// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split.
@@ -413,10 +390,7 @@ GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     split_k,
                     b.pairs,
                     1,
-                    nullptr,
-                    0,
-                    0,
-                    0};
+                    nullptr};
 }
 
 /// out[t] = sum_j y[t * top_k + j] (then over splits) in a fixed order.
@@ -459,12 +433,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
   if (stages & kStageGemm1) {
     if (permuted_x) MOETUNE_RETURN_IF_ERROR(launch_permute(k, p, args, b, stream, fast_paths.pdl));
-    GemmParams gp = gemm1_params(p, args, b);
-    // The prefetch pays only under align (DRAM idle); GEMM1 at 256 rows waits on the permute.
-    if (fast_paths.gemm1_l2_prefetch && (stages & kStageAlign) && !permuted_x) {
-      set_gemm1_prefetch(gp, k, p, b);
-    }
-    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, gp,
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b),
                                         permuted_x ? static_cast<uint64_t>(b.mb) * align_m : 0, b,
                                         p, stream, fast_paths.pdl));
   }

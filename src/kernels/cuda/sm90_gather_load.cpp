@@ -181,14 +181,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->l2_bytes, cudaDevAttrL2CacheSize, device));
-  if (!k->g1.decode) {
-    MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
-    int per_sm = 1;
-    MOETUNE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, reinterpret_cast<const void*>(k->gemm1), k->g1.threads(),
-        static_cast<size_t>(k->g1.smem_bytes())));
-    k->gemm1_resident = k->sm_count * (k->g1.persistent() ? 1 : std::max(per_sm, 1));
-  }
+  if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
   // decode GEMM2: room for its staged w2 rows too (lever decode_w2_stage, chosen at launch).
   MOETUNE_RETURN_IF_ERROR(
       allow_dynamic_smem(k->gemm2, k->g2.decode ? k->g2.decode_staged_smem() : k->g2.smem_bytes()));

@@ -26,9 +26,6 @@ struct Sm90GatherKernels {
   cudaKernel_t permute = nullptr;
   int sm_count = 132;  ///< grid of the persistent (tma_ws) GEMMs
   int l2_bytes = 0;    ///< the device's L2 (lever decode_l2_prefetch sizes its prefetch by it)
-  /// GEMM1 CTAs resident at once (SMs x blocks per SM; persistent kernels: their grid), the
-  /// first wave that lever gemm1_l2_prefetch spreads its bytes over.
-  int gemm1_resident = 0;
   /// cluster_m 2: CTA pairs of GEMM1 / GEMM2 that fit on the device at once (the grid's cap;
   /// cudaOccupancyMaxActiveClusters, which counts the GPCs' SM layout); 0 when unclustered.
   int clusters1 = 0, clusters2 = 0;

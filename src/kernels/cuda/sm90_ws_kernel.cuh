@@ -199,16 +199,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   }
   const int rank = kCluster == 2 ? cluster_cta_rank() : 0;
   pdl_launch_dependents();
-  const GemmParams& g = p.g;
-  if (kIsGemm1 && wg == 0 && g.prefetch_k > 0) {  // lever gemm1_l2_prefetch: the CTA's first tile
-    int pid_m, pid_n;
-    ws_tile_coords<kGroupM>(blockIdx.x, g.max_blocks, (g.n_dim + kBlockN - 1) / kBlockN, pid_m,
-                            pid_n);
-    prefetch_weight_rows<kGated>(g, pid_m, pid_n * kBlockN, min(kBlockN, g.n_dim - pid_n * kBlockN),
-                                 tid, 128);
-  }
   pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
 
+  const GemmParams& g = p.g;
   // GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1): m-tile pm is the sub-block that starts
   // at row g.sub_row0[pm] (num_blocks counts those that hold pairs; align lists them in order).
   const int num_m = *g.num_blocks;

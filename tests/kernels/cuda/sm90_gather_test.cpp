@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <tuple>
 
 #include "kernels/cpu/reference.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
@@ -645,37 +644,6 @@ TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   EXPECT_LE(rel, tolerance_for(core::DType::kBf16).rel_l2);
   EXPECT_LE(a->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
   EXPECT_LE(b->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
-}
-
-// Lever gemm1_l2_prefetch is bitwise (GEMM1 only prefetches weights before it waits on align): at
-// S1-S3 for M where every expert holds at most one align block, the default config and a tma_ws
-// GEMM1 of 64 rows give the lever-off digest with the lever on, within the bf16 band of the GPU
-// reference, twice the same bits; with pdl off too (then the prefetch runs after align).
-TEST_F(Sm90Gather, Gemm1L2PrefetchLeverGivesTheBitsOfItsOffPath) {
-  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
-    for (int64_t m : {16, 64, 256, 512, 1024}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = 60 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, m).ok());
-      const int bn1 = core::is_gated(p.activation) ? 64 : 128;
-      for (auto const& c : {tb_->backend().default_config(p),
-                            wgmma(64, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized)}) {
-        if (c.gemm1.launch.swap_ab || !tb_->backend().can_implement(p, c).ok()) continue;
-        const std::string what = core::short_string(c) + ", " + core::to_string(p);
-        tb_->set_fast_paths({});
-        const std::string off = expect_in_band_and_deterministic(*tb_, c, "off, " + what);
-        tb_->set_fast_paths({.gemm1_l2_prefetch = true});
-        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, c, "on, " + what), off) << what;
-        tb_->set_fast_paths({.pdl = false, .gemm1_l2_prefetch = true});
-        EXPECT_EQ(expect_in_band_and_deterministic(*tb_, c, "on, no pdl, " + what), off) << what;
-        tb_->set_fast_paths({});
-      }
-    }
-  }
 }
 
 }  // namespace
