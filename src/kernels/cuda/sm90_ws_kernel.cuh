@@ -132,6 +132,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // (g.a; 256 gathered rows per stage starved the consumers: bench/results/2026-11-30-gemm1-256-
   // ncu/). GEMM2's A (h rows) is always loaded by TMA.
   constexpr bool kGather = kIsGemm1 && kBlockM != 256;
+  // A by TMA in 64-row granules, only those that hold pairs (not on 1x2 clusters: multicast).
+  constexpr bool kGranules = !kGather && kClusterN == 1;
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
   constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
   // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
@@ -256,6 +258,19 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       const int row0 = ghost ? 0 : tile_row0(pid_m);
       const int b_row =
           ghost ? 0 : tile_expert(pid_m, row0) * g.b_rows_per_expert + pid_n * kBlockN;
+      // A by TMA (GEMM2's h, GEMM1's sorted x at 256 rows): only the 64-row granules that hold
+      // pairs. align pads an expert's rows at the end of its block, so the granules with pairs
+      // are a prefix; MMA on a granule not loaded reads stale shared memory into rows the
+      // epilogue does not store (a warpgroup or half of padding skips it anyway). With 1x2
+      // clusters the h rows go whole (multicast), the host's box then being block_m rows.
+      int a_granules = kBlockM / 64;
+      if (kGranules && !ghost) {
+        a_granules = 1;
+#pragma unroll
+        for (int gi = 1; gi < kBlockM / 64; ++gi) {
+          a_granules += g.sorted_pairs[row0 + 64 * gi] >= 0 ? 1 : 0;
+        }
+      }
       // GEMM1: x offset of row warp * kRowsPerWarp + 32 j + lane % kOffLanes (-1: padding)
       long long my_off[kOffsPerLane];
 #pragma unroll
@@ -274,7 +289,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         if (tid == 0 && ghost) {
           mbar_arrive(fb);  // nothing lands here (its peer's pair shares no weight tile)
         } else if (tid == 0) {
-          mbar_arrive_expect_tx(fb, kBBytes + (kGather ? 0 : kABytes));
+          mbar_arrive_expect_tx(fb, kBBytes + (kGather     ? 0
+                                               : kGranules ? a_granules * 64 * 128
+                                                           : kABytes));
           if (!shares_b || rank == 0) {
 #pragma unroll
             for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
@@ -292,7 +309,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
               }
             }
           }
-          if (!kGather && !shares_a) {
+          if (kGranules) {
+            for (int gi = 0; gi < a_granules; ++gi) {
+              tma_load_2d(sa + gi * 64 * 128, &p.tma_a, fb, (k0 + kt) * 64, row0 + 64 * gi);
+            }
+          } else if (!kGather && !shares_a) {
             tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
           } else if (!kGather && rank == 0) {
             tma_load_2d_multicast(sa, &p.tma_a, fb, (k0 + kt) * 64, row0, 3);
