@@ -132,8 +132,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // (g.a; 256 gathered rows per stage starved the consumers: bench/results/2026-11-30-gemm1-256-
   // ncu/). GEMM2's A (h rows) is always loaded by TMA.
   constexpr bool kGather = kIsGemm1 && kBlockM != 256;
-  // A by TMA in 64-row granules, only those that hold pairs (not on 1x2 clusters: multicast).
-  constexpr bool kGranules = !kGather && kClusterN == 1;
+  // A by TMA in 64-row granules, only those that hold pairs, at block_m 256 (not on 1x2
+  // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
+  // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
+  // tile saves at most one granule and the producer reads two pair ids per tile for it.
+  constexpr bool kGranules = !kGather && kClusterN == 1 && kBlockM == 256;
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
   constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
   // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
@@ -258,11 +261,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       const int row0 = ghost ? 0 : tile_row0(pid_m);
       const int b_row =
           ghost ? 0 : tile_expert(pid_m, row0) * g.b_rows_per_expert + pid_n * kBlockN;
-      // A by TMA (GEMM2's h, GEMM1's sorted x at 256 rows): only the 64-row granules that hold
-      // pairs. align pads an expert's rows at the end of its block, so the granules with pairs
-      // are a prefix; MMA on a granule not loaded reads stale shared memory into rows the
-      // epilogue does not store (a warpgroup or half of padding skips it anyway). With 1x2
-      // clusters the h rows go whole (multicast), the host's box then being block_m rows.
+      // kGranules (A by TMA at block_m 256): only the 64-row granules that hold pairs. align
+      // pads an expert's rows at the end of its block, so those granules are a prefix; a half
+      // of padding is skipped by its warpgroup, so no MMA reads a granule not loaded.
       int a_granules = kBlockM / 64;
       if (kGranules && !ghost) {
         a_granules = 1;
