@@ -247,8 +247,6 @@ tuner::BucketResult tune_one(TuneArgs const& args, ShapePlan const& plan, RunCon
   return r;
 }
 
-/// Tunes one planned shape and writes its table. Returns false when every candidate of a bucket
-/// failed (the run stops there).
 /// The row a tuned bucket writes, with its provenance and the command that reproduces it.
 core::TableRow tuned_row(TuneArgs const& args, ShapePlan const& plan, tuner::BucketResult const& r,
                          std::string const& command) {
@@ -317,6 +315,8 @@ bool tune_shape_bucket(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, T
   return true;
 }
 
+/// Tunes one planned shape and writes its table. Returns false when every candidate of a bucket
+/// failed (the run stops there).
 bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson& json) {
   core::RecipeShape const& shape = *plan.shape;
   if (!args.json) {
