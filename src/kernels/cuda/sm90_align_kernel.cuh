@@ -1,10 +1,10 @@
 // sm90_align_kernel.cuh: route/align on the device, no host synchronisation.
 // Computes, from topk_ids [num_pairs] (pair p = token * top_k + j), the expert-sorted pair list
-// padded per expert to kBlockM rows, the expert of every kBlockM-row block, and the number of
-// valid blocks; with kSubM < kBlockM (a GEMM1 that walks the blocks in kSubM-row tiles) also the
-// first row of every kSubM-row sub-block that holds pairs, in order, and their count (sub-blocks of
-// padding are left out, so GEMM1's persistent tiles stay balanced). Later launches size their
-// grids from the host-side upper bound
+// padded per expert to kBlockM rows (and each listed pair's routing weight, in the same order),
+// the expert of every kBlockM-row block, and the number of valid blocks; with kSubM < kBlockM (a
+// GEMM1 that walks the blocks in kSubM-row tiles) also the first row of every kSubM-row sub-block
+// that holds pairs, in order, and their count (sub-blocks of padding are left out, so GEMM1's
+// persistent tiles stay balanced). Later launches size their grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
 // Up to 4096 pairs (the host's kSingleCtaAlignPairs): one CTA of 1024 threads; E <= kMaxExperts.
 // Above: three launches (end of this file, same outputs) with one CTA per 2048 pairs, because the
@@ -38,6 +38,9 @@ struct AlignParams {
   int max_blocks;
   int* sub_row0;  // [max_blocks * kBlockM / kSubM]: first row of each sub-block with pairs, -1 past
   int* num_sub;   // [1]; both written only when kSubM < kBlockM
+  const float* topk_weights;  // [num_pairs]
+  float* sorted_weights;      // [max_blocks * block_m]: topk_weights of each row's pair (GEMM2's
+                              // epilogue scale); padding rows are not written
 };
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
@@ -167,6 +170,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
     if (e >= 0 && e < p.num_experts) {
       int pos = offsets[e] + atomicAdd(&counts[e], 1);
       p.sorted_pairs[pos] = i;
+      p.sorted_weights[pos] = p.topk_weights[i];
     }
   }
 }
@@ -264,10 +268,19 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
   for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
   __syncthreads();
+  float w[kAlignChunkIds];
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
-    if (ids[j] >= 0)
-      p.base.sorted_pairs[atomicAdd(&cursor[ids[j]], 1)] = first + j * kAlignChunkThreads;
+    const int i = first + j * kAlignChunkThreads;
+    w[j] = i < p.base.num_pairs ? __ldg(p.base.topk_weights + i) : 0.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < kAlignChunkIds; ++j) {
+    if (ids[j] >= 0) {
+      const int pos = atomicAdd(&cursor[ids[j]], 1);
+      p.base.sorted_pairs[pos] = first + j * kAlignChunkThreads;
+      p.base.sorted_weights[pos] = w[j];
+    }
   }
 }
 

@@ -16,16 +16,17 @@
 namespace moetune_dev {
 
 struct GemmParams {
-  const moe_bf16* a;          // GEMM1: x [M, K]; GEMM2: h [max_blocks * block_m, I]
-  const moe_bf16* b;          // GEMM1: w1 [E, N1, K]; GEMM2: w2 [E, K, I]
-  moe_bf16* out;              // GEMM1: h; GEMM2: y [M * top_k, K]
-  const int* sorted_pairs;    // [max_blocks * block_m]
-  const int* block_expert;    // [max_blocks]
-  const int* num_blocks;      // [1]
-  const float* topk_weights;  // [M * top_k]
-  int k_dim;                  // reduction size: K (GEMM1) or I (GEMM2)
-  int n_dim;                  // output columns: I (GEMM1) or K (GEMM2)
-  int b_rows_per_expert;      // N1 (GEMM1) or K (GEMM2)
+  const moe_bf16* a;            // GEMM1: x [M, K]; GEMM2: h [max_blocks * block_m, I]
+  const moe_bf16* b;            // GEMM1: w1 [E, N1, K]; GEMM2: w2 [E, K, I]
+  moe_bf16* out;                // GEMM1: h; GEMM2: y [M * top_k, K]
+  const int* sorted_pairs;      // [max_blocks * block_m]
+  const int* block_expert;      // [max_blocks]
+  const int* num_blocks;        // [1]
+  const float* sorted_weights;  // [max_blocks * block_m]: GEMM2's routing weight of each sorted
+                                // row (align writes it; padding rows hold whatever they held)
+  int k_dim;                    // reduction size: K (GEMM1) or I (GEMM2)
+  int n_dim;                    // output columns: I (GEMM1) or K (GEMM2)
+  int b_rows_per_expert;        // N1 (GEMM1) or K (GEMM2)
   int top_k;
   int max_blocks;
   int split_k;    // GEMM2 with schedule tma_ws: K splits, out = fp32 partials (1 elsewhere)
@@ -60,6 +61,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   extern __shared__ __align__(1024) char smem[];
   __shared__ long long a_off[kBlockM];
   __shared__ int row_pair[kBlockM];
+  __shared__ float row_scale[kIsGemm1 ? 1 : kBlockM];
 
   // Group-M raster (as Triton's GROUP_SIZE_M): consecutive CTAs share the weight tile (pid_n).
   // NOTE: bulk L2 prefetches of the first tile's weight rows here, before pdl_wait, so weights
@@ -82,6 +84,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   for (int r = threadIdx.x; r < kBlockM; r += blockDim.x) {
     const int pair = p.sorted_pairs[row0 + r];
     row_pair[r] = pair;
+    if (!kIsGemm1) row_scale[r] = p.sorted_weights[row0 + r];
     if (kIsGemm1) {
       a_off[r] = pair >= 0 ? (long long)(pair / p.top_k) * p.k_dim : -1;
     } else {
@@ -95,8 +98,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   const moe_bf16* b_base = p.b + (long long)expert * p.b_rows_per_expert * p.k_dim;
   Mainloop ml;
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
-  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, p.out, row_pair, row0, n0, p.n_dim,
-                                               p.topk_weights);
+  const auto rows = load_epilogue_rows<Mainloop, kIsGemm1>(row_pair, row_scale, threadIdx.x);
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, rows, p.out, row0, n0, p.n_dim);
 }
 
 struct PermuteParams {

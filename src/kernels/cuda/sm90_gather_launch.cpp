@@ -21,6 +21,8 @@ struct AlignParams {
   int num_pairs, num_experts, max_blocks;
   int32_t* sub_row0;
   int32_t* num_sub;
+  const float* topk_weights;
+  float* sorted_weights;
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -40,7 +42,7 @@ struct GemmParams {
   const int32_t* sorted_pairs;
   const int32_t* block_expert;
   const int32_t* num_blocks;
-  const float* topk_weights;
+  const float* sorted_weights;
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
   const int32_t* sub_row0;
@@ -80,8 +82,8 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 struct WorkspaceLayout {
-  size_t sorted_pairs = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0, num_sub = 0, hist = 0,
-         h = 0, y = 0, xp = 0, total = 0;
+  size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
+         num_sub = 0, hist = 0, h = 0, y = 0, xp = 0, total = 0;
 };
 
 /// A tma_ws GEMM1 of block_m 256 loads x by TMA from a copy in sorted-row order
@@ -98,6 +100,8 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   size_t off = 0;
   w.sorted_pairs = off;
   off += align_up(sizeof(int32_t) * mb * block_m);
+  w.sorted_weights = off;
+  off += align_up(sizeof(float) * mb * block_m);
   w.block_expert = off;
   off += align_up(sizeof(int32_t) * mb);
   w.num_blocks = off;
@@ -174,6 +178,7 @@ namespace {
 /// The workspace of one call, carved as layout_for says, and the align step's block counts.
 struct LayerBuffers {
   int32_t* sorted_pairs = nullptr;
+  float* sorted_weights = nullptr;  // each sorted row's routing weight (GEMM2's epilogue scale)
   int32_t* block_expert = nullptr;
   int32_t* num_blocks = nullptr;
   int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
@@ -193,6 +198,7 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   char* ws = static_cast<char*>(workspace);
   LayerBuffers b;
   b.sorted_pairs = reinterpret_cast<int32_t*>(ws + w.sorted_pairs);
+  b.sorted_weights = reinterpret_cast<float*>(ws + w.sorted_weights);
   b.block_expert = reinterpret_cast<int32_t*>(ws + w.block_expert);
   b.num_blocks = reinterpret_cast<int32_t*>(ws + w.num_blocks);
   b.sub_row0 = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.sub_row0) : nullptr;
@@ -268,9 +274,17 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
 core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                           FastPaths const& fast_paths) {
-  const AlignParams ap{args.topk_ids, b.sorted_pairs, b.block_expert,
-                       b.num_blocks,  b.pairs,        static_cast<int>(p.num_experts),
-                       b.mb,          b.sub_row0,     b.num_sub};
+  const AlignParams ap{args.topk_ids,
+                       b.sorted_pairs,
+                       b.block_expert,
+                       b.num_blocks,
+                       b.pairs,
+                       static_cast<int>(p.num_experts),
+                       b.mb,
+                       b.sub_row0,
+                       b.num_sub,
+                       args.topk_weights,
+                       b.sorted_weights};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
@@ -363,7 +377,7 @@ GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     b.sorted_pairs,
                     b.block_expert,
                     b.m_sub > 1 ? b.num_sub : b.num_blocks,  // GEMM1's tiles: sub-blocks with pairs
-                    args.topk_weights,
+                    b.sorted_weights,
                     static_cast<int>(p.hidden_size),
                     static_cast<int>(p.intermediate_size),
                     static_cast<int>(core::gemm1_n(p)),
@@ -384,7 +398,7 @@ GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     b.sorted_pairs,
                     b.block_expert,
                     b.num_blocks,
-                    args.topk_weights,
+                    b.sorted_weights,
                     static_cast<int>(p.intermediate_size),
                     static_cast<int>(p.hidden_size),
                     static_cast<int>(p.hidden_size),

@@ -3,7 +3,10 @@
 //   GEMM1: h[sorted_row, n] = act(acc) (gated: silu(gate) * up), rounded to bf16; padding rows
 //          (pair -1) are not stored.
 //   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token);
-//          split over K (tma_ws): fp32 partials of each split instead, summed by combine.
+//          split over K (tma_ws): fp32 partials of each split instead, summed by combine. The
+//          weight comes from align's copy in sorted-row order (sorted_weights), so the rows a
+//          thread stores are two independent loads (load_epilogue_rows) rather than a pair id and
+//          then a load at that id.
 // bf16 stores: per 32 columns of a warp's tile, the four lanes of a quad (one row) exchange their
 // packed bf16x2 values (a 4 x 4 transpose by two xor shuffles), so that each lane stores 8
 // consecutive columns with one 16-byte store: a row's 64 bytes per instruction in whole 32-byte
@@ -53,33 +56,53 @@ MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, f
   return v * scale;
 }
 
-/// The tile row a lane holds in fragment row (mm, half): its pair (-1 = padding), its output row
-/// and its scale (GEMM2: the pair's routing weight, read only for a real pair).
-struct EpilogueRow {
-  int pair;
-  long long out_row;
-  float scale;
+/// The tile rows one thread stores, kMmaM x 2 of them (fragment row mm, half): pair id (-1 =
+/// padding) and GEMM2's scale (the row's routing weight; unread by GEMM1). Loaded apart from the
+/// store, with no load depending on another, so that a persistent kernel issues them when its
+/// tile starts and finds them arrived at the epilogue.
+/// The tile row of fragment row (mm, half) in a lane of warp row warp_m.
+template <class Mainloop>
+MOETUNE_DEVICE int epilogue_tile_row(int warp_m, int lane, int mm, int half) {
+  return warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
+}
+
+template <class Mainloop>
+struct EpilogueRows {
+  int pair[Mainloop::kMmaM][2];
+  float scale[Mainloop::kMmaM][2];
 };
+
+/// row_pair / row_scale: the tile's rows (sorted pairs, and GEMM2's sorted routing weights), in
+/// shared or global memory. A padding row's scale is loaded too (whatever it holds: no store
+/// uses it), so that no load waits on a pair id. tid as in moe_epilogue_store.
 template <class Mainloop, bool kIsGemm1>
-MOETUNE_DEVICE EpilogueRow epilogue_row(const int* row_pair, long long row0,
-                                        const float* topk_weights, int warp_m, int lane, int mm,
-                                        int half) {
-  const int r =
-      warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
-  const int pair = row_pair[r];
-  return {pair, kIsGemm1 ? row0 + r : (long long)pair,
-          kIsGemm1 || pair < 0 ? 1.0f : topk_weights[pair]};
+MOETUNE_DEVICE EpilogueRows<Mainloop> load_epilogue_rows(const int* row_pair,
+                                                         const float* row_scale, int tid) {
+  const int lane = tid & 31;
+  const int warp_m = (tid >> 5) / Mainloop::kWarpColumns;
+  EpilogueRows<Mainloop> rows;
+#pragma unroll
+  for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = epilogue_tile_row<Mainloop>(warp_m, lane, mm, half);
+      rows.pair[mm][half] = row_pair[r];
+      rows.scale[mm][half] = kIsGemm1 ? 1.0f : row_scale[r];
+    }
+  }
+  return rows;
 }
 
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
-/// row_pair: [kBlockM] pair id of each tile row (-1 = padding), in shared or global memory.
+/// rows: load_epilogue_rows of this tile and thread.
 /// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
 /// partial (GEMM2 split over K): when not null, fp32 rows partial[pair] (the split's slice)
 /// receive weight * acc instead of bf16 rows of out.
 template <class Mainloop, int kAct, bool kIsGemm1>
-MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* out,
-                                       const int* row_pair, long long row0, int n0, int n_dim,
-                                       const float* topk_weights, float* partial = nullptr) {
+MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
+                                       EpilogueRows<Mainloop> const& rows, moe_bf16* out,
+                                       long long row0, int n0, int n_dim,
+                                       float* partial = nullptr) {
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -93,8 +116,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         // The shuffles need every lane, padding rows included.
-        const auto [pair, out_row, scale] =
-            epilogue_row<Mainloop, kIsGemm1>(row_pair, row0, topk_weights, warp_m, lane, mm, half);
+        const int pair = rows.pair[mm][half];
+        const float scale = rows.scale[mm][half];
+        const long long out_row =
+            kIsGemm1 ? row0 + epilogue_tile_row<Mainloop>(warp_m, lane, mm, half) : (long long)pair;
         moe_bf16* out_ptr = out + out_row * n_dim;  // dereferenced only where pair >= 0
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) {
@@ -128,8 +153,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid, moe_bf16* ou
   for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const auto [pair, out_row, scale] =
-          epilogue_row<Mainloop, kIsGemm1>(row_pair, row0, topk_weights, warp_m, lane, mm, half);
+      const int pair = rows.pair[mm][half];
+      const float scale = rows.scale[mm][half];
+      const long long out_row =
+          kIsGemm1 ? row0 + epilogue_tile_row<Mainloop>(warp_m, lane, mm, half) : (long long)pair;
       if (pair < 0) continue;
 #pragma unroll
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {

@@ -374,19 +374,23 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const long long row0 = (long long)pid_m * kBlockM;
-#pragma unroll
-      for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
+      // The tile's row loads go out before the wait for the other warpgroup, so they arrive
+      // while it finishes its main loop.
+      const auto rows =
+          load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
       // align pads each expert's rows at the end of its last block: when row 64 is padding, so
       // is the whole second half, and one m64 wgmma per step covers the tile (same bits).
+      const bool half1 = kHalves == 1 || g.sorted_pairs[row0 + 64] >= 0;
+#pragma unroll
+      for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
       const bool next_tile = t + static_cast<int>(gridDim.x) < total;
       if (t >= static_cast<int>(gridDim.x)) named_bar_sync(1 + c, 256);  // not the CTA's first
-      if (kHalves == 1 || g.sorted_pairs[row0 + 64] >= 0) {
+      if (half1) {
         mainloop(IntConst<kHalves>{}, next_tile);
       } else {
         mainloop(IntConst<1>{}, next_tile);
       }
-      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, g.out, g.sorted_pairs + row0, row0,
-                                              pid_n * kBlockN, g.n_dim, g.topk_weights);
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN, g.n_dim);
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
@@ -447,6 +451,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       }
       // The warpgroup's first row; its halves that start on padding are all padding.
       const long long row0 = (long long)tile_row0(pid_m) + cm * kHalves * 64;
+      // The epilogue's row loads go out now and have arrived by the end of the main loop (read at
+      // the store instead, their round trip to L2 held both warpgroups' tensor cores idle once
+      // per tile).
+      const auto rows =
+          load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
       const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
       if (kHalves == 2 && g.sorted_pairs[row0] < 0) {
         idle_tile();
@@ -470,10 +479,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // -> 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (bench/results/raw/
       // 2026-11-29-99dd5cf-tail-split-ab-*.log, A B A B in one call): at mid M the tile's cost is
       // its weight-tile load, not its MMA.
-      // NOTE: loading the epilogue's pair ids at tile start and its routing weights after the
-      // first wgmma made GEMM2 2-3% slower on H200
-      // (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-preload.csv vs the 9935045 CSV, same
-      // configs and clocks): they are read at the store, as before.
+      // NOTE: an earlier try (e98ef0d) loaded the pair ids at tile start and the routing weights
+      // topk_weights[pair] after the first wgmma, which waits there on the pair id; measured
+      // across calls GEMM2 was 2-3% slower (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-
+      // preload.csv vs the 9935045 CSV). The loads above depend on nothing.
 #pragma unroll
       for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
       if (kHalves == 1 || half1) {
@@ -481,9 +490,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       } else {
         mainloop(IntConst<1>{});
       }
-      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, g.out, g.sorted_pairs + row0, row0,
-                                              pid_n * kBlockN + cn * kWgN, g.n_dim, g.topk_weights,
-                                              partial);
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0,
+                                              pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
     }
   }
   // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or
