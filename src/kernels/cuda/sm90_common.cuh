@@ -32,26 +32,6 @@ MOETUNE_DEVICE moe_u32 pack_bf16x2(float lo, float hi) {
 
 MOETUNE_DEVICE moe_u32 smem_u32(const void* p) { return (moe_u32)__cvta_generic_to_shared(p); }
 
-/// 16-byte load from shared memory ("memory" clobber: it stays after the barrier that publishes
-/// what it reads).
-MOETUNE_DEVICE uint4 ld_shared_16(moe_u32 addr) {
-  uint4 r;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "r"(addr)
-               : "memory");
-  return r;
-}
-
-/// stmatrix x4: register i of every lane goes to 8 x 8 bf16 matrix i in the m16n8 accumulator
-/// layout (lane l: row l / 4, columns 2 (l % 4) and + 1); lane l gives the shared address of row
-/// l % 8 of matrix l / 8 (16 bytes each).
-MOETUNE_DEVICE void stmatrix_x4(moe_u32 addr, moe_u32 r0, moe_u32 r1, moe_u32 r2, moe_u32 r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
-
 /// 16-byte async copy global -> shared; `src_bytes` 0 fills the destination with zeros.
 MOETUNE_DEVICE void cp_async_16(moe_u32 dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),

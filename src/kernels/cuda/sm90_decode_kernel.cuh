@@ -229,6 +229,16 @@ MOETUNE_DEVICE void decode_w2_lines(DecodeParams const& p, int t, int col0, Hint
   }
 }
 
+/// 16-byte load from shared memory (a staged w2 vector).
+MOETUNE_DEVICE uint4 ld_shared_16(moe_u32 addr) {
+  uint4 r;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "r"(addr)
+               : "memory");  // after the cp.async wait and the barrier
+  return r;
+}
+
 /// Lever decode_w2_stage: every w2 row this CTA reads, item-major, into shared memory at `dst`
 /// (item i's row at dst + i * k_dim * 2), one cp.async group. Rows of invalid items are skipped
 /// (never read).

@@ -312,20 +312,6 @@ core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k,
   return core::Status::Ok();
 }
 
-/// Per consumer warp: 16 staging rows of 144 bytes (kEpilogueStageWarpBytes in
-/// sm90_moe_epilogue.cuh).
-constexpr int kEpilogueStageWarpBytes = 16 * 144;
-
-/// A tma_ws or pingpong GEMM2 that writes bf16 y rows (no split-K) whose warpgroups hold whole
-/// 16-column fragment pairs stores through shared memory (stmatrix: about half the epilogue's
-/// instructions), where the staging rows fit beside the stages; otherwise it keeps the shuffle
-/// epilogue, so no config that fits today is rejected for it.
-void choose_staged_epilogue(GemmGeometry& g, bool is_gemm1) {
-  if (!g.persistent() || is_gemm1 || g.split_k > 1 || (g.block_n / g.warps_n) % 16 != 0) return;
-  const int bytes = (g.threads() - 128) / 32 * kEpilogueStageWarpBytes;
-  if (g.smem_bytes() + bytes + g.stages * 16 <= kSm90MaxSmemBytes) g.epilogue_stage_bytes = bytes;
-}
-
 }  // namespace
 
 core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
@@ -339,7 +325,6 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   auto g = warp_layout(p, k, is_gemm1, s);
   if (!g.ok()) return g;
   MOETUNE_RETURN_IF_ERROR(check_resources(*g, k, is_gemm1, s));
-  choose_staged_epilogue(*g, is_gemm1);
   return g;
 }
 
@@ -419,9 +404,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
            (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
            (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + "," +
            std::to_string(g.cluster_m) +
-           (g.cluster_n > 1 || g.epilogue_stage_bytes > 0 ? "," + std::to_string(g.cluster_n)
-                                                          : std::string()) +
-           (g.epilogue_stage_bytes > 0 ? ",true" : "") + ">";
+           (g.cluster_n > 1 ? "," + std::to_string(g.cluster_n) : std::string()) + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

@@ -49,20 +49,15 @@ struct GemmGeometry {
   /// decode GEMM2, lever decode_w2_stage: bytes of the CTA's w2 rows (top_k x block_n x I bf16)
   /// staged in shared memory after the partial dots; 0 where they do not fit (no staging).
   int decode_stage_bytes = 0;
-  /// tma_ws / pingpong GEMM2 with bf16 y rows: bytes of the consumer warps' staging rows after the
-  /// stages (kStagedEpilogue in sm90_ws_kernel.cuh: stmatrix, then whole 128-byte row segments),
-  /// where they fit in shared memory; 0: the shuffle epilogue.
-  int epilogue_stage_bytes = 0;
 
   /// Threads per CTA: the MMA warps (two warpgroups for pingpong), plus the producer warpgroup of
   /// schedules tma_ws and pingpong.
   int threads() const { return (pingpong ? 256 : warps_m * warps_n * 32) + (mma == 2 ? 128 : 0); }
   int b_rows() const { return gated ? 2 * block_n : block_n; }
-  /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma),
-  /// then the staged epilogue's rows.
+  /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
   int smem_bytes() const {
     if (decode) return decode_smem;
-    return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0) + epilogue_stage_bytes;
+    return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0);
   }
   /// decode GEMM2 with its w2 rows staged: the partial dots, 16-byte aligned, then the rows.
   int decode_staged_smem() const { return (decode_smem + 15) / 16 * 16 + decode_stage_bytes; }

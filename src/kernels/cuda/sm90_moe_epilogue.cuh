@@ -12,6 +12,13 @@
 // consecutive columns with one 16-byte store: a row's 64 bytes per instruction in whole 32-byte
 // sectors, instead of 16 bytes in 4-byte pieces; columns past the last 32 as before. Same values,
 // same bits.
+// NOTE: the transpose is most of this epilogue's instructions (per thread of a 128 x 256 GEMM2
+// tile: 192 SEL, 64 SHFL; 13.5% of the consumer warps' stall samples at S2 M=8192, ncu in
+// bench/results/2026-11-30-c13ba0f-epilogue-rows/ncu/). Staging each warp's rows in shared memory
+// with stmatrix and storing whole 128-byte row segments instead (44b5102, 2304 bytes per consumer
+// warp) kept the bits but gained nothing consistent on the H200 in one call: GEMM2 S2 M=8192 409
+// -> 398 us, S1 8192 861 -> 893, the layer within the rounds' spread everywhere
+// (bench/results/2026-11-30-44b5102-staged-epilogue/).
 // Limits: output column counts are multiples of 8 on the 16-byte path (K and I are multiples of
 // block_k), even otherwise (bf16x2 stores). Covered by sm90_gather_test.cpp.
 #pragma once
@@ -170,97 +177,6 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
           *reinterpret_cast<moe_u32*>(out + out_row * n_dim + col) = pack_bf16x2(v0, v1);
         }
       }
-    }
-  }
-}
-
-// ---- GEMM2 through shared memory (tma_ws and pingpong, bf16 y rows; kStagedEpilogue) ----
-// Per 64 columns of a warp's 16 rows, the scaled bf16 values go to the warp's own staging rows
-// with stmatrix (the m16n8 accumulator layout is stmatrix's), and come back as 16-byte row pieces:
-// each load and store instruction covers 4 rows x 128 bytes. About half the instructions of the
-// shuffle path (no selects or shuffles: 4 stmatrix + 4 loads + 4 stores per 64 columns), and it
-// needs kEpilogueStageWarpBytes of shared memory per consumer warp. Same values, same bits.
-
-/// Staging row pitch: 128 bytes + 16, so the 8 rows of a stmatrix matrix, and the 4 rows a load
-/// instruction reads, fall on distinct banks.
-constexpr int kEpilogueStageRowBytes = 144;
-constexpr int kEpilogueStageWarpBytes = 16 * kEpilogueStageRowBytes;
-
-/// The pair ids of the rows a lane stores in the staged epilogue: row (lane / 8) + 4 i of each of
-/// its warp's 16-row slabs (fragment row mm: + 64 mm). Loaded when the tile starts, as
-/// load_epilogue_rows.
-template <class Mainloop>
-struct StagedStoreRows {
-  int pair[Mainloop::kMmaM][4];
-};
-template <class Mainloop>
-MOETUNE_DEVICE StagedStoreRows<Mainloop> load_staged_store_rows(const int* row_pair, int tid) {
-  static_assert(Mainloop::kWarpColumns == 1 && Mainloop::kWarpTileM == 16,
-                "staged epilogue: one warp holds 16 rows of every m64 fragment row");
-  const int lane = tid & 31;
-  const int warp = tid >> 5;
-  StagedStoreRows<Mainloop> rows;
-#pragma unroll
-  for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      rows.pair[mm][i] = row_pair[warp * 16 + mm * Mainloop::kMmaRowStride + (lane >> 3) + 4 * i];
-    }
-  }
-  return rows;
-}
-
-/// GEMM2's y[pair, n0 + c] = scale * acc for the thread's warp; stage: shared address of the warp's
-/// kEpilogueStageWarpBytes. rows: load_epilogue_rows (the scales of the fragment rows); srows: the
-/// pair ids of the rows this lane stores.
-template <class Mainloop>
-MOETUNE_DEVICE void moe_epilogue_store_staged(Mainloop const& ml, int tid,
-                                              EpilogueRows<Mainloop> const& rows,
-                                              StagedStoreRows<Mainloop> const& srows, moe_bf16* out,
-                                              int n0, int n_dim, moe_u32 stage) {
-  static_assert(Mainloop::kMmaN % 2 == 0, "staged epilogue: fragments in pairs (16 columns)");
-  const int lane = tid & 31;
-  // stmatrix: lane l addresses row l % 8 of matrix l / 8 (matrices: rows 0-7 / 8-15 of fragment
-  // j, then of fragment j + 1).
-  const int m = lane >> 3;
-  const moe_u32 st_addr =
-      stage +
-      static_cast<moe_u32>(((m & 1) * 8 + (lane & 7)) * kEpilogueStageRowBytes + (m >> 1) * 16);
-  // Loads and stores: lane l takes 8 columns (16 bytes) at column (l % 8) * 8 of row l / 8 + 4 i.
-  const moe_u32 ld_addr =
-      stage + static_cast<moe_u32>((lane >> 3) * kEpilogueStageRowBytes + (lane & 7) * 16);
-#pragma unroll
-  for (int mm = 0; mm < Mainloop::kMmaM; ++mm) {
-    const float s0 = rows.scale[mm][0];  // row lane / 4
-    const float s1 = rows.scale[mm][1];  // row lane / 4 + 8
-#pragma unroll
-    for (int c0 = 0; c0 < Mainloop::kMmaN; c0 += 8) {  // 64 columns (8 fragments) at a time
-      constexpr int kChunkFrags = 8;
-      const int frags = Mainloop::kMmaN - c0 < kChunkFrags ? Mainloop::kMmaN - c0 : kChunkFrags;
-#pragma unroll
-      for (int j = 0; j < kChunkFrags; j += 2) {
-        if (j < frags) {
-          const int f = c0 + j;
-          stmatrix_x4(
-              st_addr + static_cast<moe_u32>(j * 16),
-              pack_bf16x2(ml.acc_at(0, mm, f, 0) * s0, ml.acc_at(0, mm, f, 1) * s0),
-              pack_bf16x2(ml.acc_at(0, mm, f, 2) * s1, ml.acc_at(0, mm, f, 3) * s1),
-              pack_bf16x2(ml.acc_at(0, mm, f + 1, 0) * s0, ml.acc_at(0, mm, f + 1, 1) * s0),
-              pack_bf16x2(ml.acc_at(0, mm, f + 1, 2) * s1, ml.acc_at(0, mm, f + 1, 3) * s1));
-        }
-      }
-      __syncwarp();
-      const int col = n0 + c0 * 8 + (lane & 7) * 8;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint4 v =
-            ld_shared_16(ld_addr + static_cast<moe_u32>(4 * i * kEpilogueStageRowBytes));
-        const int pair = srows.pair[mm][i];
-        if ((lane & 7) < frags && pair >= 0 && col < n_dim) {
-          *reinterpret_cast<uint4*>(out + (long long)pair * n_dim + col) = v;
-        }
-      }
-      __syncwarp();  // every lane has read the chunk before the next one overwrites it
     }
   }
 }

@@ -123,8 +123,7 @@ constexpr int ws_consumers() {
 /// On the H200 it was slower or equal in the layer (bench/results/2026-11-30-cluster-n/), so no
 /// table or search space uses it.
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1,
-          bool kStagedEpilogue = false>
+          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -176,8 +175,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       "cluster_n 2: tma_ws GEMM2 without split-K or cluster_m");
   static_assert(kABytes % 1024 == 0 && kStageBytes % 1024 == 0,
                 "128-byte swizzle needs 1024-byte aligned tiles");
-  static_assert(!kStagedEpilogue || (!kIsGemm1 && !kSplitK && kWgN % 16 == 0),
-                "staged epilogue: GEMM2 bf16 rows, 16-column fragment pairs");
 
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
@@ -186,10 +183,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   const int wg = threadIdx.x >> 7;
   const int tid = threadIdx.x & 127;
-  // kStagedEpilogue: each consumer warp's staging rows, after the stages (the host sizes them).
-  const moe_u32 epilogue_stage =
-      smem_u32(smem + kStages * kStageBytes) +
-      static_cast<moe_u32>(((threadIdx.x >> 5) - 4) * kEpilogueStageWarpBytes);
 
   if (threadIdx.x == 0) {
     tma_prefetch_descriptor(&p.tma_b);
@@ -385,7 +378,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // while it finishes its main loop.
       const auto rows =
           load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
-      const auto srows = load_staged_store_rows<Acc>(g.sorted_pairs + row0, tid);
       // align pads each expert's rows at the end of its last block: when row 64 is padding, so
       // is the whole second half, and one m64 wgmma per step covers the tile (same bits).
       const bool half1 = kHalves == 1 || g.sorted_pairs[row0 + 64] >= 0;
@@ -398,13 +390,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       } else {
         mainloop(IntConst<1>{}, next_tile);
       }
-      if constexpr (kStagedEpilogue) {
-        moe_epilogue_store_staged<Acc>(ml, tid, rows, srows, g.out, pid_n * kBlockN, g.n_dim,
-                                       epilogue_stage);
-      } else {
-        moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN,
-                                                g.n_dim);
-      }
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN, g.n_dim);
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
@@ -470,7 +456,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // per tile).
       const auto rows =
           load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
-      const auto srows = load_staged_store_rows<Acc>(g.sorted_pairs + row0, tid);
       const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
       if (kHalves == 2 && g.sorted_pairs[row0] < 0) {
         idle_tile();
@@ -505,13 +490,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       } else {
         mainloop(IntConst<1>{});
       }
-      if constexpr (kStagedEpilogue) {
-        moe_epilogue_store_staged<Acc>(ml, tid, rows, srows, g.out, pid_n * kBlockN + cn * kWgN,
-                                       g.n_dim, epilogue_stage);
-      } else {
-        moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0,
-                                                pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
-      }
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0,
+                                              pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
     }
   }
   // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or
