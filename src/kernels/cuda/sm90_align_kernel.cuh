@@ -166,11 +166,15 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
-    int e = p.topk_ids[i];
+    // The weight's load goes out with the id's: read after the sorted_pairs store, it waited for
+    // that store (possible aliasing) and added a round trip per pass (S2 M=512, 4096 pairs: align
+    // 10.5 -> 14.1 us on the H200, bench/results/2026-11-30-c13ba0f37465.csv vs a3c598f's).
+    const int e = __ldg(p.topk_ids + i);
+    const float w = __ldg(p.topk_weights + i);
     if (e >= 0 && e < p.num_experts) {
       int pos = offsets[e] + atomicAdd(&counts[e], 1);
       p.sorted_pairs[pos] = i;
-      p.sorted_weights[pos] = p.topk_weights[i];
+      p.sorted_weights[pos] = w;
     }
   }
 }
@@ -264,16 +268,17 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   pdl_launch_dependents();
   pdl_wait();
   const int first = blockIdx.x * kAlignChunk + threadIdx.x;
-  int ids[kAlignChunkIds];
-  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
-  for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
-  __syncthreads();
+  // Weights, ids and cursors all in flight at once (one round trip before the atomics).
   float w[kAlignChunkIds];
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
     const int i = first + j * kAlignChunkThreads;
     w[j] = i < p.base.num_pairs ? __ldg(p.base.topk_weights + i) : 0.0f;
   }
+  int ids[kAlignChunkIds];
+  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
+  for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
+  __syncthreads();
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
     if (ids[j] >= 0) {
