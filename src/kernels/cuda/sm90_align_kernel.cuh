@@ -166,9 +166,12 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
-    // The weight's load goes out with the id's: read after the sorted_pairs store, it waited for
-    // that store (possible aliasing) and added a round trip per pass (S2 M=512, 4096 pairs: align
-    // 10.5 -> 14.1 us on the H200, bench/results/2026-11-30-c13ba0f37465.csv vs a3c598f's).
+    // The weight's load goes out with the id's. NOTE: writing sorted_weights made this one-CTA
+    // align slower on the H200 (4096 pairs, S2 M=512: 10.5 -> 14.1 us) and issuing the load here
+    // rather than after the sorted_pairs store did not change that (14.2 us,
+    // bench/results/2026-11-30-4f83cd3-align-weights/): the cost is the second stream of scattered
+    // stores from one SM. Building the list in shared memory and writing it out in order would
+    // remove both streams' scatter.
     const int e = __ldg(p.topk_ids + i);
     const float w = __ldg(p.topk_weights + i);
     if (e >= 0 && e < p.num_experts) {
