@@ -137,11 +137,34 @@ MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, co
   }
 }
 
+/// Pairs the one-CTA align stages in shared memory (the host's kSingleCtaAlignPairs; above it,
+/// with the lever align_multi_cta off, the pairs go straight to global memory).
+constexpr int kAlignStagePairs = 4096;
+
+/// The expert whose pairs end past k: the first e with ends[e] > k (ends: [num_experts],
+/// ascending, ends[num_experts - 1] > k).
+MOETUNE_DEVICE int expert_ending_after(const int* ends, int num_experts, int k) {
+  int lo = 0, hi = num_experts - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (ends[mid] > k)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 template <int kBlockM, int kSubM = kBlockM>
 __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
   __shared__ int sub_offsets[kSubM < kBlockM ? kMaxExperts + 1 : 1];
+  __shared__ int cursor_buf[kSubM < kBlockM ? 1 : kMaxExperts + 1];
+  __shared__ int staged_pair[kAlignStagePairs];
+  __shared__ float staged_weight[kAlignStagePairs];
+  // The scatter's cursors: sub_offsets is free again once the sub-blocks are written.
+  int* cursor = kSubM < kBlockM ? sub_offsets : cursor_buf;
   const int tid = threadIdx.x;
   pdl_launch_dependents();
   pdl_wait();
@@ -163,15 +186,37 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
   write_sub_blocks<kBlockM, kSubM>(p, counts, offsets, sub_offsets);
   __syncthreads();
+  // Up to kAlignStagePairs pairs the list is built in shared memory, each expert's pairs packed
+  // from cursor[e] (the unpadded offsets), and then written out in order: consecutive threads
+  // write consecutive rows of sorted_pairs and sorted_weights. NOTE: scattered straight to global
+  // memory, the two stores of each pair from this one CTA cost S2 M=512 (4096 pairs) 14.1 us of
+  // align on the H200, against 10.5 with sorted_pairs alone (bench/results/2026-11-30-4f83cd3-
+  // align-weights/).
+  if (p.num_pairs <= kAlignStagePairs) {
+    padded_offsets_warp0<1>(counts, cursor, p.num_experts);
+    __syncthreads();
+    for (int i = tid; i < p.num_pairs; i += blockDim.x) {
+      const int e = __ldg(p.topk_ids + i);
+      const float w = __ldg(p.topk_weights + i);
+      if (e >= 0 && e < p.num_experts) {
+        const int k = atomicAdd(&cursor[e], 1);
+        staged_pair[k] = i;
+        staged_weight[k] = w;
+      }
+    }
+    __syncthreads();
+    // cursor[e] is now where expert e's pairs end; cursor[num_experts], their total.
+    for (int k = tid; k < cursor[p.num_experts]; k += blockDim.x) {
+      const int e = expert_ending_after(cursor, p.num_experts, k);
+      const int row = offsets[e] + k - (cursor[e] - counts[e]);
+      p.sorted_pairs[row] = staged_pair[k];
+      p.sorted_weights[row] = staged_weight[k];
+    }
+    return;
+  }
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;  // reuse as cursors
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
-    // The weight's load goes out with the id's. NOTE: writing sorted_weights made this one-CTA
-    // align slower on the H200 (4096 pairs, S2 M=512: 10.5 -> 14.1 us) and issuing the load here
-    // rather than after the sorted_pairs store did not change that (14.2 us,
-    // bench/results/2026-11-30-4f83cd3-align-weights/): the cost is the second stream of scattered
-    // stores from one SM. Building the list in shared memory and writing it out in order would
-    // remove both streams' scatter.
     const int e = __ldg(p.topk_ids + i);
     const float w = __ldg(p.topk_weights + i);
     if (e >= 0 && e < p.num_experts) {
