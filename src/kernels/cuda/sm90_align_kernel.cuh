@@ -191,7 +191,9 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   // write consecutive rows of sorted_pairs and sorted_weights. NOTE: scattered straight to global
   // memory, the two stores of each pair from this one CTA cost S2 M=512 (4096 pairs) 14.1 us of
   // align on the H200, against 10.5 with sorted_pairs alone (bench/results/2026-11-30-4f83cd3-
-  // align-weights/).
+  // align-weights/); staged, 11.1 us (S1 M=512, 3072 pairs: 11.8 -> 9.6), but up to 1 us more
+  // below ~1500 pairs, where the extra scan and barrier outweigh the scatter
+  // (bench/results/2026-11-30-790fc77-align-staged/).
   if (p.num_pairs <= kAlignStagePairs) {
     padded_offsets_warp0<1>(counts, cursor, p.num_experts);
     __syncthreads();
