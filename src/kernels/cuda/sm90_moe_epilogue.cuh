@@ -63,16 +63,16 @@ MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, f
   return v * scale;
 }
 
-/// The tile rows one thread stores, kMmaM x 2 of them (fragment row mm, half): pair id (-1 =
-/// padding) and GEMM2's scale (the row's routing weight; unread by GEMM1). Loaded apart from the
-/// store, with no load depending on another, so that a persistent kernel issues them when its
-/// tile starts and finds them arrived at the epilogue.
 /// The tile row of fragment row (mm, half) in a lane of warp row warp_m.
 template <class Mainloop>
 MOETUNE_DEVICE int epilogue_tile_row(int warp_m, int lane, int mm, int half) {
   return warp_m * Mainloop::kWarpTileM + mm * Mainloop::kMmaRowStride + (lane >> 2) + half * 8;
 }
 
+/// The tile rows one thread stores, kMmaM x 2 of them (fragment row mm, half): pair id (-1 =
+/// padding) and GEMM2's scale (the row's routing weight; unread by GEMM1). Loaded apart from the
+/// store, with no load depending on another, so that a persistent kernel issues them when its
+/// tile starts and finds them arrived at the epilogue.
 template <class Mainloop>
 struct EpilogueRows {
   int pair[Mainloop::kMmaM][2];
