@@ -33,7 +33,9 @@ constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
 constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
 // Above this the multi-CTA align's three launches run (its cost is shared-memory atomics, which one
 // CTA does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200. At
-// 4096 pairs (S2 M=512, one CTA: 10.4 us) the two were not compared.
+// 4096 pairs (S2 M=512, one CTA: 10.4 us) the two were not compared. The one-CTA kernel stages up
+// to kAlignStagePairs (sm90_align_kernel.cuh, the same 4096) pairs in shared memory; above that it
+// writes them scattered, so a larger threshold here stays correct.
 constexpr int kSingleCtaAlignPairs = 4096;
 struct GemmParams {
   const void* a;
