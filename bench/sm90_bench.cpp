@@ -138,7 +138,36 @@ struct Options {
   std::optional<core::Schedule> sweep_schedule;
   bool sweep_decode_only = false;  // --sweep-decode-only: only the decode kernels (launch.swap_ab)
   int sweep_reps = 5;
+  // --shape NAME=E,K,I,TOPK,ACT (repeatable): a shape beyond S1-S3 (e.g. a held-out model), run
+  // after the --shapes ones; no peer numbers exist for it, the floor is computed the same way.
+  std::vector<Shape> extra_shapes;
 };
+
+/// Parses --shape's "NAME=E,K,I,TOPK,ACT" (ACT as the CLI names it: silu, relu2, gelu,
+/// gelu_tanh); dies with the expected form otherwise.
+Shape parse_shape(std::string const& text) {
+  const std::string form =
+      "--shape " + text + ": expected NAME=E,K,I,TOPK,ACT (e.g. H1=128,4096,1536,8,silu)";
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) die(form);
+  const auto fields = split(text.substr(eq + 1), ',');
+  if (fields.size() != 5) die(form);
+  Shape s;
+  s.name = text.substr(0, eq);
+  try {
+    s.p.num_experts = std::stoll(fields[0]);
+    s.p.hidden_size = std::stoll(fields[1]);
+    s.p.intermediate_size = std::stoll(fields[2]);
+    s.p.top_k = std::stoll(fields[3]);
+  } catch (std::exception const&) {
+    die(form);
+  }
+  s.p.activation = must(core::parse_activation(fields[4]), "--shape " + text);
+  if (s.p.num_experts < 1 || s.p.hidden_size < 1 || s.p.intermediate_size < 1 || s.p.top_k < 1 ||
+      s.p.top_k > s.p.num_experts)
+    die(form + "; sizes >= 1 and TOPK <= E");
+  return s;
+}
 
 Options parse_options(int argc, char** argv) {
   Options o;
@@ -166,10 +195,13 @@ Options parse_options(int argc, char** argv) {
       o.sweep_decode_only = true;
     else if (a == "--recipe")
       o.recipe = next();
+    else if (a == "--shape")
+      o.extra_shapes.push_back(parse_shape(next()));
     else
       die("unknown option " + a +
-          " (options: --out DIR --shapes S1,S2,S3 --m LIST --no-sweep --sweep-reps N --recipe R "
-          "--schedule-override S --sweep-schedule S --sweep-decode-only)");
+          " (options: --out DIR --shapes S1,S2,S3 --shape NAME=E,K,I,TOPK,ACT --m LIST --no-sweep "
+          "--sweep-reps N --recipe R --schedule-override S --sweep-schedule S "
+          "--sweep-decode-only)");
   }
   return o;
 }
@@ -438,8 +470,19 @@ int main(int argc, char** argv) {
   std::vector<Point> points;
   std::vector<std::string> failed;  // "S3 M=1", in order
   auto wanted = split(opt.shapes, ',');
-  for (auto const& shape : all_shapes()) {
-    if (std::find(wanted.begin(), wanted.end(), shape.name) == wanted.end()) continue;
+  std::vector<Shape> shapes;
+  for (auto const& name : wanted) {
+    if (name == "none") continue;  // --shapes none: only the --shape ones
+    auto const known = all_shapes();
+    auto it =
+        std::find_if(known.begin(), known.end(), [&](Shape const& s) { return s.name == name; });
+    if (it == known.end())
+      die("--shapes " + opt.shapes + ": unknown shape " + name +
+          " (S1, S2, S3, or none; other shapes with --shape)");
+    shapes.push_back(*it);
+  }
+  shapes.insert(shapes.end(), opt.extra_shapes.begin(), opt.extra_shapes.end());
+  for (auto const& shape : shapes) {
     for (auto const& m_text : split(opt.ms, ',')) {
       auto t_start = std::chrono::steady_clock::now();
       Point pt;
