@@ -533,6 +533,7 @@ int main(int argc, char** argv) {
                    pt.time_us / pt.floor_us, pt.default_us, pt.rel_err, pt.config.c_str(),
                    pt.candidates, secs);
       write_csv_row(csv, run, pt);
+      csv.flush();  // a run cut short by a timeout keeps the points it finished
       points.push_back(pt);
     }
   }
