@@ -6,6 +6,7 @@
 # alone. Binaries from scripts/build_device.sh, carried in .devbin/.
 # Usage: bench/run_h200_heldout.sh [bench options, e.g. --m 1,64,1024 --no-sweep]
 #   HELDOUT: space-separated NAME=E,K,I,TOPK,ACT (default: the five below)
+#   SHAPES: the built-in shapes to run too (default none; e.g. S1,S2,S3)
 #   LIMIT_S: seconds for the bench (default 540)
 set -uo pipefail
 BIN=${BIN:-.devbin}
@@ -19,5 +20,5 @@ args=()
 for s in $HELDOUT; do args+=(--shape "$s"); done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit \
   --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
-timeout -k 10 "${LIMIT_S:-540}" "$BIN/moetune_sm90_bench" --out "$OUT" --shapes none "${args[@]}" "$@" \
+timeout -k 10 "${LIMIT_S:-540}" "$BIN/moetune_sm90_bench" --out "$OUT" --shapes "${SHAPES:-none}" "${args[@]}" "$@" \
   2>&1 | tee "$OUT/heldout-bench.log" | tail -80

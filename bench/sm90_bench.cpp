@@ -138,6 +138,7 @@ struct Options {
   std::optional<core::Schedule> sweep_schedule;
   bool sweep_decode_only = false;  // --sweep-decode-only: only the decode kernels (launch.swap_ab)
   int sweep_reps = 5;
+  std::string sweep_log;  // --sweep-log FILE: every candidate the sweep timed (sweep_best)
   // --shape NAME=E,K,I,TOPK,ACT (repeatable): a shape beyond S1-S3 (e.g. a held-out model), run
   // after the --shapes ones; no peer numbers exist for it, the floor is computed the same way.
   std::vector<Shape> extra_shapes;
@@ -195,12 +196,14 @@ Options parse_options(int argc, char** argv) {
       o.sweep_decode_only = true;
     else if (a == "--recipe")
       o.recipe = next();
+    else if (a == "--sweep-log")
+      o.sweep_log = next();
     else if (a == "--shape")
       o.extra_shapes.push_back(parse_shape(next()));
     else
       die("unknown option " + a +
           " (options: --out DIR --shapes S1,S2,S3 --shape NAME=E,K,I,TOPK,ACT --m LIST --no-sweep "
-          "--sweep-reps N --recipe R --schedule-override S --sweep-schedule S "
+          "--sweep-reps N --sweep-log FILE --recipe R --schedule-override S --sweep-schedule S "
           "--sweep-decode-only)");
   }
   return o;
@@ -243,8 +246,11 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 
 // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
 // block_m whose two winners sum lowest wins.
+// sweep_log (--sweep-log): one line per timed candidate, "shape,M,pairs_per_expert,space_block_m,
+// gemm,config,us" (us empty when the timing failed), for fitting the default rule offline.
 core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates,
-                           std::optional<core::Schedule> only, bool decode_only) {
+                           std::optional<core::Schedule> only, bool decode_only,
+                           std::ofstream* sweep_log, std::string const& shape) {
   core::MoeConfig best = tb.backend().default_config(p);
   double best_total = 1e30;
   auto keep = [&](std::vector<core::KernelConfig> v) {
@@ -281,6 +287,13 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
         if (!tb.backend().can_implement(p, c).ok()) continue;
         auto t = tb.time_stages(c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2,
                                 1, reps);
+        if (sweep_log) {
+          *sweep_log << shape << "," << p.num_tokens << "," << kernels::cuda::pairs_per_expert(p)
+                     << "," << space.base.gemm2.tile.block_m << "," << (first ? "gemm1" : "gemm2")
+                     << "," << core::short_string(k) << ",";
+          if (t.ok()) *sweep_log << t->median_us;
+          *sweep_log << "\n";
+        }
         if (t.ok() && t->median_us < best_us) {
           best_us = t->median_us;
           win = k;
@@ -467,6 +480,12 @@ int main(int argc, char** argv) {
   run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
 
   write_csv_header(csv);
+  std::optional<std::ofstream> sweep_log;
+  if (!opt.sweep_log.empty()) {
+    sweep_log.emplace(opt.sweep_log);
+    if (!*sweep_log) die("--sweep-log " + opt.sweep_log + ": cannot write; use a writable path");
+    *sweep_log << "shape,M,pairs_per_expert,space_block_m,gemm,config,us\n";
+  }
   std::vector<Point> points;
   std::vector<std::string> failed;  // "S3 M=1", in order
   auto wanted = split(opt.shapes, ',');
@@ -514,7 +533,7 @@ int main(int argc, char** argv) {
           }
         } else if (opt.sweep) {
           best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule,
-                            opt.sweep_decode_only);
+                            opt.sweep_decode_only, sweep_log ? &*sweep_log : nullptr, pt.shape);
         }
         check_point(*tb, pt, best);
         time_point(*tb, nvml, pt, best, dflt);
@@ -534,6 +553,7 @@ int main(int argc, char** argv) {
                    pt.candidates, secs);
       write_csv_row(csv, run, pt);
       csv.flush();  // a run cut short by a timeout keeps the points it finished
+      if (sweep_log) sweep_log->flush();
       points.push_back(pt);
     }
   }
