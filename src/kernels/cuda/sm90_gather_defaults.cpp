@@ -1,69 +1,89 @@
 // sm90_default_config (sm90_gather_defaults.hpp). Covered by
 // tests/kernels/cuda/jit_compile_test.cpp (every regime's default is implementable and compiles,
-// held-out shapes too).
+// held-out shapes too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 
-#include <algorithm>
+#include <vector>
 
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 
-// Default rule (measured on H200, see docs/kernels.md once tuned tables exist):
-//   pairs per expert p = M * top_k / E.
-//   M <= 4 and p <= 1: the decode kernels (launch.swap_ab), GEMM1 n8 k512 4 warps 1 row, GEMM2
-//               n4 k512 8 warps 1 row (won at M = 1 on S1-S3 and M = 4 on S1/S2:
-//               bench/results/raw/2026-11-29-c35ea3c-decode-sweep.csv)
-//   p <= 1      tiny:  BM 16, GEMM1 BN 32 (2 warps) / GEMM2 BN 64 (4 warps), BK 128
-//   p <= 48     small: BM 16..64 matched to p, BN 64, BK 64, 4 warps, 4 stages
-//   otherwise   large: TMA + warp-specialised wgmma (tma_ws) BM 128, BN 128 (gated GEMM1) /
-//               256, BK 64, 8 MMA warps, 4 stages, group_m 8 (beat cooperative at every M >= 1024
-//               measured on H200: bench/results/raw/2026-11-29-9989eea-pinned-as-tma_ws.csv)
+// Default rule, per regime of pairs per expert p = M * top_k / E. Fitted on H200 to every
+// candidate the per-GEMM sweep timed on eight shapes, S1-S3 and five held-out models
+// (bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz, bench/fit_defaults.py): each
+// regime's pair is the one with the lowest geomean of (GEMM1 + GEMM2) / (best GEMM1 + best GEMM2)
+// over the points in it; over the 80 points outside decode that geomean went from 1.064 (the
+// rule before) to 1.027, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
+// divides it, else 64.
+//   M <= 4 and p <= 0.5: the decode kernels (launch.swap_ab), GEMM1 n8 k512 4 warps 1 row, GEMM2
+//             n4 k512 8 warps 1 row (at p = 1, S3 and Mixtral-8x22B at M = 4, mma.sync below ran
+//             the layer 8-10% faster than decode)
+//   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x32x64, 2 warps, 5 stages
+//   p <= 4    GEMM1 as above; GEMM2 16x64xBK group 8, 4 warps, 5 stages
+//   p <= 12   GEMM1 16x64xBK 4 warps 3 stages; GEMM2 16x64x64 4 warps 5 stages
+//   p <= 24   GEMM1 32x128xBK 8 warps 3 stages; GEMM2 32x64xBK 4 warps 4 stages
+//   p <= 48   both TMA + warp-specialised wgmma (tma_ws) 64x128x64, one MMA warpgroup, 5 stages
+//             (the mma.sync 32/64-row tiles before lost 15-29% here)
+//   p > 48    tma_ws 128 rows, GEMM1 block_n 128 (gated) / 256, GEMM2 256, 8 MMA warps, 4 stages,
+//             group_m 8; at 96 < p <= 160 GEMM2 at 256 rows x 128 (an expert's rows fit one
+//             block: its weight tile is read once and only 64-row granules of padding multiply)
+// A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
+// falls through to the next in the list, ending in mma.sync tiles every shape takes.
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
   const double per_expert = pairs_per_expert(p);
-  core::KernelConfig g1, g2;
-  auto set = [](core::KernelConfig& k, int bm, int bn, int bk, int warps, int stages, int gm) {
+  auto kc = [](int bm, int bn, int bk, int warps, int stages, int gm,
+               core::Schedule schedule = core::Schedule::kAuto) {
+    core::KernelConfig k;
     k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = gm};
     k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
+    k.launch.schedule = schedule;
+    return k;
   };
-  const int bk_small = (p.hidden_size % 128 == 0 && p.intermediate_size % 128 == 0) ? 128 : 64;
-  if (p.num_tokens <= 4 && per_expert <= 1.0) {
+  constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
+  std::vector<core::MoeConfig> choices;
+  if (p.num_tokens <= 4 && per_expert <= 0.5) {
     // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
-    set(g1, decode_block_m(p), 8, 512, 4, 1, 1);
-    set(g2, decode_block_m(p), 4, 512, 8, 1, 1);
-    g1.launch.swap_ab = g2.launch.swap_ab = true;
-    if (gemm_geometry(p, g1, true).ok() && gemm_geometry(p, g2, false).ok()) {  // decode rules
-      return {.gemm1 = g1, .gemm2 = g2};
-    }
-    g1 = g2 = core::KernelConfig{};  // K or I not a multiple of 8: the mma.sync rule below
+    core::MoeConfig d{.gemm1 = kc(decode_block_m(p), 8, 512, 4, 1, 1),
+                      .gemm2 = kc(decode_block_m(p), 4, 512, 8, 1, 1)};
+    d.gemm1.launch.swap_ab = d.gemm2.launch.swap_ab = true;
+    choices.push_back(d);  // refused when K or I is not a multiple of 8
   }
   if (per_expert <= 1.0) {
-    set(g1, 16, 32, bk_small, 2, 4, 1);
-    set(g2, 16, 64, bk_small, 4, 4, 1);
+    choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 8), .gemm2 = kc(16, 32, 64, 2, 5, 1)});
+  } else if (per_expert <= 4.0) {
+    choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 8), .gemm2 = kc(16, 64, 128, 4, 5, 8)});
+  } else if (per_expert <= 12.0) {
+    choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 1), .gemm2 = kc(16, 64, 64, 4, 5, 1)});
+  } else if (per_expert <= 24.0) {
+    choices.push_back({.gemm1 = kc(32, 128, 128, 8, 3, 1), .gemm2 = kc(32, 64, 128, 4, 4, 1)});
   } else if (per_expert <= 48.0) {
-    const int bm = per_expert <= 16 ? 16 : (per_expert <= 32 ? 32 : 64);
-    set(g1, bm, 64, 64, 4, 4, 8);
-    set(g2, bm, 64, 64, 4, 4, 8);
+    choices.push_back(
+        {.gemm1 = kc(64, 128, 64, 4, 5, 8, kTw), .gemm2 = kc(64, 128, 64, 4, 5, 8, kTw)});
+    choices.push_back({.gemm1 = kc(64, 64, 64, 4, 4, 8), .gemm2 = kc(64, 64, 64, 4, 4, 8)});
   } else {
-    // TMA + warp-specialised wgmma (schedule tma_ws), one MMA warpgroup per 64 rows.
-    set(g1, 128, core::is_gated(p.activation) ? 128 : 256, 64, 8, 4, 8);
-    set(g2, 128, 256, 64, 8, 4, 8);
-    g1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-    g2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-  }
-  core::MoeConfig c{.gemm1 = g1, .gemm2 = g2};
-  // Fall back to the smallest safe block_k when the shape does not divide the choice.
-  for (auto* k : {&c.gemm1, &c.gemm2}) {
-    const bool is_g1 = k == &c.gemm1;
-    const int64_t kd = is_g1 ? p.hidden_size : p.intermediate_size;
-    while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
-    if (k->launch.schedule != core::Schedule::kAuto &&
-        (k->tile.block_k != 64 || !fast_paths.wgmma_mainloop)) {
-      k->launch.schedule = core::Schedule::kAuto;  // wgmma needs block_k 64; mma.sync does not
-      k->tile.block_n = std::min(k->tile.block_n, 128);
+    const int bn1 = core::is_gated(p.activation) ? 128 : 256;
+    if (per_expert > 96.0 && per_expert <= 160.0) {
+      choices.push_back(
+          {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(256, 128, 64, 8, 4, 8, kTw)});
     }
+    choices.push_back(
+        {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(128, 256, 64, 8, 4, 8, kTw)});
+    // Without the wgmma main loop (lever off) or for narrow outputs: mma.sync 128-row tiles.
+    choices.push_back({.gemm1 = kc(128, 128, 64, 8, 4, 8), .gemm2 = kc(128, 128, 64, 8, 4, 8)});
   }
-  return c;
+  // What every shape takes (block_k halved below until it divides K and I).
+  choices.push_back({.gemm1 = kc(16, 64, 64, 4, 4, 8), .gemm2 = kc(16, 64, 64, 4, 4, 8)});
+  for (core::MoeConfig& c : choices) {
+    // block_k 128 where the reduction size divides it, else the largest power of two that does.
+    for (auto* k : {&c.gemm1, &c.gemm2}) {
+      if (k->launch.swap_ab) continue;
+      const int64_t kd = k == &c.gemm1 ? p.hidden_size : p.intermediate_size;
+      while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
+    }
+    if (sm90_can_implement(p, c, fast_paths).ok()) return c;
+  }
+  return choices.back();
 }
 
 }  // namespace moetune::kernels::cuda

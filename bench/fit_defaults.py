@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Fits and checks the sm90_gather default rule against a sweep log.
+
+Input: the per-candidate log of `moetune_sm90_bench --sweep-log FILE` (.csv or .csv.gz: shape, M,
+pairs_per_expert, space_block_m, gemm, config, us), and optionally that run's CSV, whose
+default_config column is the rule the binary had. Per point the cost of a (GEMM1, GEMM2) pair is
+(t1 + t2) / (best t1 + best t2), stage times alone (align and combine are the same for every pair
+outside decode, so decode points, M <= 4 with p <= 1, are left out). Prints, per band of pairs
+per expert p, the pairs with the lowest geomean cost; then the geomean and worst point of the
+CSV's defaults and of RULE below (keep it equal to sm90_default_config in
+src/kernels/cuda/sm90_gather_defaults.cpp).
+
+A config named with block_k 128 stands for "128 where the GEMM's reduction size divides it, else
+64" (what the C++ rule does), so one rule covers shapes with K or I not a multiple of 128.
+
+Usage: bench/fit_defaults.py SWEEP_LOG [--bench-csv CSV] [--top N]
+"""
+import argparse
+import csv
+import gzip
+import math
+import re
+import sys
+
+BANDS = [(0, 1), (1, 4), (4, 12), (12, 24), (24, 48), (48, 96), (96, 160), (160, 320), (320, 1e12)]
+
+
+def rule(gated, p):
+    """sm90_default_config outside decode, as config short strings (block_k 128 = BK)."""
+    if p <= 1:
+        return "m16n64k128g8w4s3", "m16n32k64g1w2s5"
+    if p <= 4:
+        return "m16n64k128g8w4s3", "m16n64k128g8w4s5"
+    if p <= 12:
+        return "m16n64k128g1w4s3", "m16n64k64g1w4s5"
+    if p <= 24:
+        return "m32n128k128g1w8s3", "m32n64k128g1w4s4"
+    if p <= 48:
+        return "m64n128k64g8w4s5tw", "m64n128k64g8w4s5tw"
+    g1 = "m128n128k64g8w8s4tw" if gated else "m128n256k64g8w8s4tw"
+    if 96 < p <= 160:
+        return g1, "m256n128k64g8w8s4tw"
+    return g1, "m128n256k64g8w8s4tw"
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    pts = {}
+    with opener(path, "rt") as f:
+        for r in csv.DictReader(f):
+            if not r["us"]:
+                continue
+            key = (r["shape"], int(r["M"]))
+            pt = pts.setdefault(key, {"p": float(r["pairs_per_expert"]), "gemm1": {}, "gemm2": {}})
+            d = pt[r["gemm"]]
+            d[r["config"]] = min(float(r["us"]), d.get(r["config"], 1e30))
+    return pts
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("sweep_log")
+    ap.add_argument("--bench-csv", help="the run's CSV: its E, K, I, act and default_config")
+    ap.add_argument("--top", type=int, default=3)
+    a = ap.parse_args()
+    pts = load(a.sweep_log)
+    if not pts:
+        sys.exit(f"fit_defaults: {a.sweep_log} holds no timed candidate")
+    dims, dflt = {}, {}
+    if a.bench_csv:
+        with open(a.bench_csv) as f:
+            for r in csv.DictReader(f):
+                dims[r["shape"]] = (int(r["K"]), int(r["I"]), r["act"] == "silu")
+                dc = r["default_config"].split("|")
+                dflt[(r["shape"], int(r["M"]))] = dc * 2 if len(dc) == 1 else dc
+
+    def best(pt):
+        return min(pts[pt]["gemm1"].values()) + min(pts[pt]["gemm2"].values())
+
+    def t(pt, gemm, cfg):
+        d = pts[pt][gemm]
+        if cfg in d or "k128" not in cfg or pt[0] not in dims:
+            return d.get(cfg)
+        kd = dims[pt[0]][0] if gemm == "gemm1" else dims[pt[0]][1]
+        return d.get(cfg.replace("k128", "k64")) if kd % 128 else None
+
+    def cost(pt, c1, c2):
+        t1, t2 = t(pt, "gemm1", c1), t(pt, "gemm2", c2)
+        return None if t1 is None or t2 is None else (t1 + t2) / best(pt)
+
+    def bm(c):
+        return "swap" if "swap" in c else int(re.match(r"m(\d+)", c).group(1))
+
+    def compat(c1, c2):
+        a1, a2 = bm(c1), bm(c2)
+        if "swap" in (a1, a2):
+            return a1 == a2
+        return a1 == a2 or (a2 == 256 and a1 == 128)
+
+    def geo(xs):
+        return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+    outside = [pt for pt in pts if not (pt[1] <= 4 and pts[pt]["p"] <= 1)]
+    for lo, hi in BANDS:
+        reg = [pt for pt in outside if lo < pts[pt]["p"] <= hi]
+        if not reg:
+            continue
+        # Rank each GEMM's configs by their summed excess, then pair the best few.
+        tops = []
+        for gemm in ("gemm1", "gemm2"):
+            score = {}
+            for c in set().union(*(pts[pt][gemm] for pt in reg)):
+                xs = [t(pt, gemm, c) for pt in reg]
+                if None not in xs:
+                    score[c] = sum((x - min(pts[pt][gemm].values())) / best(pt)
+                                   for x, pt in zip(xs, reg))
+            tops.append(sorted(score, key=score.get)[:20])
+        pairs = []
+        for c1 in tops[0]:
+            for c2 in tops[1]:
+                if compat(c1, c2):
+                    rs = [cost(pt, c1, c2) for pt in reg]
+                    pairs.append((geo(rs), max(rs), c1, c2))
+        pairs.sort()
+        print(f"p in ({lo:g}, {hi:g}]: {len(reg)} points")
+        for g, mx, c1, c2 in pairs[: a.top]:
+            print(f"    {g:.3f} (worst {mx:.3f})  {c1} | {c2}")
+
+    def report(name, choose):
+        rs, worst = [], []
+        for pt in outside:
+            c = choose(pt)
+            r = cost(pt, *c) if c else None
+            if r is None:
+                print(f"{name}: {pt[0]} M={pt[1]}: no timing for {c}")
+                continue
+            rs.append(r)
+            worst.append((r, pt))
+        worst.sort(reverse=True)
+        w = ", ".join(f"{s} M={m} {r:.3f}" for r, (s, m) in worst[:4])
+        print(f"{name}: geomean {geo(rs):.3f} over {len(rs)} points; worst {w}")
+
+    if dflt:
+        report("the CSV's defaults", lambda pt: dflt.get(pt))
+        report("RULE", lambda pt: rule(dims[pt[0]][2], pts[pt]["p"]) if pt[0] in dims else None)
+
+
+if __name__ == "__main__":
+    main()
