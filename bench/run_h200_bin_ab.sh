@@ -9,7 +9,10 @@
 # Usage: BIN_A=.devbin-old BIN_B=.devbin SHAPES=S1,S2,S3 M=1,4 OUT=$OUT bench/run_h200_bin_ab.sh
 # (carry both folders; scripts/build_device.sh builds one, copy it aside before rebuilding).
 # Knobs: BIN_A, BIN_B, SHAPES, M, ROUNDS (3), TEST_FILTER, DIGESTS (equal|any), RECIPE
-# (recipes/h200.json), LIMIT_S (per bench run, 120). Exit 1 when a run or the tests failed, or
+# (recipes/h200.json; none: no recipe, so every point runs the build's default rule), EXTRA (more
+# bench options, e.g. EXTRA="--shape H1=128,4096,1536,8,silu"), FIRST (A|B: the arm that opens
+# round 1, default A; a second call with FIRST=B balances one with A), LIMIT_S (per bench run,
+# 120). Exit 1 when a run or the tests failed, or
 # DIGESTS=equal and the digests differ.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +25,12 @@ TEST_FILTER=${TEST_FILTER-}
 DIGESTS=${DIGESTS:-equal}
 RECIPE=${RECIPE:-recipes/h200.json}
 LIMIT_S=${LIMIT_S:-120}
+EXTRA=${EXTRA-}
+FIRST=${FIRST:-A}
+flip=0
+[ "$FIRST" = B ] && flip=1
+recipe_args=(--recipe "$RECIPE")
+[ "$RECIPE" = none ] && recipe_args=()
 OUT=${OUT:-bench/results/$(date +%F)-bin-ab}
 work=$(mktemp -d)
 mkdir -p "$OUT" "$work/runs"
@@ -36,12 +45,12 @@ if [ -n "$TEST_FILTER" ]; then
 fi
 for ((r = 1; r <= ROUNDS; ++r)); do
   order="A B"
-  ((r % 2 == 0)) && order="B A"
+  (((r + flip) % 2 == 0)) && order="B A"
   for arm in $order; do
     bin=$BIN_A
     [ "$arm" = B ] && bin=$BIN_B
     MOETUNE_CACHE_DIR=$work/cache-$arm timeout -k 10 "$LIMIT_S" "$bin/moetune_sm90_bench" \
-      --recipe "$RECIPE" --shapes "$SHAPES" --m "$M" --no-sweep --out "$work/runs/$arm-$r" \
+      "${recipe_args[@]}" --shapes "$SHAPES" $EXTRA --m "$M" --no-sweep --out "$work/runs/$arm-$r" \
       > "$work/runs/$arm-$r.log" 2>&1
     rc=$?
     ((rc != 0)) && status=1
