@@ -32,7 +32,7 @@ def rule(gated, p):
     if p <= 4:
         return "m16n64k128g8w4s3", "m16n64k128g8w4s5"
     if p <= 12:
-        return "m16n64k128g1w4s3", "m16n64k64g1w4s5"
+        return "m16n64k64g1w4s5", "m16n64k64g1w4s5"
     if p <= 24:
         return "m32n128k128g1w8s3", "m32n64k128g1w4s4"
     if p <= 48:

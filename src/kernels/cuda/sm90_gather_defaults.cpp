@@ -21,7 +21,9 @@ namespace moetune::kernels::cuda {
 //             the layer 8-10% faster than decode)
 //   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x32x64, 2 warps, 5 stages
 //   p <= 4    GEMM1 as above; GEMM2 16x64xBK group 8, 4 warps, 5 stages
-//   p <= 12   GEMM1 16x64xBK 4 warps 3 stages; GEMM2 16x64x64 4 warps 5 stages
+//   p <= 12   both 16x64x64, 4 warps, 5 stages (the fit's runner-up by 0.1% of geomean, 1.03
+//             against 1.10 at its worst point; GEMM1 16x64x128 lost 12% at M = 64 of the E = 40
+//             shape in the layer A/B, bench/results/2026-11-30-default-rule-ab/)
 //   p <= 24   GEMM1 32x128xBK 8 warps 3 stages; GEMM2 32x64xBK 4 warps 4 stages
 //   p <= 48   both TMA + warp-specialised wgmma (tma_ws) 64x128x64, one MMA warpgroup, 5 stages
 //             (the mma.sync 32/64-row tiles before lost 15-29% here)
@@ -54,7 +56,7 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
   } else if (per_expert <= 4.0) {
     choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 8), .gemm2 = kc(16, 64, 128, 4, 5, 8)});
   } else if (per_expert <= 12.0) {
-    choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 1), .gemm2 = kc(16, 64, 64, 4, 5, 1)});
+    choices.push_back({.gemm1 = kc(16, 64, 64, 4, 5, 1), .gemm2 = kc(16, 64, 64, 4, 5, 1)});
   } else if (per_expert <= 24.0) {
     choices.push_back({.gemm1 = kc(32, 128, 128, 8, 3, 1), .gemm2 = kc(32, 64, 128, 4, 4, 1)});
   } else if (per_expert <= 48.0) {
