@@ -12,10 +12,18 @@ import sys
 
 RULE = """| regime | rule |
 |---|---|
-| M <= 4 and p <= 1 | the decode kernels (launch.swap_ab: no align or combine launch): block_m = M rounded up to a power of two; GEMM1 block_n 8, block_k 512, 4 warps, 1 row per warp; GEMM2 block_n 4, block_k 512, 8 warps, 1 row per warp |
-| p <= 1 (other) | mma.sync, block_m 16; GEMM1 block_n 32 on 2 warps, GEMM2 block_n 64 on 4 warps; block_k 128 where K and I allow it, else 64; 4 stages |
-| p <= 48 | mma.sync, block_m 16 / 32 / 64 (the smallest >= p of 16, 32; else 64), block_n 64, block_k 64, 4 warps, 4 stages, group_m 8 |
-| p > 48 | TMA + warp-specialised persistent wgmma (schedule tma_ws), block_m 128 on 8 MMA warps (+ a producer warpgroup), GEMM1 block_n 128 (gated) or 256, GEMM2 block_n 256, block_k 64, 4 stages, group_m 8 |
+| M <= 4 and p <= 0.5 | the decode kernels (launch.swap_ab: no align or combine launch): block_m = M rounded up to a power of two; GEMM1 block_n 8, block_k 512, 4 warps, 1 row per warp; GEMM2 block_n 4, block_k 512, 8 warps, 1 row per warp |
+| p <= 1 (other) | mma.sync, block_m 16; GEMM1 block_n 64, BK, 4 warps, 3 stages, group_m 8; GEMM2 block_n 32, block_k 64, 2 warps, 5 stages |
+| p <= 4 | mma.sync, block_m 16; GEMM1 as above; GEMM2 block_n 64, BK, 4 warps, 5 stages, group_m 8 |
+| p <= 12 | mma.sync, block_m 16, block_n 64, block_k 64, 4 warps, 5 stages |
+| p <= 24 | mma.sync, block_m 32; GEMM1 block_n 128, BK, 8 warps, 3 stages; GEMM2 block_n 64, BK, 4 warps, 4 stages |
+| p <= 48 | TMA + warp-specialised persistent wgmma (schedule tma_ws), block_m 64, block_n 128, block_k 64, one MMA warpgroup (+ a producer warpgroup), 5 stages, group_m 8 |
+| p > 48 | tma_ws, block_m 128 on 8 MMA warps, GEMM1 block_n 128 (gated) or 256, GEMM2 block_n 256 (at 96 < p <= 160: GEMM2 block_m 256, block_n 128), block_k 64, 4 stages, group_m 8 |
+
+BK: 128 where the GEMM's reduction size (K for GEMM1, I for GEMM2) divides it, else 64 with 5 stages.
+A choice `can_implement` refuses (the shape or a lever off) falls through to the next one, ending in
+mma.sync 16x64x64. Fitted to every candidate the sweep timed on S1-S3 and five held-out models:
+`bench/fit_defaults.py bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz`.
 """
 
 

@@ -11,7 +11,7 @@ CSV's defaults and of RULE below (keep it equal to sm90_default_config in
 src/kernels/cuda/sm90_gather_defaults.cpp).
 
 A config named with block_k 128 stands for "128 where the GEMM's reduction size divides it, else
-64" (what the C++ rule does), so one rule covers shapes with K or I not a multiple of 128.
+64 with 5 stages" (what the C++ rule does), so one rule covers shapes with K or I not a multiple of 128.
 
 Usage: bench/fit_defaults.py SWEEP_LOG [--bench-csv CSV] [--top N]
 """
@@ -82,7 +82,7 @@ def main():
         if cfg in d or "k128" not in cfg or pt[0] not in dims:
             return d.get(cfg)
         kd = dims[pt[0]][0] if gemm == "gemm1" else dims[pt[0]][1]
-        return d.get(cfg.replace("k128", "k64")) if kd % 128 else None
+        return d.get(re.sub(r"s\d$", "s5", cfg.replace("k128", "k64"))) if kd % 128 else None
 
     def cost(pt, c1, c2):
         t1, t2 = t(pt, "gemm1", c1), t(pt, "gemm2", c2)

@@ -14,8 +14,8 @@ namespace moetune::kernels::cuda {
 // (bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz, bench/fit_defaults.py): each
 // regime's pair is the one with the lowest geomean of (GEMM1 + GEMM2) / (best GEMM1 + best GEMM2)
 // over the points in it; over the 80 points outside decode that geomean went from 1.064 (the
-// rule before) to 1.027, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
-// divides it, else 64.
+// rule before) to 1.026, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
+// divides it, else 64 with 5 stages.
 //   M <= 4 and p <= 0.5: the decode kernels (launch.swap_ab), GEMM1 n8 k512 4 warps 1 row, GEMM2
 //             n4 k512 8 warps 1 row (at p = 1, S3 and Mixtral-8x22B at M = 4, mma.sync below ran
 //             the layer 8-10% faster than decode)
@@ -81,7 +81,12 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     for (auto* k : {&c.gemm1, &c.gemm2}) {
       if (k->launch.swap_ab) continue;
       const int64_t kd = k == &c.gemm1 ? p.hidden_size : p.intermediate_size;
-      while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) k->tile.block_k /= 2;
+      // A halved block_k takes 5 stages (measured: at K = 2880, 16x64x64 with 5 stages ran
+      // GEMM1 2-3% faster than with 3).
+      while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) {
+        k->tile.block_k /= 2;
+        k->pipeline.num_stages = 5;
+      }
     }
     if (sm90_can_implement(p, c, fast_paths).ok()) return c;
   }
