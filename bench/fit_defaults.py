@@ -11,7 +11,8 @@ CSV's defaults and of RULE below (keep it equal to sm90_default_config in
 src/kernels/cuda/sm90_gather_defaults.cpp).
 
 A config named with block_k 128 stands for "128 where the GEMM's reduction size divides it, else
-64 with 5 stages" (what the C++ rule does), so one rule covers shapes with K or I not a multiple of 128.
+64 with 5 stages" (what the C++ rule does), so one rule covers shapes with K or I not a multiple
+of 128.
 
 Usage: bench/fit_defaults.py SWEEP_LOG [--bench-csv CSV] [--top N]
 """
@@ -57,12 +58,12 @@ def load(path):
     return pts
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sweep_log")
     ap.add_argument("--bench-csv", help="the run's CSV: its E, K, I, act and default_config")
     ap.add_argument("--top", type=int, default=3)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     pts = load(a.sweep_log)
     if not pts:
         sys.exit(f"fit_defaults: {a.sweep_log} holds no timed candidate")

@@ -20,5 +20,5 @@ args=()
 for s in $HELDOUT; do args+=(--shape "$s"); done
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit \
   --format=csv 2>&1 | tee "$OUT/nvidia-smi.txt"
-timeout -k 10 "${LIMIT_S:-540}" "$BIN/moetune_sm90_bench" --out "$OUT" --shapes "${SHAPES:-none}" "${args[@]}" "$@" \
-  2>&1 | tee "$OUT/heldout-bench.log" | tail -80
+timeout -k 10 "${LIMIT_S:-540}" "$BIN/moetune_sm90_bench" --out "$OUT" \
+  --shapes "${SHAPES:-none}" "${args[@]}" "$@" 2>&1 | tee "$OUT/heldout-bench.log" | tail -80

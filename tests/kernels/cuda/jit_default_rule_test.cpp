@@ -1,0 +1,95 @@
+// The default rule of the sm90_gather family (sm90_gather_defaults.cpp): each regime of pairs per
+// expert p gets the pair the H200 fit chose, a choice the shape or the fast paths refuse falls
+// through, and every default is one can_implement accepts. Host-only (no GPU, no NVRTC).
+#include <gtest/gtest.h>
+
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "kernels/cuda/sm90_gather_defaults.hpp"
+#include "kernels/cuda/sm90_gather_geometry.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+/// E experts, hidden K, intermediate I, top_k, silu-gated unless `act` says otherwise; M tokens.
+core::MoeProblem problem(int64_t e, int64_t k, int64_t i, int64_t top_k, int64_t m,
+                         core::Activation act = core::Activation::kSiluGated) {
+  core::MoeProblem p;
+  p.num_experts = e;
+  p.hidden_size = k;
+  p.intermediate_size = i;
+  p.top_k = top_k;
+  p.activation = act;
+  p.num_tokens = m;
+  return p;
+}
+
+// S2's sizes (E 128, top-8: p = M / 16) and S3's (E 8, top-2: p = M / 4).
+core::MoeProblem s2(int64_t m) { return problem(128, 2048, 768, 8, m); }
+core::MoeProblem s3(int64_t m) { return problem(8, 4096, 14336, 2, m); }
+
+TEST(Sm90DefaultRule, DecodeKernelsServeOnlyUpToHalfAPairPerExpert) {
+  EXPECT_TRUE(sm90_default_config(s3(2)).gemm1.launch.swap_ab);  // p = 0.5
+  const core::MoeConfig c = sm90_default_config(s3(4));          // p = 1: mma.sync ran faster
+  EXPECT_FALSE(c.gemm1.launch.swap_ab);
+  EXPECT_FALSE(c.gemm2.launch.swap_ab);
+  EXPECT_EQ(c.gemm1.tile.block_m, 16);
+}
+
+TEST(Sm90DefaultRule, TakesTmaWs64RowTilesFrom24To48PairsPerExpert) {
+  for (int64_t m : {400, 512, 768}) {  // p = 25, 32, 48
+    const core::MoeConfig c = sm90_default_config(s2(m));
+    for (auto const* k : {&c.gemm1, &c.gemm2}) {
+      EXPECT_EQ(k->tile.block_m, 64) << "M=" << m;
+      EXPECT_EQ(k->tile.block_n, 128) << "M=" << m;
+      EXPECT_EQ(k->pipeline.num_warps, 4) << "M=" << m;
+      EXPECT_EQ(k->launch.schedule, core::Schedule::kTmaWarpSpecialized) << "M=" << m;
+    }
+  }
+  EXPECT_EQ(sm90_default_config(s2(384)).gemm1.tile.block_m, 32);    // p = 24
+  EXPECT_EQ(sm90_default_config(s2(1024)).gemm1.tile.block_m, 128);  // p = 64
+}
+
+TEST(Sm90DefaultRule, RunsGemm2At256RowsOnlyFrom96To160PairsPerExpert) {
+  const core::MoeConfig in = sm90_default_config(s3(512));  // p = 128
+  EXPECT_EQ(in.gemm2.tile.block_m, 256);
+  EXPECT_EQ(in.gemm2.tile.block_n, 128);
+  EXPECT_EQ(in.gemm1.tile.block_m, 128);
+  EXPECT_TRUE(sm90_can_implement(s3(512), in).ok());
+  EXPECT_EQ(sm90_default_config(s3(384)).gemm2.tile.block_m, 128);   // p = 96
+  EXPECT_EQ(sm90_default_config(s3(1024)).gemm2.tile.block_m, 128);  // p = 256
+}
+
+TEST(Sm90DefaultRule, HalvesBlockKWithFiveStagesWhereTheReductionSizeRefuses128) {
+  // p = 3: both 16 x 64 x BK; I = 1856 is not a multiple of 128, K = 2688 is.
+  const core::MoeProblem p = problem(128, 2688, 1856, 6, 64, core::Activation::kRelu2);
+  const core::MoeConfig c = sm90_default_config(p);
+  EXPECT_EQ(c.gemm1.tile.block_k, 128);
+  EXPECT_EQ(c.gemm1.pipeline.num_stages, 3);
+  EXPECT_EQ(c.gemm2.tile.block_k, 64);
+  EXPECT_EQ(c.gemm2.pipeline.num_stages, 5);
+}
+
+TEST(Sm90DefaultRule, FallsBackToMmaSyncWhenTheWgmmaLeverIsOff) {
+  FastPaths off;
+  off.wgmma_mainloop = false;
+  for (int64_t m : {512, 2048, 16384}) {
+    const core::MoeConfig c = sm90_default_config(s2(m), off);
+    EXPECT_EQ(c.gemm1.launch.schedule, core::Schedule::kAuto) << "M=" << m;
+    EXPECT_EQ(c.gemm2.launch.schedule, core::Schedule::kAuto) << "M=" << m;
+    EXPECT_TRUE(sm90_can_implement(s2(m), c, off).ok()) << "M=" << m;
+    // ...and the same point with the lever on does take the wgmma schedule.
+    EXPECT_EQ(sm90_default_config(s2(m)).gemm1.launch.schedule, core::Schedule::kTmaWarpSpecialized)
+        << "M=" << m;
+  }
+}
+
+TEST(Sm90DefaultRule, FallsThroughWhereTheOutputIsNarrowerThanTheTile) {
+  // I = 64: GEMM1's 128-wide tma_ws tile does not fit a 64-column output at p = 32.
+  const core::MoeProblem p = problem(8, 256, 64, 2, 128);
+  const core::MoeConfig c = sm90_default_config(p);
+  EXPECT_TRUE(sm90_can_implement(p, c).ok()) << core::short_string(c);
+}
+
+}  // namespace
+}  // namespace moetune::kernels::cuda
