@@ -10,6 +10,9 @@
 // (the messages name them); 2: the --out folder cannot be written (checked before anything is
 // measured). Fast paths: the lever table's defaults at the H200 deployment; MOETUNE_LEVER_<NAME>
 // = on|off forces one (e.g. to time a lever per stage), and the run logs the set it used.
+// Shapes: S1-S3 (--shapes; none skips them) and any --shape NAME=E,K,I,TOPK,ACT (held-out models:
+// bench/run_h200_heldout.sh). --sweep-log FILE keeps every candidate the sweep timed, for
+// bench/fit_defaults.py.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
