@@ -6,9 +6,10 @@ pairs_per_expert, space_block_m, gemm, config, us), and optionally that run's CS
 default_config column is the rule the binary had. Per point the cost of a (GEMM1, GEMM2) pair is
 (t1 + t2) / (best t1 + best t2), stage times alone (align and combine are the same for every pair
 outside decode, so decode points, M <= 4 with p <= 1, are left out). Prints, per band of pairs
-per expert p, the pairs with the lowest geomean cost; then the geomean and worst point of the
-CSV's defaults and of RULE below (keep it equal to sm90_default_config in
-src/kernels/cuda/sm90_gather_defaults.cpp).
+per expert p, the pairs with the lowest geomean cost; per GEMM the decode configs with the lowest
+geomean stage time / the point's best decode candidate at M <= 4 and p <= 0.5, and RULE_DECODE's;
+then the geomean and worst point of the CSV's defaults and of RULE below (keep RULE and
+RULE_DECODE equal to sm90_default_config in src/kernels/cuda/sm90_gather_defaults.cpp).
 
 A config named with block_k 128 stands for "128 where the GEMM's reduction size divides it, else
 64 with 5 stages" (what the C++ rule does), so one rule covers shapes with K or I not a multiple
@@ -42,6 +43,10 @@ def rule(gated, p):
     if 96 < p <= 160:
         return g1, "m256n128k64g8w8s4tw"
     return g1, "m128n256k64g8w8s4tw"
+
+
+# sm90_default_config's decode kernels (M <= 4 and p <= 0.5), without the m<pairs per pass> prefix.
+RULE_DECODE = ("n4k512g1w4s1swap", "n4k512g1w8s1swap")
 
 
 def load(path):
@@ -126,6 +131,30 @@ def main(argv=None):
         print(f"p in ({lo:g}, {hi:g}]: {len(reg)} points")
         for g, mx, c1, c2 in pairs[: a.top]:
             print(f"    {g:.3f} (worst {mx:.3f})  {c1} | {c2}")
+
+    # Decode points (M <= 4, p <= 0.5): every candidate is a decode kernel with the same launches,
+    # so each GEMM's stage time ranks them alone; configs compared without their block_m (the
+    # pairs per pass, which the rule derives from M).
+    dec = [pt for pt in pts if pt[1] <= 4 and pts[pt]["p"] <= 0.5]
+    for gemm, ruled in zip(("gemm1", "gemm2"), RULE_DECODE):
+        ratios = {}
+        for pt in dec:
+            d = {c: v for c, v in pts[pt][gemm].items() if "swap" in c}
+            if not d:
+                continue
+            for c, v in d.items():
+                ratios.setdefault(re.sub(r"^m\d+", "", c), []).append(v / min(d.values()))
+        full = [(geo(v), max(v), c) for c, v in ratios.items()
+                if len(v) == max(len(x) for x in ratios.values())]
+        if not full:
+            continue
+        full.sort()
+        print(f"decode {gemm}: {len(ratios[full[0][2]])} points")
+        for g, mx, c in full[: a.top]:
+            print(f"    {g:.3f} (worst {mx:.3f})  {c}")
+        mine = [x for x in full if x[2] == ruled]
+        if mine:
+            print(f"    RULE {ruled}: {mine[0][0]:.3f} (worst {mine[0][1]:.3f})")
 
     def report(name, choose):
         rs, worst = [], []

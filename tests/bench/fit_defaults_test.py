@@ -2,7 +2,8 @@
 """bench/fit_defaults.py (ctest runs this from the source tree): on a synthetic sweep log it ranks
 the fastest compatible pair of a band first, prices the CSV's defaults and RULE against each
 point's best, maps RULE's block_k 128 to 64 with 5 stages where the reduction size refuses 128,
-and refuses a log without a timed candidate."""
+ranks decode configs across M by their stage time alone, and refuses a log without a timed
+candidate."""
 import contextlib
 import io
 import os
@@ -65,6 +66,21 @@ class FitDefaults(unittest.TestCase):
         text = self.run_main(log(rows), bench)
         self.assertIn("the CSV's defaults: geomean 1.000", text)
         self.assertIn("RULE: geomean 1.067 over 1 points", text)  # (110 + 50) / (100 + 50)
+
+    def test_ranks_decode_configs_without_their_pairs_per_pass_and_prices_rule_decode(self):
+        g1, g2 = fit_defaults.RULE_DECODE
+        other = "n8k512g1w4s1swap"
+        rows = [("D", 1, 0.1, 1, "gemm1", "m1" + g1, "12"),
+                ("D", 1, 0.1, 1, "gemm1", "m1" + other, "10"),
+                ("D", 4, 0.4, 4, "gemm1", "m4" + g1, "30"),
+                ("D", 4, 0.4, 4, "gemm1", "m4" + other, "30"),
+                ("D", 1, 0.1, 1, "gemm2", "m1" + g2, "5"),
+                ("D", 4, 0.4, 4, "gemm2", "m4" + g2, "9")]
+        text = self.run_main(log(rows))
+        gemm1 = text.split("decode gemm1: 2 points\n")[1].splitlines()
+        self.assertIn("1.000 (worst 1.000)  " + other, gemm1[0])
+        self.assertIn("RULE %s: 1.095 (worst 1.200)" % g1, text)  # sqrt(1.2 x 1.0)
+        self.assertIn("RULE %s: 1.000 (worst 1.000)" % g2, text)
 
     def test_refuses_a_log_without_a_timed_candidate(self):
         with self.assertRaises(SystemExit) as e:

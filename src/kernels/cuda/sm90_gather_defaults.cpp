@@ -16,9 +16,10 @@ namespace moetune::kernels::cuda {
 // over the points in it; over the 80 points outside decode that geomean went from 1.064 (the
 // rule before) to 1.026, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
 // divides it, else 64 with 5 stages.
-//   M <= 4 and p <= 0.5: the decode kernels (launch.swap_ab), GEMM1 n8 k512 4 warps 1 row, GEMM2
-//             n4 k512 8 warps 1 row (at p = 1, S3 and Mixtral-8x22B at M = 4, mma.sync below ran
-//             the layer 8-10% faster than decode)
+//   M <= 4 and p <= 0.5: the decode kernels (launch.swap_ab), GEMM1 n4 k512 4 warps 1 row, GEMM2
+//             n4 k512 8 warps 1 row (the decode candidates' fit over the 14 points there: GEMM1
+//             n4 1.039 against n8's 1.090, GEMM2 1.027; at p = 1, S3 and Mixtral-8x22B at M = 4,
+//             mma.sync below ran the layer 8-10% faster than decode)
 //   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x32x64, 2 warps, 5 stages
 //   p <= 4    GEMM1 as above; GEMM2 16x64xBK group 8, 4 warps, 5 stages
 //   p <= 12   both 16x64x64, 4 warps, 5 stages (the fit's runner-up by 0.1% of geomean, 1.03
@@ -46,7 +47,7 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
   std::vector<core::MoeConfig> choices;
   if (p.num_tokens <= 4 && per_expert <= 0.5) {
     // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
-    core::MoeConfig d{.gemm1 = kc(decode_block_m(p), 8, 512, 4, 1, 1),
+    core::MoeConfig d{.gemm1 = kc(decode_block_m(p), 4, 512, 4, 1, 1),
                       .gemm2 = kc(decode_block_m(p), 4, 512, 8, 1, 1)};
     d.gemm1.launch.swap_ab = d.gemm2.launch.swap_ab = true;
     choices.push_back(d);  // refused when K or I is not a multiple of 8

@@ -29,7 +29,10 @@ core::MoeProblem s2(int64_t m) { return problem(128, 2048, 768, 8, m); }
 core::MoeProblem s3(int64_t m) { return problem(8, 4096, 14336, 2, m); }
 
 TEST(Sm90DefaultRule, DecodeKernelsServeOnlyUpToHalfAPairPerExpert) {
-  EXPECT_TRUE(sm90_default_config(s3(2)).gemm1.launch.swap_ab);  // p = 0.5
+  const core::MoeConfig d = sm90_default_config(s3(2));  // p = 0.5
+  EXPECT_TRUE(d.gemm1.launch.swap_ab);
+  EXPECT_EQ(d.gemm1.tile.block_n, 4);  // the decode fit: 4 columns per CTA beat 8
+  EXPECT_EQ(d.gemm2.tile.block_n, 4);
   const core::MoeConfig c = sm90_default_config(s3(4));          // p = 1: mma.sync ran faster
   EXPECT_FALSE(c.gemm1.launch.swap_ab);
   EXPECT_FALSE(c.gemm2.launch.swap_ab);
