@@ -13,7 +13,7 @@ import sys
 RULE = """| regime | rule |
 |---|---|
 | M <= 4 and p <= 0.5 | the decode kernels (launch.swap_ab: no align or combine launch): block_m = M rounded up to a power of two; GEMM1 block_n 4, block_k 512, 4 warps, 1 row per warp; GEMM2 block_n 4, block_k 512, 8 warps, 1 row per warp |
-| p <= 1 (other) | mma.sync, block_m 16; GEMM1 block_n 64, BK, 4 warps, 3 stages, group_m 8; GEMM2 block_n 32, block_k 64, 2 warps, 5 stages |
+| p <= 1 (other) | mma.sync, block_m 16; GEMM1 block_n 64, BK, 4 warps, 3 stages, group_m 8; GEMM2 block_n 128, BK, 4 warps, 3 stages, group_m 8 |
 | p <= 4 | mma.sync, block_m 16; GEMM1 as above; GEMM2 block_n 64, BK, 4 warps, 5 stages, group_m 8 |
 | p <= 12 | mma.sync, block_m 16, block_n 64, block_k 64, 4 warps, 5 stages |
 | p <= 24 | mma.sync, block_m 32; GEMM1 block_n 128, BK, 8 warps, 3 stages; GEMM2 block_n 64, BK, 4 warps, 4 stages |

@@ -5,7 +5,8 @@ Input: the per-candidate log of `moetune_sm90_bench --sweep-log FILE` (.csv or .
 pairs_per_expert, space_block_m, gemm, config, us), and optionally that run's CSV, whose
 default_config column is the rule the binary had. Per point the cost of a (GEMM1, GEMM2) pair is
 (t1 + t2) / (best t1 + best t2), stage times alone (align and combine are the same for every pair
-outside decode, so decode points, M <= 4 with p <= 1, are left out). Prints, per band of pairs
+outside decode, so decode points, M <= 4 with p <= 0.5, are fitted apart and decode configs are
+left out of the other points). Prints, per band of pairs
 per expert p, the pairs with the lowest geomean cost; per GEMM the decode configs with the lowest
 geomean stage time / the point's best decode candidate at M <= 4 and p <= 0.5, and RULE_DECODE's;
 then the geomean and worst point of the CSV's defaults and of RULE below (keep RULE and
@@ -30,7 +31,7 @@ BANDS = [(0, 1), (1, 4), (4, 12), (12, 24), (24, 48), (48, 96), (96, 160), (160,
 def rule(gated, p):
     """sm90_default_config outside decode, as config short strings (block_k 128 = BK)."""
     if p <= 1:
-        return "m16n64k128g8w4s3", "m16n32k64g1w2s5"
+        return "m16n64k128g8w4s3", "m16n128k128g8w4s3"
     if p <= 4:
         return "m16n64k128g8w4s3", "m16n64k128g8w4s5"
     if p <= 12:
@@ -103,10 +104,15 @@ def main(argv=None):
             return a1 == a2
         return a1 == a2 or (a2 == 256 and a1 == 128)
 
+    def tops_swap(reg, gemm):
+        return {c for pt in reg for c in pts[pt][gemm] if "swap" in c}
+
     def geo(xs):
         return math.exp(sum(math.log(x) for x in xs) / len(xs))
 
-    outside = [pt for pt in pts if not (pt[1] <= 4 and pts[pt]["p"] <= 1)]
+    # Decode points (the rule's, M <= 4 and p <= 0.5) are fitted below; elsewhere only the
+    # launches with align and combine compete (a decode pair's stage times would leave those out).
+    outside = [pt for pt in pts if not (pt[1] <= 4 and pts[pt]["p"] <= 0.5)]
     for lo, hi in BANDS:
         reg = [pt for pt in outside if lo < pts[pt]["p"] <= hi]
         if not reg:
@@ -115,7 +121,7 @@ def main(argv=None):
         tops = []
         for gemm in ("gemm1", "gemm2"):
             score = {}
-            for c in set().union(*(pts[pt][gemm] for pt in reg)):
+            for c in set().union(*(pts[pt][gemm] for pt in reg)) - tops_swap(reg, gemm):
                 xs = [t(pt, gemm, c) for pt in reg]
                 if None not in xs:
                     score[c] = sum((x - min(pts[pt][gemm].values())) / best(pt)

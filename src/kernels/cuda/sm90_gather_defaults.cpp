@@ -13,14 +13,15 @@ namespace moetune::kernels::cuda {
 // candidate the per-GEMM sweep timed on eight shapes, S1-S3 and five held-out models
 // (bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz, bench/fit_defaults.py): each
 // regime's pair is the one with the lowest geomean of (GEMM1 + GEMM2) / (best GEMM1 + best GEMM2)
-// over the points in it; over the 80 points outside decode that geomean went from 1.064 (the
-// rule before) to 1.026, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
+// over the points in it; over the 82 points outside decode that geomean went from 1.065 (the
+// rule before) to 1.027, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
 // divides it, else 64 with 5 stages.
 //   M <= 4 and p <= 0.5: the decode kernels (launch.swap_ab), GEMM1 n4 k512 4 warps 1 row, GEMM2
 //             n4 k512 8 warps 1 row (the decode candidates' fit over the 14 points there: GEMM1
 //             n4 1.039 against n8's 1.090, GEMM2 1.027; at p = 1, S3 and Mixtral-8x22B at M = 4,
 //             mma.sync below ran the layer 8-10% faster than decode)
-//   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x32x64, 2 warps, 5 stages
+//   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x128xBK group 8, 4 warps, 3 stages
+//             (with S3 and Mixtral-8x22B at M = 4 in the band, 16x32x64 on 2 warps lost 10% there)
 //   p <= 4    GEMM1 as above; GEMM2 16x64xBK group 8, 4 warps, 5 stages
 //   p <= 12   both 16x64x64, 4 warps, 5 stages (the fit's runner-up by 0.1% of geomean, 1.03
 //             against 1.10 at its worst point; GEMM1 16x64x128 lost 12% at M = 64 of the E = 40
@@ -53,7 +54,7 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     choices.push_back(d);  // refused when K or I is not a multiple of 8
   }
   if (per_expert <= 1.0) {
-    choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 8), .gemm2 = kc(16, 32, 64, 2, 5, 1)});
+    choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 8), .gemm2 = kc(16, 128, 128, 4, 3, 8)});
   } else if (per_expert <= 4.0) {
     choices.push_back({.gemm1 = kc(16, 64, 128, 4, 3, 8), .gemm2 = kc(16, 64, 128, 4, 5, 8)});
   } else if (per_expert <= 12.0) {
