@@ -1,4 +1,5 @@
 // sm90_default_config (sm90_gather_defaults.hpp). Covered by
+// tests/kernels/cuda/jit_default_rule_test.cpp (each band's choice and the fall-through),
 // tests/kernels/cuda/jit_compile_test.cpp (every regime's default is implementable and compiles,
 // held-out shapes too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
@@ -21,11 +22,12 @@ namespace moetune::kernels::cuda {
 //             n4 1.039 against n8's 1.090, GEMM2 1.027; at p = 1, S3 and Mixtral-8x22B at M = 4,
 //             mma.sync below ran the layer 8-10% faster than decode)
 //   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x128xBK group 8, 4 warps, 3 stages
-//             (with S3 and Mixtral-8x22B at M = 4 in the band, 16x32x64 on 2 warps lost 10% there)
+//             (16x32x64 on 2 warps lost 7% of the layer at Mixtral-8x22B M = 4, 4% at S3 M = 4;
+//             bench/results/2026-11-30-p1-band-ab/)
 //   p <= 4    GEMM1 as above; GEMM2 16x64xBK group 8, 4 warps, 5 stages
 //   p <= 12   both 16x64x64, 4 warps, 5 stages (the fit's runner-up by 0.1% of geomean, 1.03
-//             against 1.10 at its worst point; GEMM1 16x64x128 lost 12% at M = 64 of the E = 40
-//             shape in the layer A/B, bench/results/2026-11-30-default-rule-ab/)
+//             against 1.10 at its worst point; with GEMM1 16x64x128 the layer lost 9% at M = 64 of
+//             the E = 40 shape in the A/B, bench/results/2026-11-30-default-rule-ab/)
 //   p <= 24   GEMM1 32x128xBK 8 warps 3 stages; GEMM2 32x64xBK 4 warps 4 stages
 //   p <= 48   both TMA + warp-specialised wgmma (tma_ws) 64x128x64, one MMA warpgroup, 5 stages
 //             (the mma.sync 32/64-row tiles before lost 15-29% here)
