@@ -104,7 +104,7 @@ def main(argv=None):
             return a1 == a2
         return a1 == a2 or (a2 == 256 and a1 == 128)
 
-    def tops_swap(reg, gemm):
+    def swap_configs(reg, gemm):
         return {c for pt in reg for c in pts[pt][gemm] if "swap" in c}
 
     def geo(xs):
@@ -121,7 +121,7 @@ def main(argv=None):
         tops = []
         for gemm in ("gemm1", "gemm2"):
             score = {}
-            for c in set().union(*(pts[pt][gemm] for pt in reg)) - tops_swap(reg, gemm):
+            for c in set().union(*(pts[pt][gemm] for pt in reg)) - swap_configs(reg, gemm):
                 xs = [t(pt, gemm, c) for pt in reg]
                 if None not in xs:
                     score[c] = sum((x - min(pts[pt][gemm].values())) / best(pt)

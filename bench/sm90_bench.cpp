@@ -498,9 +498,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> failed;  // "S3 M=1", in order
   auto wanted = split(opt.shapes, ',');
   std::vector<Shape> shapes;
+  auto const known = all_shapes();
   for (auto const& name : wanted) {
     if (name == "none") continue;  // --shapes none: only the --shape ones
-    auto const known = all_shapes();
     auto it =
         std::find_if(known.begin(), known.end(), [&](Shape const& s) { return s.name == name; });
     if (it == known.end())

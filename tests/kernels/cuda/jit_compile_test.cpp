@@ -16,24 +16,16 @@
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
+#include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
 
-/// A problem of E experts, hidden K, intermediate I, top_k, activation; M = 64 (past the decode
-/// kernels' M: their default starts at M <= 4).
-core::MoeProblem shape(int64_t e, int64_t k, int64_t i, int64_t top_k, core::Activation act) {
-  core::MoeProblem p;
-  p.num_experts = e;
-  p.hidden_size = k;
-  p.intermediate_size = i;
-  p.top_k = top_k;
-  p.activation = act;
-  p.num_tokens = 64;
-  return p;
-}
+using testing::moe_shape;
 
-core::MoeProblem s1() { return shape(128, 2688, 1856, 6, core::Activation::kRelu2); }
+// Problems here run M = 64 unless a test says otherwise (past the decode kernels' M: their default
+// starts at M <= 4).
+core::MoeProblem s1() { return moe_shape(128, 2688, 1856, 6, core::Activation::kRelu2, 64); }
 
 /// S1's sizes with another activation and M.
 core::MoeProblem s1_with(core::Activation act, int64_t m) {
@@ -455,7 +447,7 @@ TEST(Sm90Geometry, ClusterNPairIsForTmaWsGemm2WithoutSplitK) {
 // 128-row blocks (S3 at M = 1024: 256 pairs per expert), never with split-K, and none below
 // (S3 at M = 512: 128 pairs per expert) or at block_m 64.
 TEST(Sm90Space, OffersClusterPairsWhereAnExpertHasTwo128RowBlocks) {
-  core::MoeProblem p = shape(8, 4096, 14336, 2, core::Activation::kSiluGated);  // S3
+  core::MoeProblem p = moe_shape(8, 4096, 14336, 2, core::Activation::kSiluGated, 64);  // S3
   auto count = [&](int64_t m, int bm, bool is_gemm1) {
     p.num_tokens = m;
     int pairs = 0;
@@ -487,7 +479,7 @@ TEST(Sm90Space, OffersGemm2At256UnderGemm1SubBlocksWhereExpertsFillOneToThreeBlo
     }
     return std::nullopt;
   };
-  core::MoeProblem s3 = shape(8, 4096, 14336, 2, core::Activation::kSiluGated);
+  core::MoeProblem s3 = moe_shape(8, 4096, 14336, 2, core::Activation::kSiluGated, 64);
   for (core::MoeProblem p : {s3, s1()}) {
     p.num_tokens = p.num_experts == 8 ? 512 : 4096;
     auto s = group256(p);

@@ -7,33 +7,24 @@
 #include "core/problem.hpp"
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
 
-/// E experts, hidden K, intermediate I, top_k, silu-gated unless `act` says otherwise; M tokens.
-core::MoeProblem problem(int64_t e, int64_t k, int64_t i, int64_t top_k, int64_t m,
-                         core::Activation act = core::Activation::kSiluGated) {
-  core::MoeProblem p;
-  p.num_experts = e;
-  p.hidden_size = k;
-  p.intermediate_size = i;
-  p.top_k = top_k;
-  p.activation = act;
-  p.num_tokens = m;
-  return p;
-}
+using core::Activation;
+using testing::moe_shape;
 
 // S2's sizes (E 128, top-8: p = M / 16) and S3's (E 8, top-2: p = M / 4).
-core::MoeProblem s2(int64_t m) { return problem(128, 2048, 768, 8, m); }
-core::MoeProblem s3(int64_t m) { return problem(8, 4096, 14336, 2, m); }
+core::MoeProblem s2(int64_t m) { return moe_shape(128, 2048, 768, 8, Activation::kSiluGated, m); }
+core::MoeProblem s3(int64_t m) { return moe_shape(8, 4096, 14336, 2, Activation::kSiluGated, m); }
 
 TEST(Sm90DefaultRule, DecodeKernelsServeOnlyUpToHalfAPairPerExpert) {
   const core::MoeConfig d = sm90_default_config(s3(2));  // p = 0.5
   EXPECT_TRUE(d.gemm1.launch.swap_ab);
   EXPECT_EQ(d.gemm1.tile.block_n, 4);  // the decode fit: 4 columns per CTA beat 8
   EXPECT_EQ(d.gemm2.tile.block_n, 4);
-  const core::MoeConfig c = sm90_default_config(s3(4));          // p = 1: mma.sync ran faster
+  const core::MoeConfig c = sm90_default_config(s3(4));  // p = 1: mma.sync ran faster
   EXPECT_FALSE(c.gemm1.launch.swap_ab);
   EXPECT_FALSE(c.gemm2.launch.swap_ab);
   EXPECT_EQ(c.gemm1.tile.block_m, 16);
@@ -65,7 +56,7 @@ TEST(Sm90DefaultRule, RunsGemm2At256RowsOnlyFrom96To160PairsPerExpert) {
 
 TEST(Sm90DefaultRule, HalvesBlockKWithFiveStagesWhereTheReductionSizeRefuses128) {
   // p = 3: both 16 x 64 x BK; I = 1856 is not a multiple of 128, K = 2688 is.
-  const core::MoeProblem p = problem(128, 2688, 1856, 6, 64, core::Activation::kRelu2);
+  const core::MoeProblem p = moe_shape(128, 2688, 1856, 6, Activation::kRelu2, 64);
   const core::MoeConfig c = sm90_default_config(p);
   EXPECT_EQ(c.gemm1.tile.block_k, 128);
   EXPECT_EQ(c.gemm1.pipeline.num_stages, 3);
@@ -89,7 +80,7 @@ TEST(Sm90DefaultRule, FallsBackToMmaSyncWhenTheWgmmaLeverIsOff) {
 
 TEST(Sm90DefaultRule, FallsThroughWhereTheOutputIsNarrowerThanTheTile) {
   // I = 64: GEMM1's 128-wide tma_ws tile does not fit a 64-column output at p = 32.
-  const core::MoeProblem p = problem(8, 256, 64, 2, 128);
+  const core::MoeProblem p = moe_shape(8, 256, 64, 2, Activation::kSiluGated, 128);
   const core::MoeConfig c = sm90_default_config(p);
   EXPECT_TRUE(sm90_can_implement(p, c).ok()) << core::short_string(c);
 }

@@ -13,6 +13,7 @@
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda_factory.hpp"
+#include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -21,15 +22,7 @@ using core::Activation;
 using core::MoeConfig;
 using core::MoeProblem;
 
-MoeProblem shape(int64_t e, int64_t k, int64_t i, int64_t topk, Activation a) {
-  MoeProblem p;
-  p.num_experts = e;
-  p.hidden_size = k;
-  p.intermediate_size = i;
-  p.top_k = topk;
-  p.activation = a;
-  return p;
-}
+using testing::moe_shape;
 
 class Sm90Gather : public ::testing::Test {
  protected:
@@ -114,9 +107,11 @@ void expect_matches_fp64(CudaTestbed& tb, MoeConfig const& cfg, std::vector<doub
 
 TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
   const MoeProblem shapes[] = {
-      shape(8, 256, 128, 2, Activation::kSiluGated),
-      shape(12, 320, 192, 3, Activation::kRelu2),  // E not a power of two, K/I not multiples of 128
-      shape(6, 192, 64, 2, Activation::kGelu), shape(10, 448, 320, 4, Activation::kGeluTanh)};
+      moe_shape(8, 256, 128, 2, Activation::kSiluGated),
+      moe_shape(12, 320, 192, 3,
+                Activation::kRelu2),  // E not a power of two, K/I not multiples of 128
+      moe_shape(6, 192, 64, 2, Activation::kGelu),
+      moe_shape(10, 448, 320, 4, Activation::kGeluTanh)};
   for (auto base : shapes) {
     for (int64_t m : {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255, 256, 1000, 3000}) {
       MoeProblem p = base;
@@ -186,7 +181,7 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
 }
 
 TEST_F(Sm90Gather, HandlesAllTokensOnOneExpertAndTopK1) {
-  MoeProblem p = shape(16, 256, 128, 1, Activation::kSiluGated);
+  MoeProblem p = moe_shape(16, 256, 128, 1, Activation::kSiluGated);
   for (int64_t m : {1, 17, 300}) {
     p.num_tokens = m;
     core::RoutingProfile r;
@@ -226,9 +221,9 @@ std::string expect_in_band_and_deterministic(CudaTestbed& tb, MoeConfig const& c
 }
 
 TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
-  const MoeProblem shapes[] = {shape(128, 2688, 1856, 6, Activation::kRelu2),
-                               shape(128, 2048, 768, 8, Activation::kSiluGated),
-                               shape(8, 4096, 14336, 2, Activation::kSiluGated)};
+  const MoeProblem shapes[] = {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
+                               moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                               moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)};
   for (auto base : shapes) {
     for (int64_t m : {1, 64, 1000, 4096}) {
       MoeProblem p = base;
@@ -298,8 +293,8 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
 // (routing seed `seed` + M, data seed `data` + M) and calls check(problem, fp64 reference).
 template <typename Check>
 void on_odd_cluster_shapes(CudaTestbed& tb, int seed, int data, Check check) {
-  for (auto base : {shape(12, 320, 192, 3, Activation::kRelu2),
-                    shape(10, 448, 320, 4, Activation::kSiluGated)}) {
+  for (auto base : {moe_shape(12, 320, 192, 3, Activation::kRelu2),
+                    moe_shape(10, 448, 320, 4, Activation::kSiluGated)}) {
     for (int64_t m : {1, 17, 65, 256, 1000, 3000}) {
       MoeProblem p = base;
       p.num_tokens = m;
@@ -314,9 +309,9 @@ void on_odd_cluster_shapes(CudaTestbed& tb, int seed, int data, Check check) {
 // S1-S3 at M = 1000 and 4096 (routing and data seed M): prepares `tb` and calls check(problem).
 template <typename Check>
 void on_benchmark_shapes_mid_m(CudaTestbed& tb, Check check) {
-  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+  for (auto base : {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
     for (int64_t m : {1000, 4096}) {
       MoeProblem p = base;
       p.num_tokens = m;
@@ -416,9 +411,9 @@ TEST_F(Sm90Gather, ClusterNPairsMatchFp64AndGiveTheBitsOfUnclusteredGemm2) {
 // sub-blocks, skipping those of padding). The odd shapes against fp64 are in
 // MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM.
 TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
-  for (auto base : {shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+  for (auto base : {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
     for (int64_t m : {100, 512, 2048, 4096}) {
       MoeProblem p = base;
       p.num_tokens = m;
@@ -456,8 +451,8 @@ TEST_F(Sm90Gather, ConfigsSharingKernelsAcrossProblemsKeepTheirOwnLaunches) {
   MoeConfig s3_row = s2_row;
   s3_row.gemm1.tile.block_n = 4;
   s3_row.gemm1.tile.block_k = 2048;
-  MoeProblem s2 = shape(128, 2048, 768, 8, Activation::kSiluGated);
-  MoeProblem s3 = shape(8, 4096, 14336, 2, Activation::kSiluGated);
+  MoeProblem s2 = moe_shape(128, 2048, 768, 8, Activation::kSiluGated);
+  MoeProblem s3 = moe_shape(8, 4096, 14336, 2, Activation::kSiluGated);
   s2.num_tokens = s3.num_tokens = 1;
   ASSERT_TRUE(tb_->prepare(s2, {}, 1).ok());
   auto a = tb_->check(s2_row);
@@ -492,7 +487,7 @@ TEST_F(Sm90Gather, ConfigsSharingKernelsAcrossProblemsKeepTheirOwnLaunches) {
 
 TEST_F(Sm90Gather, CheckerCatchesOneCorruptedElement) {
   // Negative twin of the checks above: the same comparison on an output with one element changed.
-  MoeProblem p = shape(8, 256, 128, 2, Activation::kSiluGated);
+  MoeProblem p = moe_shape(8, 256, 128, 2, Activation::kSiluGated);
   p.num_tokens = 9;
   ASSERT_TRUE(tb_->prepare(p, {}, 1).ok());
   auto chk = tb_->check(tb_->backend().default_config(p));
@@ -514,7 +509,7 @@ TEST_F(Sm90Gather, CheckerCatchesOneCorruptedElement) {
 }
 
 TEST_F(Sm90Gather, EveryDefaultAndSearchSpaceConfigCompilesForS2) {
-  MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
+  MoeProblem p = moe_shape(128, 2048, 768, 8, Activation::kSiluGated);
   for (int64_t m : {1, 64, 4096}) {
     p.num_tokens = m;
     ASSERT_TRUE(tb_->prepare(p, {}, 1).ok());
@@ -534,8 +529,8 @@ namespace {
 
 // Lever evidence (docs/levers.md): align_multi_cta is bitwise, wgmma_mainloop is numeric.
 TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
-  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(60, 512, 256, 6, Activation::kRelu2)}) {
+  for (auto base : {moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    moe_shape(60, 512, 256, 6, Activation::kRelu2)}) {
     for (int64_t m : {1100, 5000}) {
       MoeProblem p = base;
       p.num_tokens = m;
@@ -565,9 +560,9 @@ TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
 template <typename TakesLever>
 void expect_decode_lever_keeps_the_bits(CudaTestbed& tb, FastPaths on, uint64_t seed,
                                         TakesLever takes_lever) {
-  for (auto base : {shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    shape(60, 512, 256, 6, Activation::kRelu2)}) {
+  for (auto base : {moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    moe_shape(60, 512, 256, 6, Activation::kRelu2)}) {
     for (int64_t m : {1, 3, 4}) {
       MoeProblem p = base;
       p.num_tokens = m;
@@ -616,7 +611,7 @@ TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
 }
 
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
-  MoeProblem p = shape(128, 2048, 768, 8, Activation::kSiluGated);
+  MoeProblem p = moe_shape(128, 2048, 768, 8, Activation::kSiluGated);
   p.num_tokens = 2048;
   ASSERT_TRUE(tb_->prepare(p, {}, 9).ok());
   auto wg = tb_->backend().default_config(p);
