@@ -443,8 +443,27 @@ void print_summary(std::vector<Point> const& points, RunInfo const& run,
 
 }  // namespace
 
+/// The shapes a run times: those --shapes names (none: only the --shape ones), then --shape's;
+/// an unknown name dies before the device is touched.
+std::vector<Shape> selected_shapes(Options const& opt) {
+  std::vector<Shape> shapes;
+  auto const known = all_shapes();
+  for (auto const& name : split(opt.shapes, ',')) {
+    if (name == "none") continue;
+    auto it =
+        std::find_if(known.begin(), known.end(), [&](Shape const& s) { return s.name == name; });
+    if (it == known.end())
+      die("--shapes " + opt.shapes + ": unknown shape " + name +
+          " (S1, S2, S3, or none; other shapes with --shape)");
+    shapes.push_back(*it);
+  }
+  shapes.insert(shapes.end(), opt.extra_shapes.begin(), opt.extra_shapes.end());
+  return shapes;
+}
+
 int main(int argc, char** argv) {
   const Options opt = parse_options(argc, argv);
+  const std::vector<Shape> shapes = selected_shapes(opt);
   std::optional<core::Recipe> recipe;
   if (!opt.recipe.empty()) recipe = must(core::load_recipe(opt.recipe), "recipe");
   auto tb = must(CudaTestbed::create(), "cuda testbed");
@@ -496,19 +515,6 @@ int main(int argc, char** argv) {
   }
   std::vector<Point> points;
   std::vector<std::string> failed;  // "S3 M=1", in order
-  auto wanted = split(opt.shapes, ',');
-  std::vector<Shape> shapes;
-  auto const known = all_shapes();
-  for (auto const& name : wanted) {
-    if (name == "none") continue;  // --shapes none: only the --shape ones
-    auto it =
-        std::find_if(known.begin(), known.end(), [&](Shape const& s) { return s.name == name; });
-    if (it == known.end())
-      die("--shapes " + opt.shapes + ": unknown shape " + name +
-          " (S1, S2, S3, or none; other shapes with --shape)");
-    shapes.push_back(*it);
-  }
-  shapes.insert(shapes.end(), opt.extra_shapes.begin(), opt.extra_shapes.end());
   for (auto const& shape : shapes) {
     for (auto const& m_text : split(opt.ms, ',')) {
       auto t_start = std::chrono::steady_clock::now();
