@@ -52,8 +52,10 @@ Result<Schedule> parse_schedule(std::string_view text) {
 MoeConfig uniform_config(KernelConfig const& k) { return MoeConfig{.gemm1 = k, .gemm2 = k}; }
 
 Status validate(KernelConfig const& k, std::string_view where) {
-  std::string const pow2 = "a power of two in [1, 512]";
-  if (!is_pow2_in(k.tile.block_m, 1, 512)) return bad(where, "tile.block_m", k.tile.block_m, pow2);
+  // block_m may also be 192 (three 64-row warpgroups: cuda tma_ws), with 12 warps.
+  if (!is_pow2_in(k.tile.block_m, 1, 512) && k.tile.block_m != 192) {
+    return bad(where, "tile.block_m", k.tile.block_m, "a power of two in [1, 512], or 192");
+  }
   // block_n may also be any multiple of 8 (wgmma takes N in steps of 8: exact tiles for 1856).
   if (!is_pow2_in(k.tile.block_n, 1, 512) &&
       !(k.tile.block_n % 8 == 0 && k.tile.block_n >= 8 && k.tile.block_n <= 512)) {
@@ -65,8 +67,8 @@ Status validate(KernelConfig const& k, std::string_view where) {
     return bad(where, "tile.block_k", k.tile.block_k, "a power of two in [1, 4096]");
   }
   if (k.tile.group_m < 1) return bad(where, "tile.group_m", k.tile.group_m, ">= 1");
-  if (!one_of(k.pipeline.num_warps, {1, 2, 4, 8, 16})) {
-    return bad(where, "pipeline.num_warps", k.pipeline.num_warps, "one of 1, 2, 4, 8, 16");
+  if (!one_of(k.pipeline.num_warps, {1, 2, 4, 8, 12, 16})) {
+    return bad(where, "pipeline.num_warps", k.pipeline.num_warps, "one of 1, 2, 4, 8, 12, 16");
   }
   if (k.pipeline.num_stages < 1 || k.pipeline.num_stages > 8) {
     return bad(where, "pipeline.num_stages", k.pipeline.num_stages, "an integer in [1, 8]");

@@ -35,7 +35,11 @@ TEST(Config, ValidateNamesTheFieldAndTheAllowedValues) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().to_string(),
             "row.gemm1: tile.block_m = 96 is not allowed; expected a power of two in "
-            "[1, 512]");
+            "[1, 512], or 192");
+  KernelConfig three_warpgroups;  // cuda tma_ws: three 64-row warpgroups
+  three_warpgroups.tile.block_m = 192;
+  three_warpgroups.pipeline.num_warps = 12;
+  EXPECT_TRUE(validate(three_warpgroups).ok());
   KernelConfig deep;
   deep.tile.block_k = 2048;  // the decode kernels' deepest step
   EXPECT_TRUE(validate(deep).ok());

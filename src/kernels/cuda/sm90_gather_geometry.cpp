@@ -61,6 +61,8 @@ struct ScheduleKind {
   bool coop = false;  ///< cooperative, tma_ws or pingpong: a wgmma main loop
   /// tma_ws at block_m 64 with 8 warps: two consumer warpgroups split block_n (<= 2 x 256)
   bool ws_split_n = false;
+  /// tma_ws at block_m 192: three consumer warpgroups of 64 rows (num_warps 12)
+  bool ws192 = false;
   std::string name;  ///< for messages: "pingpong", "tma_ws" or "cooperative"
 };
 
@@ -70,6 +72,7 @@ ScheduleKind schedule_kind(core::KernelConfig const& k) {
   s.ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized || s.pp;
   s.coop = k.launch.schedule == core::Schedule::kCooperative || s.ws;
   s.ws_split_n = s.ws && !s.pp && k.tile.block_m == 64 && k.pipeline.num_warps == 8;
+  s.ws192 = s.ws && !s.pp && k.tile.block_m == 192;
   s.name = s.pp ? "pingpong" : s.ws ? "tma_ws" : "cooperative";
   return s;
 }
@@ -82,9 +85,10 @@ core::Status check_tile(core::MoeProblem const& p, core::KernelConfig const& k, 
   const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
   const auto& t = k.tile;
   const bool coop = s.coop, ws_split_n = s.ws_split_n;
-  if (t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) {
+  if ((t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) && !s.ws192) {
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
-                            " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256");
+                            " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256 (192 "
+                            "with schedule tma_ws)");
   }
   // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
@@ -161,7 +165,8 @@ core::Status check_pipeline(core::KernelConfig const& k, bool is_gemm1, int64_t 
   return core::Status::Ok();
 }
 
-/// The wgmma schedules' own rules: block_k 64, block_m 64/128 (tma_ws also 256), warps per rows.
+/// The wgmma schedules' own rules: block_k 64, block_m 64/128 (tma_ws also 192 and 256), warps per
+/// rows.
 core::Status check_wgmma(core::MoeProblem const& p, core::KernelConfig const& k, bool is_gemm1,
                          ScheduleKind const& s) {
   const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
@@ -175,9 +180,18 @@ core::Status check_wgmma(core::MoeProblem const& p, core::KernelConfig const& k,
                             " (wgmma); use 64 (one 128-byte swizzle atom)");
   }
   const bool ws256 = ws && !pp && t.block_m == 256;
-  if (t.block_m != 64 && t.block_m != 128 && !ws256) {
+  if (t.block_m != 64 && t.block_m != 128 && !ws256 && !s.ws192) {
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) + " with schedule " + sched +
-                            " (wgmma); use 64 or 128" + (ws && !pp ? " (or 256)" : ""));
+                            " (wgmma); use 64 or 128" + (ws && !pp ? " (or 192, 256)" : ""));
+  }
+  // block_m 192: three warpgroups of 64 rows each, a warpgroup of padding idles.
+  if (s.ws192 && (pl.num_warps != 12 || pl.split_k != 1 || l.cluster_m != 1 || l.cluster_n != 1)) {
+    return reject(gemm,
+                  "tile.block_m = 192 with schedule tma_ws takes num_warps 12 (three "
+                  "warpgroups of 64 rows), split_k 1 and cluster 1x1; saw num_warps " +
+                      std::to_string(pl.num_warps) + ", split_k " + std::to_string(pl.split_k) +
+                      ", cluster " + std::to_string(l.cluster_m) + "x" +
+                      std::to_string(l.cluster_n));
   }
   // block_m 256: two warpgroups of two 64-row halves each, padding halves skipped.
   if (ws256 && (pl.num_warps != 8 || pl.split_k != 1 || l.cluster_m != 1)) {
@@ -197,7 +211,7 @@ core::Status check_wgmma(core::MoeProblem const& p, core::KernelConfig const& k,
                             " with schedule pingpong; use 8 (two MMA warpgroups on alternate "
                             "tiles; the producer warpgroup is not counted)");
   }
-  if (!pp && !ws256 && pl.num_warps != t.block_m / 16 && !ws_split_n) {
+  if (!pp && !ws256 && !s.ws192 && pl.num_warps != t.block_m / 16 && !ws_split_n) {
     return reject(
         gemm, "pipeline.num_warps = " + std::to_string(pl.num_warps) + " with schedule " + sched +
                   " needs one MMA warpgroup per 64 rows; use " + std::to_string(t.block_m / 16) +
@@ -228,9 +242,9 @@ core::Result<GemmGeometry> warp_layout(core::MoeProblem const& p, core::KernelCo
                             " is a cpu-family knob; use 0");
   }
   const int warps = pl.num_warps;
-  if (!is_pow2(warps) || warps > 16) {
-    return reject(gemm,
-                  "pipeline.num_warps = " + std::to_string(warps) + " is not 1, 2, 4, 8 or 16");
+  if ((!is_pow2(warps) || warps > 16) && !(s.ws192 && warps == 12)) {
+    return reject(gemm, "pipeline.num_warps = " + std::to_string(warps) +
+                            " is not 1, 2, 4, 8 or 16 (12: tma_ws at block_m 192)");
   }
   // Warp layout: the most square warp tile whose sides are multiples of 16.
   GemmGeometry g;
@@ -246,7 +260,7 @@ core::Result<GemmGeometry> warp_layout(core::MoeProblem const& p, core::KernelCo
   g.cluster_n = l.cluster_n;
   double best = 1e9;
   bool found = false;
-  for (int wm = 1; wm <= warps; wm *= 2) {
+  for (int wm = 1; wm <= warps && !wgmma; wm *= 2) {
     const int wn = warps / wm;
     if (t.block_m % wm || t.block_n % wn) continue;
     const int tm = t.block_m / wm, tn = t.block_n / wn;
@@ -280,8 +294,11 @@ core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k,
   const auto& t = k.tile;
   const int warps = k.pipeline.num_warps;
   const bool ws = s.ws, pp = s.pp, wgmma = s.coop;
-  // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them.
-  const int reg_budget = (ws ? (g.threads() == 384 ? 224 : std::min(255, 65536 / g.threads())) - 40
+  // tma_ws consumers run at 232 registers (setmaxnreg) when there are two of them, at 152 when
+  // there are three (block_m 192), where the accumulators stay at <= 96.
+  const int reg_budget = (ws ? (g.threads() == 384   ? 224 - 40
+                                : g.threads() == 512 ? 96
+                                                     : std::min(255, 65536 / g.threads()) - 40)
                              : std::min(255, 65536 / g.threads()) - (wgmma ? 40 : 48));
   if (g.acc_registers() > reg_budget) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +

@@ -211,6 +211,41 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   }
 }
 
+/// Both GEMMs at 192 rows (tma_ws, three warpgroups of 64 rows), where an expert holds 64 to
+/// 320 pairs: most experts' rows then fit one or two 192-row tiles, where 128-row tiles give
+/// about half of them a nearly empty extra tile that reloads the weight tile (S2 M=2048 and S3
+/// M=512: 128 +- 11 pairs per expert). Accumulators <= 96 registers: gated GEMM1 block_n 64 or
+/// 96, others 64..192.
+void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out) {
+  const double pe = pairs_per_expert(p);
+  if (pe < 64 || pe > 320) return;
+  core::GemmSpace s{.block_m = 192};
+  for (bool is_gemm1 : {true, false}) {
+    const bool gated = is_gemm1 && core::is_gated(p.activation);
+    const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
+    std::vector<int> widths = gated ? std::vector<int>{64, 96} : std::vector<int>{64, 128, 192};
+    for (int bn = 192; bn >= 120 && !gated; bn -= 8) {  // the widest that divides N exactly
+      if (n_dim % bn == 0) {
+        if (bn != 128 && bn != 192) widths.push_back(bn);
+        break;
+      }
+    }
+    for (int bn : widths) {
+      for (int stages : {4, 5}) {
+        core::KernelConfig k;
+        k.tile = {.block_m = 192, .block_n = bn, .block_k = 64, .group_m = 8};
+        k.pipeline = {.num_warps = 12, .num_stages = stages, .split_k = 1};
+        k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+        if (gemm_geometry(p, k, is_gemm1).ok()) (is_gemm1 ? s.gemm1 : s.gemm2).push_back(k);
+      }
+    }
+  }
+  if (!s.gemm1.empty() && !s.gemm2.empty()) {
+    s.base = {.gemm1 = s.gemm1.back(), .gemm2 = s.gemm2.back()};
+    out.push_back(std::move(s));
+  }
+}
+
 }  // namespace
 
 std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, int block_m,
@@ -299,6 +334,7 @@ std::vector<core::GemmSpace> sm90_gemm_search_space(core::MoeProblem const& p) {
     s.base = {.gemm1 = s.gemm1.front(), .gemm2 = b2};
     out.push_back(std::move(s));
   }
+  add_group_192(p, out);
   add_group_256(p, out);
   core::GemmSpace d{.block_m = decode_block_m(p),
                     .gemm1 = sm90_decode_candidates(p, true),

@@ -16,6 +16,11 @@
 //     expert's rows at the end of its last block), none at all when its 128 rows are padding
 //     (it keeps the stage protocol). An expert of up to 256 pairs is then one tile per n-tile:
 //     its weight tile is loaded once, and only 64-row granules of padding are multiplied.
+//     block_m 192: three warpgroups of 64 rows each (num_warps 12), a warpgroup whose rows are
+//     all padding idles through the stages; an expert of up to 192 pairs is one tile per n-tile
+//     (mid M: 128 +- 11 pairs per expert at S2 M=2048 and S3 M=512, where 128-row tiles load
+//     about half the experts' weight tiles twice). 384 consumer threads share the register file
+//     at 152 registers each (producer 56), so a warpgroup's accumulators stay at <= 96.
 //   - pingpong: warpgroups 1 and 2 take alternate tiles, each the whole kBlockM x kBlockN tile
 //     (block_m 128: two m64 wgmma per k16 step), so one warpgroup's epilogue runs under the other's
 //     main loop (what short-K GEMMs such as S2's GEMM2, K = 768, lose in tma_ws). A 128-row tile
@@ -106,7 +111,8 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
   pid_n = (t % per_group) / size_m;
 }
 
-/// Consumer warpgroups of a tma_ws / pingpong kernel (block_m 256: two, of 128 rows each).
+/// Consumer warpgroups of a tma_ws / pingpong kernel (block_m 256: two, of 128 rows each;
+/// block_m 192: three, of 64 rows each).
 template <int kBlockM, int kSplitN, bool kPingpong>
 constexpr int ws_consumers() {
   return kPingpong || kBlockM == 256 ? 2 : kBlockM / 64 * kSplitN;
@@ -136,7 +142,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
   // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
   // tile saves at most one granule and the producer reads two pair ids per tile for it.
-  constexpr bool kGranules = !kGather && kClusterN == 1 && kBlockM == 256;
+  constexpr bool kGranules = !kGather && kClusterN == 1 && (kBlockM == 256 || kBlockM == 192);
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
   constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
   // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
@@ -150,13 +156,18 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   constexpr int kRowsPerWarp = kBlockM / 4;  // GEMM1 gather: producer warp w owns these rows
   // ... of which lane l keeps the x offsets of rows l + 32 j (j < kOffsPerLane), l < 32 (16 at
   // block_m 64)
-  constexpr int kOffsPerLane = kRowsPerWarp > 32 ? kRowsPerWarp / 32 : 1;
+  constexpr int kOffsPerLane = (kRowsPerWarp + 31) / 32;  // block_m 192: 48 rows, 2 (16 + 32)
   constexpr int kOffLanes = kRowsPerWarp < 32 ? kRowsPerWarp : 32;
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
-  constexpr int kProducerRegs = kGather ? 56 : 40;
-  constexpr int kConsumerRegs = kGather ? 224 : 232;
-  static_assert(kBlockM == 64 || kBlockM == 128 || (kBlockM == 256 && !kPingpong),
-                "tma_ws: block_m must be 64 or 128 (256 without pingpong)");
+  // Three consumers (block_m 192, 512 threads): 128 x 56 + 384 x 152 = 64 K.
+  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
+  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
+  static_assert(kBlockM == 64 || kBlockM == 128 ||
+                    ((kBlockM == 256 || kBlockM == 192) && !kPingpong && kSplitN == 1),
+                "tma_ws: block_m must be 64 or 128 (192 or 256 without pingpong or split N)");
+  static_assert(kBlockM != 192 ||
+                    (!kSplitK && kClusterM == 1 && kClusterN == 1 && kWgBRows / 2 <= 96),
+                "tma_ws block_m 192: no split-K or clusters, <= 96 accumulator registers");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
                 "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
   static_assert(kBlockM != 256 || (!kSplitK && kClusterM == 1 && kHalves * kWgBRows / 2 <= 128),
@@ -242,8 +253,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
 
   if (wg == 0) {
     // ---------------------------------------------------------------- producer warpgroup
-    // Producer / consumer registers: 128 x kProducerRegs + 256 x kConsumerRegs <= 64 K.
-    if (kConsumers == 2) warpgroup_reg_dealloc<kProducerRegs>();
+    // Producer / consumer registers: 128 x kProducerRegs + 128 kConsumers x kConsumerRegs <= 64 K.
+    if (kConsumers >= 2) warpgroup_reg_dealloc<kProducerRegs>();
     const int warp = tid >> 5;
     const int lane = tid & 31;
     int stage = 0, phase = 0;
@@ -277,7 +288,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
 #pragma unroll
       for (int j = 0; j < kOffsPerLane; ++j) {
         my_off[j] = -1;
-        if (kGather && !ghost) {
+        if (kGather && !ghost && 32 * j + lane % kOffLanes < kRowsPerWarp) {
           const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + 32 * j + lane % kOffLanes];
           my_off[j] = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
         }
@@ -394,7 +405,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
-    if (kConsumers == 2) warpgroup_reg_alloc<kConsumerRegs>();
+    if (kConsumers >= 2) warpgroup_reg_alloc<kConsumerRegs>();
     const int cm = (wg - 1) / kSplitN;  // row part of the tile: rows [64 kHalves cm, +64 kHalves)
     const int cn = (wg - 1) % kSplitN;  // column part of the tile
     using Acc = WsAccumulators<kWgN, kGated, kHalves>;
@@ -412,7 +423,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         phase ^= 1;
       }
     };
-    // A tile without rows for this warpgroup (cluster ghost, or block_m 256 rows of padding):
+    // A tile without rows for this warpgroup (cluster ghost, or block_m 192 / 256 rows of
+    // padding):
     // consume every stage without MMA. NOTE: the warpgroup syncs before each release (the MMA
     // path gets that from wgmma), so no warp can fall two phases behind.
     auto idle_tile = [&]() {
@@ -457,7 +469,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       const auto rows =
           load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
       const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
-      if (kHalves == 2 && g.sorted_pairs[row0] < 0) {
+      // block_m 192 / 256: a warpgroup whose first row is padding has no rows in this tile.
+      if ((kHalves == 2 || kBlockM == 192) && g.sorted_pairs[row0] < 0) {
         idle_tile();
         continue;
       }

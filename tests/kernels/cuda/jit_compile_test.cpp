@@ -392,6 +392,98 @@ TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
   expect_refused(p, bad, "differs from gemm2.tile.block_m = 256");
 }
 
+// tma_ws at block_m 192 (three warpgroups of 64 rows at 152 registers, a warpgroup of padding
+// idles) compiles for every activation's GEMM1 at its widest tile (gated 96, else 192 columns: 96
+// accumulator registers) and for GEMM2, with no spills and no serialised wgmma; align pads to 192.
+TEST(Sm90Jit, Tile192ConfigsCompileWithoutSpillsOrSerialisedWgmma) {
+  FreshCubinCache cache("jit_tile192");
+  ASSERT_TRUE(cache.ok());
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2, core::Activation::kGelu,
+                   core::Activation::kGeluTanh}) {
+    const core::MoeProblem p = s1_with(act, 2048);
+    const core::MoeConfig c{.gemm1 = tma_ws(192, core::is_gated(act) ? 96 : 192, 4),
+                            .gemm2 = tma_ws(192, 192, 4)};
+    auto exprs = expect_compiles_clean(p, c, "tma_ws bm 192 " + std::string(core::to_string(act)));
+    ASSERT_GE(exprs.size(), 3u);
+    EXPECT_NE(exprs[0].find("moe_ws_gemm_kernel<192,"), std::string::npos) << exprs[0];
+    EXPECT_EQ(exprs[2], "&moetune_dev::moe_align_kernel<192>");
+  }
+}
+
+// can_implement of block_m 192: tma_ws only, 12 warps, split_k 1, cluster 1x1, <= 96 accumulator
+// registers, both GEMMs at 192; each refusal names the field.
+TEST(Sm90Geometry, Tile192IsTmaWsWithThreeWarpgroupsOf64Rows) {
+  core::MoeProblem p = s1_with(core::Activation::kSiluGated, 2048);
+  p.intermediate_size = 1792;  // 28 k-tiles: split 2 would divide them
+  const core::MoeConfig c{.gemm1 = tma_ws(192, 96, 4), .gemm2 = tma_ws(192, 192, 4)};
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  auto g = gemm_geometry(p, c.gemm1, true);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->threads(), 512);
+  EXPECT_EQ(g->acc_registers(), 96);
+  EXPECT_EQ(g->smem_bytes(), 4 * (192 + 192) * 128 + 1024);
+  auto bad = c;  // negative twins, one field each
+  bad.gemm1.tile.block_n = 104;
+  expect_refused(p, bad, "104 accumulator registers");
+  bad = c;
+  bad.gemm2.pipeline.num_warps = 8;
+  expect_refused(p, bad, "num_warps 12");
+  bad = c;
+  bad.gemm2.pipeline.split_k = 2;
+  expect_refused(p, bad, "split_k 2");
+  bad = c;
+  bad.gemm1.launch.cluster_m = bad.gemm2.launch.cluster_m = 2;
+  expect_refused(p, bad, "cluster 2x1");
+  for (auto sched : {core::Schedule::kCooperative, core::Schedule::kPingpong}) {
+    bad = c;
+    bad.gemm2.launch.schedule = sched;
+    expect_refused(p, bad, "192 with schedule tma_ws");
+  }
+  bad = c;
+  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
+  expect_refused(p, bad, "shared memory");
+  bad = c;
+  bad.gemm1 = tma_ws(128, 96, 4);
+  expect_refused(p, bad, "differs from gemm2.tile.block_m = 192");
+}
+
+// The per-GEMM space has a group of 192 (both GEMMs) where an expert holds 64 to 320 pairs (S2
+// M=2048 and S3 M=512: 128; S1 M=4096: 192), each config implementable with the group's base;
+// none at S1 M=1024 (48 pairs per expert) or S3 M=4096 (1024).
+TEST(Sm90Space, OffersBothGemmsAt192WhereExpertsHold64To320Pairs) {
+  CudaBackend backend{core::DeviceInfo{}};
+  auto group192 = [&](core::MoeProblem const& p) -> std::optional<core::GemmSpace> {
+    for (auto const& s : backend.gemm_search_space(p)) {
+      if (s.block_m == 192) return s;
+    }
+    return std::nullopt;
+  };
+  core::MoeProblem s2 = moe_shape(128, 2048, 768, 8, core::Activation::kSiluGated, 2048);
+  core::MoeProblem s3 = moe_shape(8, 4096, 14336, 2, core::Activation::kSiluGated, 512);
+  core::MoeProblem s1_4096 = s1_with(core::Activation::kRelu2, 4096);
+  for (core::MoeProblem const& p : {s2, s3, s1_4096}) {
+    auto s = group192(p);
+    ASSERT_TRUE(s.has_value()) << core::to_string(p);
+    EXPECT_FALSE(s->gemm1.empty());
+    EXPECT_FALSE(s->gemm2.empty());
+    for (auto const& k : s->gemm1) {
+      EXPECT_EQ(k.tile.block_m, 192) << core::short_string(k);
+      ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = k, .gemm2 = s->base.gemm2}).ok())
+          << core::short_string(k);
+    }
+    for (auto const& k : s->gemm2) {
+      EXPECT_EQ(k.tile.block_m, 192) << core::short_string(k);
+      ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = s->base.gemm1, .gemm2 = k}).ok())
+          << core::short_string(k);
+    }
+  }
+  core::MoeProblem p = s1();
+  p.num_tokens = 1024;
+  EXPECT_FALSE(group192(p).has_value());
+  s3.num_tokens = 4096;
+  EXPECT_FALSE(group192(s3).has_value());
+}
+
 // can_implement of clusters: 2x1 with tma_ws and split_k 1 only; each refusal names the field.
 TEST(Sm90Geometry, ClusterPairIsForTmaWsWithoutSplitK) {
   core::MoeProblem p = s1();

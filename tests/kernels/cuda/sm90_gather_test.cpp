@@ -161,6 +161,10 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
       // a warpgroup with no real rows idles through the stages), full and partial column tiles.
       cfgs.push_back(wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized));
       cfgs.push_back(wgmma(256, 40, 128, 8, 2, 1, core::Schedule::kTmaWarpSpecialized));
+      // tma_ws at block_m 192 (three warpgroups of 64 rows; one of padding idles through the
+      // stages), full and partial column tiles.
+      cfgs.push_back(wgmma(192, 64, 120, 12, 4, 3, core::Schedule::kTmaWarpSpecialized));
+      cfgs.push_back(wgmma(192, 40, 192, 12, 2, 1, core::Schedule::kTmaWarpSpecialized));
       // GEMM2 at 256 under a tma_ws GEMM1 of 128 / 64 rows walking its blocks in sub-blocks.
       for (int bm1 : {128, 64}) {
         MoeConfig c = wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized);
@@ -435,6 +439,35 @@ TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
       EXPECT_EQ(expect_in_band_and_deterministic(*tb_, mixed, "GEMM1 128 GEMM2 256, " + what),
                 digest128)
           << "GEMM1 128 in sub-blocks + GEMM2 256 vs 128, " << what;
+    }
+  }
+}
+
+// tma_ws at block_m 192: three warpgroups of 64 rows, an expert of up to 192 pairs one tile per
+// n-tile, a warpgroup whose rows are padding idles. At the benchmark shapes (M 100 / 512 / 2048 /
+// 4096: experts of about 4 to 1024 pairs, so one to several 192-row blocks, the last mostly
+// padding) it gives the bits of block_m 128 at the same block_n (the same wgmma sequence per
+// 64-row half), both within the bf16 band of the GPU reference. The odd shapes against fp64 are in
+// MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM.
+TEST_F(Sm90Gather, Tile192IdlesPaddingWarpgroupsAndGivesTheBitsOfTile128) {
+  for (auto base : {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {100, 512, 2048, 4096}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 9 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 4 + m).ok());
+      const int bn1 = core::is_gated(p.activation) ? 96 : 192;
+      const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      const MoeConfig t192 = wgmma(192, bn1, 128, 12, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      ASSERT_TRUE(tb_->backend().can_implement(p, t128).ok()) << core::short_string(t128);
+      ASSERT_TRUE(tb_->backend().can_implement(p, t192).ok()) << core::short_string(t192);
+      const std::string what = core::to_string(p);
+      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t192, "tma_ws 192, " + what),
+                expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what))
+          << "block_m 192 vs 128, " << what;
     }
   }
 }
