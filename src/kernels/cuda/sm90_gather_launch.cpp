@@ -88,9 +88,11 @@ struct WorkspaceLayout {
          num_sub = 0, hist = 0, h = 0, y = 0, xp = 0, total = 0;
 };
 
-/// A tma_ws GEMM1 of block_m 256 loads x by TMA from a copy in sorted-row order
+/// A tma_ws GEMM1 of block_m 192 or 256 loads x by TMA from a copy in sorted-row order
 /// (sm90_ws_kernel.cuh).
-bool gemm1_reads_permuted_x(GemmGeometry const& g1) { return g1.persistent() && g1.block_m == 256; }
+bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
+  return g1.persistent() && (g1.block_m == 256 || g1.block_m == 192);
+}
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
 /// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x.
@@ -188,7 +190,7 @@ struct LayerBuffers {
   int32_t* hist = nullptr;
   void* h = nullptr;
   void* y = nullptr;
-  void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 256), else null
+  void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
   int pairs = 0;       // M x top_k
   int mb = 0;          // align blocks at most (of align_m rows)
   int align_m = 0;     // align's block_m (GEMM2's)
@@ -370,8 +372,8 @@ core::Status launch_permute(Sm90GatherKernels const& k, core::MoeProblem const& 
   return core::Status::Ok();
 }
 
-/// GEMM1 + activation: x rows gathered by the sorted pairs (or, at block_m 256, read in order from
-/// their sorted copy), h in expert-sorted padded order.
+/// GEMM1 + activation: x rows gathered by the sorted pairs (or, at block_m 192 and 256, read in
+/// order from their sorted copy), h in expert-sorted padded order.
 GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b) {
   return GemmParams{b.xp != nullptr ? b.xp : args.x,
                     args.w1,

@@ -4,8 +4,8 @@
 //     loads of the expert's weight tile (two boxes for gated GEMM1: gate rows and up rows) and,
 //     for GEMM2, of the expert-sorted h rows; for GEMM1 the 128 producer threads gather the token
 //     rows of x with cp.async (TMA cannot address a row list on sm_90), each thread's copies
-//     arriving on the stage's barrier (.noinc), except at block_m 256, where x was copied into
-//     sorted-row order first (moe_permute_rows_kernel) and TMA loads it like GEMM2's h.
+//     arriving on the stage's barrier (.noinc), except at block_m 192 and 256, where x was copied
+//     into sorted-row order first (moe_permute_rows_kernel) and TMA loads it like GEMM2's h.
 //   - tma_ws (cooperative): warpgroups 1..2 share each tile: each multiplies 64 rows x
 //     (kBlockN / kSplitN) columns (block_m 128: the two split M; block_m 64 with kSplitN = 2: they
 //     split N, so a 64-row tile, which wastes less padding at mid M, still keeps two warpgroups
@@ -20,7 +20,8 @@
 //     all padding idles through the stages; an expert of up to 192 pairs is one tile per n-tile
 //     (mid M: 128 +- 11 pairs per expert at S2 M=2048 and S3 M=512, where 128-row tiles load
 //     about half the experts' weight tiles twice). 384 consumer threads share the register file
-//     at 152 registers each (producer 56), so a warpgroup's accumulators stay at <= 96.
+//     at 152 registers each (producer 40), so a warpgroup's accumulators stay at <= 96. GEMM1
+//     reads x by TMA from its copy in sorted-row order, as at 256.
 //   - pingpong: warpgroups 1 and 2 take alternate tiles, each the whole kBlockM x kBlockN tile
 //     (block_m 128: two m64 wgmma per k16 step), so one warpgroup's epilogue runs under the other's
 //     main loop (what short-K GEMMs such as S2's GEMM2, K = 768, lose in tma_ws). A 128-row tile
@@ -133,11 +134,13 @@ template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIs
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
-  // GEMM1 gathers its x rows with cp.async in the producer warpgroup, except at block_m 256, where
-  // they come by TMA from the copy of x in sorted-row order that moe_permute_rows_kernel wrote
-  // (g.a; 256 gathered rows per stage starved the consumers: bench/results/2026-11-30-gemm1-256-
-  // ncu/). GEMM2's A (h rows) is always loaded by TMA.
-  constexpr bool kGather = kIsGemm1 && kBlockM != 256;
+  // GEMM1 gathers its x rows with cp.async in the producer warpgroup, except at block_m 192 and
+  // 256, where they come by TMA from the copy of x in sorted-row order that
+  // moe_permute_rows_kernel wrote (g.a; 256 gathered rows per stage starved the consumers:
+  // bench/results/2026-11-30-gemm1-256-ncu/; at 192 the gather made GEMM1 1.3-1.85x slower than
+  // 128-row tiles on the H200, S3 M=512 794 vs 612 us: bench/results/2026-11-30-tile192/).
+  // GEMM2's A (h rows) is always loaded by TMA.
+  constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192;
   // A by TMA in 64-row granules, only those that hold pairs, at block_m 256 (not on 1x2
   // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
   // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
@@ -156,18 +159,18 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   constexpr int kRowsPerWarp = kBlockM / 4;  // GEMM1 gather: producer warp w owns these rows
   // ... of which lane l keeps the x offsets of rows l + 32 j (j < kOffsPerLane), l < 32 (16 at
   // block_m 64)
-  constexpr int kOffsPerLane = (kRowsPerWarp + 31) / 32;  // block_m 192: 48 rows, 2 (16 + 32)
+  constexpr int kOffsPerLane = kRowsPerWarp > 32 ? kRowsPerWarp / 32 : 1;
   constexpr int kOffLanes = kRowsPerWarp < 32 ? kRowsPerWarp : 32;
   // The gathering producer (GEMM1) needs more registers than the TMA-only one.
-  // Three consumers (block_m 192, 512 threads): 128 x 56 + 384 x 152 = 64 K.
-  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
+  // Three consumers (block_m 192, 512 threads): 128 x 40 + 384 x 152 <= 64 K.
+  constexpr int kProducerRegs = kGather ? 56 : 40;
   constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   static_assert(kBlockM == 64 || kBlockM == 128 ||
                     ((kBlockM == 256 || kBlockM == 192) && !kPingpong && kSplitN == 1),
                 "tma_ws: block_m must be 64 or 128 (192 or 256 without pingpong or split N)");
-  static_assert(kBlockM != 192 ||
-                    (!kSplitK && kClusterM == 1 && kClusterN == 1 && kWgBRows / 2 <= 96),
-                "tma_ws block_m 192: no split-K or clusters, <= 96 accumulator registers");
+  static_assert(
+      kBlockM != 192 || (!kSplitK && kClusterM == 1 && kClusterN == 1 && kWgBRows / 2 <= 96),
+      "tma_ws block_m 192: no split-K or clusters, <= 96 accumulator registers");
   static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
                 "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
   static_assert(kBlockM != 256 || (!kSplitK && kClusterM == 1 && kHalves * kWgBRows / 2 <= 128),
@@ -288,7 +291,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
 #pragma unroll
       for (int j = 0; j < kOffsPerLane; ++j) {
         my_off[j] = -1;
-        if (kGather && !ghost && 32 * j + lane % kOffLanes < kRowsPerWarp) {
+        if (kGather && !ghost) {
           const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + 32 * j + lane % kOffLanes];
           my_off[j] = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
         }
