@@ -41,8 +41,6 @@ struct AlignParams {
   const float* topk_weights;  // [num_pairs]
   float* sorted_weights;      // [max_blocks * block_m]: topk_weights of each row's pair (GEMM2's
                               // epilogue scale); padding rows are not written
-  int* pair_blocks;  // [max_blocks + 1] or null: the blocks of each CTA pair of a GEMM on 2x1
-                     // clusters (write_pair_blocks)
 };
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
@@ -139,53 +137,6 @@ MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, co
   }
 }
 
-/// The m-blocks of each CTA pair (launch.cluster_m 2), when p.pair_blocks is set: pair j takes
-/// blocks pair_blocks[2j] and [2j + 1] (-1: a ghost). An expert's blocks pair up among themselves
-/// in order (so the pair shares the weight tile, loaded once by multicast); the last block of each
-/// expert with an odd block count pairs with the next such expert's, after all the experts' own
-/// pairs. (Pairs of consecutive blocks straddle experts whenever an expert starts at an odd block,
-/// and then share nothing.) ceil(num_blocks / 2) pairs either way. By warp 0 (32 experts per lane
-/// at most); offsets: padded to kBlockM, [E + 1]. The caller syncs before.
-template <int kBlockM>
-MOETUNE_DEVICE void write_pair_blocks(AlignParams const& p, const int* counts, const int* offsets) {
-  if (p.pair_blocks == nullptr || threadIdx.x >= 32) return;
-  const int lane = threadIdx.x;
-  const int per_lane = (p.num_experts + 31) / 32;
-  const int begin = lane * per_lane;
-  const int end = min(begin + per_lane, p.num_experts);
-  int own = 0, odd = 0;  // this lane's experts: pairs of their own blocks, odd block counts
-  for (int e = begin; e < end; ++e) {
-    const int nb = (counts[e] + kBlockM - 1) / kBlockM;
-    own += nb / 2;
-    odd += nb & 1;
-  }
-  int own_incl = own, odd_incl = odd;
-  for (int d = 1; d < 32; d <<= 1) {
-    const int a = __shfl_up_sync(0xffffffffu, own_incl, d);
-    const int b = __shfl_up_sync(0xffffffffu, odd_incl, d);
-    if (lane >= d) {
-      own_incl += a;
-      odd_incl += b;
-    }
-  }
-  const int own_total = __shfl_sync(0xffffffffu, own_incl, 31);
-  const int odd_total = __shfl_sync(0xffffffffu, odd_incl, 31);
-  int pair = own_incl - own, left = odd_incl - odd;
-  for (int e = begin; e < end; ++e) {
-    const int b0 = offsets[e] / kBlockM;
-    const int nb = (counts[e] + kBlockM - 1) / kBlockM;
-    for (int i = 0; i + 1 < nb; i += 2, ++pair) {
-      p.pair_blocks[2 * pair] = b0 + i;
-      p.pair_blocks[2 * pair + 1] = b0 + i + 1;
-    }
-    if (nb & 1) {
-      p.pair_blocks[2 * own_total + left] = b0 + nb - 1;
-      ++left;
-    }
-  }
-  if (lane == 0 && (odd_total & 1)) p.pair_blocks[2 * own_total + odd_total] = -1;  // ghost
-}
-
 /// Pairs the one-CTA align stages in shared memory (the host's kSingleCtaAlignPairs; above it,
 /// with the lever align_multi_cta off, the pairs go straight to global memory).
 constexpr int kAlignStagePairs = 4096;
@@ -234,7 +185,6 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   }
   for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
   write_sub_blocks<kBlockM, kSubM>(p, counts, offsets, sub_offsets);
-  write_pair_blocks<kBlockM>(p, counts, offsets);
   __syncthreads();
   // Up to kAlignStagePairs pairs the list is built in shared memory, each expert's pairs packed
   // from cursor[e] (the unpadded offsets), and then written out in order: consecutive threads
@@ -360,7 +310,6 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   }
   fill_padding(p.base.sorted_pairs, offsets, counts, E);
   write_sub_blocks<kBlockM, kSubM>(p.base, counts, offsets, sub_offsets);
-  write_pair_blocks<kBlockM>(p.base, counts, offsets);
 }
 
 __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(AlignMultiParams p) {

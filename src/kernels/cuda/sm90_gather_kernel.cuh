@@ -36,9 +36,6 @@ struct GemmParams {
   // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
   const int* sub_row0;
-  // tma_ws on 2x1 clusters: the two m-blocks of each CTA pair (align's write_pair_blocks), so an
-  // expert's blocks pair up and share their weight tile; null elsewhere.
-  const int* pair_blocks;
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).

@@ -23,7 +23,6 @@ struct AlignParams {
   int32_t* num_sub;
   const float* topk_weights;
   float* sorted_weights;
-  int32_t* pair_blocks;
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -49,7 +48,6 @@ struct GemmParams {
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
   const int32_t* sub_row0;
-  const int32_t* pair_blocks;  // CTA pairs' m-blocks (a GEMM on 2x1 clusters), else null
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -87,13 +85,8 @@ size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 struct WorkspaceLayout {
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
-         num_sub = 0, pair_blocks = 0, hist = 0, h = 0, y = 0, xp = 0, total = 0;
+         num_sub = 0, hist = 0, h = 0, y = 0, xp = 0, total = 0;
 };
-
-/// Either GEMM runs on 2x1 clusters: align lists the m-blocks of each CTA pair.
-bool needs_pair_blocks(GemmGeometry const& g1, GemmGeometry const& g2) {
-  return g1.cluster_m == 2 || g2.cluster_m == 2;
-}
 
 /// A tma_ws GEMM1 of block_m 192 or 256 loads x by TMA from a copy in sorted-row order
 /// (sm90_ws_kernel.cuh).
@@ -102,10 +95,9 @@ bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
 }
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
-/// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x;
-/// cta_pairs: room for the CTA pairs' m-blocks (a GEMM on 2x1 clusters).
+/// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x.
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
-                           bool permuted_x, bool cta_pairs) {
+                           bool permuted_x) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -123,10 +115,6 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
     off += align_up(sizeof(int32_t) * mb * m_sub);
     w.num_sub = off;
     off += align_up(sizeof(int32_t));
-  }
-  if (cta_pairs) {  // two blocks per CTA pair (sm90_align_kernel.cuh write_pair_blocks)
-    w.pair_blocks = off;
-    off += align_up(sizeof(int32_t) * (mb + 1));
   }
   w.hist = off;
   off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
@@ -185,8 +173,7 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
   auto g1 = gemm_geometry(p, c.gemm1, true);
   return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
-                    g1.ok() && gemm1_reads_permuted_x(*g1),
-                    c.gemm1.launch.cluster_m == 2 || c.gemm2.launch.cluster_m == 2)
+                    g1.ok() && gemm1_reads_permuted_x(*g1))
       .total;
 }
 
@@ -200,7 +187,6 @@ struct LayerBuffers {
   int32_t* num_blocks = nullptr;
   int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
   int32_t* num_sub = nullptr;
-  int32_t* pair_blocks = nullptr;  // a GEMM on 2x1 clusters: each CTA pair's m-blocks, else null
   int32_t* hist = nullptr;
   void* h = nullptr;
   void* y = nullptr;
@@ -221,7 +207,6 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.num_blocks = reinterpret_cast<int32_t*>(ws + w.num_blocks);
   b.sub_row0 = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.sub_row0) : nullptr;
   b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
-  b.pair_blocks = w.pair_blocks > 0 ? reinterpret_cast<int32_t*>(ws + w.pair_blocks) : nullptr;
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.h = ws + w.h;
   b.y = ws + w.y;
@@ -303,8 +288,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.sub_row0,
                        b.num_sub,
                        args.topk_weights,
-                       b.sorted_weights,
-                       b.pair_blocks};
+                       b.sorted_weights};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
@@ -406,8 +390,7 @@ GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     1,
                     b.pairs,
                     b.m_sub,
-                    b.sub_row0,
-                    b.pair_blocks};
+                    b.sub_row0};
 }
 
 /// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split.
@@ -428,8 +411,7 @@ GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     split_k,
                     b.pairs,
                     1,
-                    nullptr,
-                    b.pair_blocks};
+                    nullptr};
 }
 
 /// out[t] = sum_j y[t * top_k + j] (then over splits) in a fixed order.
@@ -458,8 +440,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const int align_m = align_block_m(k.g1, k.g2);
   const int m_sub = align_m / k.g1.block_m;
   const bool permuted_x = gemm1_reads_permuted_x(k.g1);
-  const WorkspaceLayout w =
-      layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x, needs_pair_blocks(k.g1, k.g2));
+  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x);
   if (workspace_bytes < w.total) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
                             "workspace of " + std::to_string(workspace_bytes) +

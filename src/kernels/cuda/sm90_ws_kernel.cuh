@@ -232,10 +232,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // GEMM2 may split K (g.split_k parts, host-checked to divide k_dim / 64): tile t covers the
   // k-part t % split of output tile t / split.
   const int split = kSplitK ? g.split_k : 1;
-  // cluster_m 2: the raster walks pairs of m-blocks; the CTA of rank r takes block
-  // g.pair_blocks[2j + r] (align pairs an expert's blocks among themselves), or 2j + r without
-  // that list; a "ghost" when there is no such block: it loads and computes nothing, but keeps the
-  // stage protocol with its peer. cluster_n 2: likewise over pairs of n-tiles (tile 2i + r).
+  // cluster_m 2: the raster walks pairs of m-blocks; the CTA of rank r takes block 2j + r (a
+  // "ghost" when that is past the last block: it loads and computes nothing, but keeps the stage
+  // protocol with its peer). cluster_n 2: likewise over pairs of n-tiles (tile 2i + r).
   const int num_mp = (num_m + kClusterM - 1) / kClusterM;
   const int num_np = (num_n + kClusterN - 1) / kClusterN;
   const int total = num_mp * num_np * split;
@@ -243,21 +242,16 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   const int cta0 = blockIdx.x / kCluster;
   const int ctas = gridDim.x / kCluster;
   // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
-  auto pair_block = [&](int pm, int r) {
-    if (g.pair_blocks != nullptr) return g.pair_blocks[pm * 2 + r];
-    return pm * 2 + r < num_m ? pm * 2 + r : -1;
-  };
   auto pair_shares_b = [&](int pm) {
-    if (kClusterM != 2) return false;
-    const int b1 = pair_block(pm, 1);
-    return b1 >= 0 && g.block_expert[pair_block(pm, 0)] == g.block_expert[b1];
+    return kClusterM == 2 && pm * 2 + 1 < num_m &&
+           g.block_expert[pm * 2] == g.block_expert[pm * 2 + 1];
   };
   // Tile t's coordinates for this CTA (its rank's block or n-tile of the pair); false for a ghost.
   auto cta_tile = [&](int t, int& pid_m, int& pid_n) {
     ws_tile_coords<kGroupM>(t / split, num_mp, num_np, pid_m, pid_n);
-    if (kClusterM == 2) pid_m = pair_block(pid_m, rank);
+    if (kClusterM == 2) pid_m = pid_m * 2 + rank;
     if (kClusterN == 2) pid_n = pid_n * 2 + rank;
-    return !((kClusterM == 2 && pid_m < 0) || (kClusterN == 2 && pid_n >= num_n));
+    return !((kClusterM == 2 && pid_m >= num_m) || (kClusterN == 2 && pid_n >= num_n));
   };
 
   if (wg == 0) {
