@@ -242,6 +242,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   const int cta0 = blockIdx.x / kCluster;
   const int ctas = gridDim.x / kCluster;
   // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
+  // NOTE: pairing an expert's own blocks instead (38a9bc9: align listed each pair's blocks, the
+  // odd last blocks paired with each other after all the experts' own pairs) was slower on the
+  // H200 where it changed the pairs, same bits: S2 M=4096 640 -> 694 us, S3 M=1024 1246 -> 1349,
+  // S3 2048 +3% (bench/results/2026-11-30-expert-pairs/); the likely cause is that an expert's
+  // odd last block then ran long after its other blocks, its weight tile back from DRAM.
   auto pair_shares_b = [&](int pm) {
     return kClusterM == 2 && pm * 2 + 1 < num_m &&
            g.block_expert[pm * 2] == g.block_expert[pm * 2 + 1];
