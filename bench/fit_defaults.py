@@ -28,8 +28,9 @@ import sys
 BANDS = [(0, 1), (1, 4), (4, 12), (12, 24), (24, 48), (48, 96), (96, 160), (160, 320), (320, 1e12)]
 
 
-def rule(gated, p):
-    """sm90_default_config outside decode, as config short strings (block_k 128 = BK)."""
+def rule(gated, p, k=0, i=0):
+    """sm90_default_config outside decode, as config short strings (block_k 128 = BK); k, i: the
+    shape's K and I (the 192-row tiles' condition)."""
     if p <= 1:
         return "m16n64k128g8w4s3", "m16n128k128g8w4s3"
     if p <= 4:
@@ -41,6 +42,8 @@ def rule(gated, p):
     if p <= 48:
         return "m64n128k64g8w4s5tw", "m64n128k64g8w4s5tw"
     g1 = "m128n128k64g8w8s4tw" if gated else "m128n256k64g8w8s4tw"
+    if 96 < p <= 160 and gated and i >= 16 * p:
+        return "m192n96k64g8w12s4tw", "m192n%dk64g8w12s4tw" % (192 if k % 192 == 0 else 128)
     if 96 < p <= 160:
         return g1, "m256n128k64g8w8s4tw"
     return g1, "m128n256k64g8w8s4tw"
@@ -178,7 +181,8 @@ def main(argv=None):
 
     if dflt:
         report("the CSV's defaults", lambda pt: dflt.get(pt))
-        report("RULE", lambda pt: rule(dims[pt[0]][2], pts[pt]["p"]) if pt[0] in dims else None)
+        report("RULE", lambda pt: rule(dims[pt[0]][2], pts[pt]["p"], dims[pt[0]][0],
+                                       dims[pt[0]][1]) if pt[0] in dims else None)
 
 
 if __name__ == "__main__":

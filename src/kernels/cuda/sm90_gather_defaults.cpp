@@ -33,7 +33,14 @@ namespace moetune::kernels::cuda {
 //             (the mma.sync 32/64-row tiles before lost 15-29% here)
 //   p > 48    tma_ws 128 rows, GEMM1 block_n 128 (gated) / 256, GEMM2 256, 8 MMA warps, 4 stages,
 //             group_m 8; at 96 < p <= 160 GEMM2 at 256 rows x 128 (an expert's rows fit one
-//             block: its weight tile is read once and only 64-row granules of padding multiply)
+//             block: its weight tile is read once and only 64-row granules of padding multiply),
+//             and there for a gated GEMM1 with I >= 16 p both GEMMs at 192 rows (three
+//             warpgroups of 64; GEMM1 192x96, GEMM2 192x192 where K divides it, else 192x128;
+//             4 stages): the sweep's pick at all three such points it timed, Mixtral-8x7B (S3)
+//             and Mixtral-8x22B at M = 512 and gpt-oss-120b at M = 4096 (layer 3.6-5% faster),
+//             and slower at the three with a narrower I (S2 and Qwen3-235B at M = 2048, where
+//             GEMM1's copy of x in sorted order costs more next to the weights;
+//             bench/results/2026-11-30-tile192/)
 // A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
 // falls through to the next in the list, ending in mma.sync tiles every shape takes.
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
@@ -69,6 +76,12 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     choices.push_back({.gemm1 = kc(64, 64, 64, 4, 4, 8), .gemm2 = kc(64, 64, 64, 4, 4, 8)});
   } else {
     const int bn1 = core::is_gated(p.activation) ? 128 : 256;
+    if (per_expert > 96.0 && per_expert <= 160.0 && core::is_gated(p.activation) &&
+        static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
+      const int bn2 = p.hidden_size % 192 == 0 ? 192 : 128;
+      choices.push_back(
+          {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
+    }
     if (per_expert > 96.0 && per_expert <= 160.0) {
       choices.push_back(
           {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(256, 128, 64, 8, 4, 8, kTw)});

@@ -45,13 +45,34 @@ TEST(Sm90DefaultRule, TakesTmaWs64RowTilesFrom24To48PairsPerExpert) {
 }
 
 TEST(Sm90DefaultRule, RunsGemm2At256RowsOnlyFrom96To160PairsPerExpert) {
-  const core::MoeConfig in = sm90_default_config(s3(512));  // p = 128
+  const core::MoeConfig in = sm90_default_config(s2(2048));  // p = 128, I = 768 < 16 p
   EXPECT_EQ(in.gemm2.tile.block_m, 256);
   EXPECT_EQ(in.gemm2.tile.block_n, 128);
   EXPECT_EQ(in.gemm1.tile.block_m, 128);
-  EXPECT_TRUE(sm90_can_implement(s3(512), in).ok());
-  EXPECT_EQ(sm90_default_config(s3(384)).gemm2.tile.block_m, 128);   // p = 96
-  EXPECT_EQ(sm90_default_config(s3(1024)).gemm2.tile.block_m, 128);  // p = 256
+  EXPECT_TRUE(sm90_can_implement(s2(2048), in).ok());
+  EXPECT_EQ(sm90_default_config(s2(1536)).gemm2.tile.block_m, 128);  // p = 96
+  EXPECT_EQ(sm90_default_config(s2(4096)).gemm2.tile.block_m, 128);  // p = 256
+}
+
+TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsForGatedExpertsWithIAtLeast16PFrom96To160) {
+  const core::MoeConfig c = sm90_default_config(s3(512));  // p = 128, I = 14336
+  EXPECT_EQ(c.gemm1.tile.block_m, 192);
+  EXPECT_EQ(c.gemm1.tile.block_n, 96);
+  EXPECT_EQ(c.gemm1.pipeline.num_warps, 12);
+  EXPECT_EQ(c.gemm2.tile.block_m, 192);
+  EXPECT_EQ(c.gemm2.tile.block_n, 128);  // K = 4096 is not a multiple of 192
+  EXPECT_TRUE(sm90_can_implement(s3(512), c).ok());
+  // Mixtral-8x22B's K = 6144 = 32 x 192: GEMM2 takes 192 columns.
+  const core::MoeProblem h4 = moe_shape(8, 6144, 16384, 2, Activation::kSiluGated, 512);
+  EXPECT_EQ(sm90_default_config(h4).gemm2.tile.block_n, 192);
+  EXPECT_TRUE(sm90_can_implement(h4, sm90_default_config(h4)).ok());
+  // Negative twins: p = 96 and 256, a narrow I (S2), a non-gated activation.
+  EXPECT_EQ(sm90_default_config(s3(384)).gemm1.tile.block_m, 128);
+  EXPECT_EQ(sm90_default_config(s3(1024)).gemm1.tile.block_m, 128);
+  EXPECT_EQ(sm90_default_config(s2(2048)).gemm1.tile.block_m, 128);
+  EXPECT_EQ(
+      sm90_default_config(moe_shape(8, 4096, 14336, 2, Activation::kRelu2, 512)).gemm1.tile.block_m,
+      128);
 }
 
 TEST(Sm90DefaultRule, HalvesBlockKWithFiveStagesWhereTheReductionSizeRefuses128) {
