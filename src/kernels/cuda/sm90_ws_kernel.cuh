@@ -141,7 +141,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // 128-row tiles on the H200, S3 M=512 794 vs 612 us: bench/results/2026-11-30-tile192/).
   // GEMM2's A (h rows) is always loaded by TMA.
   constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192;
-  // A by TMA in 64-row granules, only those that hold pairs, at block_m 256 (not on 1x2
+  // A by TMA in 64-row granules, only those that hold pairs, at block_m 192 and 256 (not on 1x2
   // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
   // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
   // tile saves at most one granule and the producer reads two pair ids per tile for it.
@@ -432,9 +432,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       }
     };
     // A tile without rows for this warpgroup (cluster ghost, or block_m 192 / 256 rows of
-    // padding):
-    // consume every stage without MMA. NOTE: the warpgroup syncs before each release (the MMA
-    // path gets that from wgmma), so no warp can fall two phases behind.
+    // padding): consume every stage without MMA. NOTE: the warpgroup syncs before each release (the
+    // MMA path gets that from wgmma), so no warp can fall two phases behind.
     auto idle_tile = [&]() {
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&full_bar[stage]), phase);
