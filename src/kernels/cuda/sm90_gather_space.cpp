@@ -211,16 +211,18 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   }
 }
 
-/// Both GEMMs at 192 rows (tma_ws, three warpgroups of 64 rows), where an expert holds 64 to
-/// 320 pairs: most experts' rows then fit one or two 192-row tiles, where 128-row tiles give
-/// about half of them a nearly empty extra tile that reloads the weight tile (S2 M=2048 and S3
-/// M=512: 128 +- 11 pairs per expert). Accumulators <= 96 registers: gated GEMM1 block_n 64 or
-/// 96, others 64..192. Measured on the H200 (bench/results/2026-11-30-tile192/): the layer's
-/// best at S3 and Mixtral-8x22B M=512 and gpt-oss-120b M=4096 (p = 128, wide gated I), slower
-/// at S2 and Qwen3-235B M=2048 and wherever an expert needs a second 192-row tile.
+/// Both GEMMs at 192 rows (tma_ws, three warpgroups of 64 rows), where an expert holds 96 to
+/// 192 pairs: its rows then fit one 192-row tile, where 128-row tiles give about half the experts
+/// a nearly empty extra tile that reloads the weight tile (S2 M=2048 and S3 M=512: 128 +- 11
+/// pairs per expert). Accumulators <= 96 registers: gated GEMM1 block_n 64 or 96, others
+/// 64..192. Measured on the H200 (bench/results/2026-11-30-tile192/): the layer's best at S3 and
+/// Mixtral-8x22B M=512 and gpt-oss-120b M=4096 (p = 128, wide gated I), slower at S2 and
+/// Qwen3-235B M=2048, and 1.1-1.4x slower at the points of 64 or 256 pairs per expert it was
+/// offered at first (S2 M=1024/4096, S3 and Mixtral-8x22B M=1024, Qwen3-235B M=4096), so the
+/// group starts above 96 and ends at 192.
 void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out) {
   const double pe = pairs_per_expert(p);
-  if (pe < 64 || pe > 320) return;
+  if (pe <= 96 || pe > 192) return;
   core::GemmSpace s{.block_m = 192};
   for (bool is_gemm1 : {true, false}) {
     const bool gated = is_gemm1 && core::is_gated(p.activation);
