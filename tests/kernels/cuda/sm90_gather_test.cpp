@@ -407,6 +407,25 @@ TEST_F(Sm90Gather, ClusterNPairsMatchFp64AndGiveTheBitsOfUnclusteredGemm2) {
   });
 }
 
+// Runs body(p) on S1-S3 at M 100 / 512 / 2048 / 4096 (experts of about 4 to 1024 pairs: one to
+// several blocks of 128 to 256 rows, the last mostly padding), each prepared in `tb` with fresh
+// uniform routing (seed seed + M) and data (seed data + M).
+template <class Body>
+void for_benchmark_shapes_at_mid_m(CudaTestbed& tb, int seed, int data, Body body) {
+  for (auto base : {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
+                    moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
+                    moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {100, 512, 2048, 4096}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = seed + m;
+      ASSERT_TRUE(tb.prepare(p, r, data + m).ok()) << core::to_string(p);
+      body(p);
+    }
+  }
+}
+
 // tma_ws at block_m 256: an expert of up to 256 pairs is one tile per n-tile, each warpgroup
 // multiplies only its 64-row halves that hold real rows. At the benchmark shapes' tail-heavy M
 // (an expert's last 128-row block mostly padding) it gives the bits of block_m 128 at the same
@@ -415,32 +434,23 @@ TEST_F(Sm90Gather, ClusterNPairsMatchFp64AndGiveTheBitsOfUnclusteredGemm2) {
 // sub-blocks, skipping those of padding). The odd shapes against fp64 are in
 // MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM.
 TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
-  for (auto base : {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
-    for (int64_t m : {100, 512, 2048, 4096}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = 5 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, 3 + m).ok());
-      const int bn1 = core::is_gated(p.activation) ? 64 : 128;
-      const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-      const MoeConfig t256 = wgmma(256, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-      MoeConfig mixed = t256;
-      mixed.gemm1 = t128.gemm1;
-      ASSERT_TRUE(tb_->backend().can_implement(p, t256).ok()) << core::short_string(t256);
-      ASSERT_TRUE(tb_->backend().can_implement(p, mixed).ok()) << core::short_string(mixed);
-      const std::string what = core::to_string(p);
-      const std::string digest128 =
-          expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what);
-      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t256, "tma_ws 256, " + what), digest128)
-          << "block_m 256 vs 128, " << what;
-      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, mixed, "GEMM1 128 GEMM2 256, " + what),
-                digest128)
-          << "GEMM1 128 in sub-blocks + GEMM2 256 vs 128, " << what;
-    }
-  }
+  for_benchmark_shapes_at_mid_m(*tb_, 5, 3, [&](MoeProblem const& p) {
+    const int bn1 = core::is_gated(p.activation) ? 64 : 128;
+    const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+    const MoeConfig t256 = wgmma(256, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+    MoeConfig mixed = t256;
+    mixed.gemm1 = t128.gemm1;
+    ASSERT_TRUE(tb_->backend().can_implement(p, t256).ok()) << core::short_string(t256);
+    ASSERT_TRUE(tb_->backend().can_implement(p, mixed).ok()) << core::short_string(mixed);
+    const std::string what = core::to_string(p);
+    const std::string digest128 =
+        expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what);
+    EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t256, "tma_ws 256, " + what), digest128)
+        << "block_m 256 vs 128, " << what;
+    EXPECT_EQ(expect_in_band_and_deterministic(*tb_, mixed, "GEMM1 128 GEMM2 256, " + what),
+              digest128)
+        << "GEMM1 128 in sub-blocks + GEMM2 256 vs 128, " << what;
+  });
 }
 
 // tma_ws at block_m 192: three warpgroups of 64 rows, an expert of up to 192 pairs one tile per
@@ -450,26 +460,17 @@ TEST_F(Sm90Gather, Tile256SkipsPaddingHalvesAndGivesTheBitsOfTile128) {
 // 64-row half), both within the bf16 band of the GPU reference. The odd shapes against fp64 are in
 // MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM.
 TEST_F(Sm90Gather, Tile192IdlesPaddingWarpgroupsAndGivesTheBitsOfTile128) {
-  for (auto base : {moe_shape(128, 2688, 1856, 6, Activation::kRelu2),
-                    moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    moe_shape(8, 4096, 14336, 2, Activation::kSiluGated)}) {
-    for (int64_t m : {100, 512, 2048, 4096}) {
-      MoeProblem p = base;
-      p.num_tokens = m;
-      core::RoutingProfile r;
-      r.seed = 9 + m;
-      ASSERT_TRUE(tb_->prepare(p, r, 4 + m).ok());
-      const int bn1 = core::is_gated(p.activation) ? 96 : 192;
-      const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-      const MoeConfig t192 = wgmma(192, bn1, 128, 12, 4, 8, core::Schedule::kTmaWarpSpecialized);
-      ASSERT_TRUE(tb_->backend().can_implement(p, t128).ok()) << core::short_string(t128);
-      ASSERT_TRUE(tb_->backend().can_implement(p, t192).ok()) << core::short_string(t192);
-      const std::string what = core::to_string(p);
-      EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t192, "tma_ws 192, " + what),
-                expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what))
-          << "block_m 192 vs 128, " << what;
-    }
-  }
+  for_benchmark_shapes_at_mid_m(*tb_, 9, 4, [&](MoeProblem const& p) {
+    const int bn1 = core::is_gated(p.activation) ? 96 : 192;
+    const MoeConfig t128 = wgmma(128, bn1, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+    const MoeConfig t192 = wgmma(192, bn1, 128, 12, 4, 8, core::Schedule::kTmaWarpSpecialized);
+    ASSERT_TRUE(tb_->backend().can_implement(p, t128).ok()) << core::short_string(t128);
+    ASSERT_TRUE(tb_->backend().can_implement(p, t192).ok()) << core::short_string(t192);
+    const std::string what = core::to_string(p);
+    EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t192, "tma_ws 192, " + what),
+              expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what))
+        << "block_m 192 vs 128, " << what;
+  });
 }
 
 // Kernels are shared by every config and problem with the same name expressions, their launches
