@@ -40,7 +40,8 @@ namespace moetune::kernels::cuda {
 //             and Mixtral-8x22B at M = 512 and gpt-oss-120b at M = 4096 (layer 3.6-5% faster),
 //             and slower at the three with a narrower I (S2 and Qwen3-235B at M = 2048, where
 //             GEMM1's copy of x in sorted order costs more next to the weights;
-//             bench/results/2026-11-30-tile192/)
+//             bench/results/2026-11-30-tile192/); out of sample, DBRX-like M = 512 and
+//             DeepSeek-V3-like M = 4096 ran 4-6% faster than the rule before
 // A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
 // falls through to the next in the list, ending in mma.sync tiles every shape takes.
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
