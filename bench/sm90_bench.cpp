@@ -280,10 +280,10 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
     for (auto const& b : c2) all.push_back({.gemm1 = base1, .gemm2 = b});
     (void)kernels::cuda::precompile_sm90_gather(p, all);  // loads that follow hit the cubin cache
     candidates += static_cast<int>(all.size());
-    auto pick = [&](std::vector<core::KernelConfig> const& cands, bool first,
-                    double& best_us) -> core::KernelConfig {
+    auto pick = [&](std::vector<core::KernelConfig> const& cands,
+                    bool first) -> core::KernelConfig {
       core::KernelConfig win = cands.front();
-      best_us = 1e30;
+      double best_us = 1e30;
       for (auto const& k : cands) {
         core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = base2}
                                   : core::MoeConfig{.gemm1 = base1, .gemm2 = k};
@@ -304,9 +304,8 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
       }
       return win;
     };
-    double t1 = 0, t2 = 0;
-    auto w1 = pick(c1, true, t1);
-    auto w2 = pick(c2, false, t2);
+    auto w1 = pick(c1, true);
+    auto w2 = pick(c2, false);
     // Spaces compete on the whole layer of their winning pair: the decode space has no align or
     // combine launch, and align differs with block_m, which the GEMM stage times leave out.
     const core::MoeConfig pair{.gemm1 = w1, .gemm2 = w2};
