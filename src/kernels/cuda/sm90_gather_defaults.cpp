@@ -77,13 +77,13 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     choices.push_back({.gemm1 = kc(64, 64, 64, 4, 4, 8), .gemm2 = kc(64, 64, 64, 4, 4, 8)});
   } else {
     const int bn1 = core::is_gated(p.activation) ? 128 : 256;
-    if (per_expert > 96.0 && per_expert <= 160.0 && core::is_gated(p.activation) &&
-        static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
-      const int bn2 = p.hidden_size % 192 == 0 ? 192 : 128;
-      choices.push_back(
-          {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
-    }
     if (per_expert > 96.0 && per_expert <= 160.0) {
+      if (core::is_gated(p.activation) &&
+          static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
+        const int bn2 = p.hidden_size % 192 == 0 ? 192 : 128;
+        choices.push_back(
+            {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
+      }
       choices.push_back(
           {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(256, 128, 64, 8, 4, 8, kTw)});
     }
