@@ -107,6 +107,8 @@ struct Point {
   double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
   double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
   double clock_mhz = 0, power_w = 0, rel_err = 0, default_us = 0;
+  // --dense: cuBLAS on the dense GEMMs of the same sizes (pairs rows), and the SM clock meanwhile
+  double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0;
   std::string bound, digest, config, config_json, default_config;
   int candidates = 0;
 };
@@ -145,6 +147,10 @@ struct Options {
   // --shape NAME=E,K,I,TOPK,ACT (repeatable): a shape beyond S1-S3 (e.g. a held-out model), run
   // after the --shapes ones; no peer numbers exist for it, the floor is computed the same way.
   std::vector<Shape> extra_shapes;
+  // --dense: also time cuBLAS on each point's two GEMMs as dense matrices (M x top_k rows, no
+  // gather, no padding, no activation or routing weight) into <date>-<commit>-dense.csv: what the
+  // best dense GEMM does with the same flops in the same run and clock state.
+  bool dense = false;
 };
 
 /// Parses --shape's "NAME=E,K,I,TOPK,ACT" (ACT as the CLI names it: silu, relu2, gelu,
@@ -203,11 +209,13 @@ Options parse_options(int argc, char** argv) {
       o.sweep_log = next();
     else if (a == "--shape")
       o.extra_shapes.push_back(parse_shape(next()));
+    else if (a == "--dense")
+      o.dense = true;
     else
       die("unknown option " + a +
           " (options: --out DIR --shapes S1,S2,S3 --shape NAME=E,K,I,TOPK,ACT --m LIST --no-sweep "
           "--sweep-reps N --sweep-log FILE --recipe R --schedule-override S --sweep-schedule S "
-          "--sweep-decode-only)");
+          "--sweep-decode-only --dense)");
   }
   return o;
 }
@@ -385,6 +393,47 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
       "{\"gemm1\":" + cfg_json(best.gemm1) + ",\"gemm2\":" + cfg_json(best.gemm2) + "}";
 }
 
+// --dense: cuBLAS on GEMM1 as [pairs x K] @ [N1 x K]^T and GEMM2 as [pairs x I] @ [K x I]^T, the
+// SM clock sampled meanwhile. Same reps rule as the layer (clamp(30 ms / t, 10, 200)).
+void time_dense(kernels::cuda::NvmlTelemetry& nvml, Point& pt) {
+  const long pairs = static_cast<long>(pt.p.num_tokens * pt.p.top_k);
+  const long k = static_cast<long>(pt.p.hidden_size), i = static_cast<long>(pt.p.intermediate_size);
+  const long n1 = static_cast<long>(core::gemm1_n(pt.p));
+  const double quick = cublas_dense_us(pairs, n1, k, 3) + cublas_dense_us(pairs, k, i, 3);
+  if (quick <= 0) {
+    std::fprintf(stderr, "dense %s M=%lld: cuBLAS unavailable or out of memory\n", pt.shape.c_str(),
+                 (long long)pt.p.num_tokens);
+    return;
+  }
+  const int reps = reps_for(quick);
+  nvml.start(5);
+  pt.dense_gemm1_us = cublas_dense_us(pairs, n1, k, reps);
+  pt.dense_gemm2_us = cublas_dense_us(pairs, k, i, reps);
+  nvml.stop();
+  pt.dense_clock_mhz = nvml.median_sm_clock_mhz();
+}
+
+void write_dense_header(std::ostream& csv) {
+  csv << "commit,date,device,shape,E,K,I,top_k,act,M,pairs,gemm1_us,dense_gemm1_us,gemm2_us,"
+         "dense_gemm2_us,sm_clock_mhz,dense_sm_clock_mhz,gemm1_TFLOPs,dense_gemm1_TFLOPs,"
+         "gemm2_TFLOPs,dense_gemm2_TFLOPs,config\n";
+  csv.flush();
+}
+
+void write_dense_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
+  const double pairs = double(pt.p.num_tokens) * pt.p.top_k;
+  const double f1 = 2.0 * pairs * core::gemm1_n(pt.p) * pt.p.hidden_size;
+  const double f2 = 2.0 * pairs * pt.p.hidden_size * pt.p.intermediate_size;
+  auto tf = [](double flops, double us) { return us > 0 ? flops / (us * 1e6) : 0.0; };
+  csv << run.commit << "," << run.date << "," << run.device << "," << pt.shape << ","
+      << pt.p.num_experts << "," << pt.p.hidden_size << "," << pt.p.intermediate_size << ","
+      << pt.p.top_k << "," << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << ","
+      << static_cast<long long>(pairs) << "," << pt.gemm1_us << "," << pt.dense_gemm1_us << ","
+      << pt.gemm2_us << "," << pt.dense_gemm2_us << "," << pt.clock_mhz << "," << pt.dense_clock_mhz
+      << "," << tf(f1, pt.gemm1_us) << "," << tf(f1, pt.dense_gemm1_us) << ","
+      << tf(f2, pt.gemm2_us) << "," << tf(f2, pt.dense_gemm2_us) << "," << pt.config << std::endl;
+}
+
 void write_csv_header(std::ostream& csv) {
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
@@ -506,6 +555,13 @@ int main(int argc, char** argv) {
   run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
 
   write_csv_header(csv);
+  std::optional<std::ofstream> dense_csv;
+  if (opt.dense) {
+    const std::string dense_path = opt.out_dir + "/" + run.date + "-" + run.commit + "-dense.csv";
+    dense_csv.emplace(dense_path);
+    if (!*dense_csv) die("--dense: cannot write " + dense_path + "; use a writable --out");
+    write_dense_header(*dense_csv);
+  }
   std::optional<std::ofstream> sweep_log;
   if (!opt.sweep_log.empty()) {
     sweep_log.emplace(opt.sweep_log);
@@ -550,6 +606,7 @@ int main(int argc, char** argv) {
         }
         check_point(*tb, pt, best);
         time_point(*tb, nvml, pt, best, dflt);
+        if (opt.dense) time_dense(nvml, pt);
       } catch (PointFailed const& e) {
         std::fprintf(stderr, "POINT FAILED %s M=%lld: %s\n", pt.shape.c_str(),
                      (long long)pt.p.num_tokens, e.what.c_str());
@@ -566,6 +623,11 @@ int main(int argc, char** argv) {
                    pt.candidates, secs);
       write_csv_row(csv, run, pt);
       csv.flush();  // a run cut short by a timeout keeps the points it finished
+      if (dense_csv) {
+        write_dense_row(*dense_csv, run, pt);
+        std::fprintf(stderr, "  dense: GEMM1 %.1f us (ours %.1f), GEMM2 %.1f us (ours %.1f)\n",
+                     pt.dense_gemm1_us, pt.gemm1_us, pt.dense_gemm2_us, pt.gemm2_us);
+      }
       if (sweep_log) sweep_log->flush();
       points.push_back(pt);
     }

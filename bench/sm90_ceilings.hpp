@@ -13,3 +13,9 @@ struct Ceilings {
 
 /// Measures both; cuBLAS is loaded with dlopen (libcublas.so.13 / .so).
 Ceilings measure_ceilings(int matmul_reps = 200);
+
+/// The dense equivalent of a grouped GEMM, for moetune_sm90_bench --dense: median microseconds of
+/// one cuBLAS bf16 GEMM C [m x n] = A [m x k] @ B [n x k]^T (random data, fp32 accumulation,
+/// default algorithm), `reps` launches back to back after 3 warm-ups; 0 when cuBLAS is missing or
+/// the buffers do not fit. The buffers are kept (and grow) between calls.
+double cublas_dense_us(long m, long n, long k, int reps);
