@@ -9,14 +9,18 @@ outside decode, so decode points, M <= 4 with p <= 0.5, are fitted apart and dec
 left out of the other points). Prints, per band of pairs
 per expert p, the pairs with the lowest geomean cost; per GEMM the decode configs with the lowest
 geomean stage time / the point's best decode candidate at M <= 4 and p <= 0.5, and RULE_DECODE's;
-then the geomean and worst point of the CSV's defaults and of RULE below (keep RULE and
-RULE_DECODE equal to sm90_default_config in src/kernels/cuda/sm90_gather_defaults.cpp).
+then the geomean and worst point of the CSV's defaults and of RULE below. RULE and RULE_DECODE
+mirror sm90_default_config (src/kernels/cuda/sm90_gather_defaults.cpp); `--grid` prints what they
+give a fixed grid of shapes and M (tests/kernels/cuda/default_rule_grid.csv), which both this
+mirror (tests/bench/fit_defaults_test.py) and the C++ rule (jit_default_rule_test.cpp) must match:
+change the rule in both places, then regenerate the grid with --grid.
 
 A config named with block_k 128 stands for "128 where the GEMM's reduction size divides it, else
 64 with 5 stages" (what the C++ rule does), so one rule covers shapes with K or I not a multiple
 of 128.
 
 Usage: bench/fit_defaults.py SWEEP_LOG [--bench-csv CSV] [--top N]
+       bench/fit_defaults.py --grid > tests/kernels/cuda/default_rule_grid.csv
 """
 import argparse
 import csv
@@ -53,6 +57,51 @@ def rule(gated, p, k=0, i=0):
 RULE_DECODE = ("n4k512g1w4s1swap", "n4k512g1w8s1swap")
 
 
+def default_pair(gated, e, k, i, top_k, m):
+    """The (gemm1, gemm2) short strings sm90_default_config gives a shape at M tokens, from RULE and
+    RULE_DECODE with block_k resolved as the C++ rule resolves it (halved with 5 stages until it
+    divides the GEMM's reduction size: K for GEMM1, I for GEMM2). tests/kernels/cuda/
+    default_rule_grid.csv holds this for a grid of shapes; the C++ rule is checked against the same
+    file (jit_default_rule_test.cpp), so the two cannot drift apart unnoticed. Shapes where the
+    first choice is refused (narrow outputs, the wgmma lever off) are not mirrored here."""
+    p = m * top_k / e
+    if m <= 4 and p <= 0.5:
+        bm = 1
+        while bm < 8 and bm < m:
+            bm *= 2
+        return tuple("m%d%s" % (bm, c) for c in RULE_DECODE)
+
+    def resolve(cfg, kd):
+        mt = re.match(r"(m\d+n\d+k)(\d+)(g\d+w\d+s)(\d+)(.*)$", cfg)
+        head, bk, mid, stages, tail = mt.groups()
+        bk = int(bk)
+        while bk > 32 and kd % bk:
+            bk //= 2
+            stages = "5"
+        return "%s%d%s%s%s" % (head, bk, mid, stages, tail)
+
+    g1, g2 = rule(gated, p, k, i)
+    return resolve(g1, k), resolve(g2, i)
+
+
+# The grid's shapes (name, E, K, I, top_k, activation): S1-S3, an E = 40 gelu_tanh shape whose K is
+# not a multiple of 128, and two 192-row candidates (DeepSeek-V3-like, Mixtral-8x22B); M from decode
+# through every band of pairs per expert.
+GRID_SHAPES = [("S1", 128, 2688, 1856, 6, "relu2"), ("S2", 128, 2048, 768, 8, "silu"),
+               ("S3", 8, 4096, 14336, 2, "silu"), ("gelu40", 40, 2752, 1408, 4, "gelu_tanh"),
+               ("dsv3", 256, 7168, 2048, 8, "silu"), ("mix22b", 8, 6144, 16384, 2, "silu")]
+GRID_M = [1, 2, 3, 4, 8, 16, 32, 64, 96, 128, 256, 384, 512, 768, 1024, 1536, 2048, 2560, 3072,
+          4096, 8192, 16384]
+
+
+def grid_lines():
+    yield "E,K,I,top_k,act,M,gemm1,gemm2"
+    for _, e, k, i, top_k, act in GRID_SHAPES:
+        for m in GRID_M:
+            g1, g2 = default_pair(act == "silu", e, k, i, top_k, m)
+            yield f"{e},{k},{i},{top_k},{act},{m},{g1},{g2}"
+
+
 def load(path):
     opener = gzip.open if path.endswith(".gz") else open
     pts = {}
@@ -69,10 +118,17 @@ def load(path):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("sweep_log")
+    ap.add_argument("sweep_log", nargs="?")
+    ap.add_argument("--grid", action="store_true",
+                    help="print default_pair() over the fixed grid (default_rule_grid.csv)")
     ap.add_argument("--bench-csv", help="the run's CSV: its E, K, I, act and default_config")
     ap.add_argument("--top", type=int, default=3)
     a = ap.parse_args(argv)
+    if a.grid:
+        print("\n".join(grid_lines()))
+        return
+    if not a.sweep_log:
+        ap.error("name a sweep log (or --grid)")
     pts = load(a.sweep_log)
     if not pts:
         sys.exit(f"fit_defaults: {a.sweep_log} holds no timed candidate")

@@ -2,8 +2,10 @@
 """bench/fit_defaults.py (ctest runs this from the source tree): on a synthetic sweep log it ranks
 the fastest compatible pair of a band first, prices the CSV's defaults and RULE against each
 point's best, maps RULE's block_k 128 to 64 with 5 stages where the reduction size refuses 128,
-ranks decode configs across M by their stage time alone, and refuses a log without a timed
-candidate."""
+ranks decode configs across M by their stage time alone, refuses a log without a timed
+candidate, and gives every shape of tests/kernels/cuda/default_rule_grid.csv the configs the C++
+rule gives it (jit_default_rule_test.cpp checks sm90_default_config against the same file)."""
+import csv
 import contextlib
 import io
 import os
@@ -14,6 +16,20 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import fit_defaults  # noqa: E402
+
+GRID = os.path.join(ROOT, "tests", "kernels", "cuda", "default_rule_grid.csv")
+
+
+def grid_mismatches(rows):
+    """Rows of the grid whose (gemm1, gemm2) default_pair() gives otherwise, with what it gives."""
+    out = []
+    for r in rows:
+        got = fit_defaults.default_pair(r["act"] == "silu", int(r["E"]), int(r["K"]), int(r["I"]),
+                                        int(r["top_k"]), int(r["M"]))
+        if got != (r["gemm1"], r["gemm2"]):
+            out.append((r, got))
+    return out
+
 
 BENCH_HEADER = "shape,E,K,I,top_k,act,M,time_us,floor_us,default_us,default_config"
 
@@ -81,6 +97,27 @@ class FitDefaults(unittest.TestCase):
         self.assertIn("1.000 (worst 1.000)  " + other, gemm1[0])
         self.assertIn("RULE %s: 1.095 (worst 1.200)" % g1, text)  # sqrt(1.2 x 1.0)
         self.assertIn("RULE %s: 1.000 (worst 1.000)" % g2, text)
+
+    def test_default_pair_gives_every_grid_shape_what_the_cpp_rule_gives(self):
+        with open(GRID) as f:
+            rows = list(csv.DictReader(f))
+        self.assertGreaterEqual(len(rows), 100)
+        self.assertEqual(grid_mismatches(rows), [])
+
+    def test_grid_option_prints_the_committed_grid(self):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            fit_defaults.main(["--grid"])
+        with open(GRID) as f:
+            self.assertEqual(out.getvalue(), f.read())
+
+    def test_grid_check_reports_the_one_row_whose_expectation_was_changed(self):
+        with open(GRID) as f:
+            rows = list(csv.DictReader(f))
+        rows[40]["gemm2"] = "m16n64k64g8w4s4"  # no grid row expects this config
+        bad = grid_mismatches(rows)
+        self.assertEqual(len(bad), 1)
+        self.assertIs(bad[0][0], rows[40])
 
     def test_refuses_a_log_without_a_timed_candidate(self):
         with self.assertRaises(SystemExit) as e:

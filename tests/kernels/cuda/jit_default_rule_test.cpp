@@ -3,6 +3,11 @@
 // through, and every default is one can_implement accepts. Host-only (no GPU, no NVRTC).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "kernels/cuda/sm90_gather_defaults.hpp"
@@ -14,6 +19,62 @@ namespace {
 
 using core::Activation;
 using testing::moe_shape;
+
+// One line of tests/kernels/cuda/default_rule_grid.csv: a shape at M tokens and the two configs
+// bench/fit_defaults.py's default_pair() gives it (its mirror of this rule, which
+// tests/bench/fit_defaults_test.py checks against the same file).
+struct GridRow {
+  int line = 0;
+  core::MoeProblem p;
+  std::string gemm1, gemm2;
+};
+
+std::vector<GridRow> load_grid() {
+  const std::string path =
+      std::string(MOETUNE_SOURCE_DIR) + "/tests/kernels/cuda/default_rule_grid.csv";
+  std::ifstream in(path);
+  std::vector<GridRow> rows;
+  std::string text;
+  for (int line = 1; std::getline(in, text); ++line) {
+    if (line == 1 || text.empty()) continue;  // the header
+    std::stringstream ss(text);
+    std::vector<std::string> f;
+    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
+    if (f.size() != 8) {
+      ADD_FAILURE() << path << ":" << line << ": expected 8 fields, saw " << f.size();
+      continue;
+    }
+    auto act = core::parse_activation(f[4]);
+    if (!act.ok()) {
+      ADD_FAILURE() << path << ":" << line << ": " << act.error().to_string();
+      continue;
+    }
+    rows.push_back({line,
+                    moe_shape(std::stoll(f[0]), std::stoll(f[1]), std::stoll(f[2]),
+                              std::stoll(f[3]), *act, std::stoll(f[5])),
+                    f[6], f[7]});
+  }
+  return rows;
+}
+
+/// "line N (E,K,I,top_k M): gemm1 is X, the grid says Y" for each GEMM the rule gives otherwise.
+std::vector<std::string> grid_mismatches(std::vector<GridRow> const& rows) {
+  std::vector<std::string> out;
+  for (auto const& r : rows) {
+    const core::MoeConfig c = sm90_default_config(r.p);
+    const std::string where =
+        "line " + std::to_string(r.line) + " (" + std::to_string(r.p.num_experts) + "," +
+        std::to_string(r.p.hidden_size) + "," + std::to_string(r.p.intermediate_size) + "," +
+        std::to_string(r.p.top_k) + " M=" + std::to_string(r.p.num_tokens) + "): ";
+    if (core::short_string(c.gemm1) != r.gemm1)
+      out.push_back(where + "gemm1 is " + core::short_string(c.gemm1) + ", the grid says " +
+                    r.gemm1);
+    if (core::short_string(c.gemm2) != r.gemm2)
+      out.push_back(where + "gemm2 is " + core::short_string(c.gemm2) + ", the grid says " +
+                    r.gemm2);
+  }
+  return out;
+}
 
 // S2's sizes (E 128, top-8: p = M / 16) and S3's (E 8, top-2: p = M / 4).
 core::MoeProblem s2(int64_t m) { return moe_shape(128, 2048, 768, 8, Activation::kSiluGated, m); }
@@ -104,6 +165,26 @@ TEST(Sm90DefaultRule, FallsThroughWhereTheOutputIsNarrowerThanTheTile) {
   const core::MoeProblem p = moe_shape(8, 256, 64, 2, Activation::kSiluGated, 128);
   const core::MoeConfig c = sm90_default_config(p);
   EXPECT_TRUE(sm90_can_implement(p, c).ok()) << core::short_string(c);
+}
+
+TEST(Sm90DefaultRule, GivesEveryShapeOfTheGridWhatFitDefaultsPyMirrors) {
+  const std::vector<GridRow> rows = load_grid();
+  ASSERT_GE(rows.size(), 100u) << "tests/kernels/cuda/default_rule_grid.csv is missing or short";
+  std::string all;
+  for (auto const& m : grid_mismatches(rows)) all += m + "\n";
+  EXPECT_TRUE(all.empty()) << all
+                           << "keep sm90_default_config, bench/fit_defaults.py (RULE, "
+                              "default_pair) and the grid equal";
+}
+
+TEST(Sm90DefaultRule, GridCheckReportsTheOneRowWhoseExpectationWasChanged) {
+  std::vector<GridRow> rows = load_grid();
+  ASSERT_GE(rows.size(), 100u);
+  rows[40].gemm2 = "m16n64k64g8w4s4";  // no grid row expects this config
+  const std::vector<std::string> m = grid_mismatches(rows);
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_NE(m[0].find("line " + std::to_string(rows[40].line)), std::string::npos) << m[0];
+  EXPECT_NE(m[0].find("gemm2"), std::string::npos) << m[0];
 }
 
 }  // namespace
