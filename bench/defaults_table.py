@@ -4,11 +4,18 @@ default_us = sm90_default_config at the same point, same run, same data).
 
 usage: bench/defaults_table.py bench/results/<date>-<commit>.csv [LATER.csv ...] > docs/defaults-h200.md
 With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (the session bench,
-then re-times of the rows a later commit changed); each point's commit is in the table.
+then re-times of the rows a later commit changed); each point's commit is in the table. Where the
+rule has changed since the run (bench/fit_defaults.py's default_pair, the rule's mirror, gives
+another config than the CSV's default_config), the row says so: when the rule now gives the recipe
+row itself, its default time is the row's; otherwise the new default is named, not timed.
 """
 import csv
 import math
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from fit_defaults import default_pair  # noqa: E402
 
 RULE = """| regime | rule |
 |---|---|
@@ -54,6 +61,16 @@ def main():
     stats = {}
     for r in rows:
         t, d = float(r["time_us"]), float(r["default_us"])
+        g1, g2 = default_pair(r["act"] == "silu", int(r["E"]), int(r["K"]), int(r["I"]),
+                              int(r["top_k"]), int(r["M"]))
+        now = g1 if g1 == g2 else g1 + "|" + g2
+        if now != r["default_config"]:
+            if now == r["config"]:
+                d = t
+                r["default_config"] = now + " (the rule since this run: the row itself; was " + \
+                    r["default_config"] + ", " + r["default_us"] + " us)"
+            else:
+                r["default_config"] += " (the rule since this run gives " + now + ", not timed)"
         if d <= 0:
             out.append(f"| {r['shape']} | {r['M']} | {t:.1f} | failed its check | - | "
                        f"{r['default_config']} | {r['commit'][:7]} |")
