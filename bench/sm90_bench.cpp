@@ -149,7 +149,8 @@ struct Options {
   std::vector<Shape> extra_shapes;
   // --dense: also time cuBLAS on each point's two GEMMs as dense matrices (M x top_k rows, no
   // gather, no padding, no activation or routing weight) into <date>-<commit>-dense.csv: what the
-  // best dense GEMM does with the same flops in the same run and clock state.
+  // best dense GEMM does with the same flops in the same run (its SM clock sampled too: at the
+  // power cap the two measurements may run at different clocks).
   bool dense = false;
 };
 
