@@ -29,6 +29,7 @@
 
 #include <unistd.h>  // environ
 
+#include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "core/recipe.hpp"
@@ -531,7 +532,7 @@ int main(int argc, char** argv) {
   RunInfo run;
   run.device = tb->backend().device().name;
   run.driver = nvml.driver_version();
-  run.commit = MOETUNE_GIT_COMMIT;
+  run.commit = core::git_commit();
   char date[32];
   std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/build_info.hpp"
 #include "core/device_info.hpp"
 #include "moetune/moe_runner.hpp"
 
@@ -62,7 +63,8 @@ std::unique_ptr<moetune::MoeRunner> make_runner(std::string const& cache) {
   return std::move(*r);
 }
 
-/// HEAD at run time (the configure-time MOETUNE_GIT_COMMIT goes stale between commits).
+/// HEAD at run time (the commit the build was configured at, core::git_commit(), goes stale
+/// between commits).
 std::string head_commit() {
   std::string cmd = std::string("git -C '") + MOETUNE_SOURCE_DIR + "' rev-parse --short=12 HEAD";
   std::string out;
@@ -72,7 +74,7 @@ std::string head_commit() {
     pclose(f);
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
-  return out.empty() ? MOETUNE_GIT_COMMIT : out;
+  return out.empty() ? moetune::core::git_commit() : out;
 }
 
 std::string default_out() {

@@ -29,7 +29,7 @@ struct RunEnv {
   std::string backend;
   core::DeviceInfo device;
   std::string driver;      ///< GPU driver, "" on the CPU
-  std::string commit;      ///< MOETUNE_GIT_COMMIT of the build
+  std::string commit;      ///< core::git_commit() of the build
   SeriesTelemetry clocks;  ///< one reading before the first series
   std::string telemetry_source;
   Ceilings ceilings;

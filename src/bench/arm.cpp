@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "core/build_info.hpp"
 #include "core/names.hpp"
 #include "tuner/flat_json.hpp"
 
@@ -61,7 +62,7 @@ core::Result<ArmSpec> parse_arm(std::string const& text) {
 
 std::string arm_worker_header(std::string const& backend, std::string const& device) {
   return "{\"worker\": \"moetune-bench\", \"worker_version\": " +
-         std::to_string(kArmWorkerVersion) + ", \"commit\": " + json_string(MOETUNE_GIT_COMMIT) +
+         std::to_string(kArmWorkerVersion) + ", \"commit\": " + json_string(core::git_commit()) +
          ", \"device\": " + json_string(device) + ", \"backend\": " + json_string(backend) + "}";
 }
 

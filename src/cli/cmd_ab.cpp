@@ -18,6 +18,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 
 namespace moetune::cli {
 namespace {
@@ -70,7 +71,7 @@ bench::RunEnv ab_env(std::string const& backend, bench::BenchOptions const& opti
   std::tie(env.date, env.time_utc) = bench::utc_now();
   env.command = own_command_line();
   env.backend = backend;
-  env.commit = MOETUNE_GIT_COMMIT;
+  env.commit = core::git_commit();
   if (backend == "cpu") env.device = core::cpu_device_info();
   auto const telemetry = bench::make_telemetry(backend);
   env.driver = telemetry->driver();

@@ -17,6 +17,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 
 namespace moetune::cli {
 namespace {
@@ -87,7 +88,7 @@ int run_bench(BenchCmdArgs const& args) {
   env.device = testbed->backend().device();
   env.driver = telemetry->driver();
   if (env.device.driver.empty()) env.device.driver = env.driver;
-  env.commit = MOETUNE_GIT_COMMIT;
+  env.commit = core::git_commit();
   env.clocks = telemetry->now();
   env.telemetry_source = telemetry->source();
   env.ceilings = backend == "cuda" ? bench::measure_cuda_ceilings()

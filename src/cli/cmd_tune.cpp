@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/tune_report.hpp"
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 #include "core/json_text.hpp"
 #include "tuner/search.hpp"
 #include "tuner/store.hpp"
@@ -387,7 +388,7 @@ int run_tune(TuneArgs& args) {
   tuner::RunInfo info{.started = tuner::utc_now(),
                       .recipe_path = args.recipe_path,
                       .recipe_hash = tuner::hash_text(unwrap(core::read_file(args.recipe_path))),
-                      .commit = MOETUNE_GIT_COMMIT,
+                      .commit = core::git_commit(),
                       .device = plans.empty() ? "" : plans[0].device.name,
                       .driver = plans.empty() ? "" : plans[0].device.driver,
                       .toolchain = plans.empty() ? "" : plans[0].device.toolchain,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/atomic_file.hpp"
+#include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/lint.hpp"
 #include "core/table.hpp"
@@ -96,7 +97,7 @@ std::string cubin_list(std::vector<std::string> const& cubins) {
 std::string format_bundle_manifest(PrewarmReport const& report, std::string const& tables_dir) {
   using tuner::json_string;
   std::string out = "{\n  \"bundle_version\": " + std::to_string(kBundleVersion) +
-                    ",\n  \"commit\": " + json_string(MOETUNE_GIT_COMMIT) +
+                    ",\n  \"commit\": " + json_string(core::git_commit()) +
                     ",\n  \"tables_from\": " + json_string(tables_dir) + ",\n  \"configs\": [";
   for (size_t i = 0; i < report.items.size(); ++i) {
     PrewarmItem const& it = report.items[i];
