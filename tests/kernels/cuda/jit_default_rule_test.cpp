@@ -3,11 +3,12 @@
 // through, and every default is one can_implement accepts. Host-only (no GPU, no NVRTC).
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "bench/csv.hpp"
+#include "core/atomic_file.hpp"
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "kernels/cuda/sm90_gather_defaults.hpp"
@@ -32,27 +33,27 @@ struct GridRow {
 std::vector<GridRow> load_grid() {
   const std::string path =
       std::string(MOETUNE_SOURCE_DIR) + "/tests/kernels/cuda/default_rule_grid.csv";
-  std::ifstream in(path);
   std::vector<GridRow> rows;
-  std::string text;
-  for (int line = 1; std::getline(in, text); ++line) {
-    if (line == 1 || text.empty()) continue;  // the header
-    std::stringstream ss(text);
-    std::vector<std::string> f;
-    for (std::string cell; std::getline(ss, cell, ',');) f.push_back(cell);
-    if (f.size() != 8) {
-      ADD_FAILURE() << path << ":" << line << ": expected 8 fields, saw " << f.size();
-      continue;
-    }
-    auto act = core::parse_activation(f[4]);
+  auto text = core::read_file(path);
+  if (!text.ok()) {
+    ADD_FAILURE() << text.error().to_string();
+    return rows;
+  }
+  auto csv = bench::parse_csv(*text, path);
+  if (!csv.ok()) {
+    ADD_FAILURE() << csv.error().to_string();
+    return rows;
+  }
+  for (size_t r = 0; r < csv->rows.size(); ++r) {
+    auto act = core::parse_activation(csv->at(r, "act"));
     if (!act.ok()) {
-      ADD_FAILURE() << path << ":" << line << ": " << act.error().to_string();
+      ADD_FAILURE() << path << ":" << r + 2 << ": " << act.error().to_string();
       continue;
     }
-    rows.push_back({line,
-                    moe_shape(std::stoll(f[0]), std::stoll(f[1]), std::stoll(f[2]),
-                              std::stoll(f[3]), *act, std::stoll(f[5])),
-                    f[6], f[7]});
+    auto n = [&](std::string_view col) { return static_cast<int64_t>(csv->number(r, col)); };
+    rows.push_back({static_cast<int>(r) + 2,  // the file's line: after the header, from 1
+                    moe_shape(n("E"), n("K"), n("I"), n("top_k"), *act, n("M")),
+                    csv->at(r, "gemm1"), csv->at(r, "gemm2")});
   }
   return rows;
 }
