@@ -37,8 +37,8 @@ band from the sweeps in `bench/results/2026-11-30-tile192/` (layer A/B against t
 """
 
 
-def main():
-    paths = sys.argv[1:]
+def main(argv=None):
+    paths = sys.argv[1:] if argv is None else argv
     path = " ".join(paths)
     points = {}
     for p in paths:

@@ -26,13 +26,8 @@ def table(rows):
         with open(path, "w") as f:
             f.write(HEADER + "\n" + "".join("abcdef0," + r + "\n" for r in rows))
         out = io.StringIO()
-        argv = sys.argv
-        sys.argv = ["defaults_table.py", path]
-        try:
-            with contextlib.redirect_stdout(out):
-                defaults_table.main()
-        finally:
-            sys.argv = argv
+        with contextlib.redirect_stdout(out):
+            defaults_table.main([path])
         return {line.split(" | ")[1]: line for line in out.getvalue().splitlines()
                 if line.startswith("| S3 | ")}
 
