@@ -2,8 +2,8 @@
 # run_h200_tables_ab.sh). They set BIN, OUT, AB_M, REPEATS, ROUNDS, TEST_FILTER, DIGESTS first.
 #   ab_begin LOG_NAME      $OUT/LOG_NAME gets the commit and nvidia-smi's clocks; the GPU tests of
 #                          TEST_FILTER run into $OUT/gpu_tests.log (test_rc; "skipped" if empty)
-#   ab_run TITLE RECIPE ARM ARM   `moetune ab` of the two arm specs at AB_M (ab_rc), bounded by
-#                          AB_S seconds (400)
+#   ab_run TITLE RECIPE ARM ARM [ARM...]   `moetune ab` of the arm specs (the first is the
+#                          baseline) at AB_M (ab_rc), bounded by AB_S seconds (400)
 #   ab_summary TITLE       the summary, printed last: exits, test results, the A/B's comparisons
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 start=$(date +%s)
@@ -26,10 +26,13 @@ ab_begin() {
 }
 
 ab_run() {
-  echo "== ab: $1, M $AB_M, $ROUNDS rounds x $REPEATS repeats" | tee -a "$log"
-  timeout -k 10 "${AB_S:-400}" "$BIN/moetune" ab --backend cuda --recipe "$2" --m "$AB_M" \
+  local title=$1 recipe=$2 arms=() a
+  shift 2
+  for a in "$@"; do arms+=(--arm "$a"); done
+  echo "== ab: $title, M $AB_M, $ROUNDS rounds x $REPEATS repeats" | tee -a "$log"
+  timeout -k 10 "${AB_S:-400}" "$BIN/moetune" ab --backend cuda --recipe "$recipe" --m "$AB_M" \
     --repeats "$REPEATS" --warmup 3 --rounds "$ROUNDS" --cooldown 0.3 --digests "$DIGESTS" \
-    --timeout-s 120 --arm "$3" --arm "$4" --out "$OUT" >> "$log" 2>&1
+    --timeout-s 120 "${arms[@]}" --out "$OUT" >> "$log" 2>&1
   ab_rc=$?
   echo "ab exit $ab_rc after $(elapsed)" | tee -a "$log"
 }

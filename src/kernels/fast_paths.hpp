@@ -32,6 +32,16 @@ struct FastPaths {
   /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
   /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
   bool decode_w2_stage = false;
+  /// cuda: persistent tma_ws GEMMs without clusters take their tiles after the first wave from a
+  /// global counter (the raster's next tile to whichever CTA is free) instead of the static walk
+  /// (CTA c: tiles c, c + grid, ...). Class bitwise: each tile is computed the same way by
+  /// whichever CTA takes it; only which CTA and when changes.
+  bool dynamic_tiles = false;
+  /// cuda: in a tma_ws block_m 128 tile whose rows 64..127 are all padding (an expert's last block
+  /// with at most 64 rows), the second consumer warpgroup consumes the stages without MMA or
+  /// stores, so the first has the tensor cores alone. Class bitwise: padding rows are never
+  /// stored, and the real rows are multiplied by the same wgmma sequence.
+  bool half_tile_skip = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -48,6 +58,8 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.pdl, "pdl");
   add(fp.decode_l2_prefetch, "decode_l2_prefetch");
   add(fp.decode_w2_stage, "decode_w2_stage");
+  add(fp.dynamic_tiles, "dynamic_tiles");
+  add(fp.half_tile_skip, "half_tile_skip");
   return out;
 }
 

@@ -17,6 +17,8 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"pdl", &FastPaths::pdl},
       {"decode_l2_prefetch", &FastPaths::decode_l2_prefetch},
       {"decode_w2_stage", &FastPaths::decode_w2_stage},
+      {"dynamic_tiles", &FastPaths::dynamic_tiles},
+      {"half_tile_skip", &FastPaths::half_tile_skip},
   };
   return table;
 }

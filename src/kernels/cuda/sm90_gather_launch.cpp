@@ -23,6 +23,7 @@ struct AlignParams {
   int32_t* num_sub;
   const float* topk_weights;
   float* sorted_weights;
+  int32_t* sched;
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -76,6 +77,8 @@ struct WsGemmParams {
   CUtensorMap tma_a;
   CUtensorMap tma_b;
   GemmParams g;
+  int32_t* sched;  // lever dynamic_tiles: the GEMM's two counters, else null
+  int half_skip;   // lever half_tile_skip
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256,
@@ -83,9 +86,13 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
+// Lever dynamic_tiles: GEMM1's tile counter and done count, then GEMM2's (sm90_ws_kernel.cuh);
+// both align kernels that run alone (moe_align_kernel, moe_align_scan_kernel) zero them.
+constexpr int kSchedInts = 4;
+
 struct WorkspaceLayout {
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
-         num_sub = 0, hist = 0, h = 0, y = 0, xp = 0, total = 0;
+         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
 };
 
 /// A tma_ws GEMM1 of block_m 192 or 256 loads x by TMA from a copy in sorted-row order
@@ -118,6 +125,8 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   }
   w.hist = off;
   off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
+  w.sched = off;  // lever dynamic_tiles: two counters per GEMM (align zeroes them)
+  off += align_up(sizeof(int32_t) * kSchedInts);
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
@@ -188,6 +197,7 @@ struct LayerBuffers {
   int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
   int32_t* num_sub = nullptr;
   int32_t* hist = nullptr;
+  int32_t* sched = nullptr;  // kSchedInts counters of lever dynamic_tiles
   void* h = nullptr;
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
@@ -208,6 +218,7 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.sub_row0 = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.sub_row0) : nullptr;
   b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
+  b.sched = reinterpret_cast<int32_t*>(ws + w.sched);
   b.h = ws + w.h;
   b.y = ws + w.y;
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;
@@ -288,7 +299,8 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.sub_row0,
                        b.num_sub,
                        args.topk_weights,
-                       b.sorted_weights};
+                       b.sorted_weights,
+                       b.sched};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
@@ -309,10 +321,12 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
 
 /// One GEMM of the align path: a tile per CTA, or (persistent kernels) at most one CTA per SM
 /// with the TMA maps of this call's pointers (B = the experts' weight rows; A = h rows for GEMM2,
-/// a_rows of them).
+/// a_rows of them) and the levers dynamic_tiles and half_tile_skip.
 core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
                          GemmParams gp, uint64_t a_rows, LayerBuffers const& b,
-                         core::MoeProblem const& p, cudaStream_t stream, bool pdl) {
+                         core::MoeProblem const& p, cudaStream_t stream,
+                         FastPaths const& fast_paths) {
+  const bool pdl = fast_paths.pdl;
   const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
   // GEMM1 in sub-blocks of align's blocks: at most m_sub tiles per block.
   const unsigned tiles = static_cast<unsigned>(b.mb) * static_cast<unsigned>(gp.m_sub) * n_blocks *
@@ -325,6 +339,11 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   }
   WsGemmParams wp{};
   wp.g = gp;
+  // dynamic_tiles: tma_ws (cooperative) without clusters; the kernel ignores it elsewhere.
+  if (fast_paths.dynamic_tiles && !g.pingpong && g.cluster_size() == 1) {
+    wp.sched = b.sched + (f == k.gemm1 ? 0 : 2);
+  }
+  wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
   MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
       &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
       static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));
@@ -456,12 +475,12 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     if (permuted_x) MOETUNE_RETURN_IF_ERROR(launch_permute(k, p, args, b, stream, fast_paths.pdl));
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b),
                                         permuted_x ? static_cast<uint64_t>(b.mb) * align_m : 0, b,
-                                        p, stream, fast_paths.pdl));
+                                        p, stream, fast_paths));
   }
   if (stages & kStageGemm2) {
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2, gemm2_params(p, args, b, k.g2.split_k),
                                         static_cast<uint64_t>(b.mb) * align_m, b, p, stream,
-                                        fast_paths.pdl));
+                                        fast_paths));
   }
   if (stages & kStageCombine) {
     MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl));

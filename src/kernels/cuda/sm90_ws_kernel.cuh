@@ -32,7 +32,11 @@
 //     parity wait can only tell the current phase from the one before, so waiting further ahead
 //     would pass on a stage not yet filled.
 //   - Persistent: gridDim.x CTAs (<= SM count) walk the tiles of the device-side block count in
-//     the group_m raster; the producer runs ahead into the next tile while consumers store. A
+//     the group_m raster; the producer runs ahead into the next tile while consumers store.
+//     Static walk: CTA c takes tiles c, c + gridDim.x, ... Lever dynamic_tiles (tma_ws without
+//     clusters): after its first tile a CTA takes the next one from a global counter (fetched a
+//     tile ahead by the producer, handed to the consumers in the stage it fills first), so the
+//     tiles in flight stay a window of consecutive raster tiles however long each one runs. A
 //     GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1) walks the sub-blocks align listed
 //     (those that hold pairs), each m-tile's first row read from g.sub_row0.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
@@ -54,6 +58,11 @@ struct WsGemmParams {
   TmaDescriptor tma_a;  // GEMM2: h as [max_blocks * block_m rows, I]; unused by GEMM1
   TmaDescriptor tma_b;  // GEMM1: w1 as [E * N1 rows, K]; GEMM2: w2 as [E * K rows, I]
   GemmParams g;
+  // Lever dynamic_tiles (tma_ws cooperative, no clusters; null: the static walk): [0] the next
+  // tile to hand out past the first wave, [1] CTAs done with it; align zeroes both, and the last
+  // CTA to finish zeroes them again, so a GEMM replayed alone starts from zero too.
+  int* sched;
+  int half_skip;  // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
 };
 
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
@@ -165,6 +174,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // Three consumers (block_m 192, 512 threads): 128 x 40 + 384 x 152 <= 64 K.
   constexpr int kProducerRegs = kGather ? 56 : 40;
   constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
+  // Lever half_tile_skip's path, where it leaves the kernel spill-free: not beside the exact-gelu
+  // epilogue (erf) with 128 accumulator registers, which it pushed over the 168-register cap that
+  // ptxas allocates under (a 4-byte spill at b0237af; the compile test refuses any).
+  constexpr bool kHalfSkip = kBlockM == 128 && !kPingpong && kSplitN == 1 &&
+                             !(kIsGemm1 && kAct == kActGelu && kWgBRows / 2 >= 128);
   static_assert(kBlockM == 64 || kBlockM == 128 ||
                     ((kBlockM == 256 || kBlockM == 192) && !kPingpong && kSplitN == 1),
                 "tma_ws: block_m must be 64 or 128 (192 or 256 without pingpong or split N)");
@@ -193,6 +207,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
   __shared__ __align__(8) moe_u64 empty_bar[kStages];
+  // Lever dynamic_tiles: the tile whose first k-tile a stage holds (the producer writes it before
+  // its arrival on the stage's full barrier, the consumers read it after their wait), and the
+  // gathering producer's broadcast of its next tile (double-buffered by tile parity).
+  __shared__ int stage_tile[kStages];
+  __shared__ int producer_next[2];
   char* smem =
       reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   const int wg = threadIdx.x >> 7;
@@ -241,6 +260,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   const int num_k = g.k_dim / 64 / split;
   const int cta0 = blockIdx.x / kCluster;
   const int ctas = gridDim.x / kCluster;
+  int* const sched = kCluster == 1 && !kPingpong ? p.sched : nullptr;  // lever dynamic_tiles
   // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
   // NOTE: pairing an expert's own blocks instead (38a9bc9: align listed each pair's blocks, the
   // odd last blocks paired with each other after all the experts' own pairs) was slower on the
@@ -269,7 +289,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     // GEMM2 needs one issuing thread; the others leave (a waiting thread that does not arrive
     // anywhere could fall two phases behind and then wait on the wrong parity forever).
     const int producer_end = kGather || tid == 0 ? total : 0;
-    for (int t = cta0; t < producer_end; t += ctas) {
+    for (int t = cta0, parity = 0; t < producer_end; parity ^= 1) {
+      // dynamic_tiles: the tile after this one, its round trip under this one's loads
+      int fetched = 0;
+      if (sched != nullptr && tid == 0) fetched = atomicAdd(sched, 1) + ctas;
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_np, pid_m, pid_n);
       const bool shares_b = pair_shares_b(pid_m);
@@ -306,6 +329,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
         const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
         const moe_u32 sb = sa + kABytes;
+        if (tid == 0 && kt == 0) stage_tile[stage] = t;  // before the arrival that releases it
         if (tid == 0 && ghost) {
           mbar_arrive(fb);  // nothing lands here (its peer's pair shares no weight tile)
         } else if (tid == 0) {
@@ -357,6 +381,31 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
           stage = 0;
           phase ^= 1;
         }
+      }
+      if (sched == nullptr) {
+        t += ctas;
+      } else if (!kGather) {
+        t = fetched;
+      } else {  // every gathering thread needs the tile: thread 0 broadcasts it
+        if (tid == 0) producer_next[parity] = fetched;
+        named_bar_sync(8, 128);
+        t = producer_next[parity];
+      }
+    }
+    if (sched != nullptr && producer_end > 0) {
+      // The end, in the stage the next tile would have filled: stage_tile = total, an arrival
+      // without bytes (and, gathering, one per thread for the cp.async arrivals it counts).
+      mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
+      if (tid == 0) {
+        stage_tile[stage] = total;
+        mbar_arrive(smem_u32(&full_bar[stage]));
+      }
+      if (kGather) mbar_arrive(smem_u32(&full_bar[stage]));
+      // Every CTA fetched its last tile before it counts itself done, so the last one may zero
+      // the counter for the next launch.
+      if (tid == 0 && atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+        atomicExch(sched, 0);
+        atomicExch(sched + 1, 0);
       }
     }
     if (kGather) cp_async_wait<0>();
@@ -462,7 +511,14 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       ml.fence_all();
       if (prev >= 0) release(prev);
     };
-    for (int t = cta0; t < total; t += ctas) {
+    // The CTA's next tile: the static walk's, or (dynamic_tiles) the one the producer put in the
+    // stage that tile's first k-tile fills (the main loop's wait on it then passes at once).
+    auto next_tile = [&](int t) {
+      if (sched == nullptr) return t + ctas;
+      mbar_wait(smem_u32(&full_bar[stage]), phase);
+      return stage_tile[stage];
+    };
+    for (int t = sched == nullptr ? cta0 : next_tile(0); t < total; t = next_tile(t)) {
       int pid_m, pid_n;
       if (!cta_tile(t, pid_m, pid_n)) {
         idle_tile();
@@ -476,8 +532,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       const auto rows =
           load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
       const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
-      // block_m 192 / 256: a warpgroup whose first row is padding has no rows in this tile.
-      if ((kHalves == 2 || kBlockM == 192) && g.sorted_pairs[row0] < 0) {
+      // block_m 192 / 256: a warpgroup whose first row is padding has no rows in this tile; at
+      // block_m 128 likewise with lever half_tile_skip (only the second warpgroup's first row
+      // can be padding: align pads an expert's rows at the end of its last block).
+      if ((kHalves == 2 || kBlockM == 192 || (kHalfSkip && p.half_skip != 0)) &&
+          g.sorted_pairs[row0] < 0) {
         idle_tile();
         continue;
       }

@@ -644,6 +644,92 @@ TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
                                      });
 }
 
+// dynamic_tiles and half_tile_skip are bitwise: tma_ws configs give the digest of the static walk
+// with either lever or both on, within the bf16 band of the fp64 reference, on odd shapes at M
+// whose experts end in last blocks of every length (so skipping and full tiles both run), gated
+// and relu2, block_n not a multiple of 64, block_m 64 / 192 / 256, split-K GEMM2 and CTA pairs
+// (where neither acts); then at benchmark points where most last blocks hold at most 64 rows. Each
+// GEMM replayed alone after the layer (its counters zeroed by its own last CTA, not by align)
+// runs as long as the static walk's, not the near-zero of a launch that finds no tile left.
+TEST_F(Sm90Gather, DynamicTilesAndHalfTileSkipLeversGiveTheBitsOfTheirOffPath) {
+  struct Case {
+    int bm, bn1, bn2, split_k, cluster_m;
+  };
+  const Case cases[] = {{128, 128, 256, 1, 1}, {128, 96, 232, 1, 1}, {128, 128, 192, 2, 1},
+                        {128, 64, 128, 1, 2},  {64, 64, 128, 1, 1},  {256, 64, 120, 1, 1},
+                        {192, 64, 120, 1, 1}};
+  const FastPaths arms[] = {{.dynamic_tiles = true},
+                            {.half_tile_skip = true},
+                            {.dynamic_tiles = true, .half_tile_skip = true}};
+  int checked = 0;
+  for (auto base : {moe_shape(10, 448, 320, 4, Activation::kSiluGated),
+                    moe_shape(12, 320, 192, 3, Activation::kRelu2),
+                    moe_shape(6, 384, 256, 2, Activation::kSiluGated)}) {
+    for (int64_t m : {1, 17, 65, 200, 700, 1500}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 500 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 501 + m).ok());
+      const auto ref = fp64_reference(*tb_);
+      for (auto const& c : cases) {
+        MoeConfig cfg = wgmma(c.bm, c.bn1, c.bn2, c.bm == 192 ? 12 : 8, c.bm >= 192 ? 2 : 3, 2,
+                              core::Schedule::kTmaWarpSpecialized);
+        cfg.gemm2.pipeline.split_k = c.split_k;
+        cfg.gemm1.launch.cluster_m = cfg.gemm2.launch.cluster_m = c.cluster_m;
+        tb_->set_fast_paths({});
+        if (!tb_->backend().can_implement(p, cfg).ok()) continue;  // split-K needs I / 64 even
+        ++checked;
+        const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+        auto off = tb_->check(cfg);
+        ASSERT_TRUE(off.ok()) << what << ": " << off.error().to_string();
+        for (FastPaths const& arm : arms) {
+          const std::string named = enabled_names(arm) + ", " + what;
+          tb_->set_fast_paths(arm);
+          expect_matches_fp64(*tb_, cfg, ref, named);
+          auto lever = tb_->check(cfg);
+          ASSERT_TRUE(lever.ok()) << named;
+          EXPECT_EQ(lever->digest, off->digest) << named;
+        }
+      }
+    }
+  }
+  tb_->set_fast_paths({});
+  EXPECT_EQ(checked, 3 * 6 * 7 - 2 * 6);  // split-K only where I / 64 is even (I = 256)
+  struct Point {
+    MoeProblem p;
+    int64_t m;
+  };
+  for (auto pt : {Point{moe_shape(8, 4096, 14336, 2, Activation::kSiluGated), 512},
+                  Point{moe_shape(128, 2048, 768, 8, Activation::kSiluGated), 2048},
+                  Point{moe_shape(128, 2688, 1856, 6, Activation::kRelu2), 4096}}) {
+    MoeProblem p = pt.p;
+    p.num_tokens = pt.m;
+    core::RoutingProfile r;
+    r.seed = pt.m;
+    ASSERT_TRUE(tb_->prepare(p, r, pt.m).ok());
+    const bool relu2 = p.activation == Activation::kRelu2;
+    MoeConfig cfg = wgmma(128, relu2 ? 232 : 128, relu2 ? 224 : 256, 8, 4, 8,
+                          core::Schedule::kTmaWarpSpecialized);
+    const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+    tb_->set_fast_paths({});
+    const std::string off = expect_in_band_and_deterministic(*tb_, cfg, what);
+    auto off_g1 = tb_->time_stages(cfg, kStageGemm1, 1, 3);
+    auto off_g2 = tb_->time_stages(cfg, kStageGemm2, 1, 3);
+    for (FastPaths const& arm : arms) {
+      tb_->set_fast_paths(arm);
+      EXPECT_EQ(off, expect_in_band_and_deterministic(*tb_, cfg, enabled_names(arm) + ", " + what))
+          << what;
+      auto g1 = tb_->time_stages(cfg, kStageGemm1, 1, 3);
+      auto g2 = tb_->time_stages(cfg, kStageGemm2, 1, 3);
+      ASSERT_TRUE(off_g1.ok() && off_g2.ok() && g1.ok() && g2.ok()) << what;
+      EXPECT_GT(g1->median_us, 0.5 * off_g1->median_us) << enabled_names(arm) << ", " << what;
+      EXPECT_GT(g2->median_us, 0.5 * off_g2->median_us) << enabled_names(arm) << ", " << what;
+    }
+  }
+  tb_->set_fast_paths({});
+}
+
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   MoeProblem p = moe_shape(128, 2048, 768, 8, Activation::kSiluGated);
   p.num_tokens = 2048;
