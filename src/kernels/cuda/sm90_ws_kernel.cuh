@@ -36,7 +36,8 @@
 //     Static walk: CTA c takes tiles c, c + gridDim.x, ... Lever dynamic_tiles (tma_ws without
 //     clusters): after its first tile a CTA takes the next one from a global counter (fetched a
 //     tile ahead by the producer, handed to the consumers in the stage it fills first), so the
-//     tiles in flight stay a window of consecutive raster tiles however long each one runs. A
+//     tiles in flight stay a window of consecutive raster tiles however long each one runs (off:
+//     within +-1.6% of the static walk on the H200, bench/results/2026-11-30-dynamic-tiles/). A
 //     GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1) walks the sub-blocks align listed
 //     (those that hold pairs), each m-tile's first row read from g.sub_row0.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
@@ -543,16 +544,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       float* partial =
           kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
                   : nullptr;
-      // NOTE: at block_m 128 no per-warpgroup skip of all-padding 64-row halves (the second
-      // warpgroup keeping the stage protocol without MMA or epilogue, so the first has the tensor
-      // cores alone; at block_m 256 the skip stays inside the one tile of the expert): in
-      // one call on the H200, lever on vs off (b0237af, moetune ab, 4 rounds x 30 repeats,
-      // bench/results/raw/2026-11-30-b0237af-half-tile-skip-ab.tgz) it was slower wherever it
-      // acted: S1 M=4096 1395 vs 1127 us, S3 M=512 1093 vs 963 (GEMM1 731 vs 639), S2 M=2048
-      // 440 vs 432 (why is not measured; the suspect is the one the swap-AB tail showed: a tile
-      // that changes pace drifts from its expert's other tile and loses their L2 sharing).
-      // (First seen across calls at 89376ce: bench/results/raw/2026-11-29-89376ce-with-half-
-      // tile-skip.csv.)
+      // NOTE: lever half_tile_skip (above) is off: in one call on the H200 (81ee58f, moetune ab,
+      // 3 rounds x 20 repeats, bench/results/2026-11-30-dynamic-tiles/) it was slower under the
+      // static walk (S1 M=4096 1193 vs 1029 us, as at b0237af), and with dynamic_tiles, which
+      // removes that loss (1042 us), still no faster: the MMA it saves moves GEMM1 onto L2
+      // throughput (ncu at S1 M=4096: SM 76% -> 62%, L2 84% -> 93%).
       // NOTE: a tail split (an expert's last block with <= 64 rows run as 64 rows x half the
       // columns on each warpgroup) was correct but slower in the layer on H200: S3 M=512 1019/1024
       // -> 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (bench/results/raw/
