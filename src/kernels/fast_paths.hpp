@@ -42,6 +42,11 @@ struct FastPaths {
   /// stores, so the first has the tensor cores alone. Class bitwise: padding rows are never
   /// stored, and the real rows are multiplied by the same wgmma sequence.
   bool half_tile_skip = false;
+  /// cuda: a tma_ws block_m 128 tile whose rows 64..127 are all padding runs as 64 rows x half
+  /// the columns on each consumer warpgroup, so no MMA goes to padding and neither warpgroup
+  /// idles (takes precedence over half_tile_skip). Class bitwise: every element gets the same k16
+  /// wgmma sequence as in the full tile.
+  bool tail_split = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -60,6 +65,7 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.decode_w2_stage, "decode_w2_stage");
   add(fp.dynamic_tiles, "dynamic_tiles");
   add(fp.half_tile_skip, "half_tile_skip");
+  add(fp.tail_split, "tail_split");
   return out;
 }
 

@@ -19,6 +19,7 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"decode_w2_stage", &FastPaths::decode_w2_stage},
       {"dynamic_tiles", &FastPaths::dynamic_tiles},
       {"half_tile_skip", &FastPaths::half_tile_skip},
+      {"tail_split", &FastPaths::tail_split},
   };
   return table;
 }

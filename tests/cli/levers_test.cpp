@@ -85,7 +85,7 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "moetune levers: environment: MOETUNE_LEVER_WGMMA_MAINLOP is not a lever knob; expected "
        "one of MOETUNE_LEVER_ALIGN_MULTI_CTA, MOETUNE_LEVER_WGMMA_MAINLOOP, MOETUNE_LEVER_PDL, "
        "MOETUNE_LEVER_DECODE_L2_PREFETCH, MOETUNE_LEVER_DECODE_W2_STAGE, "
-       "MOETUNE_LEVER_DYNAMIC_TILES, MOETUNE_LEVER_HALF_TILE_SKIP, "
+       "MOETUNE_LEVER_DYNAMIC_TILES, MOETUNE_LEVER_HALF_TILE_SKIP, MOETUNE_LEVER_TAIL_SPLIT, "
        "MOETUNE_LEVER_CPU_REGISTER_TILES (moetune levers "
        "list); unset it; did you mean "
        "'MOETUNE_LEVER_WGMMA_MAINLOOP'?\n"},
@@ -107,12 +107,12 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "",
        "moetune levers: no lever 'wgmma' in builtin; expected one of align_multi_cta, "
        "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, dynamic_tiles, half_tile_skip, "
-       "cpu_register_tiles\n"},
+       "tail_split, cpu_register_tiles\n"},
       {{"levers", "show", "pdll"},
        "",
        "moetune levers: no lever 'pdll' in builtin; expected one of align_multi_cta, "
        "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, dynamic_tiles, half_tile_skip, "
-       "cpu_register_tiles; did you mean "
+       "tail_split, cpu_register_tiles; did you mean "
        "'pdl'?\n"},
   };
   for (auto const& c : cases) {

@@ -79,6 +79,7 @@ struct WsGemmParams {
   GemmParams g;
   int32_t* sched;  // lever dynamic_tiles: the GEMM's two counters, else null
   int half_skip;   // lever half_tile_skip
+  int tail_split;  // lever tail_split
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256,
@@ -344,6 +345,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     wp.sched = b.sched + (f == k.gemm1 ? 0 : 2);
   }
   wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
+  wp.tail_split = fast_paths.tail_split ? 1 : 0;
   MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
       &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
       static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));

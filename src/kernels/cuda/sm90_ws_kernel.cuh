@@ -63,7 +63,8 @@ struct WsGemmParams {
   // tile to hand out past the first wave, [1] CTAs done with it; align zeroes both, and the last
   // CTA to finish zeroes them again, so a GEMM replayed alone starts from zero too.
   int* sched;
-  int half_skip;  // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
+  int half_skip;   // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
+  int tail_split;  // lever tail_split (tma_ws block_m 128): see the consumer loop
 };
 
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
@@ -108,6 +109,23 @@ struct WsAccumulators {
     fence_all();
     wgmma_wait<1>();
     fence_all();
+  }
+};
+
+/// The epilogue's view of the first kNumAcc * kN / 2 registers of a warpgroup's accumulators,
+/// laid out as WsAccumulators<kN, kGated> (lever tail_split: a tail tile's narrower wgmma results).
+template <int kN, bool kGated>
+struct WsAccumulatorView {
+  static constexpr int kWarpColumns = 1;
+  static constexpr int kWarpTileM = 16;
+  static constexpr int kWarpTileN = kN;
+  static constexpr int kMmaM = 1;
+  static constexpr int kMmaRowStride = 64;
+  static constexpr int kMmaN = kN / 8;
+  static constexpr int kNumAcc = kGated ? 2 : 1;
+  const float* acc;
+  MOETUNE_DEVICE float acc_at(int h, int, int nn, int i) const {
+    return acc[(h * (kN / 8) + nn) * 4 + i];
   }
 };
 
@@ -180,6 +198,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // ptxas allocates under (a 4-byte spill at b0237af; the compile test refuses any).
   constexpr bool kHalfSkip = kBlockM == 128 && !kPingpong && kSplitN == 1 &&
                              !(kIsGemm1 && kAct == kActGelu && kWgBRows / 2 >= 128);
+  // Lever tail_split's path (same exclusion): a tile of <= 64 rows runs as 64 rows x kTailN0
+  // columns on warpgroup 1 and 64 x (kBlockN - kTailN0) on warpgroup 2 (multiples of 8, >= 32).
+  constexpr bool kTailSplit = kHalfSkip && kBlockN >= 64;
+  constexpr int kTailN0 = 8 * ((kBlockN / 8 + 1) / 2);
   static_assert(kBlockM == 64 || kBlockM == 128 ||
                     ((kBlockM == 256 || kBlockM == 192) && !kPingpong && kSplitN == 1),
                 "tma_ws: block_m must be 64 or 128 (192 or 256 without pingpong or split N)");
@@ -512,6 +534,48 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       ml.fence_all();
       if (prev >= 0) release(prev);
     };
+    // Lever tail_split: the tile (first row trow0) holds <= 64 rows; this warpgroup multiplies
+    // them by its kNc columns from c0 (gate and up rows of those columns when gated) with the
+    // same stages, barriers and k16 sequence as a full tile (so the same bits per element) and
+    // stores them.
+    auto tail_tile = [&](auto nc, int c0, long long trow0, int pid_n, float* partial) {
+      constexpr int kNc = decltype(nc)::value;
+      using View = WsAccumulatorView<kNc, kGated>;
+      const auto rows =
+          load_epilogue_rows<View, kIsGemm1>(g.sorted_pairs + trow0, g.sorted_weights + trow0, tid);
+#pragma unroll
+      for (int i = 0; i < Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        if (kGather) fence_proxy_async();
+        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
+        const moe_u32 b_base = a_base + kABytes + c0 * 128;
+        ml.fence_all();
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          Wgmma<kNc>::mma(ml.acc, wgmma_desc_sw128(a_base + kk * 32),
+                          wgmma_desc_sw128(b_base + kk * 32), 1);
+          if (kGated) {  // the up rows of the same columns, kBlockN rows further
+            Wgmma<kNc>::mma(ml.acc + kNc / 2, wgmma_desc_sw128(a_base + kk * 32),
+                            wgmma_desc_sw128(b_base + kBlockN * 128 + kk * 32), 1);
+          }
+        }
+        wgmma_commit();
+        ml.fence_all();
+        wgmma_wait<1>();
+        ml.fence_all();
+        if (prev >= 0) release(prev);
+        prev = stage;
+        advance();
+      }
+      wgmma_wait<0>();
+      ml.fence_all();
+      if (prev >= 0) release(prev);
+      moe_epilogue_store<View, kAct, kIsGemm1>(View{ml.acc}, tid, rows, g.out, trow0,
+                                               pid_n * kBlockN + c0, g.n_dim, partial);
+    };
     // The CTA's next tile: the static walk's, or (dynamic_tiles) the one the producer put in the
     // stage that tile's first k-tile fills (the main loop's wait on it then passes at once).
     auto next_tile = [&](int t) {
@@ -524,6 +588,23 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       if (!cta_tile(t, pid_m, pid_n)) {
         idle_tile();
         continue;
+      }
+      float* partial =
+          kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
+                  : nullptr;
+      if constexpr (kTailSplit) {
+        // Lever tail_split: an expert's last block with <= 64 rows (align pads at its end, so
+        // row 64 tells) runs on both warpgroups, each on half the columns: the padding half costs
+        // no MMA and neither warpgroup idles (half_tile_skip, if also on, is not reached).
+        const long long trow0 = tile_row0(pid_m);
+        if (p.tail_split != 0 && g.sorted_pairs[trow0 + 64] < 0) {
+          if (cm == 0) {
+            tail_tile(IntConst<kTailN0>{}, 0, trow0, pid_n, partial);
+          } else {
+            tail_tile(IntConst<kBlockN - kTailN0>{}, kTailN0, trow0, pid_n, partial);
+          }
+          continue;
+        }
       }
       // The warpgroup's first row; its halves that start on padding are all padding.
       const long long row0 = (long long)tile_row0(pid_m) + cm * kHalves * 64;
@@ -541,9 +622,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         idle_tile();
         continue;
       }
-      float* partial =
-          kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
-                  : nullptr;
       // NOTE: lever half_tile_skip (above) is off: in one call on the H200 (81ee58f, moetune ab,
       // 3 rounds x 20 repeats, bench/results/2026-11-30-dynamic-tiles/) it was slower under the
       // static walk (S1 M=4096 1193 vs 1029 us, as at b0237af), and with dynamic_tiles, which
