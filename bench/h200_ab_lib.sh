@@ -13,7 +13,10 @@ ab_begin() {
   mkdir -p "$OUT"
   log="$OUT/$1"
   : > "$log"
-  git rev-parse HEAD >> "$log" 2>/dev/null
+  # The device's copy of the tree may carry an older .git: the binaries' own commit is in the A/B
+  # folder's name and its env.json.
+  echo "checkout HEAD $(git rev-parse HEAD 2>/dev/null) (binaries: see the A/B folder's env.json)" \
+    >> "$log"
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit \
     --format=csv 2>&1 | tee -a "$log"
   test_rc=skipped

@@ -627,8 +627,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // static walk (S1 M=4096 1193 vs 1029 us, as at b0237af), and with dynamic_tiles, which
       // removes that loss (1042 us), still no faster: the MMA it saves moves GEMM1 onto L2
       // throughput (ncu at S1 M=4096: SM 76% -> 62%, L2 84% -> 93%).
-      // NOTE: a tail split (an expert's last block with <= 64 rows run as 64 rows x half the
-      // columns on each warpgroup) was correct but slower in the layer on H200: S3 M=512 1019/1024
+      // NOTE: lever tail_split (above) is off: beside dynamic_tiles ~1% faster at S1 M=2048/4096
+      // but ~1% slower at S2 M=2048 and S3 M=1024, and 6-14% slower alone at S1 M=4096/8192
+      // (5a7b964, bench/results/2026-11-30-tail-split/). Its first version (no lever) was
+      // correct but slower in the layer on H200: S3 M=512 1019/1024
       // -> 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (bench/results/raw/
       // 2026-11-29-99dd5cf-tail-split-ab-*.log, A B A B in one call): at mid M the tile's cost is
       // its weight-tile load, not its MMA.
