@@ -514,18 +514,17 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         advance();
       }
     };
-    // k loop over the warpgroup's first kH 64-row halves.
-    auto mainloop = [&](auto halves) {
-      constexpr int kH = decltype(halves)::value;
+    // The k loop of a tile: per k-tile, wait for its stage, `mma(stage base)` (which returns once
+    // the previous k-tile's wgmma retired), then release the previous stage; the last one after
+    // all wgmma retired.
+    auto k_loop = [&](auto&& mma) {
       int prev = -1;
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&full_bar[stage]), phase);
         // NOTE: GEMM1's A rows were written by cp.async (generic proxy); wgmma reads through the
         // async proxy.
         if (kGather) fence_proxy_async();
-        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes) + cm * kHalves * 64 * 128;
-        const moe_u32 b_base = smem_u32(smem + stage * kStageBytes + kABytes) + cn * kWgBRows * 128;
-        ml.template mma_k_tile<kH>(a_base, b_base);
+        mma(smem_u32(smem + stage * kStageBytes));
         if (prev >= 0) release(prev);
         prev = stage;
         advance();
@@ -533,6 +532,14 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       wgmma_wait<0>();
       ml.fence_all();
       if (prev >= 0) release(prev);
+    };
+    // k loop over the warpgroup's first kH 64-row halves.
+    auto mainloop = [&](auto halves) {
+      constexpr int kH = decltype(halves)::value;
+      k_loop([&](moe_u32 base) {
+        ml.template mma_k_tile<kH>(base + cm * kHalves * 64 * 128,
+                                   base + kABytes + cn * kWgBRows * 128);
+      });
     };
     // Lever tail_split: the tile (first row trow0) holds <= 64 rows; this warpgroup multiplies
     // them by its kNc columns from c0 (gate and up rows of those columns when gated) with the
@@ -545,11 +552,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
           load_epilogue_rows<View, kIsGemm1>(g.sorted_pairs + trow0, g.sorted_weights + trow0, tid);
 #pragma unroll
       for (int i = 0; i < Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
-      int prev = -1;
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&full_bar[stage]), phase);
-        if (kGather) fence_proxy_async();
-        const moe_u32 a_base = smem_u32(smem + stage * kStageBytes);
+      k_loop([&](moe_u32 a_base) {
         const moe_u32 b_base = a_base + kABytes + c0 * 128;
         ml.fence_all();
         wgmma_fence();
@@ -566,13 +569,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         ml.fence_all();
         wgmma_wait<1>();
         ml.fence_all();
-        if (prev >= 0) release(prev);
-        prev = stage;
-        advance();
-      }
-      wgmma_wait<0>();
-      ml.fence_all();
-      if (prev >= 0) release(prev);
+      });
       moe_epilogue_store<View, kAct, kIsGemm1>(View{ml.acc}, tid, rows, g.out, trow0,
                                                pid_n * kBlockN + c0, g.n_dim, partial);
     };
