@@ -352,7 +352,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
         const moe_u32 sa = smem_u32(smem + stage * kStageBytes);
         const moe_u32 sb = sa + kABytes;
-        if (tid == 0 && kt == 0) stage_tile[stage] = t;  // before the arrival that releases it
+        // dynamic_tiles: the tile, before the arrival that releases the stage to the consumers
+        if (sched != nullptr && tid == 0 && kt == 0) stage_tile[stage] = t;
         if (tid == 0 && ghost) {
           mbar_arrive(fb);  // nothing lands here (its peer's pair shares no weight tile)
         } else if (tid == 0) {
