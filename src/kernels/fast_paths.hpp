@@ -47,6 +47,11 @@ struct FastPaths {
   /// idles (takes precedence over half_tile_skip). Class bitwise: every element gets the same k16
   /// wgmma sequence as in the full tile.
   bool tail_split = false;
+  /// cuda: the tiny-M decode path (swap_ab configs, M x top_k <= 128, the whole layer) in one
+  /// cooperative launch of one CTA per SM: GEMM1, a grid barrier, GEMM2 with the combine; the w2
+  /// rows of GEMM2 are queued into shared memory (bulk copies) as each warp finishes GEMM1. Class
+  /// bitwise: every dot product and the top-k sum in the two-launch path's order.
+  bool decode_fused = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -66,6 +71,7 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.dynamic_tiles, "dynamic_tiles");
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
+  add(fp.decode_fused, "decode_fused");
   return out;
 }
 

@@ -20,6 +20,7 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"dynamic_tiles", &FastPaths::dynamic_tiles},
       {"half_tile_skip", &FastPaths::half_tile_skip},
       {"tail_split", &FastPaths::tail_split},
+      {"decode_fused", &FastPaths::decode_fused},
   };
   return table;
 }

@@ -46,12 +46,14 @@ class CudaDeviceOps final : public DeviceOps {
     workspace_ = nullptr;
     bytes_ = 0;
     MOETUNE_CUDA_CHECK(cudaMalloc(&workspace_, need));
+    // The barrier words start zero (sm90_gather_launch.hpp: kWorkspaceZeroBytes).
+    MOETUNE_CUDA_CHECK(cudaMemset(workspace_, 0, kc::kWorkspaceZeroBytes));
     bytes_ = need;
     return core::Status::Ok();
   }
   core::Result<Launchable> prepare(core::MoeProblem const& p, core::MoeConfig const& c,
                                    bool* compiled) override {
-    auto k = kc::load_sm90_gather(p, c);
+    auto k = kc::load_sm90_gather(p, c, fast_paths_);
     if (!k.ok()) return k.error();
     if (compiled) *compiled = !(*k)->from_cache && (*k)->compile_ms > 0;
     return Launchable(*k);

@@ -246,12 +246,31 @@ core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
   return h;
 }
 
-core::Status CudaTestbed::ensure_workspace(size_t bytes) { return grow(ws_, ws_bytes_, bytes); }
+core::Status CudaTestbed::ensure_workspace(size_t bytes) {
+  void* const before = ws_;
+  MOETUNE_RETURN_IF_ERROR(grow(ws_, ws_bytes_, std::max(bytes, kWorkspaceZeroBytes)));
+  // A new workspace starts with its barrier words zero (sm90_gather_launch.hpp).
+  if (ws_ != before) MOETUNE_CUDA_CHECK(cudaMemset(ws_, 0, kWorkspaceZeroBytes));
+  return core::Status::Ok();
+}
+
+core::Result<int32_t> CudaTestbed::workspace_head_word(int i) const {
+  if (ws_ == nullptr || i < 0 || i >= static_cast<int>(kWorkspaceZeroBytes / 4)) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "cuda testbed",
+                            "workspace head word " + std::to_string(i) +
+                                ": no workspace yet, or past its " +
+                                std::to_string(kWorkspaceZeroBytes / 4) + " words");
+  }
+  int32_t v = 0;
+  MOETUNE_CUDA_CHECK(
+      cudaMemcpy(&v, static_cast<const char*>(ws_) + 4 * i, 4, cudaMemcpyDeviceToHost));
+  return v;
+}
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> CudaTestbed::kernels_for(
     core::MoeConfig const& c) {
   MOETUNE_RETURN_IF_ERROR(sm90_can_implement(problem_, c, fast_paths_));
-  auto k = load_sm90_gather(problem_, c);
+  auto k = load_sm90_gather(problem_, c, fast_paths_);
   if (k.ok()) last_ptxas_ = (*k)->ptxas_log;
   return k;
 }

@@ -118,4 +118,17 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
   return g;
 }
 
+bool decode_fused_fits(GemmGeometry const& g1) {
+  const int vec = g1.block_k / 256;
+  return g1.decode &&
+         g1.stages * (g1.gated ? 2 : 1) * (g1.block_m + 4 * vec) + 2 * g1.block_m <= 72;
+}
+
+std::string decode_fused_name_expr(GemmGeometry const& g1, GemmGeometry const& g2, int act_id) {
+  return "&moetune_dev::moe_decode_fused_kernel<" + std::to_string(act_id) + "," +
+         (g1.gated ? "true" : "false") + "," + std::to_string(g1.block_m) + "," +
+         std::to_string(g1.stages) + "," + std::to_string(g1.block_k / 256) + "," +
+         std::to_string(g2.stages) + "," + std::to_string(g2.block_k / 256) + ">";
+}
+
 }  // namespace moetune::kernels::cuda

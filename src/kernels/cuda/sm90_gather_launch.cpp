@@ -3,6 +3,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 
 #include "kernels/cuda/cuda_check.hpp"
@@ -60,7 +61,21 @@ struct DecodeParams {  // sm90_decode_kernel.cuh
   int prefetch_bytes;
   int stage_w2;
 };
-struct PermuteParams {  // sm90_gather_kernel.cuh
+struct DecodeFusedParams {  // sm90_decode_fused_kernel.cuh
+  const void* x;
+  const void* w1;
+  const void* w2;
+  void* h;
+  void* out;
+  const int32_t* topk_ids;
+  const float* topk_weights;
+  int32_t* barrier;
+  int hidden, inter, top_k, num_tokens, num_experts;
+  int stage_bytes;
+};
+constexpr int kFusedMaxPairs = 128;  // sm90_decode_fused_kernel.cuh
+constexpr int kFusedWarps = 16;      // sm90_decode_fused_kernel.cuh
+struct PermuteParams {               // sm90_gather_kernel.cuh
   const void* x;
   void* xp;
   const int32_t* sorted_pairs;
@@ -92,6 +107,7 @@ size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 constexpr int kSchedInts = 4;
 
 struct WorkspaceLayout {
+  size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
          num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
 };
@@ -109,7 +125,10 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
-  size_t off = 0;
+  // At offset 0 whatever the problem and config, so the words stay zero (the caller zeroes them
+  // once; every launch leaves them so) when one workspace serves many configs.
+  w.barrier = 0;
+  size_t off = kWorkspaceZeroBytes;
   w.sorted_pairs = off;
   off += align_up(sizeof(int32_t) * mb * block_m);
   w.sorted_weights = off;
@@ -141,16 +160,22 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
 }
 
 // Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
-/// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it).
+/// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it). cooperative: every
+/// CTA co-resident (lever decode_fused's grid barrier), or the launch fails.
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
-                   cudaStream_t stream, bool pdl, int cluster = 1) {
+                   cudaStream_t stream, bool pdl, int cluster = 1, bool cooperative = false) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[2];
+  cudaLaunchAttribute attr[3];
   unsigned n = 0;
+  if (cooperative) {
+    attr[n].id = cudaLaunchAttributeCooperative;
+    attr[n].val.cooperative = 1;
+    ++n;
+  }
   if (pdl) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n].val.programmaticStreamSerializationAllowed = 1;
@@ -198,7 +223,8 @@ struct LayerBuffers {
   int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
   int32_t* num_sub = nullptr;
   int32_t* hist = nullptr;
-  int32_t* sched = nullptr;  // kSchedInts counters of lever dynamic_tiles
+  int32_t* sched = nullptr;    // kSchedInts counters of lever dynamic_tiles
+  int32_t* barrier = nullptr;  // lever decode_fused's arrival count and generation
   void* h = nullptr;
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
@@ -220,6 +246,7 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.sched = reinterpret_cast<int32_t*>(ws + w.sched);
+  b.barrier = reinterpret_cast<int32_t*>(ws + w.barrier);
   b.h = ws + w.h;
   b.y = ws + w.y;
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;
@@ -230,11 +257,53 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   return b;
 }
 
-/// Tiny M: two launches, GEMM1 routes itself (from topk_ids), GEMM2 combines itself.
+/// Lever decode_fused: the whole decode layer in one cooperative launch, one CTA per SM.
+core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                                 MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                                 FastPaths const& fast_paths) {
+  DecodeFusedParams fp{args.x,
+                       args.w1,
+                       args.w2,
+                       b.h,
+                       args.out,
+                       args.topk_ids,
+                       args.topk_weights,
+                       b.barrier,
+                       static_cast<int>(p.hidden_size),
+                       static_cast<int>(p.intermediate_size),
+                       static_cast<int>(p.top_k),
+                       static_cast<int>(p.num_tokens),
+                       static_cast<int>(p.num_experts),
+                       k.fused_smem / kFusedWarps / 16 * 16};
+  void* params[] = {&fp};
+  auto run = [&](bool pdl) {
+    return launch(k.fused, dim3(static_cast<unsigned>(k.sm_count)), dim3(kFusedWarps * 32), params,
+                  static_cast<size_t>(k.fused_smem), stream, pdl, 1, true);
+  };
+  // A driver that refuses PDL beside a cooperative launch gets it without PDL from then on (PDL
+  // only overlaps this launch with the kernel before it).
+  static std::atomic<bool> pdl_refused{false};
+  const bool pdl = fast_paths.pdl && !pdl_refused.load();
+  cudaError_t rc = run(pdl);
+  if (pdl && (rc == cudaErrorInvalidValue || rc == cudaErrorNotSupported)) {
+    cudaGetLastError();
+    pdl_refused = true;
+    rc = run(false);
+  }
+  MOETUNE_CUDA_CHECK(rc);
+  return core::Status::Ok();
+}
+
+/// Tiny M: two launches, GEMM1 routes itself (from topk_ids), GEMM2 combines itself; or (lever
+/// decode_fused, both GEMMs, at most kFusedMaxPairs pairs) one.
 core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p,
                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                            unsigned stages, FastPaths const& fast_paths) {
   const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
+  if (fast_paths.decode_fused && k.fused != nullptr && (stages & kStageGemm1) &&
+      (stages & kStageGemm2) && b.pairs <= kFusedMaxPairs) {
+    return launch_decode_fused(k, p, args, b, stream, fast_paths);
+  }
   if (stages & kStageGemm1) {
     DecodeParams dp{args.x,
                     args.w1,

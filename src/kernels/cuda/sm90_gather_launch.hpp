@@ -44,13 +44,19 @@ enum StageMask : unsigned {
 /// Workspace bytes for (problem with M = p.num_tokens, config).
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c);
 
+/// The workspace's first bytes, whatever the problem and config: lever decode_fused's grid-barrier
+/// words. The caller zeroes them once after allocating the workspace (cudaMemset); every launch
+/// leaves them zero. A launch that finds them not zero traps (a launch error, not a hang).
+inline constexpr size_t kWorkspaceZeroBytes = 256;
+
 /// Lever decode_l2_prefetch: bytes at the start of each w2 row the decode GEMM2 puts into L2
 /// before it waits on GEMM1, for a device with `l2_bytes` of L2 (Sm90GatherKernels::l2_bytes,
 /// queried once at load): all its rows (pairs x K) together at most a third of L2, whole 128-byte
 /// lines, at most the row; 0 when under one line or L2 is unknown.
 int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes);
 
-/// Launches the layer for M = p.num_tokens. M == 0 launches nothing.
+/// Launches the layer for M = p.num_tokens. M == 0 launches nothing. `workspace`: at least
+/// sm90_gather_workspace_bytes, its first kWorkspaceZeroBytes zero (see there).
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
                                 cudaStream_t stream, unsigned stages = kStageAll,

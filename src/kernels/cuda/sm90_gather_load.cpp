@@ -9,6 +9,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/jit.hpp"
+#include "kernels/cuda/sm90_decode_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -99,14 +100,18 @@ std::string join_key(std::vector<std::string> const& exprs) {
 }  // namespace
 
 core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem const& p,
-                                                              core::MoeConfig const& c) {
+                                                              core::MoeConfig const& c,
+                                                              FastPaths const& fast_paths) {
   MOETUNE_RETURN_IF_ERROR(sm90_can_implement(p, c));
   auto g1 = gemm_geometry(p, c.gemm1, true);
   auto g2 = gemm_geometry(p, c.gemm2, false);
   const int act = act_id(p.activation);
   if (g1->decode) {  // the decode kernels route and combine themselves
-    return std::vector<std::string>{gemm_name_expr(*g1, act, true),
-                                    gemm_name_expr(*g2, act, false)};
+    std::vector<std::string> exprs{gemm_name_expr(*g1, act, true), gemm_name_expr(*g2, act, false)};
+    if (fast_paths.decode_fused && decode_fused_fits(*g1)) {
+      exprs.push_back(decode_fused_name_expr(*g1, *g2, act));
+    }
+    return exprs;
   }
   return std::vector<std::string>{
       gemm_name_expr(*g1, act, true),
@@ -119,18 +124,18 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
       "&moetune_dev::moe_permute_rows_kernel"};
 }
 
-core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
-                                                                        core::MoeConfig const& c) {
-  auto exprs = sm90_gather_name_exprs(p, c);
+core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(
+    core::MoeProblem const& p, core::MoeConfig const& c, FastPaths const& fast_paths) {
+  auto exprs = sm90_gather_name_exprs(p, c, fast_paths);
   if (!exprs.ok()) return exprs.error();
   std::vector<std::vector<std::string>> out = {{(*exprs)[0]}, {(*exprs)[1]}};
   if (exprs->size() > 2) out.emplace_back(exprs->begin() + 2, exprs->end());
   return out;
 }
 
-core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
-                                                                        core::MoeConfig const& c) {
-  auto modules = sm90_gather_modules(p, c);
+core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
+    core::MoeProblem const& p, core::MoeConfig const& c, FastPaths const& fast_paths) {
+  auto modules = sm90_gather_modules(p, c, fast_paths);
   if (!modules.ok()) return modules.error();
   // The cache key is the geometry as well as the names: what a launch uses is not all in the
   // name expressions (split_k's count, the decode GEMM2's top_k x block_n partials in shared
@@ -149,9 +154,10 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   k->g1 = *g1;
   k->g2 = *g2;
   k->from_cache = true;
-  // In sm90_gather_name_exprs order (the decode kernels: the first two only).
+  // In sm90_gather_name_exprs order (the decode kernels: GEMM1, GEMM2 and the fused kernel).
   cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,         &k->combine,
                            &k->align_count, &k->align_scan, &k->align_scatter, &k->permute};
+  cudaKernel_t* decode_slots[] = {&k->gemm1, &k->gemm2, &k->fused};
   size_t slot = 0;
   for (auto const& exprs : *modules) {
     auto mod = compile_module(exprs, p.arch.empty() ? "sm_90a" : p.arch);
@@ -174,7 +180,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
       g_libraries.emplace(join_key(exprs), library);
     }
     for (auto const& e : exprs) {
-      MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[slot++], library, mod->lowered[e].c_str()));
+      cudaKernel_t* dst = k->g1.decode ? decode_slots[slot++] : slots[slot++];
+      MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(dst, library, mod->lowered[e].c_str()));
     }
   }
   int device = 0;
@@ -186,6 +193,12 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   MOETUNE_RETURN_IF_ERROR(
       allow_dynamic_smem(k->gemm2, k->g2.decode ? k->g2.decode_staged_smem() : k->g2.smem_bytes()));
   MOETUNE_RETURN_IF_ERROR(cap_clusters(*k));
+  if (k->fused != nullptr) {  // all the shared memory a CTA can take beside the static arrays
+    cudaFuncAttributes attr{};
+    MOETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k->fused)));
+    k->fused_smem = kSm90MaxSmemBytes - static_cast<int>(attr.sharedSizeBytes);
+    MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->fused, k->fused_smem));
+  }
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);
   return it->second;

@@ -10,6 +10,7 @@
 #include "kernels/cpu/reference.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_testbed.hpp"
+#include "kernels/cuda/sm90_decode_geometry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda_factory.hpp"
@@ -642,6 +643,87 @@ TEST_F(Sm90Gather, DecodeW2StageLeverGivesTheBitsOfItsOffPath) {
                                        ASSERT_TRUE(g2.ok());
                                        EXPECT_GT(g2->decode_stage_bytes, 0) << core::to_string(p);
                                      });
+}
+
+// The barrier generation in the workspace head (lever decode_fused) after one check of `cfg`, less
+// the one before: 1 when the launch took the fused kernel, 0 when it ran the two decode launches.
+int fused_launches(CudaTestbed& tb, MoeConfig const& cfg) {
+  auto before = tb.workspace_head_word(1);
+  auto chk = tb.check(cfg);
+  auto after = tb.workspace_head_word(1);
+  auto count = tb.workspace_head_word(0);
+  EXPECT_TRUE(before.ok() && chk.ok() && after.ok() && count.ok());
+  if (!(before.ok() && chk.ok() && after.ok() && count.ok())) return -1;
+  EXPECT_EQ(*count, 0) << "arrivals left behind by " << core::short_string(cfg);
+  return *after - *before;
+}
+
+// decode_fused is bitwise, and the launches it covers take it (the barrier generation moves by one
+// per check). Then decode configs of every knob range at M up to 128 pairs, with every pair on one
+// expert (top_k = 1), zipf routing (experts with no pair), gelu_tanh and relu2: within the bf16
+// band of fp64, the lever off's digest, and the fused kernel taken exactly where M x top_k <= 128
+// and its registers fit (decode_fused_fits): at 136 pairs, and for the config of 2 x 20 x 2
+// GEMM1 registers, the two launches run and the generation stays (the count's negative twin).
+TEST_F(Sm90Gather, DecodeFusedLeverGivesTheBitsOfItsOffPath) {
+  expect_decode_lever_keeps_the_bits(*tb_, {.decode_fused = true}, 110,
+                                     [](MoeProblem const& p, MoeConfig const& cfg) {
+                                       EXPECT_LE(core::num_pairs(p), 128) << core::to_string(p);
+                                       auto k = load_sm90_gather(p, cfg, {.decode_fused = true});
+                                       ASSERT_TRUE(k.ok()) << k.error().to_string();
+                                       EXPECT_NE((*k)->fused, nullptr);
+                                       EXPECT_GT((*k)->fused_smem, 200 * 1024);
+                                     });
+  struct Case {
+    MoeProblem p;
+    core::RoutingKind kind;
+    int64_t m;
+  };
+  const Case cases[] = {
+      {moe_shape(16, 256, 128, 1, Activation::kSiluGated), core::RoutingKind::kSingleExpert, 100},
+      {moe_shape(60, 512, 256, 6, Activation::kRelu2), core::RoutingKind::kZipf, 21},
+      {moe_shape(10, 448, 320, 4, Activation::kGeluTanh), core::RoutingKind::kUniform, 7},
+      {moe_shape(128, 2048, 768, 8, Activation::kSiluGated), core::RoutingKind::kUniform, 16},
+      {moe_shape(128, 2048, 768, 8, Activation::kSiluGated), core::RoutingKind::kUniform, 17}};
+  std::vector<MoeConfig> cfgs = {decode(1, 8, 4, 1, 256), decode(2, 16, 4, 2, 512),
+                                 decode(16, 8, 8, 1, 256)};
+  {
+    MoeConfig c = decode(4, 24, 8, 2, 1024);
+    c.gemm2.tile.block_k = 2048;
+    c.gemm2.pipeline.num_stages = 4;
+    cfgs.push_back(c);
+  }
+  int fused = 0;
+  for (auto const& c : cases) {
+    MoeProblem p = c.p;
+    p.num_tokens = c.m;
+    core::RoutingProfile r;
+    r.kind = c.kind;
+    r.seed = 120 + c.m;
+    ASSERT_TRUE(tb_->prepare(p, r, 121 + c.m).ok());
+    const auto ref = fp64_reference(*tb_);
+    for (auto const& cfg : cfgs) {
+      if (!tb_->backend().can_implement(p, cfg).ok()) continue;
+      const std::string what = core::short_string(cfg) + ", " + core::to_string(p);
+      tb_->set_fast_paths({});
+      auto off = tb_->check(cfg);
+      ASSERT_TRUE(off.ok()) << what << ": " << off.error().to_string();
+      EXPECT_EQ(fused_launches(*tb_, cfg), 0) << what;
+      tb_->set_fast_paths({.decode_fused = true});
+      expect_matches_fp64(*tb_, cfg, ref, "decode_fused, " + what);
+      auto on = tb_->check(cfg);
+      ASSERT_TRUE(on.ok()) << what << ": " << on.error().to_string();
+      EXPECT_EQ(on->digest, off->digest) << what;
+      const int n = fused_launches(*tb_, cfg);
+      auto g1 = gemm_geometry(p, cfg.gemm1, true);
+      ASSERT_TRUE(g1.ok());
+      EXPECT_EQ(n, core::num_pairs(p) <= 128 && decode_fused_fits(*g1) ? 1 : 0) << what;
+      fused += n;
+    }
+  }
+  tb_->set_fast_paths({});
+  // The three configs that fit at the four cases of <= 128 pairs; the fourth (2 x 20 x 2 GEMM1
+  // registers gated) at the two non-gated ones.
+  EXPECT_EQ(fused, 3 * 4 + 2);
 }
 
 // dynamic_tiles, half_tile_skip and tail_split are bitwise: tma_ws configs give the digest of the
