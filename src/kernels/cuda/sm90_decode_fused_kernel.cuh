@@ -2,26 +2,26 @@
 // cooperative launch instead of two: one CTA of kFusedWarps warps per SM, all co-resident.
 //   - Route: every CTA reads topk_ids (at most kFusedMaxPairs pairs) and lists the distinct
 //     experts in order of first appearance, each with its pairs ascending.
+//   - GEMM2's weights first: CTA b owns output columns b, b + G, ... (G CTAs); before anything
+//     else its warps queue single-thread bulk copies (TMA, no registers) of those columns' w2 rows
+//     of every distinct expert into shared memory, so they stream beside GEMM1's loads. The host
+//     takes this kernel only where they fit (decode_fused_takes); a CTA whose rows do not traps.
 //   - Phase 1 (GEMM1): global warp w of W takes units w, w + W, ...; a unit is kRows1 columns of
 //     one distinct expert; it streams their w1 rows (gate and up for silu) once per kBlockM pairs
 //     and writes h[pair, I] (bf16, pair order), as moe_decode_gemm1_kernel does.
-//   - Then each warp queues, with single-thread bulk copies (TMA, no registers), the w2 rows its
-//     phase 2 reads: into its share of shared memory while they fit, the rest as L2 prefetches.
-//     Warps that finish phase 1 early so fill the stream's tail with phase 2's bytes.
 //   - Grid barrier (arrival count and generation in the workspace; the count is zero between
-//     launches: the last CTA to arrive resets it).
-//   - Phase 2 (GEMM2 + combine): warp w takes output columns w, w + W, ...; for each distinct
-//     expert it dots the column's w2 row (shared memory or L2) with the h row of every pair of that
-//     expert, then out[t, c] = sum_j topk_weight[t, j] * dot(t, j), j ascending.
+//     launches: the last CTA to arrive resets it). Then h is copied into shared memory.
+//   - Phase 2 (GEMM2 + combine): the CTA's warps take its (column, expert) rows in turn and dot
+//     each with the h row of every pair of that expert (both from shared memory); then
+//     out[t, c] = sum_j topk_weight[t, j] * dot(t, j, c), j ascending, one thread per (t, c).
 // Bits: every dot product runs the decode kernels' per-lane order (16-byte vector v = lane + 32 i,
 // i ascending, dot8) and their xor-shuffle tree, and the top-k sum their order, so the output
-// equals the two-launch path's bit for bit whatever the knobs (block_k, rows per warp, pairs per
-// pass, warps) - the lever is class bitwise. Knobs: kBlockM pairs per pass (GEMM1's block_m),
-// kRows1 / kVec1 (GEMM1's num_stages and block_k / 256), kRows2 x kVec2 (GEMM2's rows and vectors
-// per lane: phase 2's vectors in flight, at most 8). The host takes this kernel only where its
-// registers fit 512 threads (decode_fused_fits). Covered by tests/kernels/cuda/sm90_gather_test.cpp
-// (Sm90Gather.DecodeFusedLeverGivesTheBitsOfItsOffPath) and
-// tests/kernels/cuda/jit_compile_test.cpp.
+// equals the two-launch path's bit for bit whatever the knobs - the lever is class bitwise.
+// Knobs: GEMM1's config (kBlockM pairs per pass, kRows1 rows per unit = num_stages, kVec1 = block_k
+// / 256 vectors per lane and step); GEMM2's config does not act here. The host takes this kernel
+// only where GEMM1's registers fit 768 threads (decode_fused_fits). Covered by
+// tests/kernels/cuda/sm90_gather_test.cpp (Sm90Gather.DecodeFusedLeverGivesTheBitsOfItsOffPath) and
+// tests/kernels/cuda/jit_compile_test.cpp (Sm90Jit.EveryFusedDecodeKernelThatFitsCompiles...).
 #pragma once
 
 #include "sm90_decode_kernel.cuh"
@@ -30,7 +30,7 @@
 namespace moetune_dev {
 
 constexpr int kFusedMaxPairs = 128;  // M * top_k at most (the host falls back above)
-constexpr int kFusedWarps = 16;      // one CTA of 512 threads per SM
+constexpr int kFusedWarps = 24;      // one CTA of 768 threads per SM
 
 struct DecodeFusedParams {
   const moe_bf16* x;          // [M, K]
@@ -44,7 +44,7 @@ struct DecodeFusedParams {
   int hidden;    // K
   int inter;     // I
   int top_k, num_tokens, num_experts;
-  int stage_bytes;  // shared memory per warp for staged w2 rows (a multiple of 16)
+  int smem_bytes;  // dynamic shared memory: partial dots, h, then the staged w2 rows
 };
 
 MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
@@ -73,9 +73,6 @@ MOETUNE_DEVICE void bulk_copy_g2s(moe_u32 dst, const void* src, int bytes, moe_u
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
 }
-MOETUNE_DEVICE void bulk_prefetch_l2(const void* src, int bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
 
 /// Thread 0 of each CTA: waits until every CTA of the grid arrived. The arrival count must be zero
 /// at launch (the workspace contract) and is zero again when this returns in every CTA; a count
@@ -99,13 +96,10 @@ MOETUNE_DEVICE void fused_grid_barrier(int* bar, int ctas) {
   __threadfence();
 }
 
-template <int kAct, bool kGated, int kBlockM, int kRows1, int kVec1, int kRows2, int kVec2>
+template <int kAct, bool kGated, int kBlockM, int kRows1, int kVec1>
 __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     moe_decode_fused_kernel(const __grid_constant__ DecodeFusedParams p) {
   constexpr int kHalves = kGated ? 2 : 1;
-  // Phase 2's 16-byte vectors per lane in flight: GEMM2's rows x vectors, at most 8 (the CTA's
-  // 512 threads have 128 registers each).
-  constexpr int kV2 = kRows2 * kVec2 < 8 ? kRows2 * kVec2 : 8;
   __shared__ int s_e[kFusedMaxPairs];       // expert of each pair, -1 outside [0, E)
   __shared__ int s_first[kFusedMaxPairs];   // the first pair of the same expert
   __shared__ int s_before[kFusedMaxPairs];  // earlier pairs of the same expert
@@ -115,15 +109,25 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   __shared__ int s_ustart[kFusedMaxPairs + 1];
   __shared__ int s_uexpert[kFusedMaxPairs];
   __shared__ int s_nu;
-  __shared__ float s_dot[kFusedWarps][kFusedMaxPairs];
-  __shared__ __align__(8) moe_u64 s_bar[kFusedWarps];
-  extern __shared__ __align__(128) char s_stage[];
+  __shared__ __align__(8) moe_u64 s_bar;
+  // [ncols][P] fp32 partial dots, then h [P][I] bf16, then the staged w2 rows [ncols * U][I].
+  extern __shared__ __align__(128) char s_dyn[];
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int P = p.num_tokens * p.top_k;
   const int K = p.hidden, I = p.inter;
+  const int G = static_cast<int>(gridDim.x);
+  const int b = static_cast<int>(blockIdx.x);
+  const int ncols = b < K ? (K - 1 - b) / G + 1 : 0;  // this CTA's output columns b + s G
+  const int row_bytes = I * 2;
+  float* const s_dot = reinterpret_cast<float*>(s_dyn);
+  const int dot_bytes = ((K + G - 1) / G * P * 4 + 15) / 16 * 16;
+  moe_bf16* const s_h = reinterpret_cast<moe_bf16*>(s_dyn + dot_bytes);
+  const moe_u32 stage = smem_u32(s_dyn) + static_cast<moe_u32>(dot_bytes + P * row_bytes);
+  const int stage_bytes = p.smem_bytes - dot_bytes - P * row_bytes;
+  const moe_u32 bar = smem_u32(&s_bar);
 
-  if (threadIdx.x < kFusedWarps) mbar_init(smem_u32(&s_bar[threadIdx.x]), 1);
+  if (threadIdx.x == 0) mbar_init(bar, 1);
   mbar_init_fence();
   pdl_wait();  // topk_ids and x from the kernels before
   for (int q = threadIdx.x; q < P; q += blockDim.x) {
@@ -179,10 +183,22 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   for (int q = threadIdx.x; q < P; q += blockDim.x) {
     if (s_e[q] >= 0) s_order[s_ustart[s_uidx[s_first[q]]] + s_before[q]] = q;
   }
-  __syncthreads();
   const int U = s_nu;
-  const int W = static_cast<int>(gridDim.x) * kFusedWarps;
-  const int gw = static_cast<int>(blockIdx.x) * kFusedWarps + warp;
+  // This CTA's GEMM2 rows k = s * U + u (column b + s G of distinct expert u), all staged.
+  const int nrows = ncols * U;
+  if (nrows * row_bytes > stage_bytes) __trap();  // the host's decode_fused_takes was wrong
+  auto w2_row = [&](int k) {
+    return p.w2 + (static_cast<long long>(s_uexpert[k % U]) * K + b + (k / U) * G) * I;
+  };
+  if (threadIdx.x == 0) mbar_arrive_expect_tx(bar, nrows * row_bytes);
+  __syncthreads();  // s_order, and the expected bytes before any copy completes
+  if (lane == 0) {
+    for (int k = warp; k < nrows; k += kFusedWarps) {
+      bulk_copy_g2s(stage + static_cast<moe_u32>(k * row_bytes), w2_row(k), row_bytes, bar);
+    }
+  }
+  const int W = G * kFusedWarps;
+  const int gw = b * kFusedWarps + warp;
 
   // ---------------------------------------------------------------- phase 1: GEMM1
   {
@@ -266,96 +282,63 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     }
   }
 
-  // ---------------------------------------------------------------- phase 2's w2 rows, queued
-  // Warp gw's rows in order (column slot s, distinct expert u): k = s * U + u.
-  const int row_bytes = I * 2;
-  const int ncols = gw < K ? (K - 1 - gw) / W + 1 : 0;
-  const int nrows = ncols * U;
-  const int staged = min(nrows, p.stage_bytes / row_bytes);
-  const moe_u32 stage = smem_u32(s_stage) + static_cast<moe_u32>(warp * p.stage_bytes);
-  const moe_u32 bar = smem_u32(&s_bar[warp]);
-  auto w2_row = [&](int k) {
-    return p.w2 + (static_cast<long long>(s_uexpert[k % U]) * K + gw + (k / U) * W) * I;
-  };
-  if (lane == 0) {
-    mbar_arrive_expect_tx(bar, staged * row_bytes);
-    for (int k = 0; k < nrows; ++k) {
-      if (k < staged) {
-        bulk_copy_g2s(stage + static_cast<moe_u32>(k * row_bytes), w2_row(k), row_bytes, bar);
-      } else {
-        bulk_prefetch_l2(w2_row(k), row_bytes);
+  // ---------------------------------------------------------------- grid barrier: h is complete
+  __syncthreads();
+  if (threadIdx.x == 0) fused_grid_barrier(p.barrier, G);
+  __syncthreads();
+  pdl_launch_dependents();  // every CTA is resident and past the barrier
+  {  // h into shared memory (every pair's row; rows of out-of-range pairs are never read)
+    const int nv = P * I / 8;
+    for (int i = threadIdx.x; i < nv; i += blockDim.x) {
+      const uint4 v = ld_16(p.h + static_cast<long long>(i) * 8);
+      asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(smem_u32(s_h) + i * 16),
+                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+                   : "memory");
+    }
+  }
+  __syncthreads();
+  mbar_wait(bar, 0);  // the staged w2 rows
+
+  // ---------------------------------------------------------------- phase 2: GEMM2 + combine
+  const int nvec = I >> 3;
+  const moe_u32 h_base = smem_u32(s_h);
+  for (int k = warp; k < nrows; k += kFusedWarps) {
+    const int s = k / U, u = k % U;
+    const moe_u32 srow = stage + static_cast<moe_u32>(k * row_bytes);
+    const int end = s_ustart[u + 1];
+    for (int g0 = s_ustart[u]; g0 < end; g0 += kBlockM) {
+      const int np = min(kBlockM, end - g0);
+      moe_u32 hrow[kBlockM];
+      float acc[kBlockM];
+#pragma unroll
+      for (int i = 0; i < kBlockM; ++i) {
+        hrow[i] = h_base + static_cast<moe_u32>(s_order[g0 + min(i, np - 1)] * row_bytes);
+        acc[i] = 0.0f;
+      }
+      for (int v = lane; v < nvec; v += 32) {
+        const uint4 wv = ld_shared_16(srow + static_cast<moe_u32>(v * 16));
+#pragma unroll
+        for (int i = 0; i < kBlockM; ++i) {
+          if (i < np)
+            acc[i] = dot8(wv, ld_shared_16(hrow[i] + static_cast<moe_u32>(v * 16)), acc[i]);
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < kBlockM; ++i) {
+        const float d = warp_sum(acc[i]);
+        if (lane == 0 && i < np) s_dot[s * P + s_order[g0 + i]] = d;
       }
     }
   }
-
-  // ---------------------------------------------------------------- grid barrier: h is complete
   __syncthreads();
-  if (threadIdx.x == 0) fused_grid_barrier(p.barrier, static_cast<int>(gridDim.x));
-  __syncthreads();
-  pdl_launch_dependents();  // every CTA is resident and past the barrier
-
-  // ---------------------------------------------------------------- phase 2: GEMM2 + combine
-  mbar_wait(bar, 0);
-  const int nvec = I >> 3;
-  for (int s = 0; s < ncols; ++s) {
-    const int col = gw + s * W;
-    for (int u = 0; u < U; ++u) {
-      const int k = s * U + u;
-      const bool from_smem = k < staged;
-      const moe_u32 srow = stage + static_cast<moe_u32>(k * row_bytes);
-      const moe_bf16* grow = w2_row(k);
-      const int end = s_ustart[u + 1];
-      for (int g0 = s_ustart[u]; g0 < end; g0 += kBlockM) {
-        const int np = min(kBlockM, end - g0);
-        const moe_bf16* hrow[kBlockM];
-        float acc[kBlockM];
-#pragma unroll
-        for (int i = 0; i < kBlockM; ++i) {
-          hrow[i] = p.h + static_cast<long long>(s_order[g0 + min(i, np - 1)]) * I;
-          acc[i] = 0.0f;
-        }
-        // kV2 vectors per lane in flight (from L2, or shared memory for the staged rows).
-        for (int v0 = 0; v0 < nvec; v0 += 32 * kV2) {
-          uint4 wv[kV2];
-#pragma unroll
-          for (int j = 0; j < kV2; ++j) {
-            const int v = v0 + j * 32 + lane;
-            if (v >= nvec) {
-              wv[j] = make_uint4(0, 0, 0, 0);
-            } else if (from_smem) {
-              wv[j] = ld_shared_16(srow + static_cast<moe_u32>(v * 16));
-            } else {
-              wv[j] = ld_nc_16<true>(grow + v * 8);
-            }
-          }
-#pragma unroll
-          for (int i = 0; i < kBlockM; ++i) {
-            if (i < np) {
-#pragma unroll
-              for (int j = 0; j < kV2; ++j) {
-                const int v = v0 + j * 32 + lane;
-                if (v < nvec) acc[i] = dot8(wv[j], ld_16(hrow[i] + v * 8), acc[i]);
-              }
-            }
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < kBlockM; ++i) {
-          const float d = warp_sum(acc[i]);
-          if (lane == 0 && i < np) s_dot[warp][s_order[g0 + i]] = d;
-        }
-      }
+  for (int i = threadIdx.x; i < ncols * p.num_tokens; i += blockDim.x) {
+    const int s = i / p.num_tokens, t = i % p.num_tokens;
+    float sum = 0.0f;
+    for (int j = 0; j < p.top_k; ++j) {
+      const int q = t * p.top_k + j;
+      sum = fmaf(p.topk_weights[q], s_e[q] >= 0 ? s_dot[s * P + q] : 0.0f, sum);
     }
-    __syncwarp();
-    for (int t = lane; t < p.num_tokens; t += 32) {
-      float sum = 0.0f;
-      for (int j = 0; j < p.top_k; ++j) {
-        const int q = t * p.top_k + j;
-        sum = fmaf(p.topk_weights[q], s_e[q] >= 0 ? s_dot[warp][q] : 0.0f, sum);
-      }
-      p.out[static_cast<long long>(t) * K + col] = (moe_bf16)(pack_bf16x2(sum, 0.0f) & 0xffffu);
-    }
-    __syncwarp();
+    p.out[static_cast<long long>(t) * K + b + s * G] = (moe_bf16)(pack_bf16x2(sum, 0.0f) & 0xffffu);
   }
 }
 

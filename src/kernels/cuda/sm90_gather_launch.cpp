@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/sm90_decode_geometry.hpp"
 #include "kernels/cuda/sm90_tma_host.hpp"
 
 namespace moetune::kernels::cuda {
@@ -71,11 +72,9 @@ struct DecodeFusedParams {  // sm90_decode_fused_kernel.cuh
   const float* topk_weights;
   int32_t* barrier;
   int hidden, inter, top_k, num_tokens, num_experts;
-  int stage_bytes;
+  int smem_bytes;
 };
-constexpr int kFusedMaxPairs = 128;  // sm90_decode_fused_kernel.cuh
-constexpr int kFusedWarps = 16;      // sm90_decode_fused_kernel.cuh
-struct PermuteParams {               // sm90_gather_kernel.cuh
+struct PermuteParams {  // sm90_gather_kernel.cuh
   const void* x;
   void* xp;
   const int32_t* sorted_pairs;
@@ -274,11 +273,11 @@ core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem co
                        static_cast<int>(p.top_k),
                        static_cast<int>(p.num_tokens),
                        static_cast<int>(p.num_experts),
-                       k.fused_smem / kFusedWarps / 16 * 16};
+                       k.fused_smem};
   void* params[] = {&fp};
   auto run = [&](bool pdl) {
-    return launch(k.fused, dim3(static_cast<unsigned>(k.sm_count)), dim3(kFusedWarps * 32), params,
-                  static_cast<size_t>(k.fused_smem), stream, pdl, 1, true);
+    return launch(k.fused, dim3(static_cast<unsigned>(k.sm_count)), dim3(kDecodeFusedThreads),
+                  params, static_cast<size_t>(k.fused_smem), stream, pdl, 1, true);
   };
   // A driver that refuses PDL beside a cooperative launch gets it without PDL from then on (PDL
   // only overlaps this launch with the kernel before it).
@@ -295,13 +294,13 @@ core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem co
 }
 
 /// Tiny M: two launches, GEMM1 routes itself (from topk_ids), GEMM2 combines itself; or (lever
-/// decode_fused, both GEMMs, at most kFusedMaxPairs pairs) one.
+/// decode_fused, both GEMMs, where decode_fused_takes) one.
 core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p,
                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                            unsigned stages, FastPaths const& fast_paths) {
   const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
   if (fast_paths.decode_fused && k.fused != nullptr && (stages & kStageGemm1) &&
-      (stages & kStageGemm2) && b.pairs <= kFusedMaxPairs) {
+      (stages & kStageGemm2) && decode_fused_takes(p, k.g1, k.sm_count, k.fused_smem)) {
     return launch_decode_fused(k, p, args, b, stream, fast_paths);
   }
   if (stages & kStageGemm1) {

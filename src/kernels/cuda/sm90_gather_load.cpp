@@ -109,7 +109,7 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   if (g1->decode) {  // the decode kernels route and combine themselves
     std::vector<std::string> exprs{gemm_name_expr(*g1, act, true), gemm_name_expr(*g2, act, false)};
     if (fast_paths.decode_fused && decode_fused_fits(*g1)) {
-      exprs.push_back(decode_fused_name_expr(*g1, *g2, act));
+      exprs.push_back(decode_fused_name_expr(*g1, act));
     }
     return exprs;
   }

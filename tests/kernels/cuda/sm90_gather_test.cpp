@@ -658,21 +658,24 @@ int fused_launches(CudaTestbed& tb, MoeConfig const& cfg) {
   return *after - *before;
 }
 
-// decode_fused is bitwise, and the launches it covers take it (the barrier generation moves by one
-// per check). Then decode configs of every knob range at M up to 128 pairs, with every pair on one
-// expert (top_k = 1), zipf routing (experts with no pair), gelu_tanh and relu2: within the bf16
-// band of fp64, the lever off's digest, and the fused kernel taken exactly where M x top_k <= 128
-// and its registers fit (decode_fused_fits): at 136 pairs, and for the config of 2 x 20 x 2
-// GEMM1 registers, the two launches run and the generation stays (the count's negative twin).
+// decode_fused is bitwise: the decode default at M = 1, 3, 4 on S2, S1 and a small odd shape gives
+// the lever off's digest with the lever on (with and without pdl). Then decode configs of every
+// knob range at up to 128 pairs, with every pair on one expert (top_k = 1), zipf routing (experts
+// with no pair), gelu_tanh and relu2: within the bf16 band of fp64, the lever off's digest, and
+// the fused kernel taken (the barrier generation moves by one) exactly where decode_fused_takes
+// says so; where it does not (too many registers, pairs or w2 bytes), the generation stays.
 TEST_F(Sm90Gather, DecodeFusedLeverGivesTheBitsOfItsOffPath) {
-  expect_decode_lever_keeps_the_bits(*tb_, {.decode_fused = true}, 110,
-                                     [](MoeProblem const& p, MoeConfig const& cfg) {
-                                       EXPECT_LE(core::num_pairs(p), 128) << core::to_string(p);
-                                       auto k = load_sm90_gather(p, cfg, {.decode_fused = true});
-                                       ASSERT_TRUE(k.ok()) << k.error().to_string();
-                                       EXPECT_NE((*k)->fused, nullptr);
-                                       EXPECT_GT((*k)->fused_smem, 200 * 1024);
-                                     });
+  int default_fused = 0;
+  expect_decode_lever_keeps_the_bits(
+      *tb_, {.decode_fused = true}, 110, [&](MoeProblem const& p, MoeConfig const& cfg) {
+        auto k = load_sm90_gather(p, cfg, {.decode_fused = true});
+        ASSERT_TRUE(k.ok()) << k.error().to_string();
+        ASSERT_NE((*k)->fused, nullptr) << core::short_string(cfg);
+        EXPECT_GT((*k)->fused_smem, 200 * 1024);
+        default_fused += decode_fused_takes(p, (*k)->g1, (*k)->sm_count, (*k)->fused_smem);
+      });
+  // S2 M=1 (8 experts' w2 rows: 192 KB per CTA) and the small shape at M = 1, 3, 4.
+  EXPECT_EQ(default_fused, 4);
   struct Case {
     MoeProblem p;
     core::RoutingKind kind;
@@ -714,16 +717,18 @@ TEST_F(Sm90Gather, DecodeFusedLeverGivesTheBitsOfItsOffPath) {
       ASSERT_TRUE(on.ok()) << what << ": " << on.error().to_string();
       EXPECT_EQ(on->digest, off->digest) << what;
       const int n = fused_launches(*tb_, cfg);
-      auto g1 = gemm_geometry(p, cfg.gemm1, true);
-      ASSERT_TRUE(g1.ok());
-      EXPECT_EQ(n, core::num_pairs(p) <= 128 && decode_fused_fits(*g1) ? 1 : 0) << what;
+      auto k = load_sm90_gather(p, cfg, {.decode_fused = true});
+      ASSERT_TRUE(k.ok());
+      const bool takes = (*k)->fused != nullptr &&
+                         decode_fused_takes(p, (*k)->g1, (*k)->sm_count, (*k)->fused_smem);
+      EXPECT_EQ(n, takes ? 1 : 0) << what;
       fused += n;
     }
   }
   tb_->set_fast_paths({});
-  // The three configs that fit at the four cases of <= 128 pairs; the fourth (2 x 20 x 2 GEMM1
-  // registers gated) at the two non-gated ones.
-  EXPECT_EQ(fused, 3 * 4 + 2);
+  // The first config at the three small cases, the second (2 rows of 2 vectors, 2 pairs) at the
+  // two non-gated ones; S2 at 128 pairs holds 3 MB of w2 rows per CTA, at 136 too many pairs.
+  EXPECT_EQ(fused, 5);
 }
 
 // dynamic_tiles, half_tile_skip and tail_split are bitwise: tma_ws configs give the digest of the
