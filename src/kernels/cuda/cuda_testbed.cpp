@@ -254,6 +254,33 @@ core::Status CudaTestbed::ensure_workspace(size_t bytes) {
   return core::Status::Ok();
 }
 
+core::Result<std::vector<int64_t>> CudaTestbed::decode_fused_trace(core::MoeConfig const& config) {
+  MOETUNE_RETURN_IF_ERROR(sm90_can_implement(problem_, config));
+  auto k = load_sm90_gather(problem_, config, FastPaths{.decode_fused = true});
+  if (!k.ok()) return k.error();
+  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(problem_, config)));
+  const size_t words = sm90_decode_fused_trace_words(**k);
+  void* trace = nullptr;
+  MOETUNE_CUDA_CHECK(cudaMalloc(&trace, words * sizeof(int64_t)));
+  MoeArgs args{
+      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  core::Status st = launch_sm90_decode_fused_traced(**k, problem_, args, ws_, ws_bytes_, stream_,
+                                                    static_cast<int64_t*>(trace));
+  std::vector<int64_t> out(words);
+  if (st.ok()) {
+    const cudaError_t rc = cudaStreamSynchronize(stream_);
+    if (rc != cudaSuccess) st = cuda_error(rc, "decode_fused_trace", __FILE__, __LINE__);
+  }
+  if (st.ok()) {
+    const cudaError_t rc =
+        cudaMemcpy(out.data(), trace, words * sizeof(int64_t), cudaMemcpyDeviceToHost);
+    if (rc != cudaSuccess) st = cuda_error(rc, "decode_fused_trace", __FILE__, __LINE__);
+  }
+  cudaFree(trace);
+  if (!st.ok()) return st.error();
+  return out;
+}
+
 core::Result<int32_t> CudaTestbed::workspace_head_word(int i) const {
   if (ws_ == nullptr || i < 0 || i >= static_cast<int>(kWorkspaceZeroBytes / 4)) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "cuda testbed",

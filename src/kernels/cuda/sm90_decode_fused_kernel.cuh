@@ -45,7 +45,19 @@ struct DecodeFusedParams {
   int inter;     // I
   int top_k, num_tokens, num_experts;
   int smem_bytes;  // dynamic shared memory: partial dots, h, then the staged w2 rows
+  // Optional (null in the layer): %globaltimer stamps, kFusedStamps per CTA (thread 0: start,
+  // copies queued, GEMM1 done, barrier passed, h copied, w2 rows landed, dots done, end), then one
+  // per warp (its GEMM1 share done), for the phase test and probes.
+  long long* trace;
 };
+
+constexpr int kFusedStamps = 8;
+
+MOETUNE_DEVICE long long global_timer_ns() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
 
 MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
   int v;
@@ -126,10 +138,14 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   const moe_u32 stage = smem_u32(s_dyn) + static_cast<moe_u32>(dot_bytes + P * row_bytes);
   const int stage_bytes = p.smem_bytes - dot_bytes - P * row_bytes;
   const moe_u32 bar = smem_u32(&s_bar);
+  auto stamp = [&](int i) {
+    if (p.trace != nullptr && threadIdx.x == 0) p.trace[b * kFusedStamps + i] = global_timer_ns();
+  };
 
   if (threadIdx.x == 0) mbar_init(bar, 1);
   mbar_init_fence();
   pdl_wait();  // topk_ids and x from the kernels before
+  stamp(0);
   for (int q = threadIdx.x; q < P; q += blockDim.x) {
     const int e = p.topk_ids[q];
     s_e[q] = e >= 0 && e < p.num_experts ? e : -1;
@@ -197,6 +213,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
       bulk_copy_g2s(stage + static_cast<moe_u32>(k * row_bytes), w2_row(k), row_bytes, bar);
     }
   }
+  stamp(1);
   const int W = G * kFusedWarps;
   const int gw = b * kFusedWarps + warp;
 
@@ -282,10 +299,14 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     }
   }
 
+  if (p.trace != nullptr && lane == 0) p.trace[G * kFusedStamps + gw] = global_timer_ns();
+
   // ---------------------------------------------------------------- grid barrier: h is complete
   __syncthreads();
+  stamp(2);
   if (threadIdx.x == 0) fused_grid_barrier(p.barrier, G);
   __syncthreads();
+  stamp(3);
   pdl_launch_dependents();  // every CTA is resident and past the barrier
   {  // h into shared memory (every pair's row; rows of out-of-range pairs are never read)
     const int nv = P * I / 8;
@@ -297,7 +318,9 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     }
   }
   __syncthreads();
+  stamp(4);
   mbar_wait(bar, 0);  // the staged w2 rows
+  stamp(5);
 
   // ---------------------------------------------------------------- phase 2: GEMM2 + combine
   const int nvec = I >> 3;
@@ -331,6 +354,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     }
   }
   __syncthreads();
+  stamp(6);
   for (int i = threadIdx.x; i < ncols * p.num_tokens; i += blockDim.x) {
     const int s = i / p.num_tokens, t = i % p.num_tokens;
     float sum = 0.0f;
@@ -340,6 +364,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     }
     p.out[static_cast<long long>(t) * K + b + s * G] = (moe_bf16)(pack_bf16x2(sum, 0.0f) & 0xffffu);
   }
+  stamp(7);
 }
 
 }  // namespace moetune_dev

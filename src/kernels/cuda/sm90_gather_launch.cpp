@@ -73,8 +73,10 @@ struct DecodeFusedParams {  // sm90_decode_fused_kernel.cuh
   int32_t* barrier;
   int hidden, inter, top_k, num_tokens, num_experts;
   int smem_bytes;
+  int64_t* trace;
 };
-struct PermuteParams {  // sm90_gather_kernel.cuh
+constexpr int kFusedStamps = 8;  // sm90_decode_fused_kernel.cuh
+struct PermuteParams {           // sm90_gather_kernel.cuh
   const void* x;
   void* xp;
   const int32_t* sorted_pairs;
@@ -259,7 +261,7 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
 /// Lever decode_fused: the whole decode layer in one cooperative launch, one CTA per SM.
 core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                  MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
-                                 FastPaths const& fast_paths) {
+                                 FastPaths const& fast_paths, int64_t* trace = nullptr) {
   DecodeFusedParams fp{args.x,
                        args.w1,
                        args.w2,
@@ -273,7 +275,8 @@ core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem co
                        static_cast<int>(p.top_k),
                        static_cast<int>(p.num_tokens),
                        static_cast<int>(p.num_experts),
-                       k.fused_smem};
+                       k.fused_smem,
+                       trace};
   void* params[] = {&fp};
   auto run = [&](bool pdl) {
     return launch(k.fused, dim3(static_cast<unsigned>(k.sm_count)), dim3(kDecodeFusedThreads),
@@ -556,6 +559,32 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
     MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl));
   }
   return core::Status::Ok();
+}
+
+size_t sm90_decode_fused_trace_words(Sm90GatherKernels const& k) {
+  return static_cast<size_t>(k.sm_count) * (kFusedStamps + kDecodeFusedThreads / 32);
+}
+
+core::Status launch_sm90_decode_fused_traced(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                                             MoeArgs const& args, void* workspace,
+                                             size_t workspace_bytes, cudaStream_t stream,
+                                             int64_t* trace) {
+  if (k.fused == nullptr || !decode_fused_takes(p, k.g1, k.sm_count, k.fused_smem)) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_decode_fused_traced",
+                            "the fused decode kernel does not take " + core::to_string(p) +
+                                " with these kernels (loaded without lever decode_fused, or "
+                                "decode_fused_takes is false); use a decode config that fits");
+  }
+  const int align_m = align_block_m(k.g1, k.g2);
+  const WorkspaceLayout w = layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, false);
+  if (workspace_bytes < w.total) {
+    return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_decode_fused_traced",
+                            "workspace of " + std::to_string(workspace_bytes) +
+                                " bytes is below the " + std::to_string(w.total) +
+                                " this M needs; size it with sm90_gather_workspace_bytes");
+  }
+  const LayerBuffers b = carve(w, workspace, p, align_m, align_m / k.g1.block_m);
+  return launch_decode_fused(k, p, args, b, stream, FastPaths{.decode_fused = true}, trace);
 }
 
 }  // namespace moetune::kernels::cuda

@@ -62,4 +62,15 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                 cudaStream_t stream, unsigned stages = kStageAll,
                                 FastPaths const& fast_paths = {});
 
+/// Lever decode_fused's kernel alone, writing %globaltimer stamps (ns) into `trace` (device
+/// memory of sm90_decode_fused_trace_words int64: per CTA 8 stamps of thread 0 - start, w2 copies
+/// queued, GEMM1 done, barrier passed, h copied, w2 rows landed, dots done, end - then one per
+/// warp, its GEMM1 share done), for the phase test and probes. An error where a layer launch
+/// would not take the fused kernel.
+core::Status launch_sm90_decode_fused_traced(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                                             MoeArgs const& args, void* workspace,
+                                             size_t workspace_bytes, cudaStream_t stream,
+                                             int64_t* trace);
+size_t sm90_decode_fused_trace_words(Sm90GatherKernels const& k);
+
 }  // namespace moetune::kernels::cuda

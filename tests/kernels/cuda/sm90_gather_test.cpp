@@ -4,7 +4,10 @@
 // first; every config also runs twice and must give identical bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "kernels/cpu/reference.hpp"
@@ -729,6 +732,81 @@ TEST_F(Sm90Gather, DecodeFusedLeverGivesTheBitsOfItsOffPath) {
   // The first config at the three small cases, the second (2 rows of 2 vectors, 2 pairs) at the
   // two non-gated ones; S2 at 128 pairs holds 3 MB of w2 rows per CTA, at 136 too many pairs.
   EXPECT_EQ(fused, 5);
+}
+
+// Whether a decode_fused trace (launch_sm90_decode_fused_traced: 8 stamps per CTA) shows every
+// CTA's stamps in order and the barrier held: no CTA passed it (stamp 3) before the last CTA
+// finished GEMM1 and arrived (stamp 2).
+bool fused_trace_in_order(std::vector<int64_t> const& t, int ctas) {
+  int64_t last_arrival = 0, first_pass = INT64_MAX;
+  for (int b = 0; b < ctas; ++b) {
+    for (int i = 1; i < 8; ++i) {
+      if (t[b * 8 + i] < t[b * 8 + i - 1]) return false;
+    }
+    last_arrival = std::max(last_arrival, t[b * 8 + 2]);
+    first_pass = std::min(first_pass, t[b * 8 + 3]);
+  }
+  return first_pass >= last_arrival;
+}
+
+// The fused decode kernel's phases run in order in every CTA and its grid barrier holds every CTA
+// until the last one arrived (%globaltimer stamps), at S2 M=1 with the shipped row's GEMM1 and on
+// a small relu2 shape; the checker's negative twin: one CTA stamped as passing the barrier before
+// the last arrival must be caught. Prints each phase's median over CTAs (a probe of where the
+// fused launch spends its time).
+TEST_F(Sm90Gather, DecodeFusedPhasesRunInOrderAndItsBarrierHoldsEveryCta) {
+  struct Point {
+    MoeProblem p;
+    int64_t m;
+    MoeConfig cfg;
+  };
+  MoeConfig s2row = decode(1, 8, 4, 1, 512);
+  s2row.gemm2.tile.block_n = 4;
+  s2row.gemm2.tile.block_k = 256;
+  s2row.gemm2.pipeline = {.num_warps = 8, .num_stages = 2, .split_k = 1};
+  for (auto const& pt :
+       {Point{moe_shape(128, 2048, 768, 8, Activation::kSiluGated), 1, s2row},
+        Point{moe_shape(60, 512, 256, 6, Activation::kRelu2), 4, decode(4, 4, 4, 1, 512)}}) {
+    MoeProblem p = pt.p;
+    p.num_tokens = pt.m;
+    core::RoutingProfile r;
+    r.seed = 130 + pt.m;
+    ASSERT_TRUE(tb_->prepare(p, r, 131 + pt.m).ok());
+    auto trace = tb_->decode_fused_trace(pt.cfg);
+    ASSERT_TRUE(trace.ok()) << trace.error().to_string();
+    auto k = load_sm90_gather(p, pt.cfg, {.decode_fused = true});
+    ASSERT_TRUE(k.ok());
+    const int ctas = (*k)->sm_count;
+    ASSERT_EQ(trace->size(), sm90_decode_fused_trace_words(**k));
+    EXPECT_TRUE(fused_trace_in_order(*trace, ctas)) << core::to_string(p);
+    std::vector<int64_t> bad = *trace;
+    int64_t last_arrival = 0;
+    for (int b = 0; b < ctas; ++b) last_arrival = std::max(last_arrival, bad[b * 8 + 2]);
+    bad[5 * 8 + 3] = last_arrival - 1;  // CTA 5 passes before the last arrival
+    for (int i = 0; i < 3; ++i) bad[5 * 8 + i] = std::min(bad[5 * 8 + i], last_arrival - 1);
+    EXPECT_FALSE(fused_trace_in_order(bad, ctas)) << "the checker missed an early pass";
+    int64_t t0 = INT64_MAX, t7 = 0;
+    for (int b = 0; b < ctas; ++b) {
+      t0 = std::min(t0, (*trace)[b * 8]);
+      t7 = std::max(t7, (*trace)[b * 8 + 7]);
+    }
+    std::string line = core::to_string(p) + ": " + std::to_string(t7 - t0) +
+                       " ns first start to last end; medians over CTAs (ns):";
+    const char* names[] = {"route+queue", "gemm1", "barrier", "h copy",
+                           "w2 wait",     "gemm2", "combine"};
+    for (int i = 1; i < 8; ++i) {
+      std::vector<int64_t> d;
+      for (int b = 0; b < ctas; ++b) d.push_back((*trace)[b * 8 + i] - (*trace)[b * 8 + i - 1]);
+      std::sort(d.begin(), d.end());
+      line += std::string(" ") + names[i - 1] + " " + std::to_string(d[d.size() / 2]);
+    }
+    std::vector<int64_t> warps((*trace).begin() + ctas * 8, (*trace).end());
+    for (auto& w : warps) w -= t0;
+    std::sort(warps.begin(), warps.end());
+    line += "; warps' GEMM1 done at min " + std::to_string(warps.front()) + " median " +
+            std::to_string(warps[warps.size() / 2]) + " max " + std::to_string(warps.back());
+    std::printf("decode_fused phases: %s\n", line.c_str());
+  }
 }
 
 // dynamic_tiles, half_tile_skip and tail_split are bitwise: tma_ws configs give the digest of the
