@@ -47,10 +47,11 @@ struct FastPaths {
   /// idles (takes precedence over half_tile_skip). Class bitwise: every element gets the same k16
   /// wgmma sequence as in the full tile.
   bool tail_split = false;
-  /// cuda: the tiny-M decode path (swap_ab configs, M x top_k <= 128, the whole layer) in one
-  /// cooperative launch of one CTA per SM: GEMM1, a grid barrier, GEMM2 with the combine; the w2
-  /// rows of GEMM2 are queued into shared memory (bulk copies) as each warp finishes GEMM1. Class
-  /// bitwise: every dot product and the top-k sum in the two-launch path's order.
+  /// cuda: the tiny-M decode path (swap_ab configs, the whole layer) in one cooperative launch of
+  /// one CTA per SM: GEMM2's w2 rows bulk-copied into shared memory at the start, GEMM1, a grid
+  /// barrier, GEMM2 with the combine; only where the rows fit (decode_fused_takes). Class bitwise:
+  /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
+  /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
 
   bool operator==(FastPaths const&) const = default;
