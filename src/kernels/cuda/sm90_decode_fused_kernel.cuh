@@ -219,7 +219,6 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
 
   // ---------------------------------------------------------------- phase 1: GEMM1
   {
-    const int nvec = K >> 3;
     const int per_u = (I + kRows1 - 1) / kRows1;
     for (int unit = gw; unit < U * per_u; unit += W) {
       const int u = unit / per_u;
@@ -233,68 +232,14 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
         for (int i = 0; i < kBlockM; ++i) {
           xrow[i] = p.x + static_cast<long long>(s_order[g0 + min(i, np - 1)] / p.top_k) * K;
         }
-        float acc[kRows1][kHalves][kBlockM];
-        const moe_bf16* wrow[kRows1][kHalves];
-        bool valid[kRows1];
+        int col[kRows1];
 #pragma unroll
-        for (int r = 0; r < kRows1; ++r) {
-          valid[r] = c0 + r < I;
-#pragma unroll
-          for (int hh = 0; hh < kHalves; ++hh) {
-            wrow[r][hh] = w + static_cast<long long>(valid[r] ? c0 + r + hh * I : 0) * K;
-#pragma unroll
-            for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
-          }
-        }
-        for (int v0 = 0; v0 < nvec; v0 += 32 * kVec1) {
-          uint4 wv[kRows1][kHalves][kVec1];
-#pragma unroll
-          for (int r = 0; r < kRows1; ++r) {
-#pragma unroll
-            for (int hh = 0; hh < kHalves; ++hh) {
-#pragma unroll
-              for (int j = 0; j < kVec1; ++j) {
-                const int v = v0 + j * 32 + lane;
-                wv[r][hh][j] = (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r][hh] + v * 8)
-                                                      : make_uint4(0, 0, 0, 0);
-              }
-            }
-          }
-#pragma unroll
-          for (int i = 0; i < kBlockM; ++i) {
-            if (i < np) {
-#pragma unroll
-              for (int j = 0; j < kVec1; ++j) {
-                const int v = v0 + j * 32 + lane;
-                const uint4 xv =
-                    v < nvec ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-                for (int r = 0; r < kRows1; ++r) {
-#pragma unroll
-                  for (int hh = 0; hh < kHalves; ++hh) {
-                    acc[r][hh][i] = dot8(wv[r][hh][j], xv, acc[r][hh][i]);
-                  }
-                }
-              }
-            }
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < kRows1; ++r) {
-#pragma unroll
-          for (int i = 0; i < kBlockM; ++i) {
-            float v = warp_sum(acc[r][0][i]);
-            if (kGated) {
-              v = act_silu(v) * warp_sum(acc[r][kHalves - 1][i]);
-            } else {
-              v = apply_act<kAct>(v);
-            }
-            if (lane == i % 32 && i < np && valid[r]) {
-              p.h[static_cast<long long>(s_order[g0 + i]) * I + c0 + r] =
+        for (int r = 0; r < kRows1; ++r) col[r] = c0 + r < I ? c0 + r : -1;
+        decode_gemm1_pass<kAct, kGated, kBlockM, kRows1, kVec1>(
+            w, I, K, xrow, np, col, [&](int r, int i, float v) {
+              p.h[static_cast<long long>(s_order[g0 + i]) * I + col[r]] =
                   (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
-            }
-          }
-        }
+            });
       }
     }
   }

@@ -76,6 +76,78 @@ MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
   return acc;
 }
 
+/// One decode GEMM1 pass of a warp (moe_decode_gemm1_kernel, and lever decode_fused's kernel): for
+/// kRows output columns col[r] (-1: none) of one expert's w1 rows `w` ([N1, K]; silu: gate rows,
+/// then up rows at + n_dim), the dot of each row with the x rows xrow[i] (i < np); each lane runs
+/// the 16-byte vectors v = lane + 32 j in ascending order (kVec per step, the step's weight loads
+/// issued first), reduced by warp_sum; then store(r, i, act) on lane i % 32 for each real (r, i).
+template <int kAct, bool kGated, int kBlockM, int kRows, int kVec, typename Store>
+MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
+                                      const moe_bf16* const (&xrow)[kBlockM], int np,
+                                      const int (&col)[kRows], Store store) {
+  constexpr int kHalves = kGated ? 2 : 1;
+  const int lane = threadIdx.x & 31;
+  const int nvec = k_dim >> 3;
+  float acc[kRows][kHalves][kBlockM];
+  const moe_bf16* wrow[kRows][kHalves];
+  bool valid[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    valid[r] = col[r] >= 0;
+#pragma unroll
+    for (int hh = 0; hh < kHalves; ++hh) {
+      wrow[r][hh] = w + (long long)(valid[r] ? col[r] + hh * n_dim : 0) * k_dim;
+#pragma unroll
+      for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
+    }
+  }
+  for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+    uint4 wv[kRows][kHalves][kVec];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+      for (int hh = 0; hh < kHalves; ++hh) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int v = v0 + j * 32 + lane;
+          wv[r][hh][j] =
+              (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r][hh] + v * 8) : make_uint4(0, 0, 0, 0);
+        }
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kBlockM; ++i) {
+      if (i < np) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int v = v0 + j * 32 + lane;
+          const uint4 xv = v < nvec ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+          for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+            for (int hh = 0; hh < kHalves; ++hh) {
+              acc[r][hh][i] = dot8(wv[r][hh][j], xv, acc[r][hh][i]);
+            }
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+    for (int i = 0; i < kBlockM; ++i) {
+      float v = warp_sum(acc[r][0][i]);
+      if (kGated) {
+        v = act_silu(v) * warp_sum(acc[r][kHalves - 1][i]);
+      } else {
+        v = apply_act<kAct>(v);
+      }
+      if (lane == i % 32 && i < np && valid[r]) store(r, i, v);
+    }
+  }
+}
+
 constexpr int kDecodeBatch = 128;  // pairs of one expert gathered per round (shared memory)
 
 template <int kAct, bool kGated, int kBlockM, int kBlockN, int kWarps, int kRows, int kVec>
@@ -97,7 +169,6 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
   if (__syncthreads_or(earlier)) return;  // an earlier pair's CTA owns this expert
 
   const moe_bf16* w = p.b + (long long)e * p.b_rows_per_expert * p.k_dim;
-  const int nvec = p.k_dim >> 3;
   const int col0 = blockIdx.y * kBlockN;
   int pos = pair;
   while (pos < p.num_pairs) {
@@ -134,71 +205,17 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
         xrow[i] = p.a + (long long)(s_pairs[g0 + min(i, np - 1)] / p.top_k) * p.k_dim;
       }
       for (int it = warp; it < kBlockN; it += kWarps * kRows) {
-        float acc[kRows][kHalves][kBlockM];
-        const moe_bf16* wrow[kRows][kHalves];
-        bool valid[kRows];
+        int col[kRows];
 #pragma unroll
         for (int r = 0; r < kRows; ++r) {
           const int cl = it + r * kWarps;
-          const int col = col0 + cl;
-          valid[r] = cl < kBlockN && col < p.n_dim;
-#pragma unroll
-          for (int hh = 0; hh < kHalves; ++hh) {
-            wrow[r][hh] = w + (long long)(valid[r] ? col + hh * p.n_dim : 0) * p.k_dim;
-#pragma unroll
-            for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
-          }
+          col[r] = cl < kBlockN && col0 + cl < p.n_dim ? col0 + cl : -1;
         }
-        for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-          uint4 wv[kRows][kHalves][kVec];
-#pragma unroll
-          for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-            for (int hh = 0; hh < kHalves; ++hh) {
-#pragma unroll
-              for (int j = 0; j < kVec; ++j) {
-                const int v = v0 + j * 32 + lane;
-                wv[r][hh][j] = (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r][hh] + v * 8)
-                                                      : make_uint4(0, 0, 0, 0);
-              }
-            }
-          }
-#pragma unroll
-          for (int i = 0; i < kBlockM; ++i) {
-            if (i < np) {
-#pragma unroll
-              for (int j = 0; j < kVec; ++j) {
-                const int v = v0 + j * 32 + lane;
-                const uint4 xv =
-                    v < nvec ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
-#pragma unroll
-                for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-                  for (int hh = 0; hh < kHalves; ++hh) {
-                    acc[r][hh][i] = dot8(wv[r][hh][j], xv, acc[r][hh][i]);
-                  }
-                }
-              }
-            }
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-          for (int i = 0; i < kBlockM; ++i) {
-            float v = warp_sum(acc[r][0][i]);
-            if (kGated) {
-              v = act_silu(v) * warp_sum(acc[r][kHalves - 1][i]);
-            } else {
-              v = apply_act<kAct>(v);
-            }
-            if (lane == i % 32 && i < np && valid[r]) {
+        decode_gemm1_pass<kAct, kGated, kBlockM, kRows, kVec>(
+            w, p.n_dim, p.k_dim, xrow, np, col, [&](int r, int i, float v) {
               const long long q = s_pairs[g0 + i];
-              p.out[q * p.n_dim + col0 + it + r * kWarps] =
-                  (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
-            }
-          }
-        }
+              p.out[q * p.n_dim + col[r]] = (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+            });
       }
     }
     pos = s_next;
