@@ -160,6 +160,15 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   return w;
 }
 
+/// The caller's workspace against what layout `w` needs.
+core::Status check_workspace(WorkspaceLayout const& w, size_t workspace_bytes, const char* where) {
+  if (workspace_bytes >= w.total) return core::Status::Ok();
+  return core::make_error(core::ErrorCode::kInvalidArgument, where,
+                          "workspace of " + std::to_string(workspace_bytes) +
+                              " bytes is below the " + std::to_string(w.total) +
+                              " this M needs; size it with sm90_gather_workspace_bytes");
+}
+
 // Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
 /// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it). cooperative: every
 /// CTA co-resident (lever decode_fused's grid barrier), or the launch fails.
@@ -533,13 +542,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const int m_sub = align_m / k.g1.block_m;
   const bool permuted_x = gemm1_reads_permuted_x(k.g1);
   const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x);
-  if (workspace_bytes < w.total) {
-    return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
-                            "workspace of " + std::to_string(workspace_bytes) +
-                                " bytes is below the " + std::to_string(w.total) +
-                                " this M needs; size it with "
-                                "sm90_gather_workspace_bytes");
-  }
+  MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_gather"));
   const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
   if (stages & kStageAlign)
@@ -577,12 +580,7 @@ core::Status launch_sm90_decode_fused_traced(Sm90GatherKernels const& k, core::M
   }
   const int align_m = align_block_m(k.g1, k.g2);
   const WorkspaceLayout w = layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, false);
-  if (workspace_bytes < w.total) {
-    return core::make_error(core::ErrorCode::kInvalidArgument, "launch_sm90_decode_fused_traced",
-                            "workspace of " + std::to_string(workspace_bytes) +
-                                " bytes is below the " + std::to_string(w.total) +
-                                " this M needs; size it with sm90_gather_workspace_bytes");
-  }
+  MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_decode_fused_traced"));
   const LayerBuffers b = carve(w, workspace, p, align_m, align_m / k.g1.block_m);
   return launch_decode_fused(k, p, args, b, stream, FastPaths{.decode_fused = true}, trace);
 }
