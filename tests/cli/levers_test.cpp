@@ -86,7 +86,7 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "one of MOETUNE_LEVER_ALIGN_MULTI_CTA, MOETUNE_LEVER_WGMMA_MAINLOOP, MOETUNE_LEVER_PDL, "
        "MOETUNE_LEVER_DECODE_L2_PREFETCH, MOETUNE_LEVER_DECODE_W2_STAGE, "
        "MOETUNE_LEVER_DYNAMIC_TILES, MOETUNE_LEVER_HALF_TILE_SKIP, MOETUNE_LEVER_TAIL_SPLIT, "
-       "MOETUNE_LEVER_CPU_REGISTER_TILES (moetune levers "
+       "MOETUNE_LEVER_DECODE_FUSED, MOETUNE_LEVER_CPU_REGISTER_TILES (moetune levers "
        "list); unset it; did you mean "
        "'MOETUNE_LEVER_WGMMA_MAINLOOP'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
