@@ -27,6 +27,21 @@
 
 namespace moetune_dev {
 
+/// The epilogue's view of a warpgroup's wgmma accumulators (sm90_wgmma_mainloop.cuh and the ws
+/// kernel's): one warp column, every warp 16 rows of each of kMmaM m64 results (the result mm
+/// starts at row kRowStride * mm) and all kTileN columns as n8 fragments; gated: gate fragments,
+/// then up.
+template <int kTileN, bool kGated, int kMmaM_, int kRowStride>
+struct WgmmaEpilogueLayout {
+  static constexpr int kWarpColumns = 1;
+  static constexpr int kWarpTileM = 16;
+  static constexpr int kWarpTileN = kTileN;
+  static constexpr int kMmaM = kMmaM_;
+  static constexpr int kMmaRowStride = kRowStride;
+  static constexpr int kMmaN = kTileN / 8;
+  static constexpr int kNumAcc = kGated ? 2 : 1;
+};
+
 /// Lanes l and l ^ kMask trade two values: the lane with the kMask bit set gives (lo0, lo1) and
 /// takes its partner's (hi0, hi1) in their place; the other lane the reverse.
 template <int kMask>

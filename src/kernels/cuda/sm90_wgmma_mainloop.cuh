@@ -10,24 +10,18 @@
 
 #include "sm90_common.cuh"
 #include "sm90_cpasync_mainloop.cuh"
+#include "sm90_moe_epilogue.cuh"
 #include "sm90_wgmma_ops.cuh"
 
 namespace moetune_dev {
 
+// Epilogue view (same accessors as CpAsyncMainloop): every warp owns 16 rows and all kBlockN
+// columns, as n8 fragments.
 template <int kBlockM, int kBlockN, int kStages, bool kGated>
-struct WgmmaMainloop {
+struct WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   static constexpr int kBlockK = 64;
   static constexpr int kWarpGroups = kBlockM / 64;
   static constexpr int kThreads = kWarpGroups * 128;
-  static constexpr int kNumAcc = kGated ? 2 : 1;
-  // Epilogue view (same accessors as CpAsyncMainloop): every warp owns 16 rows and all kBlockN
-  // columns, as n8 fragments.
-  static constexpr int kWarpColumns = 1;
-  static constexpr int kWarpTileM = 16;
-  static constexpr int kWarpTileN = kBlockN;
-  static constexpr int kMmaM = 1;
-  static constexpr int kMmaRowStride = 16;
-  static constexpr int kMmaN = kBlockN / 8;
   // Gated GEMM1 issues one m64 x (2 kBlockN) wgmma over the contiguous [gate | up] B rows.
   static constexpr int kMmaWidth = kGated ? 2 * kBlockN : kBlockN;
   static constexpr int kAccPerThread = kMmaWidth / 2;

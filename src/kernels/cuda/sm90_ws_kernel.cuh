@@ -71,14 +71,9 @@ struct WsGemmParams {
 /// of each of kHalves 64-row halves and all kBlockN columns as n8 fragments; gated: gate
 /// fragments first, then up; half mm's registers follow half mm - 1's).
 template <int kBlockN, bool kGated, int kHalves = 1>
-struct WsAccumulators {
-  static constexpr int kWarpColumns = 1;
-  static constexpr int kWarpTileM = 16;
-  static constexpr int kWarpTileN = kBlockN;
-  static constexpr int kMmaM = kHalves;
-  static constexpr int kMmaRowStride = 64;  // half mm starts at row 64 * mm
-  static constexpr int kMmaN = kBlockN / 8;
-  static constexpr int kNumAcc = kGated ? 2 : 1;
+struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
+  using Layout = WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64>;
+  static constexpr int kNumAcc = Layout::kNumAcc;
   static constexpr int kWidth = kNumAcc * kBlockN;
   static constexpr int kHalfRegs = kWidth / 2;  // registers of one m64 wgmma accumulator
   float acc[kHalves * kHalfRegs];
@@ -115,14 +110,7 @@ struct WsAccumulators {
 /// The epilogue's view of the first kNumAcc * kN / 2 registers of a warpgroup's accumulators,
 /// laid out as WsAccumulators<kN, kGated> (lever tail_split: a tail tile's narrower wgmma results).
 template <int kN, bool kGated>
-struct WsAccumulatorView {
-  static constexpr int kWarpColumns = 1;
-  static constexpr int kWarpTileM = 16;
-  static constexpr int kWarpTileN = kN;
-  static constexpr int kMmaM = 1;
-  static constexpr int kMmaRowStride = 64;
-  static constexpr int kMmaN = kN / 8;
-  static constexpr int kNumAcc = kGated ? 2 : 1;
+struct WsAccumulatorView : WgmmaEpilogueLayout<kN, kGated, 1, 64> {
   const float* acc;
   MOETUNE_DEVICE float acc_at(int h, int, int nn, int i) const {
     return acc[(h * (kN / 8) + nn) * 4 + i];
@@ -571,7 +559,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         wgmma_wait<1>();
         ml.fence_all();
       });
-      moe_epilogue_store<View, kAct, kIsGemm1>(View{ml.acc}, tid, rows, g.out, trow0,
+      moe_epilogue_store<View, kAct, kIsGemm1>(View{{}, ml.acc}, tid, rows, g.out, trow0,
                                                pid_n * kBlockN + c0, g.n_dim, partial);
     };
     // The CTA's next tile: the static walk's, or (dynamic_tiles) the one the producer put in the
