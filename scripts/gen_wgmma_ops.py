@@ -5,7 +5,7 @@ import pathlib
 
 HEADER = pathlib.Path(__file__).with_name("gen_wgmma_ops_header.cuh.in").read_text()
 parts = [HEADER]
-for n in range(32, 257, 8):
+for n in range(16, 257, 8):
     r = n // 2
     regs = ",".join("%%%d" % i for i in range(r))
     cons = ", ".join('"+f"(d[%d])' % i for i in range(r))

@@ -122,6 +122,7 @@ core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
                            std::vector<std::string> const& opts, JitModule& m) {
   const std::string main_src =
       "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_ws_kernel.cuh\"\n"
+      "#include \"sm90_swap_kernel.cuh\"\n"
       "#include \"sm90_align_kernel.cuh\"\n#include \"sm90_decode_kernel.cuh\"\n"
       "#include \"sm90_decode_fused_kernel.cuh\"\n"
       "#include \"sm90_reference_kernel.cuh\"\n";

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -333,6 +334,7 @@ core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k,
 
 core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
                                          bool is_gemm1) {
+  if (is_swap_ws(k)) return swap_geometry(p, k, is_gemm1);
   if (k.launch.swap_ab) return decode_geometry(p, k, is_gemm1);
   const ScheduleKind s = schedule_kind(k);
   MOETUNE_RETURN_IF_ERROR(check_tile(p, k, is_gemm1, s));
@@ -399,6 +401,16 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
             "; the decode GEMM1 writes h in pair order, which only the decode GEMM2 reads: set "
             "both or neither");
   }
+  if (is_swap_ws(c.gemm1) != is_swap_ws(c.gemm2)) {
+    return core::make_error(
+        ErrorCode::kUnsupported, "sm90_gather",
+        std::string("gemm1.launch.schedule = ") +
+            std::string(core::to_string(c.gemm1.launch.schedule)) +
+            " but gemm2.launch.schedule = " +
+            std::string(core::to_string(c.gemm2.launch.schedule)) +
+            " with swap_ab: schedule tma_ws names the swap-AB wgmma kernels, auto the decode "
+            "kernels, which write h in different orders; give both GEMMs the same schedule");
+  }
   auto g1 = gemm_geometry(p, c.gemm1, true);
   if (!g1.ok()) return g1.error();
   auto g2 = gemm_geometry(p, c.gemm2, false);
@@ -413,6 +425,12 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
     if (!is_gemm1) return "&moetune_dev::moe_decode_gemm2_kernel<" + tail;
     return "&moetune_dev::moe_decode_gemm1_kernel<" + std::to_string(act) + "," +
            (g.gated ? "true" : "false") + "," + std::to_string(g.block_m) + "," + tail;
+  }
+  if (g.swap) {
+    return "&moetune_dev::moe_swap_gemm_kernel<" + std::to_string(g.block_m) + "," +
+           std::to_string(g.warps_m / 4) + "," + std::to_string(g.stages) + "," +
+           std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
+           (is_gemm1 ? "true" : "false") + ">";
   }
   if (g.mma == 2) {
     return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +

@@ -43,6 +43,10 @@ struct GemmGeometry {
   /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
   /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.
   bool decode = false;
+  /// launch.swap_ab with schedule tma_ws (mma 2): the swap-AB kernel (sm90_swap_kernel.cuh):
+  /// weights on wgmma's M side, block_m = pairs per tile (wgmma N at most, chosen per tile),
+  /// warps_m = consumer warps (64 weight rows per warpgroup), block_n = output columns per tile.
+  bool swap = false;
   /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
   int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
@@ -67,6 +71,7 @@ struct GemmGeometry {
   bool persistent() const { return mma == 2; }
   /// fp32 accumulator registers per thread.
   int acc_registers() const {
+    if (swap) return block_m / 2;
     return (gated ? 2 : 1) * (block_m / warps_m) * (block_n / warps_n) / 32;
   }
 };

@@ -1,5 +1,6 @@
-// encode_tma_2d (sm90_tma_host.hpp). Covered by tests/kernels/cuda/sm90_gather_test.cpp (every
-// tma_ws and pingpong config encodes its maps per launch).
+// encode_tma_2d and encode_tma_gated_interleave (sm90_tma_host.hpp). Covered by
+// tests/kernels/cuda/sm90_gather_test.cpp (every tma_ws, pingpong and swap-AB config encodes its
+// maps per launch).
 #include "kernels/cuda/sm90_tma_host.hpp"
 
 #include <cuda_runtime.h>
@@ -31,14 +32,20 @@ EncodeTiledFn encode_tiled_fn() {
 
 }  // namespace
 
+namespace {
+
+core::Error no_encoder() {
+  return core::make_error(core::ErrorCode::kUnsupported, "launch_sm90_gather",
+                          "cuTensorMapEncodeTiled is not available from this driver (schedule "
+                          "tma_ws needs CUDA 12+); use schedule cooperative");
+}
+
+}  // namespace
+
 core::Status encode_tma_2d(CUtensorMap* map, const void* base, uint64_t rows, uint64_t cols,
                            uint32_t box_rows, const char* what) {
   EncodeTiledFn fn = encode_tiled_fn();
-  if (fn == nullptr) {
-    return core::make_error(core::ErrorCode::kUnsupported, "launch_sm90_gather",
-                            "cuTensorMapEncodeTiled is not available from this driver (schedule "
-                            "tma_ws needs CUDA 12+); use schedule cooperative");
-  }
+  if (fn == nullptr) return no_encoder();
   const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {cols * 2};
   const cuuint32_t box[2] = {64, box_rows};
@@ -54,6 +61,30 @@ core::Status encode_tma_2d(CUtensorMap* map, const void* base, uint64_t rows, ui
                                 std::to_string(box_rows) + " x 64): error " +
                                 std::to_string(static_cast<int>(r)) +
                                 "; the base must be 16-byte aligned and cols a multiple of 8");
+  }
+  return core::Status::Ok();
+}
+
+core::Status encode_tma_gated_interleave(CUtensorMap* map, const void* w1, uint64_t experts,
+                                         uint64_t inter, uint64_t k, uint32_t box_groups) {
+  EncodeTiledFn fn = encode_tiled_fn();
+  if (fn == nullptr) return no_encoder();
+  const cuuint64_t dims[4] = {k, 8, 2, experts * 2 * inter / 8};
+  const cuuint64_t strides[3] = {k * 2, inter * k * 2, 8 * k * 2};  // bytes, dims 1..3
+  const cuuint32_t box[4] = {64, 8, 2, box_groups};
+  const cuuint32_t elem[4] = {1, 1, 1, 1};
+  const CUresult r =
+      fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(w1), dims, strides, box, elem,
+         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return core::make_error(
+        core::ErrorCode::kInvalidArgument, "launch_sm90_gather",
+        "cuTensorMapEncodeTiled failed for the interleaved gated weights (E = " +
+            std::to_string(experts) + ", I = " + std::to_string(inter) +
+            ", K = " + std::to_string(k) + ", box of " + std::to_string(box_groups) +
+            " groups): error " + std::to_string(static_cast<int>(r)) +
+            "; the base must be 16-byte aligned, K and I multiples of 8");
   }
   return core::Status::Ok();
 }

@@ -1,7 +1,7 @@
 // sm90_wgmma_ops.cuh: wgmma (warpgroup MMA, sm_90a) wrappers for the sm90_gather family:
 // m64nNk16, bf16 x bf16 -> fp32, A and B from shared memory through 64-bit descriptors,
 // 128-byte swizzle, K-major. Generated operand lists for every N the path allows:
-// N in 32..256 step 8 (scripts/gen_wgmma_ops.py wrote this file; edit the generator, not the file).
+// N in 16..256 step 8 (scripts/gen_wgmma_ops.py wrote this file; edit the generator, not the file).
 // Descriptor layout (PTX ISA, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
 // 16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128 B).
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule = cooperative).
@@ -36,6 +36,30 @@ MOETUNE_DEVICE void fence_proxy_async() {
 
 template <int kN>
 struct Wgmma;
+
+template <>
+struct Wgmma<16> {
+  /// d[8] += A(64x16) * B(16x16)^T; scale_d = 0 overwrites d.
+  MOETUNE_DEVICE static void mma(float* d, moe_u64 desc_a, moe_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %10, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n16k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7}, %8, %9, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
+
+template <>
+struct Wgmma<24> {
+  /// d[12] += A(64x16) * B(24x16)^T; scale_d = 0 overwrites d.
+  MOETUNE_DEVICE static void mma(float* d, moe_u64 desc_a, moe_u64 desc_b, int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %14, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, %12, %13, p, 1, 1, 0, 0;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+        : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+  }
+};
 
 template <>
 struct Wgmma<32> {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <regex>
 #include <thread>
+#include <tuple>
 
 #include "../../core/temp_dir.hpp"
 
@@ -17,6 +18,7 @@
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
 #include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
@@ -446,6 +448,101 @@ TEST(Sm90Geometry, Tile192IsTmaWsWithThreeWarpgroupsOf64Rows) {
   bad = c;
   bad.gemm1 = tma_ws(128, 96, 4);
   expect_refused(p, bad, "differs from gemm2.tile.block_m = 192");
+}
+
+/// A swap-AB config (launch.swap_ab with schedule tma_ws): block_m pairs per tile, 64 weight rows
+/// per consumer warpgroup (num_warps / 4 of them), so block_n follows from the warps.
+core::KernelConfig swap_ws(int bm, int warps, int stages, bool gated) {
+  core::KernelConfig k = tma_ws(bm, swap_block_n(warps, gated), stages);
+  k.pipeline.num_warps = warps;
+  k.launch.swap_ab = true;
+  return k;
+}
+
+// The swap-AB kernels compile for every activation's GEMM1 and for GEMM2, at each block_m and
+// consumer count they take, with no spills and no serialised wgmma (the runtime choice of the
+// wgmma N keeps the accumulators in place), and GEMM1 reads x's sorted copy (the permute kernel
+// is in the module list).
+TEST(Sm90Jit, SwapAbConfigsCompileWithoutSpillsOrSerialisedWgmma) {
+  FreshCubinCache cache("jit_swap");
+  ASSERT_TRUE(cache.ok());
+  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2, core::Activation::kGelu,
+                   core::Activation::kGeluTanh}) {
+    const bool gated = core::is_gated(act);
+    for (auto [bm, warps, stages] : {std::tuple{64, 12, 4}, std::tuple{128, 12, 4},
+                                     std::tuple{192, 12, 4}, std::tuple{256, 8, 4}}) {
+      const core::MoeProblem p = s1_with(act, 2048);
+      const core::MoeConfig c{.gemm1 = swap_ws(bm, warps, stages, gated),
+                              .gemm2 = swap_ws(bm, warps, stages, false)};
+      const std::string what = "swap bm " + std::to_string(bm) + " w" + std::to_string(warps) +
+                               " " + std::string(core::to_string(act));
+      auto exprs = expect_compiles_clean(p, c, what);
+      ASSERT_GE(exprs.size(), 3u) << what;
+      EXPECT_NE(exprs[0].find("moe_swap_gemm_kernel<" + std::to_string(bm) + "," +
+                              std::to_string(warps / 4) + ","),
+                std::string::npos)
+          << exprs[0];
+      EXPECT_NE(exprs[1].find("moe_swap_gemm_kernel<"), std::string::npos) << exprs[1];
+      EXPECT_EQ(exprs[2], "&moetune_dev::moe_align_kernel<" + std::to_string(bm) + ">");
+    }
+  }
+}
+
+// can_implement of swap-AB (launch.swap_ab with schedule tma_ws): both GEMMs swap-AB at one
+// block_m, block_n set by the warps, block_k 64, no split-K or clusters, the stages within shared
+// memory; each refusal names the field. GEMM1 reads x's sorted copy, so the workspace holds it.
+TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
+  core::MoeProblem p = s1_with(core::Activation::kSiluGated, 2048);
+  const core::MoeConfig c{.gemm1 = swap_ws(192, 12, 4, true), .gemm2 = swap_ws(192, 12, 4, false)};
+  ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
+  auto g1 = gemm_geometry(p, c.gemm1, true);
+  auto g2 = gemm_geometry(p, c.gemm2, false);
+  ASSERT_TRUE(g1.ok() && g2.ok());
+  EXPECT_TRUE(g1->swap && g2->swap && !g1->decode);
+  EXPECT_EQ(g1->block_n, 96);   // 3 x 64 weight rows: gate and up of 96 columns
+  EXPECT_EQ(g2->block_n, 192);  // 3 x 64 output columns
+  EXPECT_EQ(g1->threads(), 512);
+  EXPECT_EQ(g1->acc_registers(), 96);
+  EXPECT_EQ(g1->smem_bytes(), 4 * (192 + 192) * 128 + 1024);
+  {  // at block_m 128 the tma_ws GEMM1 gathers x; the swap-AB one reads its sorted copy
+    const core::MoeConfig swap128{.gemm1 = swap_ws(128, 12, 4, true),
+                                  .gemm2 = swap_ws(128, 12, 4, false)};
+    const core::MoeConfig ws128{.gemm1 = tma_ws(128, 128, 4), .gemm2 = tma_ws(128, 128, 4)};
+    const int64_t copy =
+        2 * max_blocks(core::num_pairs(p), p.num_experts, 128) * 128 * p.hidden_size;
+    EXPECT_EQ(sm90_gather_workspace_bytes(p, swap128),
+              sm90_gather_workspace_bytes(p, ws128) + (copy + 255) / 256 * 256);
+  }
+  auto bad = c;  // negative twins, one field each
+  bad.gemm1.tile.block_n = 128;
+  expect_refused(p, bad, "tile.block_n = 96 with 12 warps");
+  bad = c;
+  bad.gemm2.pipeline.num_warps = 4;
+  expect_refused(p, bad, "num_warps = 8 or 12");
+  bad = c;
+  bad.gemm1.tile.block_m = bad.gemm2.tile.block_m = 256;
+  expect_refused(p, bad, "192 with 12 warps (96 accumulator registers at most); saw 256");
+  bad = c;
+  bad.gemm1.tile.block_m = bad.gemm2.tile.block_m = 96;
+  expect_refused(p, bad, "saw 96");
+  bad = c;
+  bad.gemm2.pipeline.split_k = 2;
+  expect_refused(p, bad, "split_k 2");
+  bad = c;
+  bad.gemm1.launch.cluster_m = bad.gemm2.launch.cluster_m = 2;
+  expect_refused(p, bad, "cluster 2x1");
+  bad = c;
+  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
+  expect_refused(p, bad, "shared memory");
+  bad = c;
+  bad.gemm2.launch.schedule = core::Schedule::kAuto;  // the decode GEMM2 under a swap-AB GEMM1
+  expect_refused(p, bad, "give both GEMMs the same schedule");
+  bad = c;
+  bad.gemm1 = swap_ws(128, 12, 4, true);
+  expect_refused(p, bad, "differs from gemm2.tile.block_m = 192");
+  bad = c;
+  bad.gemm2.tile.block_k = 128;
+  expect_refused(p, bad, "block_k = 64");
 }
 
 // The per-GEMM space has a group of 192 (both GEMMs) where an expert holds more than 96 and at

@@ -16,6 +16,7 @@
 #include "kernels/cuda/sm90_decode_geometry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
 #include "kernels/cuda_factory.hpp"
 #include "moe_shape.hpp"
 
@@ -73,6 +74,20 @@ MoeConfig wgmma(int bm, int bn1, int bn2, int warps, int stages, int group_m,
   k.launch.schedule = schedule;
   MoeConfig c{.gemm1 = k, .gemm2 = k};
   c.gemm2.tile.block_n = bn2;
+  return c;
+}
+
+// A swap-AB config (launch.swap_ab with schedule tma_ws) on both GEMMs: block_m pairs per tile,
+// `warps` consumer warps (64 weight rows per warpgroup, which sets block_n).
+MoeConfig swap_ws(MoeProblem const& p, int bm, int warps, int stages, int group_m = 8) {
+  core::KernelConfig k;
+  k.tile = {
+      .block_m = bm, .block_n = swap_block_n(warps, false), .block_k = 64, .group_m = group_m};
+  k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
+  k.launch.swap_ab = true;
+  k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+  MoeConfig c{.gemm1 = k, .gemm2 = k};
+  c.gemm1.tile.block_n = swap_block_n(warps, core::is_gated(p.activation));
   return c;
 }
 
@@ -175,6 +190,10 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
         c.gemm1 = wgmma(bm1, 64, 64, bm1 / 16, 3, 2, core::Schedule::kTmaWarpSpecialized).gemm1;
         cfgs.push_back(c);
       }
+      // swap-AB (weights on wgmma's M side, a tile's pairs its N, chosen per tile): 64 pairs per
+      // tile with three consumer warpgroups, 256 with two.
+      cfgs.push_back(swap_ws(p, 64, 12, 4, 3));
+      cfgs.push_back(swap_ws(p, 256, 8, 3, 1));
       for (int bm : {64, 128}) {  // pingpong: two consumer warpgroups on alternate tiles
         cfgs.push_back(wgmma(bm, bm == 64 ? 96 : 40, bm == 64 ? 200 : 120, 8, bm == 64 ? 2 : 4, 3,
                              core::Schedule::kPingpong));
@@ -329,6 +348,34 @@ void on_benchmark_shapes_mid_m(CudaTestbed& tb, Check check) {
       check(p);
     }
   }
+}
+
+// Swap-AB (launch.swap_ab with schedule tma_ws) at every block_m and consumer count it takes:
+//   - the odd shapes (E not a power of two, I = 192 / 320: partial column tiles; relu^2 and gated
+//     GEMM1, whose gate and up rows arrive interleaved) against fp64, element by element, twice
+//     with the same bits, at M from 1 (one pair per tile: wgmma N 16) to 3000 (many tiles per
+//     expert);
+//   - S1-S3 at M = 1000 and 4096 against the GPU reference, deterministic.
+TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShapes) {
+  struct Shape {
+    int bm, warps, stages;
+  };
+  const Shape shapes[] = {{64, 12, 4}, {128, 12, 4}, {192, 12, 4}, {128, 8, 5}, {256, 8, 4}};
+  on_odd_cluster_shapes(*tb_, 5, 9, [&](MoeProblem const& p, std::vector<double> const& ref) {
+    for (auto sh : shapes) {
+      const MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages, sh.bm == 64 ? 3 : 1);
+      ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+      expect_matches_fp64(*tb_, c, ref, "swap-AB, " + core::to_string(p));
+    }
+  });
+  on_benchmark_shapes_mid_m(*tb_, [&](MoeProblem const& p) {
+    for (auto sh : shapes) {
+      if (sh.bm == 64) continue;
+      const MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages);
+      ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+      expect_in_band_and_deterministic(*tb_, c, "swap-AB, " + core::to_string(p));
+    }
+  });
 }
 
 // tma_ws on CTA pairs (launch.cluster_m = 2: m-blocks 2j and 2j+1 of one n-tile, the weight tile

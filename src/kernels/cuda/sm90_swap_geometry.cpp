@@ -1,0 +1,106 @@
+// Geometry of the sm90_gather family's swap-AB kernel (sm90_swap_geometry.hpp).
+#include "kernels/cuda/sm90_swap_geometry.hpp"
+
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace moetune::kernels::cuda {
+namespace {
+
+constexpr std::string_view kPre = "launch.swap_ab = true with schedule tma_ws (swap-AB wgmma) ";
+
+core::Error reject(std::string_view gemm, std::string msg) {
+  return geometry_error(gemm, std::string(kPre) + std::move(msg));
+}
+
+/// The static shared memory beside the stages: two barriers and a pair count per stage, and
+/// GEMM2's pair ids and weights per consumer warpgroup (sm90_swap_kernel.cuh).
+int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1) {
+  return stages * 20 + (is_gemm1 ? 8 : consumers * block_m * 8);
+}
+
+}  // namespace
+
+int swap_block_n(int num_warps, bool gated) {
+  const int weight_rows = num_warps / 4 * 64;
+  return gated ? weight_rows / 2 : weight_rows;
+}
+
+core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                         bool is_gemm1) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const auto& t = k.tile;
+  const auto& pl = k.pipeline;
+  const auto& l = k.launch;
+  const int64_t k_dim = is_gemm1 ? p.hidden_size : p.intermediate_size;
+  const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
+  const bool gated = is_gemm1 && core::is_gated(p.activation);
+  if (pl.num_warps != 8 && pl.num_warps != 12) {
+    return reject(gemm,
+                  "takes pipeline.num_warps = 8 or 12 (two or three consumer warpgroups "
+                  "of 64 weight rows; the producer warpgroup is not counted); saw " +
+                      std::to_string(pl.num_warps));
+  }
+  const int consumers = pl.num_warps / 4;
+  const int max_m = consumers == 3 ? 192 : 256;
+  if (t.block_m < 64 || t.block_m > max_m || t.block_m % 64 != 0) {
+    return reject(gemm, "takes tile.block_m = pairs per tile (wgmma N at most) in 64, 128, 192" +
+                            std::string(consumers == 2 ? ", 256" : "") + " with " +
+                            std::to_string(pl.num_warps) + " warps (" + std::to_string(max_m / 2) +
+                            " accumulator registers at most); saw " + std::to_string(t.block_m));
+  }
+  const int bn = swap_block_n(pl.num_warps, gated);
+  if (t.block_n != bn) {
+    return reject(gemm, "takes tile.block_n = " + std::to_string(bn) + " with " +
+                            std::to_string(pl.num_warps) + " warps (64 weight rows per consumer " +
+                            "warpgroup" + (gated ? ", gate and up rows of 32 output columns" : "") +
+                            "); saw " + std::to_string(t.block_n));
+  }
+  if (t.block_k != 64) {
+    return reject(gemm, "takes tile.block_k = 64 (one 128-byte swizzle atom); saw " +
+                            std::to_string(t.block_k));
+  }
+  if (k_dim % 64 != 0 || n_dim % 8 != 0) {
+    return reject(gemm, std::string("needs ") + (is_gemm1 ? "K" : "I") +
+                            " a multiple of 64 and the output width a multiple of 8; saw K = " +
+                            std::to_string(p.hidden_size) +
+                            ", I = " + std::to_string(p.intermediate_size));
+  }
+  if (t.group_m < 1 || t.group_m > 64) {
+    return reject(gemm, "takes tile.group_m in 1..64; saw " + std::to_string(t.group_m));
+  }
+  if (pl.split_k != 1 || l.cluster_m != 1 || l.cluster_n != 1 || l.num_threads != 0) {
+    return reject(gemm,
+                  "has no split-K, clusters or thread count; use split_k 1, cluster 1x1 and "
+                  "num_threads 0; saw split_k " +
+                      std::to_string(pl.split_k) + ", cluster " + std::to_string(l.cluster_m) +
+                      "x" + std::to_string(l.cluster_n) + ", num_threads " +
+                      std::to_string(l.num_threads));
+  }
+  if (pl.num_stages < 2 || pl.num_stages > 8) {
+    return reject(gemm, "takes pipeline.num_stages in 2..8; saw " + std::to_string(pl.num_stages));
+  }
+  GemmGeometry g;
+  g.block_m = t.block_m;
+  g.block_n = bn;
+  g.block_k = 64;
+  g.warps_m = pl.num_warps;
+  g.warps_n = 1;
+  g.stages = pl.num_stages;
+  g.group_m = t.group_m;
+  g.gated = gated;
+  g.mma = 2;
+  g.swap = true;
+  const int smem = g.smem_bytes() + swap_static_smem(g.stages, consumers, g.block_m, is_gemm1);
+  if (smem > kSm90MaxSmemBytes) {
+    return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
+                            std::to_string(g.stages) + " stages of " +
+                            std::to_string((g.block_m + g.b_rows()) * 128) +
+                            " bytes), over the sm_90 limit of " +
+                            std::to_string(kSm90MaxSmemBytes) + "; use fewer stages");
+  }
+  return g;
+}
+
+}  // namespace moetune::kernels::cuda

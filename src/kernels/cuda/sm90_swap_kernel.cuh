@@ -1,0 +1,270 @@
+// sm90_swap_kernel.cuh: the swap-AB GEMM kernel of the sm90_gather family (launch.swap_ab with
+// schedule tma_ws), for mid M, where an expert holds tens to a couple of hundred pairs.
+//   - Swap-AB: the weights are wgmma's M side (64 weight rows per consumer warpgroup), the tile's
+//     tokens its N side. A tile is one align block (block_m rows of one expert); its wgmma N is
+//     the block's pairs rounded up to 16, chosen per tile at run time (swap_k_tile), so padding
+//     costs at most 15 columns of MMA, not a 64-row granule, and an expert of up to block_m pairs
+//     reads each weight tile once.
+//   - Warpgroup 0 is the producer: its warp 0 counts the tile's pairs (ballots over the block's
+//     pair ids; align pads an expert's rows at its end), and lane 0 issues TMA loads of the
+//     weight rows (one box; gated GEMM1 through a 4-D map that interleaves gate and up rows in
+//     8-row groups, encode_tma_gated_interleave) and of the token rows in 16-row boxes, only those
+//     that hold pairs: GEMM1 reads x from its copy in sorted-row order (moe_permute_rows_kernel),
+//     GEMM2 reads h. The pair count rides with the stage (stage_rows), written before the
+//     arrival that releases the stage.
+//   - kConsumers warpgroups (2 or 3) each multiply their 64 weight rows by the tile's N tokens
+//     (m64 x N x k16 wgmma, N <= block_m, accumulators N / 2 <= 128 registers) and store the
+//     transposed result: thread (warp w, lane l) holds weight rows 16 w + l / 4 (+ 8) and tokens
+//     8 j + 2 (l % 4) (+ 1). Gated: rows r and r + 8 of each 16-row block are the gate and up
+//     rows of one output column, so silu(gate) * up is formed in registers. GEMM1 stores h rows
+//     (sorted order); GEMM2 stores routing weight x y rows of the pair (the tile's pair ids and
+//     weights staged in shared memory per warpgroup), which combine sums as for the other kernels.
+//   - Persistent, static walk over (align blocks x column tiles) in the group_m raster.
+// Deterministic: each output element is one wgmma accumulation chain over k in order; no atomics.
+// Not bitwise equal to the tma_ws kernel (the MMA's operand roles differ); within the bf16 band of
+// the fp64 reference like every kernel (tests/kernels/cuda/sm90_gather_test.cpp).
+#pragma once
+
+#include "sm90_common.cuh"
+#include "sm90_gather_kernel.cuh"
+#include "sm90_tma.cuh"
+#include "sm90_wgmma_ops.cuh"
+#include "sm90_ws_kernel.cuh"
+
+namespace moetune_dev {
+
+/// One 64-deep k-tile of a swap-AB warpgroup: 4 k16 steps of m64 x kN wgmma with kN the smallest
+/// multiple of 16 >= n (n <= kMaxN), A = 64 weight rows at a_base, B = the token rows at b_base.
+/// Uses acc[0, kN / 2).
+template <int kN, int kMaxN>
+MOETUNE_DEVICE void swap_k_tile(float* acc, int n, moe_u32 a_base, moe_u32 b_base) {
+  if constexpr (kN < kMaxN) {
+    if (n > kN) {
+      swap_k_tile<kN + 16, kMaxN>(acc, n, a_base, b_base);
+      return;
+    }
+  }
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    Wgmma<kN>::mma(acc, wgmma_desc_sw128(a_base + kk * 32), wgmma_desc_sw128(b_base + kk * 32), 1);
+  }
+}
+
+/// Pairs per tile: what the wgmma N can hold (block_m), and the stage bytes.
+template <int kBlockM, int kConsumers, bool kGated>
+struct SwapTile {
+  static constexpr int kWRows = kConsumers * 64;              // weight rows (wgmma M side)
+  static constexpr int kCols = kGated ? kWRows / 2 : kWRows;  // output columns per tile
+  static constexpr int kWBytes = kWRows * 128;                // block_k 64 = 128-byte rows
+  static constexpr int kTBytes = kBlockM * 128;
+  static constexpr int kStageBytes = kWBytes + kTBytes;
+  static constexpr int kAcc = kBlockM / 2;
+};
+
+template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1>
+__global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
+    moe_swap_gemm_kernel(const __grid_constant__ WsGemmParams p) {
+  constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  using Tile = SwapTile<kBlockM, kConsumers, kGated>;
+  constexpr int kStageBytes = Tile::kStageBytes;
+  constexpr int kAcc = Tile::kAcc;
+  constexpr int kCols = Tile::kCols;
+  // 128 x 40 + 256 x 232 or 384 x 152 registers <= 64 K (as the tma_ws kernel).
+  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : 232;
+  static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
+  static_assert(kBlockM % 64 == 0 && kBlockM <= (kConsumers == 3 ? 192 : 256),
+                "swap-AB: block_m a multiple of 64, <= 192 with three consumers (96 accumulator "
+                "registers), <= 256 with two (128)");
+  static_assert(kStages >= 2, "swap-AB: at least two stages");
+  static_assert(kStageBytes % 1024 == 0, "128-byte swizzle needs 1024-byte aligned tiles");
+
+  extern __shared__ __align__(1024) char smem_raw[];
+  __shared__ __align__(8) moe_u64 full_bar[kStages];
+  __shared__ __align__(8) moe_u64 empty_bar[kStages];
+  __shared__ int stage_rows[kStages];  // pairs of the tile whose k-tile the stage holds
+  // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
+  __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
+  __shared__ float s_scale[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
+  char* smem =
+      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  const int wg = threadIdx.x >> 7;
+  const int tid = threadIdx.x & 127;
+
+  if (threadIdx.x == 0) {
+    tma_prefetch_descriptor(&p.tma_a);
+    tma_prefetch_descriptor(&p.tma_b);
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(smem_u32(&full_bar[s]), 1);
+      mbar_init(smem_u32(&empty_bar[s]), kConsumers);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  pdl_launch_dependents();
+  pdl_wait();  // NOTE: align / permute / GEMM1 outputs are visible only after this
+
+  const GemmParams& g = p.g;
+  const int num_m = *g.num_blocks;
+  const int num_n = (g.n_dim + kCols - 1) / kCols;
+  const int total = num_m * num_n;
+  const int num_k = g.k_dim / 64;
+
+  if (wg == 0) {
+    // ---------------------------------------------------------------- producer warp
+    warpgroup_reg_dealloc<40>();
+    if (tid >= 32) return;  // one warp: its ballots count a tile's pairs, lane 0 issues the TMA
+    const int lane = tid;
+    int stage = 0, phase = 0;
+    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+      int pid_m, pid_n;
+      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      const int row0 = pid_m * kBlockM;
+      int n = 0;
+#pragma unroll
+      for (int i = 0; i < kBlockM / 32; ++i) {
+        n += __popc(__ballot_sync(0xffffffffu, g.sorted_pairs[row0 + 32 * i + lane] >= 0));
+      }
+      const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
+      const int e = g.block_expert[pid_m];
+      const int c0 = pid_n * kCols;  // first output column
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
+        if (lane == 0) {
+          const moe_u32 fb = smem_u32(&full_bar[stage]);
+          const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
+          const moe_u32 st = sw + Tile::kWBytes;
+          stage_rows[stage] = n;
+          mbar_arrive_expect_tx(fb, Tile::kWBytes + boxes * 16 * 128);
+          if (kGated) {  // 8-row groups of gate and up rows, interleaved (group (e 2I + c) / 8)
+            tma_load_4d(sw, &p.tma_b, fb, kt * 64, 0, 0, (e * g.b_rows_per_expert + c0) / 8);
+          } else {
+            tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
+          }
+          for (int b = 0; b < boxes; ++b) {
+            tma_load_2d(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
+          }
+        }
+        __syncwarp();
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+  // ---------------------------------------------------------------- consumer warpgroups
+  warpgroup_reg_alloc<kConsumerRegs>();
+  const int c = wg - 1;  // weight rows [64 c, 64 c + 64) of the tile
+  const int warp = tid >> 5;
+  const int lane = tid & 31;
+  float acc[kAcc];
+  int stage = 0, phase = 0;
+  auto fence_acc = [&]() {
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
+  };
+  constexpr int kRowLoads = (kBlockM + 127) / 128;  // GEMM2: the tile's rows this thread stages
+  for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    int pid_m, pid_n;
+    ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+    const long long row0 = (long long)pid_m * kBlockM;
+    // GEMM2: the rows' pair ids and weights go out now and are staged after the main loop.
+    int my_pair[kRowLoads];
+    float my_scale[kRowLoads];
+#pragma unroll
+    for (int i = 0; i < kRowLoads; ++i) {
+      const int r = tid + 128 * i;
+      my_pair[i] = -1;
+      my_scale[i] = 0.0f;
+      if (!kIsGemm1 && r < kBlockM) {
+        my_pair[i] = g.sorted_pairs[row0 + r];
+        my_scale[i] = g.sorted_weights[row0 + r];
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+    int n = 0, prev = -1;
+    for (int kt = 0; kt < num_k; ++kt) {
+      mbar_wait(smem_u32(&full_bar[stage]), phase);
+      if (kt == 0) n = stage_rows[stage];
+      const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
+      fence_acc();
+      wgmma_fence();
+      swap_k_tile<16, kBlockM>(acc, n, sw + c * 64 * 128, sw + Tile::kWBytes);
+      wgmma_commit();
+      fence_acc();
+      wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+      fence_acc();
+      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+      prev = stage;
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    wgmma_wait<0>();
+    fence_acc();
+    if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+
+    // Epilogue: weight row (output column) and token of each accumulator (see the file comment).
+    if (!kIsGemm1) {
+      named_bar_sync(1 + c, 128);  // the previous tile's epilogue read its rows
+#pragma unroll
+      for (int i = 0; i < kRowLoads; ++i) {
+        const int r = tid + 128 * i;
+        if (r < kBlockM) {
+          s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : r] = my_pair[i];
+          s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : r] = my_scale[i];
+        }
+      }
+      named_bar_sync(1 + c, 128);
+    }
+    moe_bf16* out = reinterpret_cast<moe_bf16*>(g.out);
+    if (kGated) {
+      const int col = pid_n * kCols + c * 32 + warp * 8 + (lane >> 2);
+      if (col < g.n_dim) {
+#pragma unroll
+        for (int j = 0; j < kAcc / 4; ++j) {
+#pragma unroll
+          for (int b = 0; b < 2; ++b) {
+            const int tok = 8 * j + 2 * (lane & 3) + b;
+            if (tok < n) {
+              const float v = act_silu(acc[4 * j + b]) * acc[4 * j + 2 + b];
+              out[(row0 + tok) * g.n_dim + col] = (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+            }
+          }
+        }
+      }
+    } else {
+      const int col0 = pid_n * kCols + c * 64 + warp * 16 + (lane >> 2);
+#pragma unroll
+      for (int j = 0; j < kAcc / 4; ++j) {
+#pragma unroll
+        for (int b = 0; b < 2; ++b) {
+          const int tok = 8 * j + 2 * (lane & 3) + b;
+          if (tok >= n) continue;
+          long long orow;
+          float scale = 1.0f;
+          if (kIsGemm1) {
+            orow = row0 + tok;
+          } else {
+            orow = s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
+            scale = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
+          }
+#pragma unroll
+          for (int hh = 0; hh < 2; ++hh) {
+            const int col = col0 + 8 * hh;
+            if (col >= g.n_dim) continue;
+            const float a = acc[4 * j + 2 * hh + b];
+            const float v = kIsGemm1 ? apply_act<kAct>(a) : a * scale;
+            out[orow * g.n_dim + col] = (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace moetune_dev
