@@ -38,6 +38,7 @@
 #include "kernels/cuda/cuda_testbed.hpp"
 #include "kernels/cuda/nvml_telemetry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
 #include "kernels/fast_paths_from_levers.hpp"
 #include "sm90_ceilings.hpp"
 
@@ -270,7 +271,7 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
     if (only)
       std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
     if (decode_only)
-      std::erase_if(v, [](core::KernelConfig const& k) { return !k.launch.swap_ab; });
+      std::erase_if(v, [](core::KernelConfig const& k) { return !kernels::cuda::is_decode(k); });
     return v;
   };
   // The backend's per-GEMM spaces (one per block_m, plus the decode kernels at tiny M).
@@ -279,12 +280,11 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
     auto c2 = keep(space.gemm2);
     if (c1.empty() || c2.empty()) continue;
     // Each GEMM is timed alone against the space's base partner (decode needs a decode partner).
-    const core::KernelConfig base1 = space.base.gemm1.launch.swap_ab == c1.front().launch.swap_ab
-                                         ? space.base.gemm1
-                                         : c1.front();
-    const core::KernelConfig base2 = space.base.gemm2.launch.swap_ab == c2.front().launch.swap_ab
-                                         ? space.base.gemm2
-                                         : c2.front();
+    using kernels::cuda::is_decode;
+    const core::KernelConfig base1 =
+        is_decode(space.base.gemm1) == is_decode(c1.front()) ? space.base.gemm1 : c1.front();
+    const core::KernelConfig base2 =
+        is_decode(space.base.gemm2) == is_decode(c2.front()) ? space.base.gemm2 : c2.front();
     std::vector<core::MoeConfig> all;
     for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = base2});
     for (auto const& b : c2) all.push_back({.gemm1 = base1, .gemm2 = b});
@@ -384,7 +384,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
     return need(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
   };
   // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch.
-  const bool decode = best.gemm1.launch.swap_ab;
+  const bool decode = kernels::cuda::is_decode(best.gemm1);
   pt.align_us = decode ? 0.0 : stage(kernels::cuda::kStageAlign);
   pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
   pt.gemm2_us = stage(kernels::cuda::kStageGemm2);

@@ -393,23 +393,20 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
             "; both GEMMs read the align step's padding, so they must be equal (or GEMM2 256 "
             "with a tma_ws GEMM1 of 64 or 128 rows and cluster 1x1)");
   }
-  if (c.gemm1.launch.swap_ab != c.gemm2.launch.swap_ab) {
+  // The decode kernels (swap_ab, schedule auto) pair only with each other; the swap-AB wgmma
+  // kernel (swap_ab, schedule tma_ws) runs on the align path beside any kernel of its block_m.
+  if (is_decode(c.gemm1) != is_decode(c.gemm2)) {
+    auto name = [](core::KernelConfig const& k) {
+      return k.launch.swap_ab
+                 ? "true with schedule " + std::string(core::to_string(k.launch.schedule))
+                 : std::string("false");
+    };
     return core::make_error(
         ErrorCode::kUnsupported, "sm90_gather",
-        std::string("gemm1.launch.swap_ab = ") + (c.gemm1.launch.swap_ab ? "true" : "false") +
-            " but gemm2.launch.swap_ab = " + (c.gemm2.launch.swap_ab ? "true" : "false") +
-            "; the decode GEMM1 writes h in pair order, which only the decode GEMM2 reads: set "
-            "both or neither");
-  }
-  if (is_swap_ws(c.gemm1) != is_swap_ws(c.gemm2)) {
-    return core::make_error(
-        ErrorCode::kUnsupported, "sm90_gather",
-        std::string("gemm1.launch.schedule = ") +
-            std::string(core::to_string(c.gemm1.launch.schedule)) +
-            " but gemm2.launch.schedule = " +
-            std::string(core::to_string(c.gemm2.launch.schedule)) +
-            " with swap_ab: schedule tma_ws names the swap-AB wgmma kernels, auto the decode "
-            "kernels, which write h in different orders; give both GEMMs the same schedule");
+        "gemm1.launch.swap_ab = " + name(c.gemm1) + " but gemm2.launch.swap_ab = " + name(c.gemm2) +
+            "; the decode GEMM1 (swap_ab, schedule auto) writes h in pair order, which only the "
+            "decode GEMM2 reads: set both or neither (swap_ab with schedule tma_ws is the swap-AB "
+            "wgmma kernel, which pairs with any align-path kernel)");
   }
   auto g1 = gemm_geometry(p, c.gemm1, true);
   if (!g1.ok()) return g1.error();

@@ -15,6 +15,9 @@ inline bool is_swap_ws(core::KernelConfig const& k) {
   return k.launch.swap_ab && k.launch.schedule == core::Schedule::kTmaWarpSpecialized;
 }
 
+/// Whether `k` names the decode kernels (sm90_decode_kernel.cuh: swap_ab with schedule auto).
+inline bool is_decode(core::KernelConfig const& k) { return k.launch.swap_ab && !is_swap_ws(k); }
+
 /// Output columns of one swap-AB tile: 64 weight rows per consumer warpgroup (num_warps / 4 of
 /// them), half of them gate rows for gated GEMM1.
 int swap_block_n(int num_warps, bool gated);

@@ -5,13 +5,14 @@
 //     the block's pairs rounded up to 16, chosen per tile at run time (swap_k_tile), so padding
 //     costs at most 15 columns of MMA, not a 64-row granule, and an expert of up to block_m pairs
 //     reads each weight tile once.
-//   - Warpgroup 0 is the producer: its warp 0 counts the tile's pairs (ballots over the block's
-//     pair ids; align pads an expert's rows at its end), and lane 0 issues TMA loads of the
+//   - Warpgroup 0 is the producer: its warps count the tile's pairs (ballots over the block's
+//     pair ids; align pads an expert's rows at its end), and thread 0 issues TMA loads of the
 //     weight rows (one box; gated GEMM1 through a 4-D map that interleaves gate and up rows in
-//     8-row groups, encode_tma_gated_interleave) and of the token rows in 16-row boxes, only those
-//     that hold pairs: GEMM1 reads x from its copy in sorted-row order (moe_permute_rows_kernel),
-//     GEMM2 reads h. The pair count rides with the stage (stage_rows), written before the
-//     arrival that releases the stage.
+//     8-row groups, encode_tma_gated_interleave). The token rows, only the 16-row groups that
+//     hold pairs: GEMM2's h rows by TMA; GEMM1's x rows gathered by the producer's 128 threads
+//     with cp.async (the pair -> token list of the tile in shared memory, s_tok), as the tma_ws
+//     GEMM1 does. The pair count rides with the stage (stage_rows), written before the arrival
+//     that releases the stage.
 //   - kConsumers warpgroups (2 or 3) each multiply their 64 weight rows by the tile's N tokens
 //     (m64 x N x k16 wgmma, N <= block_m, accumulators N / 2 <= 128 registers) and store the
 //     transposed result: thread (warp w, lane l) holds weight rows 16 w + l / 4 (+ 8) and tokens
@@ -69,8 +70,13 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   constexpr int kStageBytes = Tile::kStageBytes;
   constexpr int kAcc = Tile::kAcc;
   constexpr int kCols = Tile::kCols;
-  // 128 x 40 + 256 x 232 or 384 x 152 registers <= 64 K (as the tma_ws kernel).
-  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : 232;
+  // GEMM1 gathers its token rows of x with cp.async in the producer warpgroup (TMA cannot address
+  // a row list on sm_90; a copy of x in sorted-row order would cost a pass over the pairs' rows).
+  constexpr bool kGather = kIsGemm1;
+  // Producer / consumer registers <= 64 K, as the tma_ws kernel: 128 x 56 + 384 x 152 (three
+  // consumers), 128 x 56 + 256 x 224 (two, gathering) or 128 x 40 + 256 x 232.
+  constexpr int kProducerRegs = kGather ? 56 : 40;
+  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
   static_assert(kBlockM % 64 == 0 && kBlockM <= (kConsumers == 3 ? 192 : 256),
                 "swap-AB: block_m a multiple of 64, <= 192 with three consumers (96 accumulator "
@@ -81,7 +87,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
   __shared__ __align__(8) moe_u64 empty_bar[kStages];
-  __shared__ int stage_rows[kStages];  // pairs of the tile whose k-tile the stage holds
+  __shared__ int stage_rows[kStages];           // pairs of the tile whose k-tile the stage holds
+  __shared__ int s_tok[kGather ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
   // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
   __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
   __shared__ float s_scale[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
@@ -91,11 +98,12 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   const int tid = threadIdx.x & 127;
 
   if (threadIdx.x == 0) {
-    tma_prefetch_descriptor(&p.tma_a);
+    if (!kGather) tma_prefetch_descriptor(&p.tma_a);
     tma_prefetch_descriptor(&p.tma_b);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(smem_u32(&full_bar[s]), 1);
+      // GEMM1: the TMA arrival and one cp.async arrival per producer thread (.noinc).
+      mbar_init(smem_u32(&full_bar[s]), kGather ? 1 + 128 : 1);
       mbar_init(smem_u32(&empty_bar[s]), kConsumers);
     }
     mbar_init_fence();
@@ -111,47 +119,78 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   const int num_k = g.k_dim / 64;
 
   if (wg == 0) {
-    // ---------------------------------------------------------------- producer warp
-    warpgroup_reg_dealloc<40>();
-    if (tid >= 32) return;  // one warp: its ballots count a tile's pairs, lane 0 issues the TMA
-    const int lane = tid;
+    // ---------------------------------------------------------------- producer warpgroup
+    warpgroup_reg_dealloc<kProducerRegs>();
+    // GEMM2: one warp (its ballots count a tile's pairs, lane 0 issues the TMA); GEMM1: all four
+    // warps also gather the token rows.
+    if (!kGather && tid >= 32) return;
+    const int warp = tid >> 5;
+    const int lane = tid & 31;
     int stage = 0, phase = 0;
     for (int t = blockIdx.x; t < total; t += gridDim.x) {
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const int row0 = pid_m * kBlockM;
+      // Every warp counts the pairs; GEMM1's warps list the token rows (warp w: every fourth
+      // 32-row slice) after the previous tile's gathers read them.
+      if (kGather) named_bar_sync(9, 128);
       int n = 0;
 #pragma unroll
       for (int i = 0; i < kBlockM / 32; ++i) {
-        n += __popc(__ballot_sync(0xffffffffu, g.sorted_pairs[row0 + 32 * i + lane] >= 0));
+        const int pair = g.sorted_pairs[row0 + 32 * i + lane];
+        n += __popc(__ballot_sync(0xffffffffu, pair >= 0));
+        if (kGather && i % 4 == warp)
+          s_tok[kGather ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
       }
+      if (kGather) named_bar_sync(9, 128);
       const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
       const int e = g.block_expert[pid_m];
       const int c0 = pid_n * kCols;  // first output column
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
-        if (lane == 0) {
-          const moe_u32 fb = smem_u32(&full_bar[stage]);
-          const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
-          const moe_u32 st = sw + Tile::kWBytes;
+        const moe_u32 fb = smem_u32(&full_bar[stage]);
+        const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
+        const moe_u32 st = sw + Tile::kWBytes;
+        if (tid == 0) {
           stage_rows[stage] = n;
-          mbar_arrive_expect_tx(fb, Tile::kWBytes + boxes * 16 * 128);
+          mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
           if (kGated) {  // 8-row groups of gate and up rows, interleaved (group (e 2I + c) / 8)
             tma_load_4d(sw, &p.tma_b, fb, kt * 64, 0, 0, (e * g.b_rows_per_expert + c0) / 8);
           } else {
             tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
-          for (int b = 0; b < boxes; ++b) {
-            tma_load_2d(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
+          if (!kGather) {
+            for (int b = 0; b < boxes; ++b) {
+              tma_load_2d(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
+            }
           }
         }
-        __syncwarp();
+        if (kGather) {
+          // 8 threads per row (one 16-byte chunk each), 16 rows per pass, the rows the MMA reads
+          // (padding among them zero-filled).
+          const int chunk = tid & 7;
+          const moe_bf16* x = reinterpret_cast<const moe_bf16*>(g.a);
+#pragma unroll
+          for (int i = 0; i < kBlockM / 16; ++i) {
+            const int r = (tid >> 3) + 16 * i;
+            if (r < boxes * 16) {
+              const int tok = s_tok[kGather ? r : 0];
+              const moe_bf16* src =
+                  tok >= 0 ? x + (long long)tok * g.k_dim + kt * 64 + chunk * 8 : x;
+              cp_async_16(st + swizzled_offset<64>(r, chunk), src, tok >= 0 ? 16 : 0);
+            }
+          }
+          cp_async_mbar_arrive_noinc(fb);
+        } else {
+          __syncwarp();
+        }
         if (++stage == kStages) {
           stage = 0;
           phase ^= 1;
         }
       }
     }
+    if (kGather) cp_async_wait<0>();
     return;
   }
   // ---------------------------------------------------------------- consumer warpgroups
@@ -188,6 +227,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     int n = 0, prev = -1;
     for (int kt = 0; kt < num_k; ++kt) {
       mbar_wait(smem_u32(&full_bar[stage]), phase);
+      // NOTE: GEMM1's token rows were written by cp.async (generic proxy); wgmma reads through the
+      // async proxy.
+      if (kGather) fence_proxy_async();
       if (kt == 0) n = stage_rows[stage];
       const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
       fence_acc();

@@ -461,8 +461,7 @@ core::KernelConfig swap_ws(int bm, int warps, int stages, bool gated) {
 
 // The swap-AB kernels compile for every activation's GEMM1 and for GEMM2, at each block_m and
 // consumer count they take, with no spills and no serialised wgmma (the runtime choice of the
-// wgmma N keeps the accumulators in place), and GEMM1 reads x's sorted copy (the permute kernel
-// is in the module list).
+// wgmma N keeps the accumulators in place).
 TEST(Sm90Jit, SwapAbConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   FreshCubinCache cache("jit_swap");
   ASSERT_TRUE(cache.ok());
@@ -490,7 +489,7 @@ TEST(Sm90Jit, SwapAbConfigsCompileWithoutSpillsOrSerialisedWgmma) {
 
 // can_implement of swap-AB (launch.swap_ab with schedule tma_ws): both GEMMs swap-AB at one
 // block_m, block_n set by the warps, block_k 64, no split-K or clusters, the stages within shared
-// memory; each refusal names the field. GEMM1 reads x's sorted copy, so the workspace holds it.
+// memory; each refusal names the field. GEMM1 gathers x's rows, so the workspace holds no copy.
 TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
   core::MoeProblem p = s1_with(core::Activation::kSiluGated, 2048);
   const core::MoeConfig c{.gemm1 = swap_ws(192, 12, 4, true), .gemm2 = swap_ws(192, 12, 4, false)};
@@ -504,14 +503,12 @@ TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
   EXPECT_EQ(g1->threads(), 512);
   EXPECT_EQ(g1->acc_registers(), 96);
   EXPECT_EQ(g1->smem_bytes(), 4 * (192 + 192) * 128 + 1024);
-  {  // at block_m 128 the tma_ws GEMM1 gathers x; the swap-AB one reads its sorted copy
-    const core::MoeConfig swap128{.gemm1 = swap_ws(128, 12, 4, true),
-                                  .gemm2 = swap_ws(128, 12, 4, false)};
-    const core::MoeConfig ws128{.gemm1 = tma_ws(128, 128, 4), .gemm2 = tma_ws(128, 128, 4)};
+  {  // at block_m 192 the tma_ws GEMM1 reads x's sorted copy; the swap-AB one gathers x's rows
+    const core::MoeConfig ws192{.gemm1 = tma_ws(192, 96, 4), .gemm2 = c.gemm2};
     const int64_t copy =
-        2 * max_blocks(core::num_pairs(p), p.num_experts, 128) * 128 * p.hidden_size;
-    EXPECT_EQ(sm90_gather_workspace_bytes(p, swap128),
-              sm90_gather_workspace_bytes(p, ws128) + (copy + 255) / 256 * 256);
+        2 * max_blocks(core::num_pairs(p), p.num_experts, 192) * 192 * p.hidden_size;
+    EXPECT_EQ(sm90_gather_workspace_bytes(p, c) + (copy + 255) / 256 * 256,
+              sm90_gather_workspace_bytes(p, ws192));
   }
   auto bad = c;  // negative twins, one field each
   bad.gemm1.tile.block_n = 128;
@@ -536,7 +533,13 @@ TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
   expect_refused(p, bad, "shared memory");
   bad = c;
   bad.gemm2.launch.schedule = core::Schedule::kAuto;  // the decode GEMM2 under a swap-AB GEMM1
-  expect_refused(p, bad, "give both GEMMs the same schedule");
+  expect_refused(p, bad, "set both or neither");
+  auto mixed = c;  // beside a tma_ws kernel of its block_m, on the align path, either way round
+  mixed.gemm2 = tma_ws(192, 128, 4);
+  EXPECT_TRUE(sm90_can_implement(p, mixed).ok()) << core::short_string(mixed);
+  mixed = c;
+  mixed.gemm1 = tma_ws(192, 96, 4);
+  EXPECT_TRUE(sm90_can_implement(p, mixed).ok()) << core::short_string(mixed);
   bad = c;
   bad.gemm1 = swap_ws(128, 12, 4, true);
   expect_refused(p, bad, "differs from gemm2.tile.block_m = 192");
