@@ -113,10 +113,11 @@ struct WorkspaceLayout {
          num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
 };
 
-/// A tma_ws GEMM1 of block_m 192 or 256 loads x by TMA from a copy in sorted-row order
-/// (sm90_ws_kernel.cuh); the swap-AB GEMM1 gathers it (sm90_swap_kernel.cuh).
+/// A tma_ws GEMM1 of block_m 192 or 256 (sm90_ws_kernel.cuh) and a swap-AB GEMM1 of 128 and up
+/// (sm90_swap_kernel.cuh) load x by TMA from a copy in sorted-row order.
 bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
-  return g1.persistent() && !g1.swap && (g1.block_m == 256 || g1.block_m == 192);
+  return g1.persistent() &&
+         (g1.block_m == 256 || g1.block_m == 192 || (g1.swap && g1.block_m >= 128));
 }
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
@@ -422,7 +423,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   wp.g = gp;
   if (g.swap) {
     // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
-    // rows interleaved in 8-row groups), GEMM2's h rows in 16-row boxes.
+    // rows interleaved in 8-row groups), token rows in 16-row boxes.
     if (g.gated) {
       MOETUNE_RETURN_IF_ERROR(encode_tma_gated_interleave(
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts), static_cast<uint64_t>(gp.n_dim),
@@ -432,9 +433,9 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
           static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.b_rows()), "weights"));
     }
-    if (a_rows > 0) {  // GEMM2's h rows (GEMM1 gathers x's rows)
-      MOETUNE_RETURN_IF_ERROR(
-          encode_tma_2d(&wp.tma_a, gp.a, a_rows, static_cast<uint64_t>(gp.k_dim), 16, "h"));
+    if (a_rows > 0) {  // h rows, or x's sorted copy (a GEMM1 of block_m 64 gathers x's rows)
+      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
+                                            static_cast<uint64_t>(gp.k_dim), 16, "token rows"));
     }
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};

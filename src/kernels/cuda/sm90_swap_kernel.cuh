@@ -9,10 +9,10 @@
 //     pair ids; align pads an expert's rows at its end), and thread 0 issues TMA loads of the
 //     weight rows (one box; gated GEMM1 through a 4-D map that interleaves gate and up rows in
 //     8-row groups, encode_tma_gated_interleave). The token rows, only the 16-row groups that
-//     hold pairs: GEMM2's h rows by TMA; GEMM1's x rows gathered by the producer's 128 threads
-//     with cp.async (the pair -> token list of the tile in shared memory, s_tok), as the tma_ws
-//     GEMM1 does. The pair count rides with the stage (stage_rows), written before the arrival
-//     that releases the stage.
+//     hold pairs: GEMM2's h rows by TMA, and GEMM1's x rows by TMA from x's copy in sorted-row
+//     order (moe_permute_rows_kernel), except at block_m 64, where the producer's 128 threads
+//     gather them with cp.async (the tile's pair -> token list in shared memory, s_tok). The pair
+//     count rides with the stage (stage_rows), written before the arrival that releases the stage.
 //   - kConsumers warpgroups (2 or 3) each multiply their 64 weight rows by the tile's N tokens
 //     (m64 x N x k16 wgmma, N <= block_m, accumulators N / 2 <= 128 registers) and store the
 //     transposed result: thread (warp w, lane l) holds weight rows 16 w + l / 4 (+ 8) and tokens
@@ -70,9 +70,13 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   constexpr int kStageBytes = Tile::kStageBytes;
   constexpr int kAcc = Tile::kAcc;
   constexpr int kCols = Tile::kCols;
-  // GEMM1 gathers its token rows of x with cp.async in the producer warpgroup (TMA cannot address
-  // a row list on sm_90; a copy of x in sorted-row order would cost a pass over the pairs' rows).
-  constexpr bool kGather = kIsGemm1;
+  // GEMM1 at block_m 64 gathers its token rows of x with cp.async in the producer warpgroup (TMA
+  // cannot address a row list on sm_90); at 128 and up it reads them by TMA from x's copy in
+  // sorted-row order (moe_permute_rows_kernel), like GEMM2's h. NOTE: the gather at 128 and 192
+  // made GEMM1 1.4-1.8x slower on the H200 (S1 M=2048 479 vs 407 us, S3 M=512 984 vs 549: 12
+  // cp.async per producer thread and stage starve the consumers), the copy's pass made it 3-8%
+  // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/).
+  constexpr bool kGather = kIsGemm1 && kBlockM == 64;
   // Producer / consumer registers <= 64 K, as the tma_ws kernel: 128 x 56 + 384 x 152 (three
   // consumers), 128 x 56 + 256 x 224 (two, gathering) or 128 x 40 + 256 x 232.
   constexpr int kProducerRegs = kGather ? 56 : 40;
@@ -154,8 +158,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
         if (tid == 0) {
           stage_rows[stage] = n;
           mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
-          if (kGated) {  // 8-row groups of gate and up rows, interleaved (group (e 2I + c) / 8)
-            tma_load_4d(sw, &p.tma_b, fb, kt * 64, 0, 0, (e * g.b_rows_per_expert + c0) / 8);
+          if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
+            tma_load_5d(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
           } else {
             tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }

@@ -1,6 +1,6 @@
 // sm90_tma.cuh: Hopper asynchronous-copy primitives for the warp-specialised kernels of the
 // sm90_gather family: shared-memory mbarriers (init / arrive / expect_tx / parity wait), TMA 2-D
-// (and 4-D) tile loads (cp.async.bulk.tensor) completing on an mbarrier, multicast to a cluster,
+// (and 5-D) tile loads (cp.async.bulk.tensor) completing on an mbarrier, multicast to a cluster,
 // remote (cluster) mbarrier arrivals, cp.async completion routed to an mbarrier (for gathered rows
 // TMA cannot address), and warpgroup register reallocation. Header-free like sm90_common.cuh (NVRTC
 // compiles it with no CUDA headers). Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs
@@ -65,14 +65,14 @@ MOETUNE_DEVICE void tma_load_2d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 
       "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1)
       : "memory");
 }
-/// TMA load of a 4-D box at (c0, c1, c2, c3) (c0 the innermost); as tma_load_2d otherwise. The
-/// swap-AB GEMM1 (sm90_swap_kernel.cuh) loads its gate and up weight rows interleaved with it.
-MOETUNE_DEVICE void tma_load_4d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar, int c0, int c1,
-                                int c2, int c3) {
+/// TMA load of a 5-D box at (c0, c1, c2, c3, c4) (c0 the innermost); as tma_load_2d otherwise.
+/// The swap-AB GEMM1 (sm90_swap_kernel.cuh) loads its gate and up weight rows interleaved with it.
+MOETUNE_DEVICE void tma_load_5d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar, int c0, int c1,
+                                int c2, int c3, int c4) {
   asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4, %5, %6}], [%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
       : "memory");
 }
 /// The TMA load above, delivered to the same shared-memory offset (data and complete_tx on the

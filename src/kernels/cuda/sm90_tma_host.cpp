@@ -69,12 +69,12 @@ core::Status encode_tma_gated_interleave(CUtensorMap* map, const void* w1, uint6
                                          uint64_t inter, uint64_t k, uint32_t box_groups) {
   EncodeTiledFn fn = encode_tiled_fn();
   if (fn == nullptr) return no_encoder();
-  const cuuint64_t dims[4] = {k, 8, 2, experts * 2 * inter / 8};
-  const cuuint64_t strides[3] = {k * 2, inter * k * 2, 8 * k * 2};  // bytes, dims 1..3
-  const cuuint32_t box[4] = {64, 8, 2, box_groups};
-  const cuuint32_t elem[4] = {1, 1, 1, 1};
+  const cuuint64_t dims[5] = {k, 8, 2, inter / 8, experts};
+  const cuuint64_t strides[4] = {k * 2, inter * k * 2, 8 * k * 2, 2 * inter * k * 2};  // dims 1..4
+  const cuuint32_t box[5] = {64, 8, 2, box_groups, 1};
+  const cuuint32_t elem[5] = {1, 1, 1, 1, 1};
   const CUresult r =
-      fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, const_cast<void*>(w1), dims, strides, box, elem,
+      fn(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, const_cast<void*>(w1), dims, strides, box, elem,
          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {

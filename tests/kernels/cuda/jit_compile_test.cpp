@@ -489,7 +489,8 @@ TEST(Sm90Jit, SwapAbConfigsCompileWithoutSpillsOrSerialisedWgmma) {
 
 // can_implement of swap-AB (launch.swap_ab with schedule tma_ws): both GEMMs swap-AB at one
 // block_m, block_n set by the warps, block_k 64, no split-K or clusters, the stages within shared
-// memory; each refusal names the field. GEMM1 gathers x's rows, so the workspace holds no copy.
+// memory; each refusal names the field. GEMM1 gathers x's rows at block_m 64 and reads x's
+// sorted copy above, which the workspace then holds.
 TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
   core::MoeProblem p = s1_with(core::Activation::kSiluGated, 2048);
   const core::MoeConfig c{.gemm1 = swap_ws(192, 12, 4, true), .gemm2 = swap_ws(192, 12, 4, false)};
@@ -503,12 +504,18 @@ TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
   EXPECT_EQ(g1->threads(), 512);
   EXPECT_EQ(g1->acc_registers(), 96);
   EXPECT_EQ(g1->smem_bytes(), 4 * (192 + 192) * 128 + 1024);
-  {  // at block_m 192 the tma_ws GEMM1 reads x's sorted copy; the swap-AB one gathers x's rows
-    const core::MoeConfig ws192{.gemm1 = tma_ws(192, 96, 4), .gemm2 = c.gemm2};
+  {  // at block_m 64 the swap-AB GEMM1 gathers x's rows; at 128 and up it reads x's sorted copy
+    const core::MoeConfig swap64{.gemm1 = swap_ws(64, 12, 4, true),
+                                 .gemm2 = swap_ws(64, 12, 4, false)};
+    const core::MoeConfig swap128{.gemm1 = swap_ws(128, 12, 4, true),
+                                  .gemm2 = swap_ws(128, 12, 4, false)};
+    const core::MoeConfig ws64{.gemm1 = tma_ws(64, 128, 4), .gemm2 = tma_ws(64, 128, 4)};
+    const core::MoeConfig ws128{.gemm1 = tma_ws(128, 128, 4), .gemm2 = tma_ws(128, 128, 4)};
+    EXPECT_EQ(sm90_gather_workspace_bytes(p, swap64), sm90_gather_workspace_bytes(p, ws64));
     const int64_t copy =
-        2 * max_blocks(core::num_pairs(p), p.num_experts, 192) * 192 * p.hidden_size;
-    EXPECT_EQ(sm90_gather_workspace_bytes(p, c) + (copy + 255) / 256 * 256,
-              sm90_gather_workspace_bytes(p, ws192));
+        2 * max_blocks(core::num_pairs(p), p.num_experts, 128) * 128 * p.hidden_size;
+    EXPECT_EQ(sm90_gather_workspace_bytes(p, swap128),
+              sm90_gather_workspace_bytes(p, ws128) + (copy + 255) / 256 * 256);
   }
   auto bad = c;  // negative twins, one field each
   bad.gemm1.tile.block_n = 128;
