@@ -1,11 +1,14 @@
 // The tuning space of the sm90_gather family (sm90_gather_space.hpp): block_m groups, each GEMM's
 // candidates per regime of M (mma.sync, cooperative, tma_ws with CTA pairs, pingpong GEMM2,
-// split-K GEMM2), the group of 256 and the decode kernels. Host-only: CI lists it without a GPU.
+// split-K GEMM2), the groups of 256 and 192 (with swap-AB GEMM1s) and the decode kernels.
+// Host-only: CI lists it without a GPU.
 #include "kernels/cuda/sm90_gather_space.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 
@@ -244,8 +247,26 @@ void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
       }
     }
   }
+  // GEMM1 on swap-AB (sm90_swap_kernel.cuh: the tile's pairs as wgmma's N, 16-column granules),
+  // at 192 pairs per tile: the layer's best at S3 M=512 under the 192-row GEMM2 (0.950x in a
+  // recipe A/B, 841-855 against 877-893 us in four protocol runs), slower at S1 M=2048 and S2
+  // M=1024/2048 (bench/results/2026-12-01-swap-ab/), which the tuner then drops.
+  for (int gm : {1, 8}) {
+    core::KernelConfig k;
+    k.tile = {.block_m = 192,
+              .block_n = swap_block_n(12, core::is_gated(p.activation)),
+              .block_k = 64,
+              .group_m = gm};
+    k.pipeline = {.num_warps = 12, .num_stages = 4, .split_k = 1};
+    k.launch.swap_ab = true;
+    k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    if (gemm_geometry(p, k, true).ok()) s.gemm1.push_back(k);
+  }
   if (!s.gemm1.empty() && !s.gemm2.empty()) {
-    s.base = {.gemm1 = s.gemm1.back(), .gemm2 = s.gemm2.back()};
+    // The base GEMM1: the last tma_ws one (the swap-AB ones come after it).
+    auto base1 = std::find_if(s.gemm1.rbegin(), s.gemm1.rend(),
+                              [](core::KernelConfig const& k) { return !k.launch.swap_ab; });
+    s.base = {.gemm1 = base1 != s.gemm1.rend() ? *base1 : s.gemm1.back(), .gemm2 = s.gemm2.back()};
     out.push_back(std::move(s));
   }
 }

@@ -555,9 +555,9 @@ TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
   expect_refused(p, bad, "block_k = 64");
 }
 
-// The per-GEMM space has a group of 192 (both GEMMs) where an expert holds more than 96 and at
-// most 192 pairs (S2 M=2048 and S3 M=512: 128; S1 M=4096: 192), each config implementable with
-// the group's base; none at S2 M=1024 (64 pairs per expert) or S3 M=1024 (256).
+// The per-GEMM space has a group of 192 (both GEMMs; GEMM1 also on swap-AB) where an expert holds
+// more than 96 and at most 192 pairs (S2 M=2048 and S3 M=512: 128; S1 M=4096: 192), each config
+// implementable with the group's base; none at S2 M=1024 (64 pairs per expert) or S3 M=1024 (256).
 TEST(Sm90Space, OffersBothGemmsAt192WhereExpertsHoldMoreThan96To192Pairs) {
   CudaBackend backend{core::DeviceInfo{}};
   auto group192 = [&](core::MoeProblem const& p) -> std::optional<core::GemmSpace> {
@@ -574,6 +574,9 @@ TEST(Sm90Space, OffersBothGemmsAt192WhereExpertsHoldMoreThan96To192Pairs) {
     ASSERT_TRUE(s.has_value()) << core::to_string(p);
     EXPECT_FALSE(s->gemm1.empty());
     EXPECT_FALSE(s->gemm2.empty());
+    // GEMM1 on swap-AB too (the layer's best at S3 M=512), the base's GEMM1 a tma_ws one.
+    EXPECT_EQ(std::count_if(s->gemm1.begin(), s->gemm1.end(), is_swap_ws), 2) << core::to_string(p);
+    EXPECT_FALSE(is_swap_ws(s->base.gemm1));
     for (auto const& k : s->gemm1) {
       EXPECT_EQ(k.tile.block_m, 192) << core::short_string(k);
       ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = k, .gemm2 = s->base.gemm2}).ok())
