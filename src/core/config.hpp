@@ -40,7 +40,9 @@ Result<Schedule> parse_schedule(std::string_view text);
 
 /// Launch shape.
 struct LaunchConfig {
-  bool swap_ab = false;  ///< compute (W x^T)^T: weights on the MMA's M side, tokens on N
+  /// Compute (W x^T)^T: weights on the MMA's M side, tokens on N (sm90_gather: with schedule
+  /// auto the tiny-M decode kernels, with tma_ws the mid-M swap-AB wgmma kernel).
+  bool swap_ab = false;
   int cluster_m = 1;     ///< CTA cluster shape (Hopper), 1x1 = no cluster
   int cluster_n = 1;
   Schedule schedule = Schedule::kAuto;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <regex>
 #include <thread>
@@ -517,42 +518,36 @@ TEST(Sm90Geometry, SwapAbTakesOneAlignBlockOfPairsPerTileAndSaysWhatItRefuses) {
     EXPECT_EQ(sm90_gather_workspace_bytes(p, swap128),
               sm90_gather_workspace_bytes(p, ws128) + (copy + 255) / 256 * 256);
   }
-  auto bad = c;  // negative twins, one field each
-  bad.gemm1.tile.block_n = 128;
-  expect_refused(p, bad, "tile.block_n = 96 with 12 warps");
-  bad = c;
-  bad.gemm2.pipeline.num_warps = 4;
-  expect_refused(p, bad, "num_warps = 8 or 12");
-  bad = c;
-  bad.gemm1.tile.block_m = bad.gemm2.tile.block_m = 256;
-  expect_refused(p, bad, "192 with 12 warps (96 accumulator registers at most); saw 256");
-  bad = c;
-  bad.gemm1.tile.block_m = bad.gemm2.tile.block_m = 96;
-  expect_refused(p, bad, "saw 96");
-  bad = c;
-  bad.gemm2.pipeline.split_k = 2;
-  expect_refused(p, bad, "split_k 2");
-  bad = c;
-  bad.gemm1.launch.cluster_m = bad.gemm2.launch.cluster_m = 2;
-  expect_refused(p, bad, "cluster 2x1");
-  bad = c;
-  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
-  expect_refused(p, bad, "shared memory");
-  bad = c;
-  bad.gemm2.launch.schedule = core::Schedule::kAuto;  // the decode GEMM2 under a swap-AB GEMM1
-  expect_refused(p, bad, "set both or neither");
   auto mixed = c;  // beside a tma_ws kernel of its block_m, on the align path, either way round
   mixed.gemm2 = tma_ws(192, 128, 4);
   EXPECT_TRUE(sm90_can_implement(p, mixed).ok()) << core::short_string(mixed);
   mixed = c;
   mixed.gemm1 = tma_ws(192, 96, 4);
   EXPECT_TRUE(sm90_can_implement(p, mixed).ok()) << core::short_string(mixed);
-  bad = c;
-  bad.gemm1 = swap_ws(128, 12, 4, true);
-  expect_refused(p, bad, "differs from gemm2.tile.block_m = 192");
-  bad = c;
-  bad.gemm2.tile.block_k = 128;
-  expect_refused(p, bad, "block_k = 64");
+  // Negative twins, one field each, and the text each refusal must hold.
+  const std::pair<std::function<void(core::MoeConfig&)>, std::string> twins[] = {
+      {[](core::MoeConfig& b) { b.gemm1.tile.block_n = 128; }, "tile.block_n = 96 with 12 warps"},
+      {[](core::MoeConfig& b) { b.gemm2.pipeline.num_warps = 4; }, "num_warps = 8 or 12"},
+      {[](core::MoeConfig& b) { b.gemm1.tile.block_m = b.gemm2.tile.block_m = 256; },
+       "192 with 12 warps (96 accumulator registers at most); saw 256"},
+      {[](core::MoeConfig& b) { b.gemm1.tile.block_m = b.gemm2.tile.block_m = 96; }, "saw 96"},
+      {[](core::MoeConfig& b) { b.gemm2.pipeline.split_k = 2; }, "split_k 2"},
+      {[](core::MoeConfig& b) { b.gemm1.launch.cluster_m = b.gemm2.launch.cluster_m = 2; },
+       "cluster 2x1"},
+      {[](core::MoeConfig& b) { b.gemm1.pipeline.num_stages = b.gemm2.pipeline.num_stages = 5; },
+       "shared memory"},
+      // the decode GEMM2 under a swap-AB GEMM1
+      {[](core::MoeConfig& b) { b.gemm2.launch.schedule = core::Schedule::kAuto; },
+       "set both or neither"},
+      {[](core::MoeConfig& b) { b.gemm1 = swap_ws(128, 12, 4, true); },
+       "differs from gemm2.tile.block_m = 192"},
+      {[](core::MoeConfig& b) { b.gemm2.tile.block_k = 128; }, "block_k = 64"},
+  };
+  for (auto const& [mutate, text] : twins) {
+    auto bad = c;
+    mutate(bad);
+    expect_refused(p, bad, text);
+  }
 }
 
 // The per-GEMM space has a group of 192 (both GEMMs; GEMM1 also on swap-AB) where an expert holds
