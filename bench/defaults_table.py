@@ -26,14 +26,15 @@ RULE = """| regime | rule |
 | p <= 24 | mma.sync, block_m 32; GEMM1 block_n 128, BK, 8 warps, 3 stages; GEMM2 block_n 64, BK, 4 warps, 4 stages |
 | p <= 48 | TMA + warp-specialised persistent wgmma (schedule tma_ws), block_m 64, block_n 128, block_k 64, one MMA warpgroup (+ a producer warpgroup), 5 stages, group_m 8 |
 | p > 48 | tma_ws, block_m 128 on 8 MMA warps, GEMM1 block_n 128 (gated) or 256, GEMM2 block_n 256 (at 96 < p <= 160: GEMM2 block_m 256, block_n 128), block_k 64, 4 stages, group_m 8 |
-| 96 < p <= 160, gated GEMM1, I >= 16 p | tma_ws, both GEMMs block_m 192 on 12 MMA warps (three warpgroups of 64 rows); GEMM1 block_n 96, GEMM2 block_n 192 where K divides it, else 128; block_k 64, 4 stages, group_m 8 (before the row above) |
+| 96 < p <= 160, gated GEMM1, I >= 16 p | both GEMMs block_m 192 on 12 MMA warps (three warpgroups); GEMM1 swap-AB (launch.swap_ab with tma_ws: 192 pairs per tile as wgmma's N, 96 output columns), group_m 1; GEMM2 tma_ws block_n 192 where K divides it, else 128, group_m 8; block_k 64, 4 stages (before the row above) |
 
 BK: 128 where the GEMM's reduction size (K for GEMM1, I for GEMM2) divides it, else 64 with 5 stages.
 A choice `can_implement` refuses (the shape or a lever off) falls through to the next one, ending in
 mma.sync 16x64x64. Fitted to every candidate the sweep timed on S1-S3 and five held-out models:
 `bench/fit_defaults.py bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz`; the 192-row
 band from the sweeps in `bench/results/2026-11-30-tile192/` (layer A/B against the rule before in
-`rule-ab/`).
+`rule-ab/`), its GEMM1 on swap-AB from a two-build A/B at four points of the band
+(`bench/results/2026-12-01-swap-default-rule/`).
 """
 
 

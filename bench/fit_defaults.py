@@ -47,7 +47,7 @@ def rule(gated, p, k=0, i=0):
         return "m64n128k64g8w4s5tw", "m64n128k64g8w4s5tw"
     g1 = "m128n128k64g8w8s4tw" if gated else "m128n256k64g8w8s4tw"
     if 96 < p <= 160 and gated and i >= 16 * p:
-        return "m192n96k64g8w12s4tw", "m192n%dk64g8w12s4tw" % (192 if k % 192 == 0 else 128)
+        return "m192n96k64g1w12s4swaptw", "m192n%dk64g8w12s4tw" % (192 if k % 192 == 0 else 128)
     if 96 < p <= 160:
         return g1, "m256n128k64g8w8s4tw"
     return g1, "m128n256k64g8w8s4tw"

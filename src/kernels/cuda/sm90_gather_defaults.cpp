@@ -41,7 +41,11 @@ namespace moetune::kernels::cuda {
 //             and slower at the three with a narrower I (S2 and Qwen3-235B at M = 2048, where
 //             GEMM1's copy of x in sorted order costs more next to the weights;
 //             bench/results/2026-11-30-tile192/); out of sample, DBRX-like M = 512 and
-//             DeepSeek-V3-like M = 4096 ran 4-6% faster than the rule before
+//             DeepSeek-V3-like M = 4096 ran 4-6% faster than the rule before. There GEMM1 runs
+//             swap-AB (sm90_swap_kernel.cuh, 192 pairs per tile, group_m 1): the layer 0.948-0.991x
+//             the 192-row tma_ws GEMM1 at S3, Mixtral-8x22B and DBRX-like M = 512 and
+//             gpt-oss-120b M = 4096, faster in both rounds of a two-build A/B at each
+//             (bench/results/2026-12-01-swap-default-rule/); the tma_ws pair stays next in line
 // A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
 // falls through to the next in the list, ending in mma.sync tiles every shape takes.
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
@@ -81,6 +85,10 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
       if (core::is_gated(p.activation) &&
           static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
         const int bn2 = p.hidden_size % 192 == 0 ? 192 : 128;
+        core::MoeConfig c192{.gemm1 = kc(192, 96, 64, 12, 4, 1, kTw),
+                             .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)};
+        c192.gemm1.launch.swap_ab = true;
+        choices.push_back(c192);
         choices.push_back(
             {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
       }

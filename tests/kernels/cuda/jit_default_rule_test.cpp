@@ -116,11 +116,15 @@ TEST(Sm90DefaultRule, RunsGemm2At256RowsOnlyFrom96To160PairsPerExpert) {
   EXPECT_EQ(sm90_default_config(s2(4096)).gemm2.tile.block_m, 128);  // p = 256
 }
 
-TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsForGatedExpertsWithIAtLeast16PFrom96To160) {
+TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsGemm1SwapAbForGatedExpertsWithIAtLeast16PFrom96To160) {
   const core::MoeConfig c = sm90_default_config(s3(512));  // p = 128, I = 14336
   EXPECT_EQ(c.gemm1.tile.block_m, 192);
   EXPECT_EQ(c.gemm1.tile.block_n, 96);
   EXPECT_EQ(c.gemm1.pipeline.num_warps, 12);
+  // GEMM1 on swap-AB (192 pairs per tile as wgmma's N), GEMM2 the 192-row tma_ws tile.
+  EXPECT_TRUE(c.gemm1.launch.swap_ab);
+  EXPECT_EQ(c.gemm1.launch.schedule, core::Schedule::kTmaWarpSpecialized);
+  EXPECT_FALSE(c.gemm2.launch.swap_ab);
   EXPECT_EQ(c.gemm2.tile.block_m, 192);
   EXPECT_EQ(c.gemm2.tile.block_n, 128);  // K = 4096 is not a multiple of 192
   EXPECT_TRUE(sm90_can_implement(s3(512), c).ok());
