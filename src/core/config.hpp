@@ -43,7 +43,7 @@ struct LaunchConfig {
   /// Compute (W x^T)^T: weights on the MMA's M side, tokens on N (sm90_gather: with schedule
   /// auto the tiny-M decode kernels, with tma_ws the mid-M swap-AB wgmma kernel).
   bool swap_ab = false;
-  int cluster_m = 1;     ///< CTA cluster shape (Hopper), 1x1 = no cluster
+  int cluster_m = 1;  ///< CTA cluster shape (Hopper), 1x1 = no cluster
   int cluster_n = 1;
   Schedule schedule = Schedule::kAuto;
   int num_threads = 0;  ///< cpu family: worker threads (0 = all hardware threads)

@@ -55,8 +55,8 @@ core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
 std::string geometry_key(GemmGeometry const& g) {
   std::string key;
   for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
-                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, g.cluster_n, int(g.decode), int(g.swap),
-                g.split_k, g.decode_smem, g.decode_stage_bytes}) {
+                int(g.gated), g.mma, int(g.pingpong), g.cluster_m, g.cluster_n, int(g.decode),
+                int(g.swap), g.split_k, g.decode_smem, g.decode_stage_bytes}) {
     key += std::to_string(v) + ",";
   }
   return key + ";";
