@@ -30,6 +30,11 @@ MOETUNE_DEVICE moe_u32 pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+/// One float to bf16 (round to nearest even), as the low half of pack_bf16x2.
+MOETUNE_DEVICE moe_bf16 float_to_bf16(float v) {
+  return static_cast<moe_bf16>(pack_bf16x2(v, 0.0f) & 0xffffu);
+}
+
 MOETUNE_DEVICE moe_u32 smem_u32(const void* p) { return (moe_u32)__cvta_generic_to_shared(p); }
 
 /// 16-byte async copy global -> shared; `src_bytes` 0 fills the destination with zeros.

@@ -237,8 +237,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
         for (int r = 0; r < kRows1; ++r) col[r] = c0 + r < I ? c0 + r : -1;
         decode_gemm1_pass<kAct, kGated, kBlockM, kRows1, kVec1>(
             w, I, K, xrow, np, col, [&](int r, int i, float v) {
-              p.h[static_cast<long long>(s_order[g0 + i]) * I + col[r]] =
-                  (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+              p.h[static_cast<long long>(s_order[g0 + i]) * I + col[r]] = float_to_bf16(v);
             });
       }
     }
@@ -307,7 +306,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
       const int q = t * p.top_k + j;
       sum = fmaf(p.topk_weights[q], s_e[q] >= 0 ? s_dot[s * P + q] : 0.0f, sum);
     }
-    p.out[static_cast<long long>(t) * K + b + s * G] = (moe_bf16)(pack_bf16x2(sum, 0.0f) & 0xffffu);
+    p.out[static_cast<long long>(t) * K + b + s * G] = float_to_bf16(sum);
   }
   stamp(7);
 }

@@ -214,7 +214,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
         decode_gemm1_pass<kAct, kGated, kBlockM, kRows, kVec>(
             w, p.n_dim, p.k_dim, xrow, np, col, [&](int r, int i, float v) {
               const long long q = s_pairs[g0 + i];
-              p.out[q * p.n_dim + col[r]] = (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+              p.out[q * p.n_dim + col[r]] = float_to_bf16(v);
             });
       }
     }
@@ -374,7 +374,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
     for (int j = 0; j < p.top_k; ++j) {
       sum = fmaf(p.topk_weights[t * p.top_k + j], s_dot[j * kBlockN + c], sum);
     }
-    p.out[(long long)t * p.n_dim + col0 + c] = (moe_bf16)(pack_bf16x2(sum, 0.0f) & 0xffffu);
+    p.out[(long long)t * p.n_dim + col0 + c] = float_to_bf16(sum);
   }
 }
 

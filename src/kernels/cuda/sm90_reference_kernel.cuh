@@ -114,7 +114,7 @@ __global__ void __launch_bounds__(256)
     const float u1 = ((float)((r >> 40) & 0xffffff) + 1.0f) * (1.0f / 16777216.0f);
     const float u2 = (float)((r >> 8) & 0xffffff) * (1.0f / 16777216.0f);
     const float z = sqrtf(-2.0f * logf(u1)) * cosf(6.283185307179586f * u2);
-    out[i] = (moe_bf16)(pack_bf16x2(z * scale, 0.0f) & 0xffffu);
+    out[i] = float_to_bf16(z * scale);
   }
 }
 

@@ -278,7 +278,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             const int tok = 8 * j + 2 * (lane & 3) + b;
             if (tok < n) {
               const float v = act_silu(acc[4 * j + b]) * acc[4 * j + 2 + b];
-              out[(row0 + tok) * g.n_dim + col] = (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+              out[(row0 + tok) * g.n_dim + col] = float_to_bf16(v);
             }
           }
         }
@@ -305,7 +305,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             if (col >= g.n_dim) continue;
             const float a = acc[4 * j + 2 * hh + b];
             const float v = kIsGemm1 ? apply_act<kAct>(a) : a * scale;
-            out[orow * g.n_dim + col] = (moe_bf16)(pack_bf16x2(v, 0.0f) & 0xffffu);
+            out[orow * g.n_dim + col] = float_to_bf16(v);
           }
         }
       }
