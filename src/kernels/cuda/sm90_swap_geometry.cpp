@@ -14,10 +14,13 @@ core::Error reject(std::string_view gemm, std::string msg) {
   return geometry_error(gemm, std::string(kPre) + std::move(msg));
 }
 
-/// The static shared memory beside the stages: two barriers and a pair count per stage, and
-/// GEMM2's pair ids and weights per consumer warpgroup (sm90_swap_kernel.cuh).
+/// The static shared memory beside the stages (sm90_swap_kernel.cuh): two barriers and a pair
+/// count per stage, GEMM1's token list at block_m 64 (it gathers x), GEMM2's pair ids and weights
+/// per consumer warpgroup; ptxas reserves it in whole KB (its -v report: 1024 to 5120 bytes).
 int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1) {
-  return stages * 20 + (is_gemm1 ? 8 : consumers * block_m * 8);
+  const int bytes =
+      stages * 20 + (is_gemm1 ? (block_m == 64 ? 4 * block_m : 4) + 8 : consumers * block_m * 8);
+  return (bytes + 1023) / 1024 * 1024;
 }
 
 }  // namespace
