@@ -93,13 +93,15 @@ struct WsGemmParams {
   CUtensorMap tma_a;
   CUtensorMap tma_b;
   GemmParams g;
-  int32_t* sched;  // lever dynamic_tiles: the GEMM's two counters, else null
-  int half_skip;   // lever half_tile_skip
-  int tail_split;  // lever tail_split
+  int32_t* sched;          // lever dynamic_tiles: the GEMM's two counters, else null
+  int half_skip;           // lever half_tile_skip
+  int tail_split;          // lever tail_split
+  CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
-                  offsetof(WsGemmParams, g) == 256,
-              "WsGemmParams must match the device struct (two 128-byte maps, then GemmParams)");
+                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, tma_a_wide) % 64 == 0,
+              "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
+              "levers, a third map)");
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
@@ -423,7 +425,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   wp.g = gp;
   if (g.swap) {
     // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
-    // rows interleaved in 8-row groups), token rows in 16-row boxes.
+    // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones.
     if (g.gated) {
       MOETUNE_RETURN_IF_ERROR(encode_tma_gated_interleave(
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts), static_cast<uint64_t>(gp.n_dim),
@@ -436,6 +438,8 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     if (a_rows > 0) {  // h rows, or x's sorted copy (a GEMM1 of block_m 64 gathers x's rows)
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
                                             static_cast<uint64_t>(gp.k_dim), 16, "token rows"));
+      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a_wide, gp.a, a_rows,
+                                            static_cast<uint64_t>(gp.k_dim), 64, "token rows"));
     }
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};

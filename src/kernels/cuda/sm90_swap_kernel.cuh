@@ -7,12 +7,13 @@
 //     reads each weight tile once.
 //   - Warpgroup 0 is the producer: its warps count the tile's pairs (ballots over the block's
 //     pair ids; align pads an expert's rows at its end), and thread 0 issues TMA loads of the
-//     weight rows (one box; gated GEMM1 through a 4-D map that interleaves gate and up rows in
+//     weight rows (one box; gated GEMM1 through a 5-D map that interleaves gate and up rows in
 //     8-row groups, encode_tma_gated_interleave). The token rows, only the 16-row groups that
-//     hold pairs: GEMM2's h rows by TMA, and GEMM1's x rows by TMA from x's copy in sorted-row
-//     order (moe_permute_rows_kernel), except at block_m 64, where the producer's 128 threads
-//     gather them with cp.async (the tile's pair -> token list in shared memory, s_tok). The pair
-//     count rides with the stage (stage_rows), written before the arrival that releases the stage.
+//     hold pairs, in 64-row boxes and then 16-row ones: GEMM2's h rows by TMA, and GEMM1's x rows
+//     by TMA from x's copy in sorted-row order (moe_permute_rows_kernel), except at block_m 64,
+//     where the producer's 128 threads gather them with cp.async (the tile's pair -> token list
+//     in shared memory, s_tok). The pair count rides with the stage (stage_rows), written before
+//     the arrival that releases the stage.
 //   - kConsumers warpgroups (2 or 3) each multiply their 64 weight rows by the tile's N tokens
 //     (m64 x N x k16 wgmma, N <= block_m, accumulators N / 2 <= 128 registers) and store the
 //     transposed result: thread (warp w, lane l) holds weight rows 16 w + l / 4 (+ 8) and tokens
@@ -102,7 +103,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   const int tid = threadIdx.x & 127;
 
   if (threadIdx.x == 0) {
-    if (!kGather) tma_prefetch_descriptor(&p.tma_a);
+    if (!kGather) {
+      tma_prefetch_descriptor(&p.tma_a);
+      tma_prefetch_descriptor(&p.tma_a_wide);
+    }
     tma_prefetch_descriptor(&p.tma_b);
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -164,7 +168,14 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
           if (!kGather) {
-            for (int b = 0; b < boxes; ++b) {
+            // 64-row boxes, then 16-row ones for the rest. NOTE: 16-row boxes only (up to 16
+            // per stage at block_m 256) made full tiles 1.3-2.3x slower than the tma_ws kernel
+            // at large M on the H200 (bench/results/2026-12-01-swap-ab/call1).
+            const int wide = boxes / 4;
+            for (int b = 0; b < wide; ++b) {
+              tma_load_2d(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
+            }
+            for (int b = 4 * wide; b < boxes; ++b) {
               tma_load_2d(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
             }
           }
