@@ -2,7 +2,7 @@
 // schedule tma_ws), for mid M, where an expert holds tens to a couple of hundred pairs.
 //   - Swap-AB: the weights are wgmma's M side (64 weight rows per consumer warpgroup), the tile's
 //     tokens its N side. A tile is one align block (block_m rows of one expert); its wgmma N is
-//     the block's pairs rounded up to 16, chosen per tile at run time (swap_k_tile), so padding
+//     the block's pairs rounded up to 16, chosen per tile at run time (swap_dispatch_n), so padding
 //     costs at most 15 columns of MMA, not a 64-row granule, and an expert of up to block_m pairs
 //     reads each weight tile once.
 //   - Warpgroup 0 is the producer: its warps count the tile's pairs (ballots over the block's
@@ -35,21 +35,21 @@
 
 namespace moetune_dev {
 
-/// One 64-deep k-tile of a swap-AB warpgroup: 4 k16 steps of m64 x kN wgmma with kN the smallest
-/// multiple of 16 >= n (n <= kMaxN), A = 64 weight rows at a_base, B = the token rows at b_base.
-/// Uses acc[0, kN / 2).
-template <int kN, int kMaxN>
-MOETUNE_DEVICE void swap_k_tile(float* acc, int n, moe_u32 a_base, moe_u32 b_base) {
+/// Calls body(IntConst<kN>{}) with kN the smallest multiple of 16 >= n (n <= kMaxN): the tile's
+/// wgmma N, chosen once per tile so that its whole k loop is one wgmma width. NOTE: chosen per
+/// k-tile instead (the branches inside the k loop), ptxas closed each k-tile's wgmma group with
+/// an empty one at the merge, so wait<1> waited for the k-tile just issued and the tensor pipe
+/// drained every k-tile (full 256-pair tiles ran 1.5-1.8x slower than the tma_ws kernel at large
+/// M on the H200: bench/results/2026-12-01-swap-wide-boxes/).
+template <int kN, int kMaxN, typename Body>
+MOETUNE_DEVICE void swap_dispatch_n(int n, Body&& body) {
   if constexpr (kN < kMaxN) {
     if (n > kN) {
-      swap_k_tile<kN + 16, kMaxN>(acc, n, a_base, b_base);
+      swap_dispatch_n<kN + 16, kMaxN>(n, body);
       return;
     }
   }
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-    Wgmma<kN>::mma(acc, wgmma_desc_sw128(a_base + kk * 32), wgmma_desc_sw128(b_base + kk * 32), 1);
-  }
+  body(IntConst<kN>{});
 }
 
 /// Pairs per tile: what the wgmma N can hold (block_m), and the stage bytes.
@@ -78,9 +78,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // cp.async per producer thread and stage starve the consumers), the copy's pass made it 3-8%
   // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/).
   constexpr bool kGather = kIsGemm1 && kBlockM == 64;
-  // Producer / consumer registers <= 64 K, as the tma_ws kernel: 128 x 56 + 384 x 152 (three
-  // consumers), 128 x 56 + 256 x 224 (two, gathering) or 128 x 40 + 256 x 232.
-  constexpr int kProducerRegs = kGather ? 56 : 40;
+  // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
+  // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
+  // group_m 8 spilled a register).
+  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
   constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
   static_assert(kBlockM % 64 == 0 && kBlockM <= (kConsumers == 3 ? 192 : 256),
@@ -239,31 +240,40 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     }
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
-    int n = 0, prev = -1;
-    for (int kt = 0; kt < num_k; ++kt) {
-      mbar_wait(smem_u32(&full_bar[stage]), phase);
-      // NOTE: GEMM1's token rows were written by cp.async (generic proxy); wgmma reads through the
-      // async proxy.
-      if (kGather) fence_proxy_async();
-      if (kt == 0) n = stage_rows[stage];
-      const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
-      fence_acc();
-      wgmma_fence();
-      swap_k_tile<16, kBlockM>(acc, n, sw + c * 64 * 128, sw + Tile::kWBytes);
-      wgmma_commit();
-      fence_acc();
-      wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+    // The tile's pair count rides with its first k-tile's stage (that wait passes again below).
+    mbar_wait(smem_u32(&full_bar[stage]), phase);
+    const int n = stage_rows[stage];
+    swap_dispatch_n<16, kBlockM>(n, [&](auto kn) {
+      constexpr int kN = decltype(kn)::value;
+      int prev = -1;
+      for (int kt = 0; kt < num_k; ++kt) {
+        mbar_wait(smem_u32(&full_bar[stage]), phase);
+        // NOTE: GEMM1's token rows were written by cp.async (generic proxy); wgmma reads through
+        // the async proxy.
+        if (kGather) fence_proxy_async();
+        const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
+        fence_acc();
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) {
+          Wgmma<kN>::mma(acc, wgmma_desc_sw128(sw + c * 64 * 128 + kk * 32),
+                         wgmma_desc_sw128(sw + Tile::kWBytes + kk * 32), 1);
+        }
+        wgmma_commit();
+        fence_acc();
+        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+        fence_acc();
+        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+        prev = stage;
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+      wgmma_wait<0>();
       fence_acc();
       if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
-      prev = stage;
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
-    }
-    wgmma_wait<0>();
-    fence_acc();
-    if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
+    });
 
     // Epilogue: weight row (output column) and token of each accumulator (see the file comment).
     if (!kIsGemm1) {
