@@ -1,6 +1,6 @@
 // The tuning space of the sm90_gather family (sm90_gather_space.hpp): block_m groups, each GEMM's
 // candidates per regime of M (mma.sync, cooperative, tma_ws with CTA pairs, pingpong GEMM2,
-// split-K GEMM2), the groups of 256 and 192 (with swap-AB GEMM1s) and the decode kernels.
+// split-K GEMM2), the groups of 256 and 192 (both with swap-AB GEMM1s) and the decode kernels.
 // Host-only: CI lists it without a GPU.
 #include "kernels/cuda/sm90_gather_space.hpp"
 
@@ -198,6 +198,21 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
     if (k.launch.schedule == core::Schedule::kTmaWarpSpecialized && k.launch.cluster_m == 1) {
       s.gemm1.push_back(k);
     }
+  }
+  // GEMM1 on swap-AB at 256 pairs per tile (two consumer warpgroups, m64 x N256): with its wgmma
+  // width chosen per tile (abafbb9) it ran at parity with the tma_ws GEMM1 at S1 M=4096 (566.8
+  // vs 567.9 us) and faster at S3 M=1024 (856.1 vs 886.4) in stage times on the H200
+  // (bench/results/2026-12-01-swap-wide-boxes/call3/); the tuner keeps it only where it wins.
+  for (int gm : {1, 8}) {
+    core::KernelConfig k;
+    k.tile = {.block_m = 256,
+              .block_n = swap_block_n(8, core::is_gated(p.activation)),
+              .block_k = 64,
+              .group_m = gm};
+    k.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
+    k.launch.swap_ab = true;
+    k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    if (gemm_geometry(p, k, true).ok()) s.gemm1.push_back(k);
   }
   for (int bn : {64, 128}) {
     for (int stages : {3, 4}) {

@@ -666,8 +666,9 @@ TEST(Sm90Space, OffersClusterPairsWhereAnExpertHasTwo128RowBlocks) {
 
 // The per-GEMM space has a group of 256 where an expert's rows fill one to three 128-row blocks
 // (S3 M=512: 128 pairs per expert; S1 M=4096: 192): GEMM2 tma_ws 256-row tiles under tma_ws GEMM1s
-// of 128-row sub-blocks (no clusters), each implementable with the group's base; none at S1
-// M=1024 (48 pairs per expert) or S3 M=4096 (1024).
+// of 128-row sub-blocks (no clusters) and two swap-AB GEMM1s of 256 pairs per tile (group_m 1 and
+// 8), each implementable with the group's base, whose GEMM1 is a tma_ws one; none at S1 M=1024
+// (48 pairs per expert) or S3 M=4096 (1024).
 TEST(Sm90Space, OffersGemm2At256UnderGemm1SubBlocksWhereExpertsFillOneToThreeBlocks) {
   CudaBackend backend{core::DeviceInfo{}};
   auto group256 = [&](core::MoeProblem const& p) -> std::optional<core::GemmSpace> {
@@ -683,13 +684,22 @@ TEST(Sm90Space, OffersGemm2At256UnderGemm1SubBlocksWhereExpertsFillOneToThreeBlo
     ASSERT_TRUE(s.has_value()) << core::to_string(p);
     EXPECT_FALSE(s->gemm1.empty());
     EXPECT_FALSE(s->gemm2.empty());
+    EXPECT_FALSE(s->base.gemm1.launch.swap_ab);
+    int swaps = 0;
     for (auto const& k : s->gemm1) {
-      EXPECT_EQ(k.tile.block_m, 128) << core::short_string(k);
-      EXPECT_EQ(k.launch.schedule, core::Schedule::kTmaWarpSpecialized);
+      EXPECT_EQ(k.launch.schedule, core::Schedule::kTmaWarpSpecialized) << core::short_string(k);
       EXPECT_EQ(k.launch.cluster_m, 1);
+      if (k.launch.swap_ab) {
+        ++swaps;
+        EXPECT_EQ(k.tile.block_m, 256) << core::short_string(k);
+        EXPECT_EQ(k.pipeline.num_warps, 8) << core::short_string(k);
+      } else {
+        EXPECT_EQ(k.tile.block_m, 128) << core::short_string(k);
+      }
       ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = k, .gemm2 = s->base.gemm2}).ok())
           << core::short_string(k);
     }
+    EXPECT_EQ(swaps, 2) << core::to_string(p);
     for (auto const& k : s->gemm2) {
       EXPECT_EQ(k.tile.block_m, 256) << core::short_string(k);
       ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = s->base.gemm1, .gemm2 = k}).ok())
