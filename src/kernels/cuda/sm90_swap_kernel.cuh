@@ -169,9 +169,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
           if (!kGather) {
-            // 64-row boxes, then 16-row ones for the rest. NOTE: 16-row boxes only (up to 16
-            // per stage at block_m 256) made full tiles 1.3-2.3x slower than the tma_ws kernel
-            // at large M on the H200 (bench/results/2026-12-01-swap-ab/call1).
+            // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
+            // 16-row boxes alone took 16 at block_m 256 (the same time on the H200: suspected of
+            // the full tiles' slowness, they were not its cause; bench/results/2026-12-01-swap-
+            // wide-boxes/call1).
             const int wide = boxes / 4;
             for (int b = 0; b < wide; ++b) {
               tma_load_2d(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
