@@ -183,13 +183,32 @@ void add_split_k(core::MoeProblem const& p, int block_m, bool is_gemm1,
   }
 }
 
+/// Swap-AB GEMM1s (launch.swap_ab with schedule tma_ws, sm90_swap_kernel.cuh: block_m pairs per
+/// tile as wgmma's N; num_warps 8 or 12: two or three consumer warpgroups of 64 weight rows), 4
+/// stages, group_m 1 and 8, appended to `gemm1` where the geometry takes them.
+void add_swap_gemm1s(core::MoeProblem const& p, int block_m, int warps,
+                     std::vector<core::KernelConfig>& gemm1) {
+  for (int gm : {1, 8}) {
+    core::KernelConfig k;
+    k.tile = {.block_m = block_m,
+              .block_n = swap_block_n(warps, core::is_gated(p.activation)),
+              .block_k = 64,
+              .group_m = gm};
+    k.pipeline = {.num_warps = warps, .num_stages = 4, .split_k = 1};
+    k.launch.swap_ab = true;
+    k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    if (gemm_geometry(p, k, true).ok()) gemm1.push_back(k);
+  }
+}
+
 /// GEMM2 at 256 rows under a tma_ws GEMM1 of 128-row sub-blocks, where an expert's rows fill
 /// one to three 128-row blocks: a 256-row GEMM2 tile multiplies only its 64-row halves with
 /// rows, and an expert of up to 256 pairs loads each weight tile once. Measured on the H200
 /// (bench/results/2026-11-30-tile256/a3c598f-gemm2-256-subblocks/, moetune ab, 4 rounds x 30):
 /// 5.2% faster at S3 M=512, 3.9% at S1 M=4096, slower at S1 1024-8192, S2 1024-16384, S3
-/// 1024-2048; GEMM1 at 256 rows was 1.5-2.2x slower everywhere (its producer gathers 256 x rows
-/// a stage: bench/results/2026-11-30-tile256/f36674c-both-256/), so it is not searched.
+/// 1024-2048; a tma_ws GEMM1 at 256 rows was 1.5-2.2x slower everywhere (its producer gathers 256
+/// x rows a stage: bench/results/2026-11-30-tile256/f36674c-both-256/), so it is not searched; a
+/// swap-AB GEMM1 at 256 pairs per tile is (below).
 void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out) {
   const double pe = pairs_per_expert(p);
   if (pe < 96 || pe > 320) return;
@@ -203,17 +222,7 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   // width chosen per tile (abafbb9) it ran at parity with the tma_ws GEMM1 at S1 M=4096 (566.8
   // vs 567.9 us) and faster at S3 M=1024 (856.1 vs 886.4) in stage times on the H200
   // (bench/results/2026-12-01-swap-wide-boxes/call3/); the tuner keeps it only where it wins.
-  for (int gm : {1, 8}) {
-    core::KernelConfig k;
-    k.tile = {.block_m = 256,
-              .block_n = swap_block_n(8, core::is_gated(p.activation)),
-              .block_k = 64,
-              .group_m = gm};
-    k.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
-    k.launch.swap_ab = true;
-    k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-    if (gemm_geometry(p, k, true).ok()) s.gemm1.push_back(k);
-  }
+  add_swap_gemm1s(p, 256, 8, s.gemm1);
   for (int bn : {64, 128}) {
     for (int stages : {3, 4}) {
       core::KernelConfig k;
@@ -266,17 +275,7 @@ void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   // at 192 pairs per tile: the layer's best at S3 M=512 under the 192-row GEMM2 (0.950x in a
   // recipe A/B, 841-855 against 877-893 us in four protocol runs), slower at S1 M=2048 and S2
   // M=1024/2048 (bench/results/2026-12-01-swap-ab/), which the tuner then drops.
-  for (int gm : {1, 8}) {
-    core::KernelConfig k;
-    k.tile = {.block_m = 192,
-              .block_n = swap_block_n(12, core::is_gated(p.activation)),
-              .block_k = 64,
-              .group_m = gm};
-    k.pipeline = {.num_warps = 12, .num_stages = 4, .split_k = 1};
-    k.launch.swap_ab = true;
-    k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-    if (gemm_geometry(p, k, true).ok()) s.gemm1.push_back(k);
-  }
+  add_swap_gemm1s(p, 192, 12, s.gemm1);
   if (!s.gemm1.empty() && !s.gemm2.empty()) {
     // The base GEMM1: the last tma_ws one (the swap-AB ones come after it).
     auto base1 = std::find_if(s.gemm1.rbegin(), s.gemm1.rend(),
