@@ -10,6 +10,10 @@ recipe re-time `bash bench/run_h200.sh --recipe recipes/h200.json`); the convers
 With several CSVs (e.g. a sweep per schedule), each point takes the fastest row among them; re-time
 that recipe in one run (bench/run_h200.sh --recipe) and convert the re-time CSV alone, so every
 pinned number comes from one run.
+Warns on stderr (the recipe is written all the same) where the row-or-default choice rests on a low
+clock: the row and the default within 2% of each other at a point whose SM clock sample is below
+90% of the highest sample of its CSV (a throttled run once shipped the default at two points where
+five earlier runs had the row faster: bench/results/2026-12-01-3a299d0-protocol/). Re-time those.
 """
 import csv
 import json
@@ -45,6 +49,32 @@ def kernel_config(short):
     return cfg
 
 
+CLOSE = 0.02       # row and default this close (relative) ...
+LOW_CLOCK = 0.90   # ... at a clock sample below this share of the CSV's highest
+
+
+def low_clock_close_calls(rows, paths):
+    """One line per chosen row whose row-or-default choice rests on a low clock sample."""
+    top = {}
+    for path in paths:
+        clocks = [float(r["sm_clock_mhz"]) for r in csv.DictReader(open(path))
+                  if r.get("sm_clock_mhz")]
+        top[path] = max(clocks) if clocks else 0.0
+    out = []
+    for r in rows:
+        t, d = float(r["time_us"]), float(r.get("default_us") or -1)
+        clock = float(r.get("sm_clock_mhz") or 0)
+        if d <= 0 or r.get("default_config") in (None, "", r["config"]) or top[r["_csv"]] <= 0:
+            continue
+        if abs(t - d) / min(t, d) < CLOSE and clock < LOW_CLOCK * top[r["_csv"]]:
+            out.append("%s M=%s: row %.2f us vs default %.2f us (%.1f%% apart) at an SM clock sample "
+                       "of %.0f MHz (< %d%% of this CSV's %.0f): the row-or-default choice rests on "
+                       "a low clock; re-time this point" %
+                       (r["shape"], r["M"], t, d, 100 * abs(t - d) / min(t, d), clock,
+                        100 * LOW_CLOCK, top[r["_csv"]]))
+    return out
+
+
 def main():
     args = sys.argv[1:]
     command = "bash bench/run_h200.sh --recipe recipes/h200.json"
@@ -65,6 +95,8 @@ def main():
             if key not in best or t < best[key][0]:
                 best[key] = (t, r)
     rows = [best[k][1] for k in sorted(best, key=lambda k: (k[0], k[1]))]
+    for r in low_clock_close_calls(rows, args):
+        sys.stderr.write("csv_to_recipe: warning: " + r + "\n")
     shapes = {}
     for r in rows:
         name, k, i, e, topk, act = SHAPES[r["shape"]]

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The bench's recipe tools against the shipped H200 recipe, tables and CSV (ctest runs this from
 the source tree): bench/csv_to_recipe.py must turn the CSV a pinned row names back into
-recipes/h200.json, and bench/recipe_variant.py --from-tables must see no change between the
+recipes/h200.json (and warn where a row-or-default choice rests on a low clock sample), and
+bench/recipe_variant.py --from-tables must see no change between the
 recipe and its own tables, and recipe_variant.py's FIELD_DEFAULTS must be the C++ reader's (with
 the moetune binary ctest names in RECIPE_TOOLS_MOETUNE_BIN). Each check has a twin that corrupts
 one value and must be caught."""
@@ -67,6 +68,34 @@ class CsvToRecipe(unittest.TestCase):
                             s2(recipe)["pinned_rows"]["1024"]["source"]["numbers"]["time_us"])
         self.assertEqual(s2(made)["pinned_rows"]["512"]["source"]["numbers"],
                          s2(recipe)["pinned_rows"]["512"]["source"]["numbers"])
+
+
+    def test_a_close_call_at_a_low_clock_is_warned_about_and_at_full_clock_not(self):
+        _, command, csv_path = shipped_command_and_csv()
+        with open(os.path.join(ROOT, csv_path), newline="") as f:
+            rows = list(csv.DictReader(f))
+        top = max(float(r["sm_clock_mhz"]) for r in rows)
+        # A point with a default config of its own, made a close call (row and default 0.5% apart).
+        victim = next(r for r in rows if r["default_config"] not in ("", r["config"]))
+        victim["default_us"] = str(float(victim["time_us"]) * 1.005)
+        tag = "warning: %s M=%s:" % (victim["shape"], victim["M"])
+
+        def convert(clock):
+            victim["sm_clock_mhz"] = str(clock)
+            with tempfile.TemporaryDirectory() as tmp:
+                path = os.path.join(tmp, "run.csv")
+                with open(path, "w", newline="") as f:
+                    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+                    w.writeheader()
+                    w.writerows(rows)
+                r = run("bench/csv_to_recipe.py", "--command", command, path)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            return r.stderr
+
+        self.assertNotIn(tag, convert(top))  # full clock: no warning
+        throttled = convert(0.7 * top)       # the twin: the same point throttled
+        self.assertIn(tag, throttled)
+        self.assertIn("re-time this point", throttled)
 
 
 class RecipeVariantFromTables(unittest.TestCase):
