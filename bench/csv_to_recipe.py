@@ -53,13 +53,9 @@ CLOSE = 0.02       # row and default this close (relative) ...
 LOW_CLOCK = 0.90   # ... at a clock sample below this share of the CSV's highest
 
 
-def low_clock_close_calls(rows, paths):
-    """One line per chosen row whose row-or-default choice rests on a low clock sample."""
-    top = {}
-    for path in paths:
-        clocks = [float(r["sm_clock_mhz"]) for r in csv.DictReader(open(path))
-                  if r.get("sm_clock_mhz")]
-        top[path] = max(clocks) if clocks else 0.0
+def low_clock_close_calls(rows, top):
+    """One line per chosen row whose row-or-default choice rests on a low clock sample; top: each
+    CSV's highest SM clock sample."""
     out = []
     for r in rows:
         t, d = float(r["time_us"]), float(r.get("default_us") or -1)
@@ -85,9 +81,11 @@ def main():
     if not args:
         sys.exit("usage: bench/csv_to_recipe.py [--command CMD] CSV [CSV...] > recipe.json")
     best = {}
+    top = {}  # each CSV's highest SM clock sample
     for path in args:
         for r in csv.DictReader(open(path)):
             r["_csv"] = path
+            top[path] = max(top.get(path, 0.0), float(r.get("sm_clock_mhz") or 0))
             key = (r["shape"], int(r["M"]))
             t = float(r["time_us"])
             d = float(r.get("default_us") or -1)
@@ -95,7 +93,7 @@ def main():
             if key not in best or t < best[key][0]:
                 best[key] = (t, r)
     rows = [best[k][1] for k in sorted(best, key=lambda k: (k[0], k[1]))]
-    for r in low_clock_close_calls(rows, args):
+    for r in low_clock_close_calls(rows, top):
         sys.stderr.write("csv_to_recipe: warning: " + r + "\n")
     shapes = {}
     for r in rows:

@@ -41,6 +41,17 @@ def shipped_command_and_csv():
     return recipe, command, csv_path
 
 
+def convert_rows(command, rows):
+    """bench/csv_to_recipe.py run on `rows` (CSV dicts) written to a temporary CSV."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "run.csv")
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+            w.writeheader()
+            w.writerows(rows)
+        return run("bench/csv_to_recipe.py", "--command", command, path)
+
+
 class CsvToRecipe(unittest.TestCase):
     def test_the_shipped_recipe_is_what_csv_to_recipe_makes_of_its_csv(self):
         recipe, command, csv_path = shipped_command_and_csv()
@@ -54,13 +65,7 @@ class CsvToRecipe(unittest.TestCase):
             rows = list(csv.DictReader(f))
         victim = next(r for r in rows if r["shape"] == "S2" and r["M"] == "1024")
         victim["time_us"] = str(float(victim["time_us"]) * 0.5)  # now faster than its default
-        with tempfile.TemporaryDirectory() as tmp:
-            bad = os.path.join(tmp, "bad.csv")
-            with open(bad, "w", newline="") as f:
-                w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-                w.writeheader()
-                w.writerows(rows)
-            r = run("bench/csv_to_recipe.py", "--command", command, bad)
+        r = convert_rows(command, rows)
         self.assertEqual(r.returncode, 0, r.stderr)
         made = json.loads(r.stdout)
         s2 = lambda rec: next(s for s in rec["shapes"] if s["name"] == "qwen3-30b-a3b-s2")
@@ -82,13 +87,7 @@ class CsvToRecipe(unittest.TestCase):
 
         def convert(clock):
             victim["sm_clock_mhz"] = str(clock)
-            with tempfile.TemporaryDirectory() as tmp:
-                path = os.path.join(tmp, "run.csv")
-                with open(path, "w", newline="") as f:
-                    w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
-                    w.writeheader()
-                    w.writerows(rows)
-                r = run("bench/csv_to_recipe.py", "--command", command, path)
+            r = convert_rows(command, rows)
             self.assertEqual(r.returncode, 0, r.stderr)
             return r.stderr
 

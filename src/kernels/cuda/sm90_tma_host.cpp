@@ -30,10 +30,6 @@ EncodeTiledFn encode_tiled_fn() {
   return fn;
 }
 
-}  // namespace
-
-namespace {
-
 core::Error no_encoder() {
   return core::make_error(core::ErrorCode::kUnsupported, "launch_sm90_gather",
                           "cuTensorMapEncodeTiled is not available from this driver (schedule "
