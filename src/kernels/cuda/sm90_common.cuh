@@ -48,6 +48,26 @@ MOETUNE_DEVICE void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
 }
 
+/// stmatrix x4, transposed: register i of every lane holds its (row lane / 4, columns 2 (lane % 4)
+/// and + 1) of 8 x 8 bf16 matrix i (the m16n8 / wgmma accumulator layout); column k of matrix i
+/// goes, as 8 contiguous bf16, to the address that lane 8 i + k gives.
+MOETUNE_DEVICE void stmatrix_x4_trans(moe_u32 addr, moe_u32 r0, moe_u32 r1, moe_u32 r2,
+                                      moe_u32 r3) {
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+      "r"(r0), "r"(r1), "r"(r2), "r"(r3)
+      : "memory");
+}
+
+MOETUNE_DEVICE uint4 ld_shared_v4(moe_u32 addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
 MOETUNE_DEVICE void ldmatrix_x4(moe_u32 addr, moe_u32& r0, moe_u32& r1, moe_u32& r2, moe_u32& r3) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)

@@ -16,10 +16,12 @@ core::Error reject(std::string_view gemm, std::string msg) {
 
 /// The static shared memory beside the stages (sm90_swap_kernel.cuh): two barriers and a pair
 /// count per stage, GEMM1's token list at block_m 64 (it gathers x), GEMM2's pair ids and weights
-/// per consumer warpgroup; ptxas reserves it in whole KB (its -v report: 1024 to 5120 bytes).
-int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1) {
-  const int bytes =
-      stages * 20 + (is_gemm1 ? (block_m == 64 ? 4 * block_m : 4) + 8 : consumers * block_m * 8);
+/// per consumer warpgroup, and each consumer warpgroup's epilogue buffer (SwapEpilogue: 32 token
+/// rows of its 64 output columns, 32 gated); ptxas reserves it in whole KB.
+int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1, bool gated) {
+  const int epilogue = consumers * 32 * (gated ? 32 : 64) * 2;
+  const int bytes = stages * 20 + epilogue +
+                    (is_gemm1 ? (block_m == 64 ? 4 * block_m : 4) + 8 : consumers * block_m * 8);
   return (bytes + 1023) / 1024 * 1024;
 }
 
@@ -95,7 +97,8 @@ core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::Kernel
   g.gated = gated;
   g.mma = 2;
   g.swap = true;
-  const int smem = g.smem_bytes() + swap_static_smem(g.stages, consumers, g.block_m, is_gemm1);
+  const int smem =
+      g.smem_bytes() + swap_static_smem(g.stages, consumers, g.block_m, is_gemm1, gated);
   if (smem > kSm90MaxSmemBytes) {
     return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
                             std::to_string(g.stages) + " stages of " +

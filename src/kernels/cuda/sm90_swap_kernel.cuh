@@ -63,6 +63,21 @@ struct SwapTile {
   static constexpr int kAcc = kBlockM / 2;
 };
 
+/// The epilogue's buffer of one consumer warpgroup: 32 token rows of its output columns (64, or
+/// 32 gated), in 16-byte pieces placed at piece ^ (a function of the row) so that the 8 rows of
+/// one stmatrix matrix land in 8 distinct bank groups.
+template <bool kGated>
+struct SwapEpilogue {
+  static constexpr int kCols = kGated ? 32 : 64;
+  static constexpr int kPieces = kCols / 8;  // 16-byte pieces per token row
+  static constexpr int kRowBytes = kCols * 2;
+  static constexpr int kBytes = 32 * kRowBytes;
+  MOETUNE_DEVICE static moe_u32 offset(int t, int piece) {
+    const int swz = kGated ? (t >> 1) & 3 : t & 7;  // gated: two 64-byte rows per 128 bytes
+    return t * kRowBytes + ((piece ^ swz) << 4);
+  }
+};
+
 template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1>
 __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     moe_swap_gemm_kernel(const __grid_constant__ WsGemmParams p) {
@@ -98,6 +113,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
   __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
   __shared__ float s_scale[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
+  // The epilogue's token rows per consumer warpgroup (SwapEpilogue).
+  __shared__ __align__(128) char s_epi[kConsumers][SwapEpilogue<kGated>::kBytes];
   char* smem =
       reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
   const int wg = threadIdx.x >> 7;
@@ -289,47 +306,64 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
       }
       named_bar_sync(1 + c, 128);
     }
+    // Stores through shared memory, 32 tokens per pass: stmatrix .trans turns each warp's
+    // accumulator fragments (weight rows x tokens) into token rows of its output columns, then
+    // every thread stores 16-byte pieces of whole token rows (a warpgroup's 64 or 32 columns: 128
+    // or 64 contiguous bytes, whole 32-byte sectors). Same values and bits as storing each
+    // element from its accumulator. NOTE: the 2-byte transposed stores before (abafbb9) left
+    // half of every sector written by one instruction (ncu: 49% of GEMM2's global sectors
+    // excessive, bench/results/2026-12-01-swap-wide-boxes/ncu/).
+    using Epi = SwapEpilogue<kGated>;
     moe_bf16* out = reinterpret_cast<moe_bf16*>(g.out);
-    if (kGated) {
-      const int col = pid_n * kCols + c * 32 + warp * 8 + (lane >> 2);
-      if (col < g.n_dim) {
+    const moe_u32 epi = smem_u32(&s_epi[c][0]);
+    const int wcol0 = pid_n * kCols + c * Epi::kCols;  // the warpgroup's first output column
 #pragma unroll
-        for (int j = 0; j < kAcc / 4; ++j) {
+    for (int q = 0; q < kBlockM / 32; ++q) {
+      if (32 * q >= n) break;
+      named_bar_sync(4 + c, 128);  // the previous pass read the buffer
+      if (kGated) {
+        moe_u32 r[4];
 #pragma unroll
-          for (int b = 0; b < 2; ++b) {
-            const int tok = 8 * j + 2 * (lane & 3) + b;
-            if (tok < n) {
-              const float v = act_silu(acc[4 * j + b]) * acc[4 * j + 2 + b];
-              out[(row0 + tok) * g.n_dim + col] = float_to_bf16(v);
+        for (int i = 0; i < 4; ++i) {
+          const int j = 4 * q + i;
+          r[i] = pack_bf16x2(act_silu(acc[4 * j]) * acc[4 * j + 2],
+                             act_silu(acc[4 * j + 1]) * acc[4 * j + 3]);
+        }
+        // Matrix i: output columns 8 warp + (0..7) x tokens 8 i + (0..7); lane l gives the
+        // address of token row l.
+        stmatrix_x4_trans(epi + Epi::offset(lane, warp), r[0], r[1], r[2], r[3]);
+      } else {
+#pragma unroll
+        for (int i2 = 0; i2 < 2; ++i2) {
+          moe_u32 r[4];
+#pragma unroll
+          for (int m = 0; m < 4; ++m) {  // matrix m: token block j, weight rows + 8 (m & 1)
+            const int j = 4 * q + 2 * i2 + (m >> 1);
+            const int i = 4 * j + 2 * (m & 1);
+            float s0 = 1.0f, s1 = 1.0f;
+            if (!kIsGemm1) {
+              s0 = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3)];
+              s1 = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3) + 1];
             }
+            r[m] = kIsGemm1 ? pack_bf16x2(apply_act<kAct>(acc[i]), apply_act<kAct>(acc[i + 1]))
+                            : pack_bf16x2(acc[i] * s0, acc[i + 1] * s1);
           }
+          const int m = lane >> 3;
+          const int t = 8 * (2 * i2 + (m >> 1)) + (lane & 7);
+          stmatrix_x4_trans(epi + Epi::offset(t, 2 * warp + (m & 1)), r[0], r[1], r[2], r[3]);
         }
       }
-    } else {
-      const int col0 = pid_n * kCols + c * 64 + warp * 16 + (lane >> 2);
+      named_bar_sync(4 + c, 128);
 #pragma unroll
-      for (int j = 0; j < kAcc / 4; ++j) {
-#pragma unroll
-        for (int b = 0; b < 2; ++b) {
-          const int tok = 8 * j + 2 * (lane & 3) + b;
-          if (tok >= n) continue;
-          long long orow;
-          float scale = 1.0f;
-          if (kIsGemm1) {
-            orow = row0 + tok;
-          } else {
-            orow = s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
-            scale = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
-          }
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const int col = col0 + 8 * hh;
-            if (col >= g.n_dim) continue;
-            const float a = acc[4 * j + 2 * hh + b];
-            const float v = kIsGemm1 ? apply_act<kAct>(a) : a * scale;
-            out[orow * g.n_dim + col] = float_to_bf16(v);
-          }
-        }
+      for (int idx = tid; idx < 32 * Epi::kPieces; idx += 128) {
+        const int t = idx / Epi::kPieces;
+        const int piece = idx % Epi::kPieces;
+        const int tok = 32 * q + t;
+        const int col = wcol0 + 8 * piece;
+        if (tok >= n || col >= g.n_dim) continue;
+        const long long orow = kIsGemm1 ? row0 + tok : s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
+        *reinterpret_cast<uint4*>(out + orow * g.n_dim + col) =
+            ld_shared_v4(epi + Epi::offset(t, piece));
       }
     }
   }
