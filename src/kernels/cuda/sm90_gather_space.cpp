@@ -183,21 +183,21 @@ void add_split_k(core::MoeProblem const& p, int block_m, bool is_gemm1,
   }
 }
 
-/// Swap-AB GEMM1s (launch.swap_ab with schedule tma_ws, sm90_swap_kernel.cuh: block_m pairs per
-/// tile as wgmma's N; num_warps 8 or 12: two or three consumer warpgroups of 64 weight rows), 4
-/// stages, group_m 1 and 8, appended to `gemm1` where the geometry takes them.
-void add_swap_gemm1s(core::MoeProblem const& p, int block_m, int warps,
-                     std::vector<core::KernelConfig>& gemm1) {
+/// Swap-AB GEMMs (launch.swap_ab with schedule tma_ws, sm90_swap_kernel.cuh: block_m pairs per
+/// tile as wgmma's N; num_warps 8 or 12: two or three consumer warpgroups of 64 weight rows) at
+/// `stages`, group_m 1 and 8, appended to `out` where the geometry takes them.
+void add_swap_gemms(core::MoeProblem const& p, int block_m, int warps, int stages, bool is_gemm1,
+                    std::vector<core::KernelConfig>& out) {
   for (int gm : {1, 8}) {
     core::KernelConfig k;
     k.tile = {.block_m = block_m,
-              .block_n = swap_block_n(warps, core::is_gated(p.activation)),
+              .block_n = swap_block_n(warps, is_gemm1 && core::is_gated(p.activation)),
               .block_k = 64,
               .group_m = gm};
-    k.pipeline = {.num_warps = warps, .num_stages = 4, .split_k = 1};
+    k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
     k.launch.swap_ab = true;
     k.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-    if (gemm_geometry(p, k, true).ok()) gemm1.push_back(k);
+    if (gemm_geometry(p, k, is_gemm1).ok()) out.push_back(k);
   }
 }
 
@@ -222,7 +222,7 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   // width chosen per tile (abafbb9) it ran at parity with the tma_ws GEMM1 at S1 M=4096 (566.8
   // vs 567.9 us) and faster at S3 M=1024 (856.1 vs 886.4) in stage times on the H200
   // (bench/results/2026-12-01-swap-wide-boxes/call3/); the tuner keeps it only where it wins.
-  add_swap_gemm1s(p, 256, 8, s.gemm1);
+  add_swap_gemms(p, 256, 8, 4, true, s.gemm1);
   for (int bn : {64, 128}) {
     for (int stages : {3, 4}) {
       core::KernelConfig k;
@@ -232,8 +232,15 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
       if (gemm_geometry(p, k, false).ok()) s.gemm2.push_back(k);
     }
   }
-  if (!s.gemm1.empty() && !s.gemm2.empty()) {
-    s.base = {.gemm1 = s.gemm1.front(), .gemm2 = s.gemm2.back()};  // GEMM2 256 x 128, 4 stages
+  const size_t tma_ws_gemm2s = s.gemm2.size();
+  // GEMM2 on swap-AB at 256 pairs per tile: with the epilogue through shared memory (a05410d)
+  // the layer's best GEMM2 at S1 M=4096 (both GEMMs swap-AB: 994 vs 1053 us) and S2 M=2048
+  // (under the tma_ws GEMM1's sub-blocks: 422 vs 428) in a recipe A/B on the H200
+  // (bench/results/2026-12-01-swap-smem-epilogue/call2/); slower at S2 M=4096 and S3 M=1024.
+  add_swap_gemms(p, 256, 8, 4, false, s.gemm2);
+  if (!s.gemm1.empty() && tma_ws_gemm2s > 0) {
+    // GEMM2 256 x 128, 4 stages: the last tma_ws one (the swap-AB ones come after it).
+    s.base = {.gemm1 = s.gemm1.front(), .gemm2 = s.gemm2[tma_ws_gemm2s - 1]};
     out.push_back(std::move(s));
   }
 }
@@ -275,7 +282,7 @@ void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   // at 192 pairs per tile: the layer's best at S3 M=512 under the 192-row GEMM2 (0.950x in a
   // recipe A/B, 841-855 against 877-893 us in four protocol runs), slower at S1 M=2048 and S2
   // M=1024/2048 (bench/results/2026-12-01-swap-ab/), which the tuner then drops.
-  add_swap_gemm1s(p, 192, 12, s.gemm1);
+  add_swap_gemms(p, 192, 12, 4, true, s.gemm1);
   if (!s.gemm1.empty() && !s.gemm2.empty()) {
     // The base GEMM1: the last tma_ws one (the swap-AB ones come after it).
     auto base1 = std::find_if(s.gemm1.rbegin(), s.gemm1.rend(),
@@ -371,6 +378,12 @@ std::vector<core::GemmSpace> sm90_gemm_search_space(core::MoeProblem const& p) {
     b2.pipeline = {.num_warps = 4, .num_stages = 4, .split_k = 1};
     if (!gemm_geometry(p, b2, false).ok()) b2 = s.gemm2.front();
     s.base = {.gemm1 = s.gemm1.front(), .gemm2 = b2};
+    // GEMM2 on swap-AB at 128 pairs per tile (three consumer warpgroups, 5 stages) where an
+    // expert holds 48 to 160 pairs: with the epilogue through shared memory (a05410d) the layer's
+    // best GEMM2 at S1 M=2048 (728 vs 746 us) and S2 M=1024 (341 vs 344) in a recipe A/B on the
+    // H200 (bench/results/2026-12-01-swap-smem-epilogue/call2/).
+    const double pe = pairs_per_expert(p);
+    if (bm == 128 && pe >= 48 && pe <= 160) add_swap_gemms(p, 128, 12, 5, false, s.gemm2);
     out.push_back(std::move(s));
   }
   add_group_192(p, out);

@@ -666,9 +666,9 @@ TEST(Sm90Space, OffersClusterPairsWhereAnExpertHasTwo128RowBlocks) {
 
 // The per-GEMM space has a group of 256 where an expert's rows fill one to three 128-row blocks
 // (S3 M=512: 128 pairs per expert; S1 M=4096: 192): GEMM2 tma_ws 256-row tiles under tma_ws GEMM1s
-// of 128-row sub-blocks (no clusters) and two swap-AB GEMM1s of 256 pairs per tile (group_m 1 and
-// 8), each implementable with the group's base, whose GEMM1 is a tma_ws one; none at S1 M=1024
-// (48 pairs per expert) or S3 M=4096 (1024).
+// of 128-row sub-blocks (no clusters), two swap-AB GEMM1s and two swap-AB GEMM2s of 256 pairs per
+// tile (group_m 1 and 8), each implementable with the group's base, whose GEMMs are tma_ws ones;
+// none at S1 M=1024 (48 pairs per expert) or S3 M=4096 (1024).
 TEST(Sm90Space, OffersGemm2At256UnderGemm1SubBlocksWhereExpertsFillOneToThreeBlocks) {
   CudaBackend backend{core::DeviceInfo{}};
   auto group256 = [&](core::MoeProblem const& p) -> std::optional<core::GemmSpace> {
@@ -700,17 +700,55 @@ TEST(Sm90Space, OffersGemm2At256UnderGemm1SubBlocksWhereExpertsFillOneToThreeBlo
           << core::short_string(k);
     }
     EXPECT_EQ(swaps, 2) << core::to_string(p);
+    EXPECT_FALSE(s->base.gemm2.launch.swap_ab);
+    swaps = 0;
     for (auto const& k : s->gemm2) {
       EXPECT_EQ(k.tile.block_m, 256) << core::short_string(k);
+      if (k.launch.swap_ab) {
+        ++swaps;
+        EXPECT_EQ(k.pipeline.num_warps, 8) << core::short_string(k);
+      }
       ASSERT_TRUE(sm90_can_implement(p, {.gemm1 = s->base.gemm1, .gemm2 = k}).ok())
           << core::short_string(k);
     }
+    EXPECT_EQ(swaps, 2) << core::to_string(p);
   }
   core::MoeProblem p = s1();
   p.num_tokens = 1024;
   EXPECT_FALSE(group256(p).has_value());
   s3.num_tokens = 4096;
   EXPECT_FALSE(group256(s3).has_value());
+}
+
+// The group of 128 offers two swap-AB GEMM2s (128 pairs per tile, three consumer warpgroups,
+// group_m 1 and 8), implementable with the group's base GEMM1, where an expert holds 48 to 160
+// pairs (S1 M=2048: 96; S2 M=1024: 64), and none at S1 M=8192 (384) or S2 M=256 (16).
+TEST(Sm90Space, OffersSwapAbGemm2sAt128RowsWhereExpertsHold48To160Pairs) {
+  CudaBackend backend{core::DeviceInfo{}};
+  auto swap_gemm2s = [&](core::MoeProblem const& p) {
+    int n = 0;
+    for (auto const& s : backend.gemm_search_space(p)) {
+      if (s.block_m != 128) continue;
+      for (auto const& k : s.gemm2) {
+        if (!k.launch.swap_ab) continue;
+        ++n;
+        EXPECT_EQ(k.pipeline.num_warps, 12) << core::short_string(k);
+        EXPECT_TRUE(sm90_can_implement(p, {.gemm1 = s.base.gemm1, .gemm2 = k}).ok())
+            << core::short_string(k);
+      }
+      EXPECT_FALSE(s.base.gemm2.launch.swap_ab);
+    }
+    return n;
+  };
+  core::MoeProblem p = s1();
+  p.num_tokens = 2048;
+  EXPECT_EQ(swap_gemm2s(p), 2);
+  p.num_tokens = 8192;
+  EXPECT_EQ(swap_gemm2s(p), 0);
+  core::MoeProblem s2 = moe_shape(128, 2048, 768, 8, core::Activation::kSiluGated, 1024);
+  EXPECT_EQ(swap_gemm2s(s2), 2);
+  s2.num_tokens = 256;
+  EXPECT_EQ(swap_gemm2s(s2), 0);
 }
 
 // can_implement of pingpong: 8 warps (two MMA warpgroups), one warpgroup's accumulators <= 128
