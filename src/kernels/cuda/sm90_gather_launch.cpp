@@ -441,6 +441,9 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a_wide, gp.a, a_rows,
                                             static_cast<uint64_t>(gp.k_dim), 64, "token rows"));
     }
+    // The dynamic walk over tiles (the kernel's own, not a lever: its tiles differ in pairs, so the
+    // static walk left SMs idle at the end; same bits either way).
+    wp.sched = b.sched + (f == k.gemm1 ? 0 : 2);
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};
     MOETUNE_CUDA_CHECK(

@@ -109,6 +109,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   __shared__ __align__(8) moe_u64 full_bar[kStages];
   __shared__ __align__(8) moe_u64 empty_bar[kStages];
   __shared__ int stage_rows[kStages];           // pairs of the tile whose k-tile the stage holds
+  __shared__ int stage_tile[kStages];           // the tile itself (dynamic walk; total: the end)
   __shared__ int s_tok[kGather ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
   // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
   __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
@@ -143,6 +144,13 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   const int num_n = (g.n_dim + kCols - 1) / kCols;
   const int total = num_m * num_n;
   const int num_k = g.k_dim / 64;
+  // The walk over tiles: after the first wave, the next tile from a global counter (p.sched: [0]
+  // tiles handed out past the first wave, [1] CTAs done; align zeroes both and the last CTA
+  // zeroes them again), fetched a tile ahead by the producer and handed to the consumers in the
+  // stage that tile fills first, so that tiles of few pairs (an expert's last block) do not leave
+  // some SMs idle at the end. Null (and at block_m 64 GEMM1, whose four producer warps gather):
+  // the static walk, CTA c taking tiles c, c + gridDim.x, ...
+  int* const sched = kGather ? nullptr : p.sched;
 
   if (wg == 0) {
     // ---------------------------------------------------------------- producer warpgroup
@@ -153,7 +161,13 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     const int warp = tid >> 5;
     const int lane = tid & 31;
     int stage = 0, phase = 0;
-    for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    for (int t = blockIdx.x; t < total;) {
+      int next = t + gridDim.x;
+      if (sched != nullptr) {  // the tile after this one, its round trip under this one's loads
+        int fetched = 0;
+        if (lane == 0) fetched = atomicAdd(sched, 1) + static_cast<int>(gridDim.x);
+        next = __shfl_sync(0xffffffffu, fetched, 0);
+      }
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const int row0 = pid_m * kBlockM;
@@ -179,6 +193,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
         const moe_u32 st = sw + Tile::kWBytes;
         if (tid == 0) {
           stage_rows[stage] = n;
+          if (kt == 0) stage_tile[stage] = t;
           mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
           if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
             tma_load_5d(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
@@ -223,6 +238,21 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           phase ^= 1;
         }
       }
+      t = next;
+    }
+    if (sched != nullptr) {
+      // The end, in the stage the next tile would have filled: stage_tile = total and an arrival
+      // without bytes. Every CTA fetched its last tile before it counts itself done, so the last
+      // one may zero the counters for the next launch.
+      mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
+      if (tid == 0) {
+        stage_tile[stage] = total;
+        mbar_arrive(smem_u32(&full_bar[stage]));
+        if (atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+          atomicExch(sched, 0);
+          atomicExch(sched + 1, 0);
+        }
+      }
     }
     if (kGather) cp_async_wait<0>();
     return;
@@ -239,7 +269,12 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
   };
   constexpr int kRowLoads = (kBlockM + 127) / 128;  // GEMM2: the tile's rows this thread stages
-  for (int t = blockIdx.x; t < total; t += gridDim.x) {
+  for (int t = blockIdx.x;; t += sched != nullptr ? 0 : gridDim.x) {
+    if (sched != nullptr) {  // the tile (or the end) rides with its first k-tile's stage
+      mbar_wait(smem_u32(&full_bar[stage]), phase);
+      t = stage_tile[stage];
+    }
+    if (t >= total) break;
     int pid_m, pid_n;
     ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
     const long long row0 = (long long)pid_m * kBlockM;
