@@ -356,16 +356,34 @@ void on_benchmark_shapes_mid_m(CudaTestbed& tb, Check check) {
 //     with the same bits, at M from 1 (one pair per tile: wgmma N 16) to 3000 (many tiles per
 //     expert);
 //   - S1-S3 at M = 1000 and 4096 against the GPU reference, deterministic.
+// Also a swap-AB GEMM2 under a tma_ws GEMM1 of 128 rows (the shipped rows' pairing): at block_m
+// 128, and at 256 over the GEMM1's 128-row sub-blocks, whose all-padding h rows GEMM1 leaves
+// unwritten.
 TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShapes) {
   struct Shape {
     int bm, warps, stages;
   };
   const Shape shapes[] = {{64, 12, 4}, {128, 12, 4}, {192, 12, 4}, {128, 8, 5}, {256, 8, 4}};
+  // GEMM1 tma_ws 128 x 64 under a swap-AB GEMM2 of `sh`.
+  auto under_tma_ws = [](MoeProblem const& p, Shape sh) {
+    MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages, 1);
+    c.gemm1 = core::KernelConfig{};
+    c.gemm1.tile = {.block_m = 128, .block_n = 64, .block_k = 64, .group_m = 8};
+    c.gemm1.pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
+    c.gemm1.launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    return c;
+  };
+  const Shape mixed[] = {{128, 12, 5}, {256, 8, 4}};
   on_odd_cluster_shapes(*tb_, 5, 9, [&](MoeProblem const& p, std::vector<double> const& ref) {
     for (auto sh : shapes) {
       const MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages, sh.bm == 64 ? 3 : 1);
       ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
       expect_matches_fp64(*tb_, c, ref, "swap-AB, " + core::to_string(p));
+    }
+    for (auto sh : mixed) {
+      const MoeConfig c = under_tma_ws(p, sh);
+      ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+      expect_matches_fp64(*tb_, c, ref, "swap-AB GEMM2 under tma_ws, " + core::to_string(p));
     }
   });
   on_benchmark_shapes_mid_m(*tb_, [&](MoeProblem const& p) {
@@ -374,6 +392,12 @@ TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShap
       const MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages);
       ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
       expect_in_band_and_deterministic(*tb_, c, "swap-AB, " + core::to_string(p));
+    }
+    for (auto sh : mixed) {
+      const MoeConfig c = under_tma_ws(p, sh);
+      ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
+      expect_in_band_and_deterministic(*tb_, c,
+                                       "swap-AB GEMM2 under tma_ws, " + core::to_string(p));
     }
   });
 }
