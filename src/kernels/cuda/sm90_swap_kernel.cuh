@@ -15,14 +15,18 @@
 //     in shared memory, s_tok). The pair count rides with the stage (stage_rows), written before
 //     the arrival that releases the stage.
 //   - kConsumers warpgroups (2 or 3) each multiply their 64 weight rows by the tile's N tokens
-//     (m64 x N x k16 wgmma, N <= block_m, accumulators N / 2 <= 128 registers) and store the
-//     transposed result: thread (warp w, lane l) holds weight rows 16 w + l / 4 (+ 8) and tokens
-//     8 j + 2 (l % 4) (+ 1). Gated: rows r and r + 8 of each 16-row block are the gate and up
-//     rows of one output column, so silu(gate) * up is formed in registers. GEMM1 stores h rows
-//     (sorted order); GEMM2 stores routing weight x y rows of the pair (the tile's pair ids and
-//     weights staged in shared memory per warpgroup), which combine sums as for the other kernels.
-//   - Persistent, static walk over (align blocks x column tiles) in the group_m raster.
-// Deterministic: each output element is one wgmma accumulation chain over k in order; no atomics.
+//     (m64 x N x k16 wgmma, N <= block_m, accumulators N / 2 <= 128 registers): thread (warp w,
+//     lane l) holds weight rows 16 w + l / 4 (+ 8) and tokens 8 j + 2 (l % 4) (+ 1). Gated: rows
+//     r and r + 8 of each 16-row block are the gate and up rows of one output column, so
+//     silu(gate) * up is formed in registers. The epilogue transposes them through shared memory
+//     (stmatrix .trans, SwapEpilogue) and stores whole token rows in 16-byte pieces: GEMM1 h rows
+//     (sorted order), GEMM2 routing weight x y rows of the pair (the tile's pair ids and weights
+//     staged in shared memory per warpgroup), which combine sums as for the other kernels.
+//   - Persistent over (align blocks x column tiles) in the group_m raster: the first wave static,
+//     then each CTA's next tile from the GEMM's counter (p.sched), except the block_m 64 GEMM1,
+//     which walks statically.
+// Deterministic: each output element is one wgmma accumulation chain over k in order; no float
+// atomics (the walk's counter only decides which CTA computes a tile, not its bits).
 // Not bitwise equal to the tma_ws kernel (the MMA's operand roles differ); within the bf16 band of
 // the fp64 reference like every kernel (tests/kernels/cuda/sm90_gather_test.cpp).
 #pragma once
