@@ -259,7 +259,11 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 }
 
 // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
-// block_m space whose two winners run the whole layer fastest wins.
+// block_m space whose two winners run the whole layer fastest wins, if faster than the default
+// config's layer timed the same way (unrestricted sweeps). NOTE: without the default as the
+// incumbent, per-GEMM winners that made a slower layer were picked (S3 M=4096: 5397.5 us against
+// the default's 4578.3; bench/results/2026-12-01-swap-wide-boxes/sweep/).
+//
 // sweep_log (--sweep-log): one line per timed candidate, "shape,M,pairs_per_expert,space_block_m,
 // gemm,config,us" (us empty when the timing failed), for fitting the default rule offline.
 core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates,
@@ -267,6 +271,11 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
                            std::ofstream* sweep_log, std::string const& shape) {
   core::MoeConfig best = tb.backend().default_config(p);
   double best_total = 1e30;
+  // The default is the incumbent of an unrestricted sweep (--sweep-schedule and
+  // --sweep-decode-only ask for the best of their candidates, whatever the default does).
+  if (!only && !decode_only && tb.backend().can_implement(p, best).ok()) {
+    if (auto t = tb.time(best, 1, reps); t.ok()) best_total = t->median_us;
+  }
   auto keep = [&](std::vector<core::KernelConfig> v) {
     if (only)
       std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
