@@ -423,6 +423,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   }
   WsGemmParams wp{};
   wp.g = gp;
+  int32_t* const gemm_sched = b.sched + (f == k.gemm1 ? 0 : 2);  // this GEMM's two walk counters
   if (g.swap) {
     // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
     // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones.
@@ -443,7 +444,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     }
     // The dynamic walk over tiles (the kernel's own, not a lever: its tiles differ in pairs, so the
     // static walk left SMs idle at the end; same bits either way).
-    wp.sched = b.sched + (f == k.gemm1 ? 0 : 2);
+    wp.sched = gemm_sched;
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};
     MOETUNE_CUDA_CHECK(
@@ -451,9 +452,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     return core::Status::Ok();
   }
   // dynamic_tiles: tma_ws (cooperative) without clusters; the kernel ignores it elsewhere.
-  if (fast_paths.dynamic_tiles && !g.pingpong && g.cluster_size() == 1) {
-    wp.sched = b.sched + (f == k.gemm1 ? 0 : 2);
-  }
+  if (fast_paths.dynamic_tiles && !g.pingpong && g.cluster_size() == 1) wp.sched = gemm_sched;
   wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
   wp.tail_split = fast_paths.tail_split ? 1 : 0;
   MOETUNE_RETURN_IF_ERROR(encode_tma_2d(

@@ -246,16 +246,12 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     }
     if (sched != nullptr) {
       // The end, in the stage the next tile would have filled: stage_tile = total and an arrival
-      // without bytes. Every CTA fetched its last tile before it counts itself done, so the last
-      // one may zero the counters for the next launch.
+      // without bytes.
       mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
       if (tid == 0) {
         stage_tile[stage] = total;
         mbar_arrive(smem_u32(&full_bar[stage]));
-        if (atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-          atomicExch(sched, 0);
-          atomicExch(sched + 1, 0);
-        }
+        walk_counters_done(sched);
       }
     }
     if (kGather) cp_async_wait<0>();

@@ -69,6 +69,17 @@ struct WsGemmParams {
   TmaDescriptor tma_a_wide;
 };
 
+/// The end of a dynamic tile walk (lever dynamic_tiles here, the swap-AB kernel's own walk), by
+/// one thread per CTA after its last fetch from sched[0]: counts the CTA done in sched[1], and
+/// the last CTA zeroes both for the next launch (every CTA fetched its last tile before it counts
+/// itself done, so no fetch follows the reset).
+MOETUNE_DEVICE void walk_counters_done(int* sched) {
+  if (atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
+    atomicExch(sched, 0);
+    atomicExch(sched + 1, 0);
+  }
+}
+
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
 /// of each of kHalves 64-row halves and all kBlockN columns as n8 fragments; gated: gate
 /// fragments first, then up; half mm's registers follow half mm - 1's).
@@ -415,12 +426,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mbar_arrive(smem_u32(&full_bar[stage]));
       }
       if (kGather) mbar_arrive(smem_u32(&full_bar[stage]));
-      // Every CTA fetched its last tile before it counts itself done, so the last one may zero
-      // the counter for the next launch.
-      if (tid == 0 && atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-        atomicExch(sched, 0);
-        atomicExch(sched + 1, 0);
-      }
+      if (tid == 0) walk_counters_done(sched);
     }
     if (kGather) cp_async_wait<0>();
   } else if (kPingpong) {
