@@ -53,11 +53,6 @@ struct FastPaths {
   /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
   /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
-  /// cuda: the producer of a tma_ws or swap-AB GEMM starts each weight box into L2 (TMA prefetch)
-  /// several k-tiles before it loads the box into shared memory, so more of the weight stream is
-  /// in flight from DRAM than the stages hold. Class bitwise: the same loads and arithmetic; only
-  /// when the bytes leave DRAM changes.
-  bool weight_l2_prefetch = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -78,7 +73,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
   add(fp.decode_fused, "decode_fused");
-  add(fp.weight_l2_prefetch, "weight_l2_prefetch");
   return out;
 }
 

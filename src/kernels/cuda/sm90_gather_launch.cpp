@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdlib>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -97,7 +96,6 @@ struct WsGemmParams {
   int32_t* sched;          // lever dynamic_tiles: the GEMM's two counters, else null
   int half_skip;           // lever half_tile_skip
   int tail_split;          // lever tail_split
-  int l2_ahead;            // lever weight_l2_prefetch: k-tiles ahead, 0 off
   CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
@@ -106,16 +104,6 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
               "levers, a third map)");
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
-
-// Lever weight_l2_prefetch: k-tiles (64 deep) of weights the producer starts into L2 ahead of
-// their TMA loads. MEASUREMENT ONLY (removed once a depth is chosen): DEV_L2_AHEAD overrides it.
-int weight_l2_ahead() {
-  static const int ahead = [] {
-    const char* v = std::getenv("DEV_L2_AHEAD");
-    return v != nullptr ? std::atoi(v) : 8;
-  }();
-  return ahead;
-}
 
 // Lever dynamic_tiles: GEMM1's tile counter and done count, then GEMM2's (sm90_ws_kernel.cuh);
 // both align kernels that run alone (moe_align_kernel, moe_align_scan_kernel) zero them.
@@ -436,7 +424,6 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   WsGemmParams wp{};
   wp.g = gp;
   int32_t* const gemm_sched = b.sched + (f == k.gemm1 ? 0 : 2);  // this GEMM's two walk counters
-  wp.l2_ahead = fast_paths.weight_l2_prefetch ? weight_l2_ahead() : 0;
   if (g.swap) {
     // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
     // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones.

@@ -199,13 +199,6 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           stage_rows[stage] = n;
           if (kt == 0) stage_tile[stage] = t;
           mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
-          ws_weight_l2_prefetch(p.l2_ahead, kt, num_k, [&](int k) {
-            if (kGated) {
-              tma_prefetch_l2_5d(&p.tma_b, k * 64, 0, 0, c0 / 8, e);
-            } else {
-              tma_prefetch_l2_2d(&p.tma_b, k * 64, e * g.b_rows_per_expert + c0);
-            }
-          });
           if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
             tma_load_5d(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
           } else {

@@ -75,23 +75,6 @@ MOETUNE_DEVICE void tma_load_5d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 
       "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
       : "memory");
 }
-/// An L2 prefetch of the 2-D / 5-D box at those coordinates (no shared memory, no barrier): the
-/// box's lines start coming from DRAM now, so a later tma_load_* of it finds them in L2 (lever
-/// weight_l2_prefetch).
-MOETUNE_DEVICE void tma_prefetch_l2_2d(const TmaDescriptor* desc, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(
-                   reinterpret_cast<moe_u64>(desc)),
-               "r"(c0), "r"(c1)
-               : "memory");
-}
-MOETUNE_DEVICE void tma_prefetch_l2_5d(const TmaDescriptor* desc, int c0, int c1, int c2, int c3,
-                                       int c4) {
-  asm volatile(
-      "cp.async.bulk.prefetch.tensor.5d.L2.global.tile [%0, {%1, %2, %3, %4, %5}];\n" ::"l"(
-          reinterpret_cast<moe_u64>(desc)),
-      "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
-      : "memory");
-}
 /// The TMA load above, delivered to the same shared-memory offset (data and complete_tx on the
 /// barrier at `bar`'s offset) in every CTA of the cluster named by `cta_mask`.
 MOETUNE_DEVICE void tma_load_2d_multicast(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar,

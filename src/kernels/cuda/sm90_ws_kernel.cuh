@@ -65,9 +65,6 @@ struct WsGemmParams {
   int* sched;
   int half_skip;   // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
   int tail_split;  // lever tail_split (tma_ws block_m 128): see the consumer loop
-  // Lever weight_l2_prefetch (tma_ws and swap-AB; 0: off): the producer starts each weight box
-  // this many k-tiles before its TMA load into L2 (ws_weight_l2_prefetch).
-  int l2_ahead;
   // Swap-AB (sm90_swap_kernel.cuh): the token rows of tma_a in 64-row boxes (tma_a: 16-row).
   TmaDescriptor tma_a_wide;
 };
@@ -80,22 +77,6 @@ MOETUNE_DEVICE void walk_counters_done(int* sched) {
   if (atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
     atomicExch(sched, 0);
     atomicExch(sched + 1, 0);
-  }
-}
-
-/// Lever weight_l2_prefetch: called by the issuing producer thread at k-tile kt of a tile of
-/// num_k, before that k-tile's loads; prefetch(k) starts the weight boxes of k-tile k into L2. At
-/// the tile's first k-tile it starts k-tiles 1 .. ahead, then one k-tile `ahead` past each load,
-/// so about `ahead` k-tiles of weights stream from DRAM beyond the stages in shared memory (the
-/// weights are each tile's only bytes that no other CTA has just read into L2).
-template <typename Prefetch>
-MOETUNE_DEVICE void ws_weight_l2_prefetch(int ahead, int kt, int num_k, Prefetch&& prefetch) {
-  if (ahead <= 0) return;
-  if (kt == 0) {
-    const int last = min(ahead, num_k - 1);
-    for (int k = 1; k <= last; ++k) prefetch(k);
-  } else if (kt + ahead < num_k) {
-    prefetch(kt + ahead);
   }
 }
 
@@ -381,14 +362,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
                                                : kGranules ? a_granules * 64 * 128
                                                            : kABytes));
           if (!shares_b || rank == 0) {
-            ws_weight_l2_prefetch(p.l2_ahead, kt, num_k, [&](int k) {
-#pragma unroll
-              for (int cn = 0; cn < kSplitN; ++cn) {
-                tma_prefetch_l2_2d(&p.tma_b, (k0 + k) * 64, b_row + cn * kWgN);
-                if (kGated)
-                  tma_prefetch_l2_2d(&p.tma_b, (k0 + k) * 64, b_row + g.n_dim + cn * kWgN);
-              }
-            });
 #pragma unroll
             for (int cn = 0; cn < kSplitN; ++cn) {  // box = kWgN rows (the host's tensor map)
               const moe_u32 dst = sb + cn * kWgBRows * 128;
