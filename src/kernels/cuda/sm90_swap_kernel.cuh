@@ -97,6 +97,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // cp.async per producer thread and stage starve the consumers), the copy's pass made it 3-8%
   // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/).
   constexpr bool kGather = kIsGemm1 && kBlockM == 64;
+  // Lever gemm1_row_tma (p.row_tma): a GEMM1 of 128 and up loads each token row of x itself by
+  // TMA, one 128-byte box per row and k-tile from x (tma_a: boxes of one row), issued by the
+  // producer warp's 32 lanes, so no sorted copy of x is made before GEMM1.
+  const bool row_tma = kIsGemm1 && !kGather && p.row_tma != 0;
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
   // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
   // group_m 8 spilled a register).
@@ -112,9 +116,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
   __shared__ __align__(8) moe_u64 empty_bar[kStages];
-  __shared__ int stage_rows[kStages];           // pairs of the tile whose k-tile the stage holds
-  __shared__ int stage_tile[kStages];           // the tile itself (dynamic walk; total: the end)
-  __shared__ int s_tok[kGather ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
+  __shared__ int stage_rows[kStages];            // pairs of the tile whose k-tile the stage holds
+  __shared__ int stage_tile[kStages];            // the tile itself (dynamic walk; total: the end)
+  __shared__ int s_tok[kIsGemm1 ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
   // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
   __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
   __shared__ float s_scale[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
@@ -183,8 +187,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
       for (int i = 0; i < kBlockM / 32; ++i) {
         const int pair = g.sorted_pairs[row0 + 32 * i + lane];
         n += __popc(__ballot_sync(0xffffffffu, pair >= 0));
-        if (kGather && i % 4 == warp)
-          s_tok[kGather ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
+        if ((kGather && i % 4 == warp) || row_tma)  // row_tma: lane l owns rows l + 32 i
+          s_tok[kIsGemm1 ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
       }
       if (kGather) named_bar_sync(9, 128);
       const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
@@ -198,13 +202,15 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
         if (tid == 0) {
           stage_rows[stage] = n;
           if (kt == 0) stage_tile[stage] = t;
-          mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
+          mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather   ? 0
+                                                     : row_tma ? n * 128
+                                                               : boxes * 16 * 128));
           if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
             tma_load_5d(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
           } else {
             tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
-          if (!kGather) {
+          if (!kGather && !row_tma) {
             // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
             // 16-row boxes alone took 16 at block_m 256 (the same time on the H200: suspected of
             // the full tiles' slowness, they were not its cause; bench/results/2026-12-01-swap-
@@ -234,6 +240,16 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             }
           }
           cp_async_mbar_arrive_noinc(fb);
+        } else if (row_tma) {
+          // After lane 0's expect_tx: the tile's n rows (the MMA's rows n .. 16-multiple hold
+          // earlier stages' rows, which reach only columns of tokens the epilogue never stores).
+          __syncwarp();
+#pragma unroll
+          for (int i = 0; i < kBlockM / 32; ++i) {
+            const int r = 32 * i + lane;
+            if (r < n) tma_load_2d(st + r * 128, &p.tma_a, fb, kt * 64, s_tok[kIsGemm1 ? r : 0]);
+          }
+          __syncwarp();
         } else {
           __syncwarp();
         }
