@@ -102,9 +102,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // producer warp's 32 lanes, so no sorted copy of x is made before GEMM1.
   const bool row_tma = kIsGemm1 && !kGather && p.row_tma != 0;
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
-  // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
-  // group_m 8 spilled a register).
-  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
+  // 256 x 224 (two, gathering), 128 x 48 + 256 x 232 (two, GEMM1: the row_tma path spilled at
+  // 40 with group_m 8) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with group_m 8
+  // spilled a register).
+  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : kIsGemm1 ? 48 : 40;
   constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
   static_assert(kBlockM % 64 == 0 && kBlockM <= (kConsumers == 3 ? 192 : 256),
@@ -244,7 +245,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           // After lane 0's expect_tx: the tile's n rows (the MMA's rows n .. 16-multiple hold
           // earlier stages' rows, which reach only columns of tokens the epilogue never stores).
           __syncwarp();
-#pragma unroll
+#pragma unroll 1
           for (int i = 0; i < kBlockM / 32; ++i) {
             const int r = 32 * i + lane;
             if (r < n) tma_load_2d(st + r * 128, &p.tma_a, fb, kt * 64, s_tok[kIsGemm1 ? r : 0]);
