@@ -53,11 +53,6 @@ struct FastPaths {
   /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
   /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
-  /// cuda: a swap-AB GEMM1 of block_m >= 128 loads each token row of x by TMA itself (one
-  /// 128-byte box per row and k-tile, issued by the producer warp's 32 lanes) instead of from a
-  /// copy of x in sorted-row order that a permute pass writes before it (M x top_k rows). Class
-  /// bitwise: the MMA reads the same rows; only how they reach shared memory changes.
-  bool gemm1_row_tma = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -78,7 +73,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
   add(fp.decode_fused, "decode_fused");
-  add(fp.gemm1_row_tma, "gemm1_row_tma");
   return out;
 }
 

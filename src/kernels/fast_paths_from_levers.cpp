@@ -21,7 +21,6 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"half_tile_skip", &FastPaths::half_tile_skip},
       {"tail_split", &FastPaths::tail_split},
       {"decode_fused", &FastPaths::decode_fused},
-      {"gemm1_row_tma", &FastPaths::gemm1_row_tma},
   };
   return table;
 }

@@ -96,7 +96,6 @@ struct WsGemmParams {
   int32_t* sched;          // lever dynamic_tiles: the GEMM's two counters, else null
   int half_skip;           // lever half_tile_skip
   int tail_split;          // lever tail_split
-  int row_tma;             // lever gemm1_row_tma
   CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
 };
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
@@ -121,12 +120,6 @@ struct WorkspaceLayout {
 bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
   return g1.persistent() &&
          (g1.block_m == 256 || g1.block_m == 192 || (g1.swap && g1.block_m >= 128));
-}
-
-/// Lever gemm1_row_tma: a swap-AB GEMM1 that would read the sorted copy of x loads x's rows
-/// itself by TMA, one row per box, and no copy is made.
-bool gemm1_row_tma(GemmGeometry const& g1, FastPaths const& fast_paths) {
-  return fast_paths.gemm1_row_tma && g1.swap && gemm1_reads_permuted_x(g1);
 }
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
@@ -433,10 +426,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   int32_t* const gemm_sched = b.sched + (f == k.gemm1 ? 0 : 2);  // this GEMM's two walk counters
   if (g.swap) {
     // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
-    // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones (lever
-    // gemm1_row_tma: GEMM1's x rows one per box, straight from x).
-    const bool row_tma = f == k.gemm1 && gemm1_row_tma(g, fast_paths);
-    wp.row_tma = row_tma ? 1 : 0;
+    // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones.
     if (g.gated) {
       MOETUNE_RETURN_IF_ERROR(encode_tma_gated_interleave(
           &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts), static_cast<uint64_t>(gp.n_dim),
@@ -448,8 +438,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     }
     if (a_rows > 0) {  // h rows, or x's sorted copy (a GEMM1 of block_m 64 gathers x's rows)
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
-                                            static_cast<uint64_t>(gp.k_dim), row_tma ? 1 : 16,
-                                            "token rows"));
+                                            static_cast<uint64_t>(gp.k_dim), 16, "token rows"));
       MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a_wide, gp.a, a_rows,
                                             static_cast<uint64_t>(gp.k_dim), 64, "token rows"));
     }
@@ -588,16 +577,10 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   if (stages & kStageAlign)
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
   if (stages & kStageGemm1) {
-    // Lever gemm1_row_tma: GEMM1 reads x itself (its M rows), no sorted copy.
-    const bool row_tma = gemm1_row_tma(k.g1, fast_paths);
-    if (permuted_x && !row_tma)
-      MOETUNE_RETURN_IF_ERROR(launch_permute(k, p, args, b, stream, fast_paths.pdl));
-    GemmParams g1p = gemm1_params(p, args, b);
-    if (row_tma) g1p.a = args.x;
-    const uint64_t a_rows = row_tma      ? static_cast<uint64_t>(p.num_tokens)
-                            : permuted_x ? static_cast<uint64_t>(b.mb) * align_m
-                                         : 0;
-    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, g1p, a_rows, b, p, stream, fast_paths));
+    if (permuted_x) MOETUNE_RETURN_IF_ERROR(launch_permute(k, p, args, b, stream, fast_paths.pdl));
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b),
+                                        permuted_x ? static_cast<uint64_t>(b.mb) * align_m : 0, b,
+                                        p, stream, fast_paths));
   }
   if (stages & kStageGemm2) {
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2, gemm2_params(p, args, b, k.g2.split_k),

@@ -15,12 +15,13 @@ core::Error reject(std::string_view gemm, std::string msg) {
 }
 
 /// The static shared memory beside the stages (sm90_swap_kernel.cuh): two barriers and a pair
-/// count per stage, GEMM1's token list (block_m 64 gathers x; lever gemm1_row_tma), GEMM2's pair
-/// ids and weights per consumer warpgroup, and each consumer warpgroup's epilogue buffer
-/// (SwapEpilogue: 32 token rows of its 64 output columns, 32 gated); ptxas reserves it in whole KB.
+/// count per stage, GEMM1's token list at block_m 64 (it gathers x), GEMM2's pair ids and weights
+/// per consumer warpgroup, and each consumer warpgroup's epilogue buffer (SwapEpilogue: 32 token
+/// rows of its 64 output columns, 32 gated); ptxas reserves it in whole KB.
 int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1, bool gated) {
   const int epilogue = consumers * 32 * (gated ? 32 : 64) * 2;
-  const int bytes = stages * 20 + epilogue + (is_gemm1 ? 4 * block_m + 8 : consumers * block_m * 8);
+  const int bytes = stages * 20 + epilogue +
+                    (is_gemm1 ? (block_m == 64 ? 4 * block_m : 4) + 8 : consumers * block_m * 8);
   return (bytes + 1023) / 1024 * 1024;
 }
 

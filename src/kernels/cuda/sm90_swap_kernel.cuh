@@ -56,12 +56,6 @@ MOETUNE_DEVICE void swap_dispatch_n(int n, Body&& body) {
   body(IntConst<kN>{});
 }
 
-/// Lever gemm1_row_tma where the kernel can take it (kCan: a GEMM1 of block_m 128 and up).
-template <bool kCan>
-MOETUNE_DEVICE bool swap_row_tma(const WsGemmParams& p) {
-  return kCan && p.row_tma != 0;
-}
-
 /// Pairs per tile: what the wgmma N can hold (block_m), and the stage bytes.
 template <int kBlockM, int kConsumers, bool kGated>
 struct SwapTile {
@@ -103,16 +97,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // cp.async per producer thread and stage starve the consumers), the copy's pass made it 3-8%
   // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/).
   constexpr bool kGather = kIsGemm1 && kBlockM == 64;
-  // Lever gemm1_row_tma (p.row_tma): a GEMM1 of 128 and up loads each token row of x itself by
-  // TMA, one 128-byte box per row and k-tile from x (tma_a: boxes of one row), issued by the
-  // producer warp's 32 lanes, so no sorted copy of x is made before GEMM1.
-  // NOTE: read from the parameter where used (swap_row_tma): kept in a register across the
-  // producer loop, it made the group_m 8 producer spill at 40 registers.
-  constexpr bool kRowTma = kIsGemm1 && !kGather;  // compiled here; taken when p.row_tma
-  // Producer / consumer registers <= 63 K (the 168 x 384 the launch holds: 128 x 48 + 256 x 232
-  // waited forever in setmaxnreg.inc on the H200): 128 x 56 + 384 x 152 (three consumers),
-  // 128 x 56 + 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer
-  // producer with group_m 8 spilled a register).
+  // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
+  // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
+  // group_m 8 spilled a register).
   constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
   constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
@@ -125,9 +112,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) moe_u64 full_bar[kStages];
   __shared__ __align__(8) moe_u64 empty_bar[kStages];
-  __shared__ int stage_rows[kStages];            // pairs of the tile whose k-tile the stage holds
-  __shared__ int stage_tile[kStages];            // the tile itself (dynamic walk; total: the end)
-  __shared__ int s_tok[kIsGemm1 ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
+  __shared__ int stage_rows[kStages];           // pairs of the tile whose k-tile the stage holds
+  __shared__ int stage_tile[kStages];           // the tile itself (dynamic walk; total: the end)
+  __shared__ int s_tok[kGather ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
   // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
   __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
   __shared__ float s_scale[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
@@ -196,9 +183,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
       for (int i = 0; i < kBlockM / 32; ++i) {
         const int pair = g.sorted_pairs[row0 + 32 * i + lane];
         n += __popc(__ballot_sync(0xffffffffu, pair >= 0));
-        if ((kGather && i % 4 == warp) ||
-            swap_row_tma<kRowTma>(p))  // row_tma: lane l owns rows l + 32 i
-          s_tok[kIsGemm1 ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
+        if (kGather && i % 4 == warp)
+          s_tok[kGather ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
       }
       if (kGather) named_bar_sync(9, 128);
       const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
@@ -212,16 +198,13 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
         if (tid == 0) {
           stage_rows[stage] = n;
           if (kt == 0) stage_tile[stage] = t;
-          mbar_arrive_expect_tx(fb,
-                                Tile::kWBytes + (kGather                    ? 0
-                                                 : swap_row_tma<kRowTma>(p) ? n * 128
-                                                                            : boxes * 16 * 128));
+          mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
           if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
             tma_load_5d(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
           } else {
             tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
-          if (!kGather && !swap_row_tma<kRowTma>(p)) {
+          if (!kGather) {
             // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
             // 16-row boxes alone took 16 at block_m 256 (the same time on the H200: suspected of
             // the full tiles' slowness, they were not its cause; bench/results/2026-12-01-swap-
@@ -251,16 +234,6 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             }
           }
           cp_async_mbar_arrive_noinc(fb);
-        } else if (swap_row_tma<kRowTma>(p)) {
-          // After lane 0's expect_tx: the tile's n rows (the MMA's rows n .. 16-multiple hold
-          // earlier stages' rows, which reach only columns of tokens the epilogue never stores).
-          __syncwarp();
-#pragma unroll 1
-          for (int i = 0; i < kBlockM / 32; ++i) {
-            const int r = 32 * i + lane;
-            if (r < n) tma_load_2d(st + r * 128, &p.tma_a, fb, kt * 64, s_tok[kIsGemm1 ? r : 0]);
-          }
-          __syncwarp();
         } else {
           __syncwarp();
         }

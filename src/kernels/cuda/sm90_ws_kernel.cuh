@@ -65,7 +65,6 @@ struct WsGemmParams {
   int* sched;
   int half_skip;   // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
   int tail_split;  // lever tail_split (tma_ws block_m 128): see the consumer loop
-  int row_tma;     // lever gemm1_row_tma (swap-AB GEMM1 of block_m >= 128): x rows by TMA
   // Swap-AB (sm90_swap_kernel.cuh): the token rows of tma_a in 64-row boxes (tma_a: 16-row).
   TmaDescriptor tma_a_wide;
 };

@@ -358,7 +358,7 @@ void on_benchmark_shapes_mid_m(CudaTestbed& tb, Check check) {
 //   - S1-S3 at M = 1000 and 4096 against the GPU reference, deterministic.
 // Also a swap-AB GEMM2 under a tma_ws GEMM1 of 128 rows (the shipped rows' pairing): at block_m
 // 128, and at 256 over the GEMM1's 128-row sub-blocks, whose all-padding h rows GEMM1 leaves
-// unwritten. Every swap-AB-only config again with lever gemm1_row_tma on: the same digest.
+// unwritten.
 TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShapes) {
   struct Shape {
     int bm, warps, stages;
@@ -374,21 +374,11 @@ TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShap
     return c;
   };
   const Shape mixed[] = {{128, 12, 5}, {256, 8, 4}};
-  // Lever gemm1_row_tma is bitwise: each config's digest with it on is the lever off's.
-  const FastPaths row_tma{.gemm1_row_tma = true};
   on_odd_cluster_shapes(*tb_, 5, 9, [&](MoeProblem const& p, std::vector<double> const& ref) {
     for (auto sh : shapes) {
       const MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages, sh.bm == 64 ? 3 : 1);
       ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
       expect_matches_fp64(*tb_, c, ref, "swap-AB, " + core::to_string(p));
-      auto off = tb_->check(c);
-      ASSERT_TRUE(off.ok()) << off.error().to_string();
-      tb_->set_fast_paths(row_tma);
-      expect_matches_fp64(*tb_, c, ref, "swap-AB, gemm1_row_tma, " + core::to_string(p));
-      auto on = tb_->check(c);
-      tb_->set_fast_paths({});
-      ASSERT_TRUE(on.ok()) << on.error().to_string();
-      EXPECT_EQ(on->digest, off->digest) << "gemm1_row_tma, " << core::short_string(c);
     }
     for (auto sh : mixed) {
       const MoeConfig c = under_tma_ws(p, sh);
@@ -401,11 +391,7 @@ TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShap
       if (sh.bm == 64) continue;
       const MoeConfig c = swap_ws(p, sh.bm, sh.warps, sh.stages);
       ASSERT_TRUE(tb_->backend().can_implement(p, c).ok()) << core::short_string(c);
-      const std::string what = "swap-AB, " + core::to_string(p);
-      const std::string off = expect_in_band_and_deterministic(*tb_, c, what);
-      tb_->set_fast_paths(row_tma);
-      EXPECT_EQ(off, expect_in_band_and_deterministic(*tb_, c, "gemm1_row_tma, " + what));
-      tb_->set_fast_paths({});
+      expect_in_band_and_deterministic(*tb_, c, "swap-AB, " + core::to_string(p));
     }
     for (auto sh : mixed) {
       const MoeConfig c = under_tma_ws(p, sh);
