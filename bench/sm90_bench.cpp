@@ -1,7 +1,8 @@
 // moetune_sm90_bench: the kernel benchmark of the cuda backend (issue: Hopper fused-MoE kernels).
 // In one run: measures the ceilings (copy bandwidth, cuBLAS bf16 matmul rate), then for each
 // shape and M: prepares uniform routing (top-k of softmax(randn), seed = M), finds the best config
-// of a sweep per GEMM (or takes the config given by --config-file), checks it against the fp32
+// of a sweep per GEMM, kept only if its layer beats the default's (sweep_best), or takes the
+// config given by --config-file or the --recipe's row, checks it against the fp32
 // GPU reference (sampled tokens) with poisoned outputs, times the whole layer (graph replay, L2
 // flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median) and each
 // stage, and writes bench/results-style CSV plus the winners as JSON. Prints a short table last.
