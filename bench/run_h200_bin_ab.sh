@@ -5,7 +5,8 @@
 # recipe at POINTS, arms alternating A B, B A, A B, ... (fresh processes, fresh cubin caches per
 # build), then one summary: per point the median over rounds of each arm's layer time and GEMM
 # stage times, B / A, and whether every run of both arms gave the same output digest (a bitwise
-# change must; DIGESTS=any allows otherwise). Everything else lands in $OUT/runs.tgz.
+# change must; DIGESTS=any allows otherwise; bench/ab_summary.py). Everything else lands in
+# $OUT/runs.tgz.
 # Usage: BIN_A=.devbin-old BIN_B=.devbin SHAPES=S1,S2,S3 M=1,4 OUT=$OUT bench/run_h200_bin_ab.sh
 # (carry both folders; scripts/build_device.sh builds one, copy it aside before rebuilding).
 # Knobs: BIN_A, BIN_B, SHAPES, M, ROUNDS (3), TEST_FILTER, DIGESTS (equal|any), RECIPE
@@ -58,32 +59,7 @@ for ((r = 1; r <= ROUNDS; ++r)); do
   done
 done
 tar czf "$OUT/runs.tgz" -C "$work" runs
-python3 - "$work/runs" "$ROUNDS" "$DIGESTS" > "$OUT/summary.txt" << 'PY' || status=1
-import csv, glob, os, statistics, sys
-runs, rounds, digests = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-data = {}  # (shape, M) -> arm -> list of rows
-for arm in "AB":
-    for r in range(1, rounds + 1):
-        for f in glob.glob(os.path.join(runs, "%s-%d" % (arm, r), "*.csv")):
-            for row in csv.DictReader(open(f)):
-                data.setdefault((row["shape"], int(row["M"])), {}).setdefault(arm, []).append(row)
-print("%-4s %6s %10s %10s %8s %9s %9s %9s %9s %7s" % ("shp", "M", "A us", "B us", "B/A", "A gemm1",
-      "B gemm1", "A gemm2", "B gemm2", "bits"))
-same_all = True
-for (shape, m), arms in sorted(data.items()):
-    med = lambda arm, key: statistics.median(float(x[key]) for x in arms.get(arm, [])) \
-        if arms.get(arm) else float("nan")
-    ds = {x["digest"] for arm in "AB" for x in arms.get(arm, [])}
-    same = len(ds) == 1 and all(len(arms.get(a, [])) == rounds for a in "AB")
-    same_all &= same
-    a, b = med("A", "time_us"), med("B", "time_us")
-    print("%-4s %6d %10.2f %10.2f %8.3f %9.2f %9.2f %9.2f %9.2f %7s" % (shape, m, a, b, b / a,
-          med("A", "gemm1_us"), med("B", "gemm1_us"), med("A", "gemm2_us"), med("B", "gemm2_us"),
-          "same" if same else "DIFFER"))
-    print("     per round A: %s  B: %s" % (" ".join("%.2f" % float(x["time_us"]) for x in arms.get("A", [])),
-          " ".join("%.2f" % float(x["time_us"]) for x in arms.get("B", []))))
-sys.exit(0 if same_all or digests == "any" else 1)
-PY
+python3 bench/ab_summary.py "$work/runs" "$ROUNDS" "$DIGESTS" A B > "$OUT/summary.txt" || status=1
 echo "exit status $status" >> "$OUT/summary.txt"
 cat "$OUT/summary.txt"
 rm -rf "$work"

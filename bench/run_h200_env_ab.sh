@@ -5,7 +5,8 @@
 # SHAPES x M, the arms in a rotated order each round (fresh processes, one cubin cache: the same
 # kernels), then one summary: per point the median over rounds of each arm's layer time and GEMM
 # stage times, its ratio to the first arm, and whether every run gave the first arm's output
-# digest (a bitwise lever must; DIGESTS=any allows otherwise). Raw runs land in $OUT/runs.tgz.
+# digest (a bitwise lever must; DIGESTS=any allows otherwise; bench/ab_summary.py). Raw runs land
+# in $OUT/runs.tgz.
 # Usage: ARMS="off=MOETUNE_LEVER_PDL=off on=MOETUNE_LEVER_PDL=on" M=256,2048 OUT=$OUT \
 #   bench/run_h200_env_ab.sh
 # ARMS: space-separated NAME=VAR=VALUE[,VAR=VALUE...]; the first arm is the baseline.
@@ -56,37 +57,8 @@ for ((r = 1; r <= ROUNDS; ++r)); do
   done
 done
 tar czf "$OUT/runs.tgz" -C "$work" runs
-python3 - "$work/runs" "$ROUNDS" "$DIGESTS" "${names[@]}" > "$OUT/summary.txt" << 'PY' || status=1
-import csv, glob, os, statistics, sys
-runs, rounds, digests, names = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
-data = {}  # (shape, M) -> arm -> rows
-for arm in names:
-    for r in range(1, rounds + 1):
-        for f in glob.glob(os.path.join(runs, "%s-%d" % (arm, r), "*.csv")):
-            for row in csv.DictReader(open(f)):
-                data.setdefault((row["shape"], int(row["M"])), {}).setdefault(arm, []).append(row)
-base = names[0]
-print("%-4s %6s %-10s %10s %7s %9s %9s %s" % ("shp", "M", "arm", "us", "/" + base[:6], "gemm1",
-      "gemm2", "bits"))
-same_all = True
-for (shape, m), arms in sorted(data.items()):
-    ref = {x["digest"] for x in arms.get(base, [])}
-    b = statistics.median(float(x["time_us"]) for x in arms[base]) if arms.get(base) else float("nan")
-    for arm in names:
-        rows = arms.get(arm, [])
-        if not rows:
-            print("%-4s %6d %-10s (no runs)" % (shape, m, arm))
-            same_all = False
-            continue
-        med = lambda key: statistics.median(float(x[key]) for x in rows)
-        same = len(ref) == 1 and {x["digest"] for x in rows} == ref and len(rows) == rounds
-        same_all &= same
-        print("%-4s %6d %-10s %10.2f %7.3f %9.2f %9.2f %s" % (shape, m, arm, med("time_us"),
-              med("time_us") / b, med("gemm1_us"), med("gemm2_us"), "same" if same else "DIFF"))
-if digests == "equal" and not same_all:
-    print("DIGESTS DIFFER (or runs missing) where DIGESTS=equal")
-    sys.exit(1)
-PY
+python3 bench/ab_summary.py "$work/runs" "$ROUNDS" "$DIGESTS" "${names[@]}" > "$OUT/summary.txt" ||
+  status=1
 cat "$OUT/summary.txt"
 echo "exit status $status"
 exit $status
