@@ -4,7 +4,7 @@
 # (TEST_FILTER; empty: none), then ROUNDS rounds of `moetune_sm90_bench --no-sweep` on the recipe at
 # SHAPES x M, the arms in a rotated order each round (fresh processes, one cubin cache: the same
 # kernels), then one summary: per point the median over rounds of each arm's layer time and GEMM
-# stage times, its ratio to the first arm, and whether every run gave the first arm's output
+# stage times, its ratio to the first arm, and whether every run of every arm gave the same output
 # digest (a bitwise lever must; DIGESTS=any allows otherwise; bench/ab_summary.py). Raw runs land
 # in $OUT/runs.tgz.
 # Usage: ARMS="off=MOETUNE_LEVER_PDL=off on=MOETUNE_LEVER_PDL=on" M=256,2048 OUT=$OUT \

@@ -262,9 +262,9 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 // Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
 // block_m space whose two winners run the whole layer fastest wins, if faster than the default
 // config's layer timed the same way, and again in an interleaved re-time against it (unrestricted
-// sweeps). NOTE: without the default as the
-// incumbent, per-GEMM winners that made a slower layer were picked (S3 M=4096: 5397.5 us against
-// the default's 4578.3; bench/results/2026-12-01-swap-wide-boxes/sweep/).
+// sweeps). NOTE: without the default as the incumbent, per-GEMM winners that made a slower layer
+// were picked (S3 M=4096: 5397.5 us against the default's 4578.3;
+// bench/results/2026-12-01-swap-wide-boxes/sweep/).
 //
 // sweep_log (--sweep-log): one line per timed candidate, "shape,M,pairs_per_expert,space_block_m,
 // gemm,config,us" (us empty when the timing failed), for fitting the default rule offline.
