@@ -271,12 +271,14 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates,
                            std::optional<core::Schedule> only, bool decode_only,
                            std::ofstream* sweep_log, std::string const& shape) {
-  core::MoeConfig best = tb.backend().default_config(p);
+  const core::MoeConfig dflt = tb.backend().default_config(p);
+  core::MoeConfig best = dflt;
   double best_total = 1e30;
   // The default is the incumbent of an unrestricted sweep (--sweep-schedule and
   // --sweep-decode-only ask for the best of their candidates, whatever the default does).
-  if (!only && !decode_only && tb.backend().can_implement(p, best).ok()) {
-    if (auto t = tb.time(best, 1, reps); t.ok()) best_total = t->median_us;
+  const bool incumbent = !only && !decode_only && tb.backend().can_implement(p, dflt).ok();
+  if (incumbent) {
+    if (auto t = tb.time(dflt, 1, reps); t.ok()) best_total = t->median_us;
   }
   auto keep = [&](std::vector<core::KernelConfig> v) {
     if (only)
@@ -341,8 +343,7 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
   // where the two single timings above were minutes apart: at the 700 W cap a compute-bound layer
   // moves 5-7% with the clock between them (S3 M=2048's pick ran 2565 us against the default's
   // 2396 in the point's own timing; bench/results/2026-12-01-sweep-incumbent/).
-  const core::MoeConfig dflt = tb.backend().default_config(p);
-  if (!only && !decode_only && !(best == dflt) && tb.backend().can_implement(p, dflt).ok()) {
+  if (incumbent && !(best == dflt)) {
     double sum[2] = {0, 0};  // [0] the default, [1] the winner
     for (int i : {0, 1, 1, 0}) {
       auto t = tb.time(i == 0 ? dflt : best, 1, reps);
