@@ -342,4 +342,104 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   }
 }
 
+// ---- Multi-CTA align in one launch (count, scan, scatter across a grid barrier) ----
+// The three launches above as one: every CTA counts its chunk (ids kept in registers) and writes
+// its row of hist; the last CTA to arrive at the grid barrier (sm90_common.cuh) does the scan's
+// work with its 256 threads while the others wait; then every CTA scatters its pairs from its
+// row of bases. Every CTA must be co-resident: the host launches it cooperatively.
+struct AlignFusedParams {
+  AlignMultiParams m;
+  int* barrier;  // [2] of the workspace's zeroed head: arrivals, generation
+};
+
+/// The scan's work (moe_align_scan_kernel's) for any block size: counts / offsets / sub_offsets
+/// are shared scratch of E (+ 1) ints, hist [num_chunks * E] in global memory (read through L2:
+/// other CTAs wrote it).
+template <int kBlockM, int kSubM>
+MOETUNE_DEVICE void align_scan_block(AlignMultiParams const& p, int* counts, int* offsets,
+                                     int* sub_offsets) {
+  const int E = p.base.num_experts;
+  if (threadIdx.x < 4) p.base.sched[threadIdx.x] = 0;
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int total = 0;
+    for (int c = 0; c < p.num_chunks; ++c) total += __ldcg(p.hist + c * E + e);
+    counts[e] = total;
+  }
+  __syncthreads();
+  padded_offsets_warp0<kBlockM>(counts, offsets, E);
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    int run = offsets[e];
+    for (int c = 0; c < p.num_chunks; ++c) {
+      const int cnt = __ldcg(p.hist + c * E + e);
+      p.hist[c * E + e] = run;
+      run += cnt;
+    }
+  }
+  const int total_rows = offsets[E];
+  const int total_blocks = total_rows / kBlockM;
+  if (threadIdx.x == 0) *p.base.num_blocks = total_blocks;
+  for (int b = threadIdx.x; b < p.base.max_blocks; b += blockDim.x) {
+    p.base.block_expert[b] = b < total_blocks ? expert_of_row(offsets, E, b * kBlockM) : -1;
+  }
+  fill_padding(p.base.sorted_pairs, offsets, counts, E);
+  write_sub_blocks<kBlockM, kSubM>(p.base, counts, offsets, sub_offsets);
+}
+
+template <int kBlockM, int kSubM = kBlockM>
+__global__ void __launch_bounds__(kAlignChunkThreads) moe_align_fused_kernel(AlignFusedParams p) {
+  __shared__ int counts[kMaxExperts];  // this chunk's counts, then (last CTA) all pairs', then
+                                       // this chunk's cursors
+  __shared__ int offsets[kMaxExperts + 1];
+  __shared__ int sub_offsets[kSubM < kBlockM ? kMaxExperts + 1 : 1];
+  __shared__ int s_last;
+  __shared__ int s_gen;
+  const AlignMultiParams& m = p.m;
+  const int E = m.base.num_experts;
+  pdl_launch_dependents();
+  pdl_wait();
+  const int first = blockIdx.x * kAlignChunk + threadIdx.x;
+  float w[kAlignChunkIds];
+#pragma unroll
+  for (int j = 0; j < kAlignChunkIds; ++j) {
+    const int i = first + j * kAlignChunkThreads;
+    w[j] = i < m.base.num_pairs ? __ldg(m.base.topk_weights + i) : 0.0f;
+  }
+  int ids[kAlignChunkIds];
+  load_ids(m.base.topk_ids, first, kAlignChunkThreads, m.base.num_pairs, E, ids);
+  for (int e = threadIdx.x; e < E; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kAlignChunkIds; ++j) {
+    if (ids[j] >= 0) atomicAdd(&counts[ids[j]], 1);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) m.hist[blockIdx.x * E + e] = counts[e];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int gen;
+    s_last = grid_arrive(p.barrier, gridDim.x, gen) ? 1 : 0;
+    s_gen = gen;
+  }
+  __syncthreads();
+  if (s_last) {
+    align_scan_block<kBlockM, kSubM>(m, counts, offsets, sub_offsets);
+    __syncthreads();
+    if (threadIdx.x == 0) grid_release(p.barrier);
+  } else if (threadIdx.x == 0) {
+    grid_wait(p.barrier, s_gen);
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) counts[e] = __ldcg(m.hist + blockIdx.x * E + e);
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kAlignChunkIds; ++j) {
+    if (ids[j] >= 0) {
+      const int pos = atomicAdd(&counts[ids[j]], 1);
+      m.base.sorted_pairs[pos] = first + j * kAlignChunkThreads;
+      m.base.sorted_weights[pos] = w[j];
+    }
+  }
+}
+
 }  // namespace moetune_dev
