@@ -105,49 +105,6 @@ MOETUNE_DEVICE void pdl_launch_dependents() {
 }
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/// A grid barrier in three steps, for thread 0 of each CTA; bar: [2] words of the workspace, the
-/// arrival count (zero at launch, the workspace contract, and zero again once released) and a
-/// generation (any value). grid_arrive publishes this CTA's writes and arrives: true in the last
-/// CTA to arrive, which may then work on what every CTA wrote before it calls grid_release; the
-/// others grid_wait(gen) until it does. A count outside [0, ctas) or a wait of ~10 s traps (a
-/// launch error, not a hang).
-MOETUNE_DEVICE bool grid_arrive(int* bar, int ctas, int& gen) {
-  gen = ld_acquire_gpu(bar + 1);  // before arriving: the last arrival changes it
-  __threadfence();                // this CTA's writes, before the arrival
-  const int old = atomicAdd(bar, 1);
-  if (old < 0 || old >= ctas) __trap();  // not zero at launch: the workspace was not zeroed
-  if (old != ctas - 1) return false;
-  __threadfence();
-  return true;
-}
-MOETUNE_DEVICE void grid_release(int* bar) {
-  atomicExch(bar, 0);
-  __threadfence();
-  atomicAdd(bar + 1, 1);
-}
-MOETUNE_DEVICE void grid_wait(const int* bar, int gen) {
-  const long long t0 = clock64();
-  while (ld_acquire_gpu(bar + 1) == gen) {
-    __nanosleep(32);
-    if (clock64() - t0 > (1ll << 34)) __trap();
-  }
-  __threadfence();
-}
-/// Thread 0 of each CTA: waits until every CTA of the grid arrived.
-MOETUNE_DEVICE void grid_barrier(int* bar, int ctas) {
-  int gen;
-  if (grid_arrive(bar, ctas, gen))
-    grid_release(bar);
-  else
-    grid_wait(bar, gen);
-}
-
 /// Sum over the warp's lanes with a fixed xor tree (deterministic); every lane gets the total.
 MOETUNE_DEVICE float warp_sum(float v) {
 #pragma unroll

@@ -59,6 +59,12 @@ MOETUNE_DEVICE long long global_timer_ns() {
   return t;
 }
 
+MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 /// 16-byte load through L1 of data this grid wrote before its barrier (h): not the non-coherent
 /// path, which may serve lines from before the writes.
 MOETUNE_DEVICE uint4 ld_16(const void* p) {
@@ -78,6 +84,28 @@ MOETUNE_DEVICE void bulk_copy_g2s(moe_u32 dst, const void* src, int bytes, moe_u
           "r"(dst),
       "l"(src), "r"(bytes), "r"(bar)
       : "memory");
+}
+
+/// Thread 0 of each CTA: waits until every CTA of the grid arrived. The arrival count must be zero
+/// at launch (the workspace contract) and is zero again when this returns in every CTA; a count
+/// outside [0, ctas) or a wait of ~10 s traps (a launch error, not a hang).
+MOETUNE_DEVICE void fused_grid_barrier(int* bar, int ctas) {
+  const int gen = ld_acquire_gpu(bar + 1);  // before arriving: the last arrival changes it
+  __threadfence();                          // this CTA's h rows, before the arrival
+  const int old = atomicAdd(bar, 1);
+  if (old < 0 || old >= ctas) __trap();  // not zero at launch: the workspace was not zeroed
+  if (old == ctas - 1) {
+    atomicExch(bar, 0);
+    __threadfence();
+    atomicAdd(bar + 1, 1);
+  } else {
+    const long long t0 = clock64();
+    while (ld_acquire_gpu(bar + 1) == gen) {
+      __nanosleep(32);
+      if (clock64() - t0 > (1ll << 34)) __trap();
+    }
+  }
+  __threadfence();
 }
 
 template <int kAct, bool kGated, int kBlockM, int kRows1, int kVec1>
@@ -220,7 +248,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   // ---------------------------------------------------------------- grid barrier: h is complete
   __syncthreads();
   stamp(2);
-  if (threadIdx.x == 0) grid_barrier(p.barrier, G);
+  if (threadIdx.x == 0) fused_grid_barrier(p.barrier, G);
   __syncthreads();
   stamp(3);
   pdl_launch_dependents();  // every CTA is resident and past the barrier

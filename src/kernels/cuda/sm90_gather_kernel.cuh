@@ -11,7 +11,6 @@
 #include "sm90_common.cuh"
 #include "sm90_cpasync_mainloop.cuh"
 #include "sm90_moe_epilogue.cuh"
-#include "sm90_tma.cuh"
 #include "sm90_wgmma_mainloop.cuh"
 
 namespace moetune_dev {
@@ -111,109 +110,34 @@ struct PermuteParams {
   int block_m;
   int top_k;
   int k_dim;
-  int mode;  // DEV experiment: 0 plain, 1 st.cs, 2 evict_last loads + st.cs, 3 whole row in
-             // flight + st.cs, 4 bulk copies through shared memory
 };
-
-MOETUNE_DEVICE uint4 ld_nc_evict_last(const uint4* p, moe_u64 pol) {
-  uint4 r;
-  asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p), "l"(pol));
-  return r;
-}
-MOETUNE_DEVICE void st_cs(uint4* p, uint4 v) {
-  asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
-               : "memory");
-}
 
 /// xp[r] = x[sorted_pairs[r] / top_k] for the rows of the valid blocks that hold a pair: the A
 /// operand of a tma_ws GEMM1 of block_m 256 in sorted-row order, so TMA loads it (a padding row
 /// keeps whatever it held: only its own, never stored, outputs see it). One warp per row, 16-byte
 /// copies, four in flight per lane.
-template <int kMode>
 __global__ void __launch_bounds__(256) moe_permute_rows_kernel(PermuteParams p) {
-  extern __shared__ __align__(128) char permute_smem[];
-  __shared__ __align__(8) moe_u64 permute_bar[8][2];
   pdl_launch_dependents();
   pdl_wait();
   const int rows = *p.num_blocks * p.block_m;
   const int lane = threadIdx.x & 31;
   const int vecs = p.k_dim / 8;
   const int warps = (gridDim.x * blockDim.x) >> 5;
-  if constexpr (kMode == 4) {
-    if (lane != 0) return;
-    const int w = threadIdx.x >> 5;
-    const int row_bytes = p.k_dim * 2;
-    moe_u32 buf[2], bar[2];
-    for (int b = 0; b < 2; ++b) {
-      buf[b] = smem_u32(permute_smem + (w * 2 + b) * row_bytes);
-      bar[b] = smem_u32(&permute_bar[w][b]);
-      mbar_init(bar[b], 1);
-    }
-    mbar_init_fence();
-    int i = 0;
-    for (int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
-      const int pair = p.sorted_pairs[r];
-      if (pair < 0) continue;
-      const int b = i & 1;
-      // The store that read buffer b (two rows ago) must have read it.
-      asm volatile("cp.async.bulk.wait_group.read 1;\n" ::: "memory");
-      mbar_arrive_expect_tx(bar[b], row_bytes);
-      asm volatile(
-          "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-          "[%3];\n" ::"r"(buf[b]),
-          "l"(p.x + (long long)(pair / p.top_k) * p.k_dim), "r"(row_bytes), "r"(bar[b])
-          : "memory");
-      mbar_wait(bar[b], (i >> 1) & 1);
-      asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(
-                       p.xp + (long long)r * p.k_dim),
-                   "r"(buf[b]), "r"(row_bytes)
-                   : "memory");
-      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-      ++i;
-    }
-    asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-    return;
-  }
-  moe_u64 pol = 0;
-  if (kMode == 2) asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(pol));
   for (int r = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
     const int pair = p.sorted_pairs[r];
     if (pair < 0) continue;
     const uint4* src = reinterpret_cast<const uint4*>(p.x + (long long)(pair / p.top_k) * p.k_dim);
     uint4* dst = reinterpret_cast<uint4*>(p.xp + (long long)r * p.k_dim);
-    if constexpr (kMode == 3) {
-      for (int v = lane; v < vecs; v += 32 * 12) {
-        uint4 q[12];
-#pragma unroll
-        for (int i = 0; i < 12; ++i) {
-          if (v + 32 * i < vecs) q[i] = __ldg(src + v + 32 * i);
-        }
-#pragma unroll
-        for (int i = 0; i < 12; ++i) {
-          if (v + 32 * i < vecs) st_cs(dst + v + 32 * i, q[i]);
-        }
-      }
-    } else {
     for (int v = lane; v < vecs; v += 128) {
       uint4 q[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if (v + 32 * i < vecs) q[i] = kMode == 2 ? ld_nc_evict_last(src + v + 32 * i, pol)
-                                                  : __ldg(src + v + 32 * i);
+        if (v + 32 * i < vecs) q[i] = __ldg(src + v + 32 * i);
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if (v + 32 * i < vecs) {
-          if (kMode == 0)
-            dst[v + 32 * i] = q[i];
-          else
-            st_cs(dst + v + 32 * i, q[i]);
-        }
+        if (v + 32 * i < vecs) dst[v + 32 * i] = q[i];
       }
-    }
     }
   }
 }

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdlib>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -32,10 +31,6 @@ struct AlignMultiParams {
   AlignParams base;
   int32_t* hist;
   int num_chunks;
-};
-struct AlignFusedParams {  // sm90_align_kernel.cuh
-  AlignMultiParams m;
-  int32_t* barrier;
 };
 constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
 constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
@@ -87,7 +82,6 @@ struct PermuteParams {           // sm90_gather_kernel.cuh
   const int32_t* sorted_pairs;
   const int32_t* num_blocks;
   int block_m, top_k, k_dim;
-  int mode;  // DEV experiment
 };
 struct CombineParams {
   const void* y;
@@ -393,15 +387,6 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.sched};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
-    const char* dev_fused = std::getenv("DEV_ALIGN_FUSED");  // DEV experiment
-    if (dev_fused != nullptr && dev_fused[0] == '1' && mp.num_chunks <= k.sm_count) {
-      AlignFusedParams fp{mp, b.barrier + 2};
-      void* fparams[] = {&fp};
-      MOETUNE_CUDA_CHECK(launch(k.align_fused, dim3(static_cast<unsigned>(mp.num_chunks)),
-                                dim3(kAlignChunkThreads), fparams, 0, stream, fast_paths.pdl, 1,
-                                true));
-      return core::Status::Ok();
-    }
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
     MOETUNE_CUDA_CHECK(
@@ -507,21 +492,13 @@ core::Status launch_permute(Sm90GatherKernels const& k, core::MoeProblem const& 
                    b.num_blocks,
                    b.align_m,
                    static_cast<int>(p.top_k),
-                   static_cast<int>(p.hidden_size),
-                   0};
-  const char* dev_mode = std::getenv("DEV_PERMUTE_MODE");  // DEV experiment
-  if (dev_mode != nullptr) pp.mode = std::atoi(dev_mode);
+                   static_cast<int>(p.hidden_size)};
   void* params[] = {&pp};
   // One warp per row: 8 per CTA, at most 16 CTAs per SM (rows past the valid blocks exit).
   const long long rows = static_cast<long long>(b.mb) * b.align_m;
   const unsigned grid = static_cast<unsigned>(
       std::min<long long>((rows + 7) / 8, static_cast<long long>(k.sm_count) * 16));
-  const int smem = pp.mode == 4 ? 16 * static_cast<int>(p.hidden_size) * 2 : 0;
-  if (smem > 0) {
-    MOETUNE_CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(k.permute),
-                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  }
-  MOETUNE_CUDA_CHECK(launch(k.permute, dim3(grid), dim3(256), params, smem, stream, pdl));
+  MOETUNE_CUDA_CHECK(launch(k.permute, dim3(grid), dim3(256), params, 0, stream, pdl));
   return core::Status::Ok();
 }
 
