@@ -11,8 +11,9 @@
 #   bench/run_h200_env_ab.sh
 # ARMS: space-separated NAME=VAR=VALUE[,VAR=VALUE...]; the first arm is the baseline.
 # Knobs: BIN (.devbin), ARMS, SHAPES (S1,S2,S3), M, ROUNDS (2), TEST_FILTER, DIGESTS (equal|any),
-# RECIPE (recipes/h200.json), LIMIT_S (per bench run, 150). Exit 1 when a run or the tests failed,
-# or DIGESTS=equal and the digests differ.
+# RECIPE (recipes/h200.json; none: no recipe, so every point runs the default rule), EXTRA (more
+# bench options, e.g. EXTRA="--shape H1=128,4096,1536,8,silu"), LIMIT_S (per bench run, 150).
+# Exit 1 when a run or the tests failed, or DIGESTS=equal and the digests differ.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin}
@@ -24,6 +25,9 @@ TEST_FILTER=${TEST_FILTER-}
 DIGESTS=${DIGESTS:-equal}
 RECIPE=${RECIPE:-recipes/h200.json}
 LIMIT_S=${LIMIT_S:-150}
+EXTRA=${EXTRA-}
+recipe_args=(--recipe "$RECIPE")
+[ "$RECIPE" = none ] && recipe_args=()
 OUT=${OUT:-bench/results/$(date +%F)-env-ab}
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-$(mktemp -d)}
 work=$(mktemp -d)
@@ -48,8 +52,8 @@ for ((r = 1; r <= ROUNDS; ++r)); do
     name=${names[$i]}
     spec=${arms[$i]#*=}
     IFS=, read -r -a vars <<< "$spec"
-    env "${vars[@]}" timeout -k 10 "$LIMIT_S" "$BIN/moetune_sm90_bench" --recipe "$RECIPE" \
-      --shapes "$SHAPES" --m "$M" --no-sweep --out "$work/runs/$name-$r" \
+    env "${vars[@]}" timeout -k 10 "$LIMIT_S" "$BIN/moetune_sm90_bench" "${recipe_args[@]}" \
+      --shapes "$SHAPES" $EXTRA --m "$M" --no-sweep --out "$work/runs/$name-$r" \
       > "$work/runs/$name-$r.log" 2>&1
     rc=$?
     ((rc != 0)) && status=1

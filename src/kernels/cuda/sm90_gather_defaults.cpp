@@ -4,6 +4,7 @@
 // held-out shapes too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 
+#include <cstdlib>
 #include <vector>
 
 #include "kernels/cuda/sm90_gather_geometry.hpp"
@@ -60,6 +61,22 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
   };
   constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
   std::vector<core::MoeConfig> choices;
+  // DEV experiment (DEV_MIDM = a, b or c at 48 < p <= 512): swap-AB GEMMs for the held-out A/B.
+  if (const char* dev = std::getenv("DEV_MIDM"); dev != nullptr && per_expert > 48.0 &&
+                                                  per_expert <= 512.0) {
+    auto swap = [&](int bm, int bn, int warps, int stages) {
+      core::KernelConfig k = kc(bm, bn, 64, warps, stages, 1, kTw);
+      k.launch.swap_ab = true;
+      return k;
+    };
+    const bool gated = core::is_gated(p.activation);
+    const core::KernelConfig tw1 = kc(128, gated ? 128 : 256, 64, 8, 4, 8, kTw);
+    if (dev[0] == 'a') choices.push_back({.gemm1 = tw1, .gemm2 = swap(128, 192, 12, 5)});
+    if (dev[0] == 'b') choices.push_back({.gemm1 = tw1, .gemm2 = swap(256, 128, 8, 4)});
+    if (dev[0] == 'c') {
+      choices.push_back({.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
+    }
+  }
   if (p.num_tokens <= 4 && per_expert <= 0.5) {
     // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
     core::MoeConfig d{.gemm1 = kc(decode_block_m(p), 4, 512, 4, 1, 1),
