@@ -32,9 +32,16 @@ import sys
 BANDS = [(0, 1), (1, 4), (4, 12), (12, 24), (24, 48), (48, 96), (96, 160), (160, 320), (320, 1e12)]
 
 
-def rule(gated, p, k=0, i=0):
-    """sm90_default_config outside decode, as config short strings (block_k 128 = BK); k, i: the
-    shape's K and I (the 192-row tiles' condition)."""
+def wave_fill(tiles, sms=132):
+    """sm90_gather_defaults.cpp's wave_fill: the share of a persistent GEMM's wave slots that hold
+    one of its tiles, on the H200's 132 SMs."""
+    waves = -(-tiles // sms)
+    return tiles / (waves * sms) if waves else 1.0
+
+
+def rule(gated, p, k=0, i=0, e=0):
+    """sm90_default_config outside decode, as config short strings (block_k 128 = BK); k, i, e: the
+    shape's K, I and E (the conditions of the 192-row and swap-AB bands)."""
     if p <= 1:
         return "m16n64k128g8w4s3", "m16n128k128g8w4s3"
     if p <= 4:
@@ -46,8 +53,13 @@ def rule(gated, p, k=0, i=0):
     if p <= 48:
         return "m64n128k64g8w4s5tw", "m64n128k64g8w4s5tw"
     g1 = "m128n128k64g8w8s4tw" if gated else "m128n256k64g8w8s4tw"
+    if p <= 104 and i >= 1024 and (wave_fill(-(-k // 192) * e) >=
+                                   wave_fill(-(-k // 256) * e) - 0.05):
+        return g1, "m128n192k64g1w12s5swaptw"
     if 96 < p <= 160 and gated and i >= 16 * p:
         return "m192n96k64g1w12s4swaptw", "m192n%dk64g8w12s4tw" % (192 if k % 192 == 0 else 128)
+    if 136 < p <= 224 and k >= 2048:
+        return "m256n%dk64g1w8s4swaptw" % (64 if gated else 128), "m256n128k64g1w8s4swaptw"
     if 96 < p <= 160:
         return g1, "m256n128k64g8w8s4tw"
     return g1, "m128n256k64g8w8s4tw"
@@ -80,7 +92,7 @@ def default_pair(gated, e, k, i, top_k, m):
             stages = "5"
         return "%s%d%s%s%s" % (head, bk, mid, stages, tail)
 
-    g1, g2 = rule(gated, p, k, i)
+    g1, g2 = rule(gated, p, k, i, e)
     return resolve(g1, k), resolve(g2, i)
 
 
@@ -136,7 +148,7 @@ def main(argv=None):
     if a.bench_csv:
         with open(a.bench_csv) as f:
             for r in csv.DictReader(f):
-                dims[r["shape"]] = (int(r["K"]), int(r["I"]), r["act"] == "silu")
+                dims[r["shape"]] = (int(r["K"]), int(r["I"]), r["act"] == "silu", int(r["E"]))
                 dc = r["default_config"].split("|")
                 dflt[(r["shape"], int(r["M"]))] = dc * 2 if len(dc) == 1 else dc
 
@@ -238,7 +250,7 @@ def main(argv=None):
     if dflt:
         report("the CSV's defaults", lambda pt: dflt.get(pt))
         report("RULE", lambda pt: rule(dims[pt[0]][2], pts[pt]["p"], dims[pt[0]][0],
-                                       dims[pt[0]][1]) if pt[0] in dims else None)
+                                       dims[pt[0]][1], dims[pt[0]][3]) if pt[0] in dims else None)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,6 @@
 // held-out shapes too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 
-#include <cstdlib>
 #include <vector>
 
 #include "kernels/cuda/sm90_gather_geometry.hpp"
@@ -47,8 +46,32 @@ namespace moetune::kernels::cuda {
 //             the 192-row tma_ws GEMM1 at S3, Mixtral-8x22B and DBRX-like M = 512 and
 //             gpt-oss-120b M = 4096, faster in both rounds of a two-build A/B at each
 //             (bench/results/2026-12-01-swap-default-rule/); the tma_ws pair stays next in line
+//   48 < p <= 104, I >= 1024: GEMM2 on swap-AB, 128 pairs x 192 columns, 12 warps, 5 stages
+//             (GEMM1 the tma_ws 128-row tile), where its tiles fill the 132 SMs' waves at least as
+//             well as the tma_ws GEMM2's 256-column ones, less 0.05 (wave_fill): the layer
+//             0.93-0.98x the rule before at S1, Qwen3-235B, gpt-oss-120b and Mixtral-8x22B at
+//             p = 64-96; refused by the conditions where it did not win: I = 704 / 768 (the E = 40
+//             gelu shape 1.05-1.06x, S2 0.99-1.00x), S3's 176 tiles in two waves (1.04-1.07x),
+//             DeepSeek-V2-Lite's 704 tiles (0.99-1.01x) (bench/results/2026-12-01-midm-swap-rule/)
+//   136 < p <= 224, K >= 2048: both GEMMs on swap-AB, 256 pairs per tile, 8 warps, 4 stages (an
+//             expert's pairs in one tile: its weights are read once): the layer 0.77-0.98x the
+//             rule before at all eight such points of S1-S3 and four held-out models; at K = 1536
+//             (the E = 40 gelu shape) 1.26x, so refused there. At p = 128 and 256 it won at one
+//             shape and lost at the others (same folder), so the band stops short of both
 // A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
 // falls through to the next in the list, ending in mma.sync tiles every shape takes.
+namespace {
+
+/// A persistent GEMM of `tiles` equal tiles on the 132 SMs of an H100 SXM / H200: the fraction of
+/// its waves' SM slots that hold a tile (1 when the last wave is full).
+double wave_fill(int64_t tiles) {
+  constexpr int64_t kSms = 132;
+  const int64_t waves = (tiles + kSms - 1) / kSms;
+  return waves > 0 ? static_cast<double>(tiles) / static_cast<double>(waves * kSms) : 1.0;
+}
+
+}  // namespace
+
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
   const double per_expert = pairs_per_expert(p);
   auto kc = [](int bm, int bn, int bk, int warps, int stages, int gm,
@@ -60,23 +83,14 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     return k;
   };
   constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
+  // The swap-AB kernel (sm90_swap_kernel.cuh): block_m pairs per tile, 64 weight rows per MMA
+  // warpgroup (block_n = those rows, half of them for a gated GEMM1), group_m 1.
+  auto swap = [&](int bm, int bn, int warps, int stages) {
+    core::KernelConfig c = kc(bm, bn, 64, warps, stages, 1, kTw);
+    c.launch.swap_ab = true;
+    return c;
+  };
   std::vector<core::MoeConfig> choices;
-  // DEV experiment (DEV_MIDM = a, b or c at 48 < p <= 512): swap-AB GEMMs for the held-out A/B.
-  if (const char* dev = std::getenv("DEV_MIDM"); dev != nullptr && per_expert > 48.0 &&
-                                                  per_expert <= 512.0) {
-    auto swap = [&](int bm, int bn, int warps, int stages) {
-      core::KernelConfig k = kc(bm, bn, 64, warps, stages, 1, kTw);
-      k.launch.swap_ab = true;
-      return k;
-    };
-    const bool gated = core::is_gated(p.activation);
-    const core::KernelConfig tw1 = kc(128, gated ? 128 : 256, 64, 8, 4, 8, kTw);
-    if (dev[0] == 'a') choices.push_back({.gemm1 = tw1, .gemm2 = swap(128, 192, 12, 5)});
-    if (dev[0] == 'b') choices.push_back({.gemm1 = tw1, .gemm2 = swap(256, 128, 8, 4)});
-    if (dev[0] == 'c') {
-      choices.push_back({.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
-    }
-  }
   if (p.num_tokens <= 4 && per_expert <= 0.5) {
     // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
     core::MoeConfig d{.gemm1 = kc(decode_block_m(p), 4, 512, 4, 1, 1),
@@ -97,18 +111,29 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
         {.gemm1 = kc(64, 128, 64, 4, 5, 8, kTw), .gemm2 = kc(64, 128, 64, 4, 5, 8, kTw)});
     choices.push_back({.gemm1 = kc(64, 64, 64, 4, 4, 8), .gemm2 = kc(64, 64, 64, 4, 4, 8)});
   } else {
-    const int bn1 = core::is_gated(p.activation) ? 128 : 256;
+    const bool gated = core::is_gated(p.activation);
+    const int bn1 = gated ? 128 : 256;
+    const int64_t hidden = p.hidden_size, experts = p.num_experts;
+    // Swap-AB GEMM2 of 128 pairs x 192 output columns (three MMA warpgroups), where its tiles
+    // (one align block per expert at this p) fill the waves about as well as 256-column ones.
+    if (per_expert <= 104.0 && p.intermediate_size >= 1024 &&
+        wave_fill((hidden + 191) / 192 * experts) >=
+            wave_fill((hidden + 255) / 256 * experts) - 0.05) {
+      choices.push_back({.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = swap(128, 192, 12, 5)});
+    }
+    if (per_expert > 96.0 && per_expert <= 160.0 && gated &&
+        static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
+      const int bn2 = hidden % 192 == 0 ? 192 : 128;
+      choices.push_back({.gemm1 = swap(192, 96, 12, 4), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
+      choices.push_back(
+          {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
+    }
+    // Both GEMMs on swap-AB, 256 pairs per tile: an expert's pairs in one tile, its weights read
+    // once, where GEMM1's reduction (K) is long enough to carry the tile's epilogue.
+    if (per_expert > 136.0 && per_expert <= 224.0 && hidden >= 2048) {
+      choices.push_back({.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
+    }
     if (per_expert > 96.0 && per_expert <= 160.0) {
-      if (core::is_gated(p.activation) &&
-          static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
-        const int bn2 = p.hidden_size % 192 == 0 ? 192 : 128;
-        core::MoeConfig c192{.gemm1 = kc(192, 96, 64, 12, 4, 1, kTw),
-                             .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)};
-        c192.gemm1.launch.swap_ab = true;
-        choices.push_back(c192);
-        choices.push_back(
-            {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
-      }
       choices.push_back(
           {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(256, 128, 64, 8, 4, 8, kTw)});
     }

@@ -141,6 +141,51 @@ TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsGemm1SwapAbForGatedExpertsWithIAtLea
       128);
 }
 
+// S1's sizes (E 128, top-6, relu^2: p = 6 M / 128).
+core::MoeProblem s1(int64_t m) { return moe_shape(128, 2688, 1856, 6, Activation::kRelu2, m); }
+
+TEST(Sm90DefaultRule, RunsGemm2OnSwapAb128x192From48To104PairsPerExpertWhereItsWavesFill) {
+  for (int64_t m : {1536, 2048}) {  // p = 72, 96: 14 x 128 tiles fill the waves as 11 x 128 do
+    const core::MoeConfig c = sm90_default_config(s1(m));
+    EXPECT_TRUE(c.gemm2.launch.swap_ab) << "M=" << m;
+    EXPECT_EQ(c.gemm2.tile.block_m, 128) << "M=" << m;
+    EXPECT_EQ(c.gemm2.tile.block_n, 192) << "M=" << m;
+    EXPECT_EQ(c.gemm2.pipeline.num_warps, 12) << "M=" << m;
+    EXPECT_FALSE(c.gemm1.launch.swap_ab) << "M=" << m;
+    EXPECT_EQ(c.gemm1.tile.block_m, 128) << "M=" << m;
+    EXPECT_TRUE(sm90_can_implement(s1(m), c).ok()) << "M=" << m;
+  }
+  // Mixtral-8x22B at p = 64: 32 x 8 tiles in two full waves, where 24 x 8 leave a quarter idle.
+  const core::MoeProblem h4 = moe_shape(8, 6144, 16384, 2, Activation::kSiluGated, 256);
+  EXPECT_TRUE(sm90_default_config(h4).gemm2.launch.swap_ab);
+  // Negative twins: S3's 22 x 8 tiles take two waves where 16 x 8 take one; S2's I = 768; p = 48
+  // (the 64-row band) and p = 120.
+  EXPECT_FALSE(sm90_default_config(s3(384)).gemm2.launch.swap_ab);
+  EXPECT_FALSE(sm90_default_config(s2(1536)).gemm2.launch.swap_ab);
+  EXPECT_EQ(sm90_default_config(s1(1024)).gemm2.tile.block_m, 64);
+  EXPECT_FALSE(sm90_default_config(s1(2560)).gemm2.launch.swap_ab);
+}
+
+TEST(Sm90DefaultRule, RunsBothGemmsOnSwapAb256From136To224PairsPerExpertWhereKIsAtLeast2048) {
+  const core::MoeProblem h4 = moe_shape(8, 6144, 16384, 2, Activation::kSiluGated, 768);
+  for (const core::MoeProblem& p : {s1(3072), s1(4096), s3(768), h4}) {  // p = 144, 192, 192, 192
+    const core::MoeConfig c = sm90_default_config(p);
+    const std::string where = core::short_string(c.gemm1) + " at M=" + std::to_string(p.num_tokens);
+    for (auto const* k : {&c.gemm1, &c.gemm2}) {
+      EXPECT_TRUE(k->launch.swap_ab) << where;
+      EXPECT_EQ(k->tile.block_m, 256) << where;
+      EXPECT_EQ(k->pipeline.num_warps, 8) << where;
+    }
+    EXPECT_EQ(c.gemm1.tile.block_n, core::is_gated(p.activation) ? 64 : 128) << where;
+    EXPECT_TRUE(sm90_can_implement(p, c).ok()) << where;
+  }
+  // Negative twins: K = 1536 (the E = 40 gelu shape at p = 192), p = 120 and p = 240.
+  const core::MoeProblem h5 = moe_shape(40, 1536, 704, 5, Activation::kGeluTanh, 1536);
+  EXPECT_FALSE(sm90_default_config(h5).gemm1.launch.swap_ab);
+  EXPECT_FALSE(sm90_default_config(s1(2560)).gemm1.launch.swap_ab);
+  EXPECT_FALSE(sm90_default_config(s1(5120)).gemm1.launch.swap_ab);
+}
+
 TEST(Sm90DefaultRule, HalvesBlockKWithFiveStagesWhereTheReductionSizeRefuses128) {
   // p = 3: both 16 x 64 x BK; I = 1856 is not a multiple of 128, K = 2688 is.
   const core::MoeProblem p = moe_shape(128, 2688, 1856, 6, Activation::kRelu2, 64);
