@@ -261,6 +261,8 @@ TEST_F(Sm90Gather, BenchmarkShapesMatchTheGpuReferenceAndAreDeterministic) {
       auto cfg = tb_->backend().default_config(p);
       if (m >= 1000) {  // the wgmma path at the sizes it serves
         for (auto* k : {&cfg.gemm1, &cfg.gemm2}) {
+          // Fresh configs: the default there may be swap-AB (its own test, SwapAb... below).
+          *k = core::KernelConfig{};
           k->tile = {
               .block_m = 128, .block_n = k == &cfg.gemm1 ? 128 : 256, .block_k = 64, .group_m = 8};
           k->pipeline = {.num_warps = 8, .num_stages = 4, .split_k = 1};
