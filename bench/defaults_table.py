@@ -26,7 +26,7 @@ RULE = """| regime | rule |
 | p <= 24 | mma.sync, block_m 32; GEMM1 block_n 128, BK, 8 warps, 3 stages; GEMM2 block_n 64, BK, 4 warps, 4 stages |
 | p <= 48 | TMA + warp-specialised persistent wgmma (schedule tma_ws), block_m 64, block_n 128, block_k 64, one MMA warpgroup (+ a producer warpgroup), 5 stages, group_m 8 |
 | p > 48 | tma_ws, block_m 128 on 8 MMA warps, GEMM1 block_n 128 (gated) or 256, GEMM2 block_n 256 (at 96 < p <= 160: GEMM2 block_m 256, block_n 128), block_k 64, 4 stages, group_m 8 |
-| 96 < p <= 160, gated GEMM1, I >= 16 p | both GEMMs block_m 192 on 12 MMA warps (three warpgroups); GEMM1 swap-AB (launch.swap_ab with tma_ws: 192 pairs per tile as wgmma's N, 96 output columns), group_m 1; GEMM2 tma_ws block_n 192 where K divides it, else 128, group_m 8; block_k 64, 4 stages (before the row above) |
+| 96 < p <= 160, gated GEMM1, I >= 10 p | both GEMMs block_m 192 on 12 MMA warps (three warpgroups); GEMM1 swap-AB (launch.swap_ab with tma_ws: 192 pairs per tile as wgmma's N, 96 output columns), group_m 1; GEMM2 tma_ws block_n 192 where K divides it, else 128, group_m 8; block_k 64, 4 stages (before the row above) |
 | 48 < p <= 104, I >= 1024, GEMM2's swap-AB tiles fill the waves | GEMM1 as for p > 48; GEMM2 swap-AB, block_m 128 pairs, block_n 192 (12 warps: three MMA warpgroups of 64 weight rows), block_k 64, 5 stages, group_m 1; taken where ceil(K / 192) x E tiles fill the 132 SMs' waves at least as well as ceil(K / 256) x E do, less 0.05 (before the rows above) |
 | 136 < p <= 224, K >= 2048 | both GEMMs swap-AB, block_m 256 pairs, 8 warps (two MMA warpgroups: GEMM1 block_n 64 gated / 128, GEMM2 128), block_k 64, 4 stages, group_m 1 (after the 192-row band, before the tma_ws rows) |
 
@@ -36,7 +36,8 @@ mma.sync 16x64x64. Fitted to every candidate the sweep timed on S1-S3 and five h
 `bench/fit_defaults.py bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz`; the 192-row
 band from the sweeps in `bench/results/2026-11-30-tile192/` (layer A/B against the rule before in
 `rule-ab/`), its GEMM1 on swap-AB from a two-build A/B at four points of the band
-(`bench/results/2026-12-01-swap-default-rule/`); the two swap-AB bands from A/Bs of candidate
+(`bench/results/2026-12-01-swap-default-rule/`), its I bound (10 p, was 16 p) from pinned-row
+runs at p = 128 on five models (`bench/results/2026-12-01-midm-swap-rule/c192*`); the two swap-AB bands from A/Bs of candidate
 rules against the rule before at 41 points of S1-S3 and five held-out models, then checked out of
 sample on four more models (`bench/results/2026-12-01-midm-swap-rule/`).
 """

@@ -56,7 +56,7 @@ def rule(gated, p, k=0, i=0, e=0):
     if p <= 104 and i >= 1024 and (wave_fill(-(-k // 192) * e) >=
                                    wave_fill(-(-k // 256) * e) - 0.05):
         return g1, "m128n192k64g1w12s5swaptw"
-    if 96 < p <= 160 and gated and i >= 16 * p:
+    if 96 < p <= 160 and gated and i >= 10 * p:
         return "m192n96k64g1w12s4swaptw", "m192n%dk64g8w12s4tw" % (192 if k % 192 == 0 else 128)
     if 136 < p <= 224 and k >= 2048:
         return "m256n%dk64g1w8s4swaptw" % (64 if gated else 128), "m256n128k64g1w8s4swaptw"

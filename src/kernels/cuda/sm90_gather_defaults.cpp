@@ -34,7 +34,7 @@ namespace moetune::kernels::cuda {
 //   p > 48    tma_ws 128 rows, GEMM1 block_n 128 (gated) / 256, GEMM2 256, 8 MMA warps, 4 stages,
 //             group_m 8; at 96 < p <= 160 GEMM2 at 256 rows x 128 (an expert's rows fit one
 //             block: its weight tile is read once and only 64-row granules of padding multiply),
-//             and there for a gated GEMM1 with I >= 16 p both GEMMs at 192 rows (three
+//             and there for a gated GEMM1 with I >= 10 p both GEMMs at 192 rows (three
 //             warpgroups of 64; GEMM1 192x96, GEMM2 192x192 where K divides it, else 192x128;
 //             4 stages): the sweep's pick at all three such points it timed, Mixtral-8x7B (S3)
 //             and Mixtral-8x22B at M = 512 and gpt-oss-120b at M = 4096 (layer 3.6-5% faster),
@@ -45,7 +45,11 @@ namespace moetune::kernels::cuda {
 //             swap-AB (sm90_swap_kernel.cuh, 192 pairs per tile, group_m 1): the layer 0.948-0.991x
 //             the 192-row tma_ws GEMM1 at S3, Mixtral-8x22B and DBRX-like M = 512 and
 //             gpt-oss-120b M = 4096, faster in both rounds of a two-build A/B at each
-//             (bench/results/2026-12-01-swap-default-rule/); the tma_ws pair stays next in line
+//             (bench/results/2026-12-01-swap-default-rule/); the tma_ws pair stays next in line.
+//             The I bound was 16 p until 2026-12-01: at p = 128 the pair then ran 0.96-0.97x the
+//             rule's layer at Qwen3-235B (I = 1536, the held-out sweep's pick there),
+//             DeepSeek-V2-Lite (1408) and DeepSeek-V2-like (1536), 1.03x at S2 (768) and 1.05x at
+//             OLMoE (1024) (bench/results/2026-12-01-midm-swap-rule/c192*), so 10 p
 //   48 < p <= 104, I >= 1024: GEMM2 on swap-AB, 128 pairs x 192 columns, 12 warps, 5 stages
 //             (GEMM1 the tma_ws 128-row tile), where its tiles fill the 132 SMs' waves at least as
 //             well as the tma_ws GEMM2's 256-column ones, less 0.05 (wave_fill): the layer
@@ -122,7 +126,7 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
       choices.push_back({.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = swap(128, 192, 12, 5)});
     }
     if (per_expert > 96.0 && per_expert <= 160.0 && gated &&
-        static_cast<double>(p.intermediate_size) >= 16.0 * per_expert) {
+        static_cast<double>(p.intermediate_size) >= 10.0 * per_expert) {
       const int bn2 = hidden % 192 == 0 ? 192 : 128;
       choices.push_back({.gemm1 = swap(192, 96, 12, 4), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
       choices.push_back(
@@ -131,7 +135,8 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     // Both GEMMs on swap-AB, 256 pairs per tile: an expert's pairs in one tile, its weights read
     // once, where GEMM1's reduction (K) is long enough to carry the tile's epilogue.
     if (per_expert > 136.0 && per_expert <= 224.0 && hidden >= 2048) {
-      choices.push_back({.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
+      choices.push_back(
+          {.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
     }
     if (per_expert > 96.0 && per_expert <= 160.0) {
       choices.push_back(

@@ -107,7 +107,7 @@ TEST(Sm90DefaultRule, TakesTmaWs64RowTilesFrom24To48PairsPerExpert) {
 }
 
 TEST(Sm90DefaultRule, RunsGemm2At256RowsOnlyFrom96To160PairsPerExpert) {
-  const core::MoeConfig in = sm90_default_config(s2(2048));  // p = 128, I = 768 < 16 p
+  const core::MoeConfig in = sm90_default_config(s2(2048));  // p = 128, I = 768 < 10 p
   EXPECT_EQ(in.gemm2.tile.block_m, 256);
   EXPECT_EQ(in.gemm2.tile.block_n, 128);
   EXPECT_EQ(in.gemm1.tile.block_m, 128);
@@ -116,7 +116,7 @@ TEST(Sm90DefaultRule, RunsGemm2At256RowsOnlyFrom96To160PairsPerExpert) {
   EXPECT_EQ(sm90_default_config(s2(4096)).gemm2.tile.block_m, 128);  // p = 256
 }
 
-TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsGemm1SwapAbForGatedExpertsWithIAtLeast16PFrom96To160) {
+TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsGemm1SwapAbForGatedExpertsWithIAtLeast10PFrom96To160) {
   const core::MoeConfig c = sm90_default_config(s3(512));  // p = 128, I = 14336
   EXPECT_EQ(c.gemm1.tile.block_m, 192);
   EXPECT_EQ(c.gemm1.tile.block_n, 96);
@@ -132,7 +132,15 @@ TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsGemm1SwapAbForGatedExpertsWithIAtLea
   const core::MoeProblem h4 = moe_shape(8, 6144, 16384, 2, Activation::kSiluGated, 512);
   EXPECT_EQ(sm90_default_config(h4).gemm2.tile.block_n, 192);
   EXPECT_TRUE(sm90_can_implement(h4, sm90_default_config(h4)).ok());
-  // Negative twins: p = 96 and 256, a narrow I (S2), a non-gated activation.
+  // Qwen3-235B at p = 128: I = 1536 >= 10 p (16 p refused it before 2026-12-01).
+  EXPECT_EQ(sm90_default_config(moe_shape(128, 4096, 1536, 8, Activation::kSiluGated, 2048))
+                .gemm1.tile.block_m,
+            192);
+  // Negative twins: p = 96 and 256, a narrow I (S2; OLMoE's I = 1024 < 10 p at p = 128), a
+  // non-gated activation.
+  EXPECT_EQ(sm90_default_config(moe_shape(64, 2048, 1024, 8, Activation::kSiluGated, 1024))
+                .gemm1.tile.block_m,
+            128);
   EXPECT_EQ(sm90_default_config(s3(384)).gemm1.tile.block_m, 128);
   EXPECT_EQ(sm90_default_config(s3(1024)).gemm1.tile.block_m, 128);
   EXPECT_EQ(sm90_default_config(s2(2048)).gemm1.tile.block_m, 128);
