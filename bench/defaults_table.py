@@ -37,9 +37,10 @@ mma.sync 16x64x64. Fitted to every candidate the sweep timed on S1-S3 and five h
 band from the sweeps in `bench/results/2026-11-30-tile192/` (layer A/B against the rule before in
 `rule-ab/`), its GEMM1 on swap-AB from a two-build A/B at four points of the band
 (`bench/results/2026-12-01-swap-default-rule/`), its I bound (10 p, was 16 p) from pinned-row
-runs at p = 128 on five models (`bench/results/2026-12-01-midm-swap-rule/c192*`); the two swap-AB bands from A/Bs of candidate
-rules against the rule before at 41 points of S1-S3 and five held-out models, then checked out of
-sample on four more models (`bench/results/2026-12-01-midm-swap-rule/`).
+runs at p = 128 on five models (`bench/results/2026-12-01-midm-swap-rule/c192*`); the two
+swap-AB bands from A/Bs of three candidate rules against the rule before at 42 points of S1-S3 and
+five held-out models, checked out of sample on four more models
+(`bench/results/2026-12-01-midm-swap-rule/`).
 """
 
 
