@@ -49,7 +49,7 @@ namespace moetune::kernels::cuda {
 //             The I bound was 16 p until 2026-12-01: at p = 128 the pair then ran 0.96-0.97x the
 //             rule's layer at Qwen3-235B (I = 1536, the held-out sweep's pick there),
 //             DeepSeek-V2-Lite (1408) and DeepSeek-V2-like (1536), 1.03x at S2 (768) and 1.05x at
-//             OLMoE (1024) (bench/results/2026-12-01-midm-swap-rule/c192*), so 10 p
+//             OLMoE (1024) (bench/results/2026-12-01-midm-swap-rule/c192*), so 10 p.
 //   48 < p <= 104, I >= 1024: GEMM2 on swap-AB, 128 pairs x 192 columns, 12 warps, 5 stages
 //             (GEMM1 the tma_ws 128-row tile), where its tiles fill the 132 SMs' waves at least as
 //             well as the tma_ws GEMM2's 256-column ones, less 0.05 (wave_fill): the layer
@@ -61,7 +61,7 @@ namespace moetune::kernels::cuda {
 //             expert's pairs in one tile: its weights are read once): the layer 0.77-0.98x the
 //             rule before at all eight such points of S1-S3 and four held-out models; at K = 1536
 //             (the E = 40 gelu shape) 1.26x, so refused there. At p = 128 and 256 it won at one
-//             shape and lost at the others (same folder), so the band stops short of both
+//             shape and lost at the others (same folder), so the band stops short of both.
 // A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
 // falls through to the next in the list, ending in mma.sync tiles every shape takes.
 namespace {
