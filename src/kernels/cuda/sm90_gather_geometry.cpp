@@ -60,11 +60,9 @@ struct ScheduleKind {
   bool pp = false;    ///< pingpong
   bool ws = false;    ///< tma_ws or pingpong (TMA + warp-specialised)
   bool coop = false;  ///< cooperative, tma_ws or pingpong: a wgmma main loop
-  /// tma_ws at block_m 64 or 192 with 8 warps: two consumer warpgroups split block_n (block_m
-  /// 64: <= 2 x 256 columns; 192: each warpgroup all 192 rows, <= 160 accumulator registers)
+  /// tma_ws at block_m 64 with 8 warps: two consumer warpgroups split block_n (<= 2 x 256)
   bool ws_split_n = false;
-  /// tma_ws at block_m 192: three consumer warpgroups of 64 rows (num_warps 12), or two that
-  /// split block_n (num_warps 8, ws_split_n)
+  /// tma_ws at block_m 192: three consumer warpgroups of 64 rows (num_warps 12)
   bool ws192 = false;
   std::string name;  ///< for messages: "pingpong", "tma_ws" or "cooperative"
 };
@@ -74,8 +72,7 @@ ScheduleKind schedule_kind(core::KernelConfig const& k) {
   s.pp = k.launch.schedule == core::Schedule::kPingpong;
   s.ws = k.launch.schedule == core::Schedule::kTmaWarpSpecialized || s.pp;
   s.coop = k.launch.schedule == core::Schedule::kCooperative || s.ws;
-  s.ws_split_n = s.ws && !s.pp && (k.tile.block_m == 64 || k.tile.block_m == 192) &&
-                 k.pipeline.num_warps == 8;
+  s.ws_split_n = s.ws && !s.pp && k.tile.block_m == 64 && k.pipeline.num_warps == 8;
   s.ws192 = s.ws && !s.pp && k.tile.block_m == 192;
   s.name = s.pp ? "pingpong" : s.ws ? "tma_ws" : "cooperative";
   return s;
@@ -188,14 +185,11 @@ core::Status check_wgmma(core::MoeProblem const& p, core::KernelConfig const& k,
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) + " with schedule " + sched +
                             " (wgmma); use 64 or 128" + (ws && !pp ? " (or 192, 256)" : ""));
   }
-  // block_m 192: three warpgroups of 64 rows each, a warpgroup of padding idles; or two
-  // warpgroups of all 192 rows that split block_n, halves of padding skipped.
-  if (s.ws192 && ((pl.num_warps != 12 && pl.num_warps != 8) || pl.split_k != 1 ||
-                  l.cluster_m != 1 || l.cluster_n != 1)) {
+  // block_m 192: three warpgroups of 64 rows each, a warpgroup of padding idles.
+  if (s.ws192 && (pl.num_warps != 12 || pl.split_k != 1 || l.cluster_m != 1 || l.cluster_n != 1)) {
     return reject(gemm,
                   "tile.block_m = 192 with schedule tma_ws takes num_warps 12 (three "
-                  "warpgroups of 64 rows) or 8 (two warpgroups that split block_n), split_k 1 "
-                  "and cluster 1x1; saw num_warps " +
+                  "warpgroups of 64 rows), split_k 1 and cluster 1x1; saw num_warps " +
                       std::to_string(pl.num_warps) + ", split_k " + std::to_string(pl.split_k) +
                       ", cluster " + std::to_string(l.cluster_m) + "x" +
                       std::to_string(l.cluster_n));
@@ -281,7 +275,7 @@ core::Result<GemmGeometry> warp_layout(core::MoeProblem const& p, core::KernelCo
     }
   }
   if (wgmma) {
-    g.warps_m = pp || (s.ws192 && ws_split_n) ? 4 : t.block_m == 256 ? 8 : t.block_m / 16;
+    g.warps_m = pp ? 4 : t.block_m == 256 ? 8 : t.block_m / 16;
     g.warps_n = ws_split_n ? 2 : 1;
     g.pingpong = pp;
     found = true;
@@ -319,13 +313,6 @@ core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k,
                             std::to_string(g.acc_registers()) +
                             " accumulator registers per thread (128 rows per warpgroup), over "
                             "128; use block_n <= 128 (<= 64 for gated GEMM1)");
-  }
-  if (s.ws192 && s.ws_split_n && g.acc_registers() > 160) {
-    return reject(gemm, "tile 192x" + std::to_string(t.block_n) +
-                            " with schedule tma_ws and num_warps 8 needs " +
-                            std::to_string(g.acc_registers()) +
-                            " accumulator registers per thread (all 192 rows per warpgroup), "
-                            "over 160; use block_n <= 208 (<= 96 for gated GEMM1)");
   }
   if (pp && g.acc_registers() > 128) {
     return reject(gemm, "tile " + std::to_string(t.block_m) + "x" + std::to_string(t.block_n) +

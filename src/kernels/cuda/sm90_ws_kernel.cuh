@@ -145,8 +145,7 @@ MOETUNE_DEVICE void ws_tile_coords(int t, int num_m, int num_n, int& pid_m, int&
 /// block_m 192: three, of 64 rows each).
 template <int kBlockM, int kSplitN, bool kPingpong>
 constexpr int ws_consumers() {
-  return kPingpong || kBlockM == 256 || (kBlockM == 192 && kSplitN == 2) ? 2
-                                                                          : kBlockM / 64 * kSplitN;
+  return kPingpong || kBlockM == 256 ? 2 : kBlockM / 64 * kSplitN;
 }
 
 /// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
@@ -179,13 +178,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
   constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
   // m64 wgmma per k16 step and warpgroup (at most: halves of padding are skipped)
-  // block_m 192 on two warpgroups (kSplitN 2): each takes all three 64-row halves of the tile and
-  // half its columns, as cuBLAS's 192 x 192 tiles on Hopper do (12.5% more MMA per operand byte
-  // than 128 x 256).
-  constexpr bool kRows192 = kBlockM == 192 && kSplitN == 2;
-  constexpr int kHalves = kRows192                        ? 3
-                          : kPingpong || kBlockM == 256 ? kBlockM / 64 / (kPingpong ? 1 : 2)
-                                                        : 1;
+  constexpr int kHalves = kPingpong || kBlockM == 256 ? kBlockM / 64 / (kPingpong ? 1 : 2) : 1;
   constexpr int kWgN = kBlockN / kSplitN;             // columns per consumer warpgroup
   constexpr int kWgBRows = kGated ? 2 * kWgN : kWgN;  // its B rows: [gate | up] or plain
   constexpr int kBRows = kSplitN * kWgBRows;
@@ -211,17 +204,13 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   constexpr bool kTailSplit = kHalfSkip && kBlockN >= 64;
   constexpr int kTailN0 = 8 * ((kBlockN / 8 + 1) / 2);
   static_assert(kBlockM == 64 || kBlockM == 128 ||
-                    ((kBlockM == 256 || kBlockM == 192) && !kPingpong &&
-                     (kSplitN == 1 || kRows192)),
-                "tma_ws: block_m must be 64 or 128 (192 or 256 without pingpong or split N; "
-                "192 split N on two warpgroups)");
-  static_assert(kBlockM != 192 ||
-                    (!kSplitK && kClusterM == 1 && kClusterN == 1 &&
-                     kHalves * kWgBRows / 2 <= (kRows192 ? 160 : 96)),
-                "tma_ws block_m 192: no split-K or clusters, <= 96 accumulator registers (160 on "
-                "two warpgroups)");
-  static_assert(kSplitN == 1 || (kSplitN == 2 && (kBlockM == 64 || kBlockM == 192)),
-                "tma_ws: two consumer warpgroups at most (split N only at block_m 64 and 192)");
+                    ((kBlockM == 256 || kBlockM == 192) && !kPingpong && kSplitN == 1),
+                "tma_ws: block_m must be 64 or 128 (192 or 256 without pingpong or split N)");
+  static_assert(
+      kBlockM != 192 || (!kSplitK && kClusterM == 1 && kClusterN == 1 && kWgBRows / 2 <= 96),
+      "tma_ws block_m 192: no split-K or clusters, <= 96 accumulator registers");
+  static_assert(kSplitN == 1 || (kSplitN == 2 && kBlockM == 64),
+                "tma_ws: two consumer warpgroups at most (split N only at block_m 64)");
   static_assert(kBlockM != 256 || (!kSplitK && kClusterM == 1 && kHalves * kWgBRows / 2 <= 128),
                 "tma_ws block_m 256: no split-K or cluster_m, <= 128 accumulator registers");
   static_assert(kBlockN % (8 * kSplitN) == 0 && kWgBRows <= 256,
@@ -618,12 +607,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // per tile).
       const auto rows =
           load_epilogue_rows<Acc, kIsGemm1>(g.sorted_pairs + row0, g.sorted_weights + row0, tid);
-      const bool half1 = kHalves >= 2 && g.sorted_pairs[row0 + 64] >= 0;
-      const bool half2 = kHalves == 3 && g.sorted_pairs[row0 + 128] >= 0;
+      const bool half1 = kHalves == 2 && g.sorted_pairs[row0 + 64] >= 0;
       // block_m 192 / 256: a warpgroup whose first row is padding has no rows in this tile; at
       // block_m 128 likewise with lever half_tile_skip (only the second warpgroup's first row
       // can be padding: align pads an expert's rows at the end of its last block).
-      if ((kHalves == 2 || (kBlockM == 192 && !kRows192) || (kHalfSkip && p.half_skip != 0)) &&
+      if ((kHalves == 2 || kBlockM == 192 || (kHalfSkip && p.half_skip != 0)) &&
           g.sorted_pairs[row0] < 0) {
         idle_tile();
         continue;
@@ -646,12 +634,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       // preload.csv vs the 9935045 CSV). The loads above depend on nothing.
 #pragma unroll
       for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
-      // Halves of padding (align pads an expert's rows at the end of its last block, so they
-      // are a suffix) get no MMA; their rows are not stored.
-      if (kHalves == 1 || (half1 && (kHalves == 2 || half2))) {
+      if (kHalves == 1 || half1) {
         mainloop(IntConst<kHalves>{});
-      } else if (kHalves == 3 && half1) {
-        mainloop(IntConst<(kHalves >= 2 ? 2 : 1)>{});
       } else {
         mainloop(IntConst<1>{});
       }

@@ -184,10 +184,6 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
       // stages), full and partial column tiles.
       cfgs.push_back(wgmma(192, 64, 120, 12, 4, 3, core::Schedule::kTmaWarpSpecialized));
       cfgs.push_back(wgmma(192, 40, 192, 12, 2, 1, core::Schedule::kTmaWarpSpecialized));
-      // tma_ws at block_m 192 on two warpgroups that split block_n (each all 192 rows; halves of
-      // padding skipped), full and partial column tiles.
-      cfgs.push_back(wgmma(192, 64, 112, 8, 3, 3, core::Schedule::kTmaWarpSpecialized));
-      cfgs.push_back(wgmma(192, 32, 208, 8, 2, 1, core::Schedule::kTmaWarpSpecialized));
       // GEMM2 at 256 under a tma_ws GEMM1 of 128 / 64 rows walking its blocks in sub-blocks.
       for (int bm1 : {128, 64}) {
         MoeConfig c = wgmma(256, 64, 120, 8, 3, 3, core::Schedule::kTmaWarpSpecialized);
@@ -551,26 +547,6 @@ TEST_F(Sm90Gather, Tile192IdlesPaddingWarpgroupsAndGivesTheBitsOfTile128) {
     EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t192, "tma_ws 192, " + what),
               expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128, " + what))
         << "block_m 192 vs 128, " << what;
-  });
-}
-
-// tma_ws at block_m 192 on two warpgroups (num_warps 8) that split block_n: each multiplies all
-// 192 rows (three m64 wgmma per k16 step, only the halves that hold real rows) by half the
-// columns, as cuBLAS's 192 x 192 tiles do. At the benchmark shapes (M 100 / 512 / 2048 / 4096)
-// it gives the bits of block_m 128 at half the block_n (the same wgmma width, so the same
-// sequence per element), both within the bf16 band of the GPU reference.
-TEST_F(Sm90Gather, Tile192SplitNSkipsPaddingHalvesAndGivesTheBitsOfTile128AtHalfWidth) {
-  for_benchmark_shapes_at_mid_m(*tb_, 11, 6, [&](MoeProblem const& p) {
-    const int bn1 = core::is_gated(p.activation) ? 96 : 192;
-    const MoeConfig t128 =
-        wgmma(128, bn1 / 2, 96, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    const MoeConfig t192 = wgmma(192, bn1, 192, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
-    ASSERT_TRUE(tb_->backend().can_implement(p, t128).ok()) << core::short_string(t128);
-    ASSERT_TRUE(tb_->backend().can_implement(p, t192).ok()) << core::short_string(t192);
-    const std::string what = core::to_string(p);
-    EXPECT_EQ(expect_in_band_and_deterministic(*tb_, t192, "tma_ws 192 split N, " + what),
-              expect_in_band_and_deterministic(*tb_, t128, "tma_ws 128 half width, " + what))
-        << "block_m 192 split N vs 128 at half the width, " << what;
   });
 }
 
