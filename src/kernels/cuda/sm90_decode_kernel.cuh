@@ -101,8 +101,8 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
       for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
     }
   }
-  for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-    uint4 wv[kRows][kHalves][kVec];
+  // The weight vectors of the step at v0 (zeros past the row's end or for a missing column).
+  auto load_step = [&](int v0, uint4 (&w)[kRows][kHalves][kVec]) {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -110,11 +110,14 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          wv[r][hh][j] =
+          w[r][hh][j] =
               (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r][hh] + v * 8) : make_uint4(0, 0, 0, 0);
         }
       }
     }
+  };
+  // The dot products of the step at v0 with its weight vectors w (x vectors loaded here).
+  auto dot_step = [&](int v0, uint4 const (&w)[kRows][kHalves][kVec]) {
 #pragma unroll
     for (int i = 0; i < kBlockM; ++i) {
       if (i < np) {
@@ -126,11 +129,38 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
           for (int r = 0; r < kRows; ++r) {
 #pragma unroll
             for (int hh = 0; hh < kHalves; ++hh) {
-              acc[r][hh][i] = dot8(wv[r][hh][j], xv, acc[r][hh][i]);
+              acc[r][hh][i] = dot8(w[r][hh][j], xv, acc[r][hh][i]);
             }
           }
         }
       }
+    }
+  };
+  // kPipe (where it costs at most 32 more registers): the next step's weight loads are issued
+  // before this step's dot products, so each warp keeps two steps in flight and its chain of DRAM
+  // round trips is half as long. The same loads and the same dot order: the same bits.
+  constexpr bool kPipe = kRows * kHalves * kVec <= 8;
+  if constexpr (kPipe) {
+    uint4 wv[kRows][kHalves][kVec];
+    load_step(0, wv);
+    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wn[kRows][kHalves][kVec];
+      load_step(v0 + 32 * kVec, wn);  // zeros, no loads, past the row's end
+      dot_step(v0, wv);
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (int hh = 0; hh < kHalves; ++hh) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) wv[r][hh][j] = wn[r][hh][j];
+        }
+      }
+    }
+  } else {
+    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wv[kRows][kHalves][kVec];
+      load_step(v0, wv);
+      dot_step(v0, wv);
     }
   }
 #pragma unroll
