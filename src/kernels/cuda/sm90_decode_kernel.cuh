@@ -329,35 +329,60 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       hrow[r] = p.a + (valid[r] ? (long long)pair * p.k_dim : 0);
       acc[r] = 0.0f;
     }
-    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-      uint4 wv[kRows][kVec];
+    // The w2 vectors of the step at v0 (zeros past the row's end or for an invalid item).
+    auto load_step = [&](int v0, uint4 (&w)[kRows][kVec]) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
           if (!(valid[r] && v < nvec)) {
-            wv[r][j] = make_uint4(0, 0, 0, 0);
+            w[r][j] = make_uint4(0, 0, 0, 0);
           } else if (kStaged) {
-            wv[r][j] =
+            w[r][j] =
                 ld_shared_16(staged + static_cast<moe_u32>(((it + r * kWarps) * nvec + v) * 16));
           } else {
-            wv[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
+            w[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
           }
         }
       }
-      // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
-      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
-      // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
-      // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
+    };
+    // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
+    // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
+    // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
+    // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
+    auto dot_step = [&](int v0, uint4 const (&w)[kRows][kVec]) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
           if (valid[r] && v < nvec)
-            acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
+            acc[r] = dot8(w[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
+      }
+    };
+    // kPipe (from global memory, where it costs at most 32 more registers): the next step's w2
+    // loads are issued before this step's dot products, as in decode_gemm1_pass; same bits.
+    constexpr bool kPipe = !kStaged && kRows * kVec <= 8;
+    if constexpr (kPipe) {
+      uint4 wv[kRows][kVec];
+      load_step(0, wv);
+      for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+        uint4 wn[kRows][kVec];
+        load_step(v0 + 32 * kVec, wn);  // zeros, no loads, past the row's end
+        dot_step(v0, wv);
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+          for (int j = 0; j < kVec; ++j) wv[r][j] = wn[r][j];
+        }
+      }
+    } else {
+      for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+        uint4 wv[kRows][kVec];
+        load_step(v0, wv);
+        dot_step(v0, wv);
       }
     }
 #pragma unroll
