@@ -101,8 +101,13 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
       for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
     }
   }
-  // The weight vectors of the step at v0 (zeros past the row's end or for a missing column).
-  auto load_step = [&](int v0, uint4 (&w)[kRows][kHalves][kVec]) {
+  // NOTE: issuing the next step's weight loads before this step's dot products (two steps in
+  // flight per warp, where that cost <= 32 registers; in GEMM2's dots too) kept the bits but made
+  // the layer slower at 12 of 16 points on the H200 (S1 M=1 1.27x, S2 M=1 1.18x, S2 M=4 1.14x,
+  // H1 M=1 1.12x; 1.00x where it did not apply; 62ae9ef, bench/results/2026-12-01-decode-pipe/):
+  // the decode stream is not bound by each warp's chain of round trips.
+  for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+    uint4 wv[kRows][kHalves][kVec];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -110,14 +115,11 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
-          w[r][hh][j] =
+          wv[r][hh][j] =
               (valid[r] && v < nvec) ? ld_nc_16<true>(wrow[r][hh] + v * 8) : make_uint4(0, 0, 0, 0);
         }
       }
     }
-  };
-  // The dot products of the step at v0 with its weight vectors w (x vectors loaded here).
-  auto dot_step = [&](int v0, uint4 const (&w)[kRows][kHalves][kVec]) {
 #pragma unroll
     for (int i = 0; i < kBlockM; ++i) {
       if (i < np) {
@@ -129,38 +131,11 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
           for (int r = 0; r < kRows; ++r) {
 #pragma unroll
             for (int hh = 0; hh < kHalves; ++hh) {
-              acc[r][hh][i] = dot8(w[r][hh][j], xv, acc[r][hh][i]);
+              acc[r][hh][i] = dot8(wv[r][hh][j], xv, acc[r][hh][i]);
             }
           }
         }
       }
-    }
-  };
-  // kPipe (where it costs at most 32 more registers): the next step's weight loads are issued
-  // before this step's dot products, so each warp keeps two steps in flight and its chain of DRAM
-  // round trips is half as long. The same loads and the same dot order: the same bits.
-  constexpr bool kPipe = kRows * kHalves * kVec <= 8;
-  if constexpr (kPipe) {
-    uint4 wv[kRows][kHalves][kVec];
-    load_step(0, wv);
-    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-      uint4 wn[kRows][kHalves][kVec];
-      load_step(v0 + 32 * kVec, wn);  // zeros, no loads, past the row's end
-      dot_step(v0, wv);
-#pragma unroll
-      for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-        for (int hh = 0; hh < kHalves; ++hh) {
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) wv[r][hh][j] = wn[r][hh][j];
-        }
-      }
-    }
-  } else {
-    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-      uint4 wv[kRows][kHalves][kVec];
-      load_step(v0, wv);
-      dot_step(v0, wv);
     }
   }
 #pragma unroll
@@ -329,60 +304,35 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       hrow[r] = p.a + (valid[r] ? (long long)pair * p.k_dim : 0);
       acc[r] = 0.0f;
     }
-    // The w2 vectors of the step at v0 (zeros past the row's end or for an invalid item).
-    auto load_step = [&](int v0, uint4 (&w)[kRows][kVec]) {
+    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wv[kRows][kVec];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
           if (!(valid[r] && v < nvec)) {
-            w[r][j] = make_uint4(0, 0, 0, 0);
+            wv[r][j] = make_uint4(0, 0, 0, 0);
           } else if (kStaged) {
-            w[r][j] =
+            wv[r][j] =
                 ld_shared_16(staged + static_cast<moe_u32>(((it + r * kWarps) * nvec + v) * 16));
           } else {
-            w[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
+            wv[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
           }
         }
       }
-    };
-    // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
-    // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
-    // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
-    // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
-    auto dot_step = [&](int v0, uint4 const (&w)[kRows][kVec]) {
+      // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
+      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
+      // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
+      // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
         for (int j = 0; j < kVec; ++j) {
           const int v = v0 + j * 32 + lane;
           if (valid[r] && v < nvec)
-            acc[r] = dot8(w[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
+            acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
-      }
-    };
-    // kPipe (from global memory, where it costs at most 32 more registers): the next step's w2
-    // loads are issued before this step's dot products, as in decode_gemm1_pass; same bits.
-    constexpr bool kPipe = !kStaged && kRows * kVec <= 8;
-    if constexpr (kPipe) {
-      uint4 wv[kRows][kVec];
-      load_step(0, wv);
-      for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-        uint4 wn[kRows][kVec];
-        load_step(v0 + 32 * kVec, wn);  // zeros, no loads, past the row's end
-        dot_step(v0, wv);
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-          for (int j = 0; j < kVec; ++j) wv[r][j] = wn[r][j];
-        }
-      }
-    } else {
-      for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-        uint4 wv[kRows][kVec];
-        load_step(v0, wv);
-        dot_step(v0, wv);
       }
     }
 #pragma unroll
