@@ -2,7 +2,8 @@
 # A/B of two recipes' pinned rows in one device call: moetune_sm90_bench --recipe A, then B, then
 # A, then B again (drift and clock state hit both arms alike), each run bounded by RUN_S seconds.
 # Logs and CSVs go into $OUT/ab.tgz; a per-point table of both arms prints last (the medians of
-# each arm's two runs, B/A, and whether both B runs beat both A runs).
+# each arm's two runs: layer, B/A, GEMM1 and GEMM2 stage times; whether both B runs beat both A
+# runs; B's config where it differs from A's).
 #   OUT=$OUT bash bench/run_h200_recipe_ab.sh recipes/h200.json /tmp/variant.json \
 #     --shapes S2,S3 --m 512,1024,2048,4096
 # How this session's pingpong-GEMM2 and tail-split A/Bs were run (by hand); the variant recipe
@@ -38,22 +39,33 @@ done
 tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
 python3 - "$OUT/ab.tgz" <<'PY'
 import csv, io, statistics, sys, tarfile
-runs = {}  # (shape, M) -> arm -> [time_us]
+runs = {}  # (shape, M) -> arm -> [(time_us, gemm1_us, gemm2_us)]
+configs = {}  # (shape, M) -> arm -> config
 with tarfile.open(sys.argv[1]) as t:
     for m in t.getmembers():
         if not m.name.endswith(".csv") or m.name.endswith("winners.csv"):
             continue
         arm = m.name.split("/")[1][0]
         for r in csv.DictReader(io.StringIO(t.extractfile(m).read().decode())):
-            runs.setdefault((r["shape"], int(r["M"])), {}).setdefault(arm, []).append(
-                float(r["time_us"]))
-print("%-3s %6s %10s %10s %7s  %s" % ("sh", "M", "A us", "B us", "B/A", "B beats A in every run"))
-for (s, m), arms in sorted(runs.items()):
+            key = (r["shape"], int(r["M"]))
+            runs.setdefault(key, {}).setdefault(arm, []).append(
+                (float(r["time_us"]), float(r["gemm1_us"]), float(r["gemm2_us"])))
+            configs.setdefault(key, {})[arm] = r["config"]
+print("%-3s %6s %10s %10s %7s %8s %8s %8s %8s  %-5s %s" % (
+    "sh", "M", "A us", "B us", "B/A", "A gemm1", "B gemm1", "A gemm2", "B gemm2", "every",
+    "B config (where it differs)"))
+for key, arms in sorted(runs.items()):
+    s, m = key
     a, b = arms.get("A", []), arms.get("B", [])
     if not a or not b:
         print("%-3s %6d  missing an arm (A %d runs, B %d runs)" % (s, m, len(a), len(b)))
         continue
-    ma, mb = statistics.median(a), statistics.median(b)
-    print("%-3s %6d %10.1f %10.1f %7.3f  %s" % (s, m, ma, mb, mb / ma,
-                                                "yes" if max(b) < min(a) else "no"))
+    med = lambda v, i: statistics.median(x[i] for x in v)
+    ma, mb = med(a, 0), med(b, 0)
+    cfg = configs[key]
+    # every: B's layer time below A's in every run
+    print("%-3s %6d %10.1f %10.1f %7.3f %8.1f %8.1f %8.1f %8.1f  %-5s %s" % (
+        s, m, ma, mb, mb / ma, med(a, 1), med(b, 1), med(a, 2), med(b, 2),
+        "yes" if max(x[0] for x in b) < min(x[0] for x in a) else "no",
+        cfg["B"] if cfg["B"] != cfg["A"] else "="))
 PY
