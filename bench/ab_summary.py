@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The summary of an interleaved A/B of `moetune_sm90_bench --no-sweep` runs (bench/run_h200_bin_ab.sh,
-bench/run_h200_env_ab.sh): RUNS/<arm>-<round>/*.csv for each arm and round.
+bench/run_h200_env_ab.sh): RUNS/<arm>-<round>/*.csv for each arm and round. bench/run_h200_recipe_ab.sh
+reads its runs with load() and median() and prints its own table.
 
 Per point, the median over rounds of each arm's layer time and GEMM stage times, its ratio to the
 first arm, and whether every run of every arm gave the same output digest. Two arms: one line per

@@ -31,41 +31,32 @@ for i in 1 2; do
     recipe=$A bin=$BIN
     [ "$arm" = B ] && recipe=$B bin=$BIN_B
     MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}-$arm timeout "$RUN_S" \
-      "$bin/moetune_sm90_bench" --out "$OUT/ab/$arm$i" --recipe "$recipe" "$@" \
-      > "$OUT/ab/$arm$i.log" 2>&1
+      "$bin/moetune_sm90_bench" --out "$OUT/ab/$arm-$i" --recipe "$recipe" "$@" \
+      > "$OUT/ab/$arm-$i.log" 2>&1
     echo "$arm$i exit $?"
   done
 done
-tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
-python3 - "$OUT/ab.tgz" <<'PY'
-import csv, io, statistics, sys, tarfile
-runs = {}  # (shape, M) -> arm -> [(time_us, gemm1_us, gemm2_us)]
-configs = {}  # (shape, M) -> arm -> config
-with tarfile.open(sys.argv[1]) as t:
-    for m in t.getmembers():
-        if not m.name.endswith(".csv") or m.name.endswith("winners.csv"):
-            continue
-        arm = m.name.split("/")[1][0]
-        for r in csv.DictReader(io.StringIO(t.extractfile(m).read().decode())):
-            key = (r["shape"], int(r["M"]))
-            runs.setdefault(key, {}).setdefault(arm, []).append(
-                (float(r["time_us"]), float(r["gemm1_us"]), float(r["gemm2_us"])))
-            configs.setdefault(key, {})[arm] = r["config"]
+# The runs as bench/ab_summary.py reads them (<arm>-<round>/*.csv); its loader, this table.
+python3 - "$OUT/ab" <<'PY'
+import statistics, sys
+sys.path.insert(0, "bench")
+import ab_summary
+data = ab_summary.load(sys.argv[1], 2, ["A", "B"])  # (shape, M) -> arm -> CSV rows
 print("%-3s %6s %10s %10s %7s %8s %8s %8s %8s  %-5s %s" % (
     "sh", "M", "A us", "B us", "B/A", "A gemm1", "B gemm1", "A gemm2", "B gemm2", "every",
     "B config (where it differs)"))
-for key, arms in sorted(runs.items()):
-    s, m = key
+for (s, m), arms in sorted(data.items()):
     a, b = arms.get("A", []), arms.get("B", [])
     if not a or not b:
         print("%-3s %6d  missing an arm (A %d runs, B %d runs)" % (s, m, len(a), len(b)))
         continue
-    med = lambda v, i: statistics.median(x[i] for x in v)
-    ma, mb = med(a, 0), med(b, 0)
-    cfg = configs[key]
+    med = ab_summary.median
+    ma, mb = med(a, "time_us"), med(b, "time_us")
     # every: B's layer time below A's in every run
+    every = max(float(x["time_us"]) for x in b) < min(float(x["time_us"]) for x in a)
     print("%-3s %6d %10.1f %10.1f %7.3f %8.1f %8.1f %8.1f %8.1f  %-5s %s" % (
-        s, m, ma, mb, mb / ma, med(a, 1), med(b, 1), med(a, 2), med(b, 2),
-        "yes" if max(x[0] for x in b) < min(x[0] for x in a) else "no",
-        cfg["B"] if cfg["B"] != cfg["A"] else "="))
+        s, m, ma, mb, mb / ma, med(a, "gemm1_us"), med(b, "gemm1_us"), med(a, "gemm2_us"),
+        med(b, "gemm2_us"), "yes" if every else "no",
+        b[0]["config"] if b[0]["config"] != a[0]["config"] else "="))
 PY
+tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$OUT/ab"
