@@ -105,17 +105,21 @@ std::string_view to_string(LeverClass c) {
     case LeverClass::kBitwise: return "bitwise";
     case LeverClass::kNumeric: return "numeric";
     case LeverClass::kCorrectness: return "correctness";
+    case LeverClass::kNondeterministic: return "nondeterministic";
   }
   return "?";
 }
 
 Result<LeverClass> parse_lever_class(std::string_view text) {
-  for (auto c : {LeverClass::kBitwise, LeverClass::kNumeric, LeverClass::kCorrectness}) {
+  std::vector<std::string> names;
+  for (auto c : {LeverClass::kBitwise, LeverClass::kNumeric, LeverClass::kCorrectness,
+                 LeverClass::kNondeterministic}) {
     if (text == to_string(c)) return c;
+    names.emplace_back(to_string(c));
   }
-  std::vector<std::string> const names = {"bitwise", "numeric", "correctness"};
   return bad("", "lever class '" + std::string(text) +
-                     "' is not one of bitwise, numeric, correctness" + did_you_mean(text, names));
+                     "' is not one of bitwise, numeric, correctness, nondeterministic" +
+                     did_you_mean(text, names));
 }
 
 std::vector<std::string> const& deployment_keys() {
@@ -296,6 +300,11 @@ Status validate(LeverTable const& t, std::string const& where) {
     }
     MOETUNE_RETURN_IF_ERROR(validate_condition(l.served_at, at + ".served_at"));
     MOETUNE_RETURN_IF_ERROR(validate_condition(l.default_on, at + ".default_on"));
+    if (l.lever_class == LeverClass::kNondeterministic && !l.default_on.empty()) {
+      return bad(at + ".default_on",
+                 "a nondeterministic lever is on by default at " + to_string(l.default_on) +
+                     "; the default path must give the same bits every run: set default_on to []");
+    }
   }
   if (dependency_order(t).size() != t.levers.size()) {
     return bad(where, "depends_on has a cycle; a lever cannot depend on itself through others");

@@ -19,6 +19,9 @@ enum class LeverClass {
   kBitwise,      ///< output bits equal the lever-off path's (a test compares them)
   kNumeric,      ///< output differs within a recorded band (max relative error measured)
   kCorrectness,  ///< output differs; states what must match across ranks or runs
+  /// output may differ between runs of the same inputs (float atomics in arrival order), each run
+  /// within a recorded band of the reference; never on by default (validate refuses default_on)
+  kNondeterministic,
 };
 std::string_view to_string(LeverClass c);
 Result<LeverClass> parse_lever_class(std::string_view text);

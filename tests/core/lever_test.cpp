@@ -144,6 +144,14 @@ TEST(LeverTable, InconsistentTablesAreRejectedWithTheReason) {
             "t.json: retired name 'MOETUNE_OLD_B' names replacement 'bb', which is no lever; did "
             "you mean 'b'?");
   t = rule_table();
+  t.levers[1].lever_class = LeverClass::kNondeterministic;  // a: on at backend = cuda
+  EXPECT_EQ(validate_error(t),
+            "t.json: levers.a.default_on: a nondeterministic lever is on by default at "
+            "backend=cuda; the default path must give the same bits every run: set default_on "
+            "to []");
+  t.levers[1].default_on = {};
+  EXPECT_TRUE(validate(t, "t.json").ok());
+  t = rule_table();
   t.deployments[0].role = "serve";
   EXPECT_EQ(validate_error(t),
             "t.json: deployments[0]: role = 'serve' is not one of prefill, decode");
@@ -180,7 +188,7 @@ TEST(LeverTableFile, BadFilesAreRejectedByName) {
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.error().to_string(),
             "t.json: levers[0].lever_class: lever class 'bitwize' is not one of bitwise, numeric, "
-            "correctness; did you mean 'bitwise'?");
+            "correctness, nondeterministic; did you mean 'bitwise'?");
   auto missing = load_lever_table("/nonexistent/levers.json");
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code, ErrorCode::kNotFound);

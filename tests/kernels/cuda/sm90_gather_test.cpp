@@ -971,6 +971,106 @@ TEST_F(Sm90Gather, DynamicTilesHalfTileSkipAndTailSplitLeversGiveTheBitsOfTheirO
   tb_->set_fast_paths({});
 }
 
+// Relative L2 distance between two bf16 outputs (b the baseline).
+double rel_l2_between(std::vector<uint16_t> const& a, std::vector<uint16_t> const& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    const double d = double(bf16f(a[i])) - bf16f(b[i]);
+    num += d * d;
+    den += double(bf16f(b[i])) * bf16f(b[i]);
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Lever atomic_combine (class nondeterministic): GEMM2 adds into fp32 sums with red, combine
+// converts. Every GEMM2 kernel kind on odd shapes (E not a power of two, top_k 1 to 4, K and I
+// not multiples of 128, partial column tiles) at M from 1 to 1500, against fp64, element by
+// element on poisoned outputs, run twice (each run in band; the bits may differ, so no digest
+// check); then S2 M=2048 with its default and a swap-AB GEMM2 against the GPU reference. The
+// lever-off output of each config is the baseline of the recorded distance.
+TEST_F(Sm90Gather, AtomicCombineLeverStaysWithinTheBf16BandOfTheReference) {
+  const double band = tolerance_for(core::DType::kBf16).rel_l2;
+  double worst_vs_off = 0;
+  int checked = 0;
+  auto run_twice = [&](MoeConfig const& cfg, std::vector<double> const* ref,
+                       std::string const& what) {
+    tb_->set_fast_paths({});
+    auto off = tb_->check(cfg);
+    ASSERT_TRUE(off.ok()) << what << ": " << off.error().to_string();
+    const auto off_out = tb_->last_output();
+    tb_->set_fast_paths({.atomic_combine = true});
+    for (int run = 0; run < 2; ++run) {
+      auto on = tb_->check(cfg);
+      ASSERT_TRUE(on.ok()) << what << ": " << on.error().to_string();
+      EXPECT_TRUE(on->all_written) << what << " first unwritten " << on->first_bad;
+      EXPECT_TRUE(on->all_finite) << what;
+      EXPECT_LE(on->rel_l2_error, band) << what;
+      auto const& out = tb_->last_output();
+      if (ref != nullptr) {
+        ASSERT_EQ(out.size(), ref->size());
+        double num = 0, den = 0;
+        for (size_t i = 0; i < out.size(); ++i) {
+          const double d = bf16f(out[i]) - (*ref)[i];
+          num += d * d;
+          den += (*ref)[i] * (*ref)[i];
+        }
+        EXPECT_LE(den > 0 ? std::sqrt(num / den) : std::sqrt(num), band) << what << " vs fp64";
+      }
+      const double d = rel_l2_between(out, off_out);
+      EXPECT_LE(d, band) << what << " vs the lever off";
+      worst_vs_off = std::max(worst_vs_off, d);
+    }
+    tb_->set_fast_paths({});
+    ++checked;
+  };
+  for (auto base : {moe_shape(10, 448, 320, 4, Activation::kSiluGated),
+                    moe_shape(12, 320, 192, 3, Activation::kRelu2),
+                    moe_shape(6, 384, 256, 1, Activation::kGeluTanh)}) {
+    for (int64_t m : {1, 17, 200, 1500}) {
+      MoeProblem p = base;
+      p.num_tokens = m;
+      core::RoutingProfile r;
+      r.seed = 900 + m;
+      ASSERT_TRUE(tb_->prepare(p, r, 901 + m).ok());
+      const auto ref = fp64_reference(*tb_);
+      MoeConfig mma_sync;
+      mma_sync.gemm1.tile = {.block_m = 64, .block_n = 64, .block_k = 64, .group_m = 4};
+      mma_sync.gemm1.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
+      mma_sync.gemm2 = mma_sync.gemm1;
+      mma_sync.gemm2.tile.block_n = 40;  // partial fragment groups: the 8-byte reds
+      MoeConfig split = wgmma(128, 64, 128, 8, 4, 8, core::Schedule::kTmaWarpSpecialized);
+      split.gemm2.pipeline.split_k = 2;
+      const MoeConfig cfgs[] = {
+          mma_sync,
+          wgmma(128, 40, 200, 8, 4, 8, core::Schedule::kCooperative),
+          wgmma(128, 64, 256, 8, 4, 8, core::Schedule::kTmaWarpSpecialized),
+          split,
+          wgmma(128, 40, 120, 8, 4, 3, core::Schedule::kPingpong),
+          swap_ws(p, 128, 8, 4),
+          tb_->backend().default_config(p)};
+      for (auto const& cfg : cfgs) {
+        if (!tb_->backend().can_implement(p, cfg).ok()) continue;  // split-K: I / 64 even
+        run_twice(cfg, &ref, core::short_string(cfg) + ", " + core::to_string(p));
+      }
+    }
+  }
+  MoeProblem s2 = moe_shape(128, 2048, 768, 8, Activation::kSiluGated);
+  s2.num_tokens = 2048;
+  core::RoutingProfile r;
+  r.seed = 2048;
+  ASSERT_TRUE(tb_->prepare(s2, r, 2048).ok());
+  MoeConfig swap2 = tb_->backend().default_config(s2);
+  swap2.gemm2 = swap_ws(s2, 128, 8, 4).gemm2;
+  for (auto const& cfg : {tb_->backend().default_config(s2), swap2}) {
+    ASSERT_TRUE(tb_->backend().can_implement(s2, cfg).ok()) << core::short_string(cfg);
+    run_twice(cfg, nullptr, core::short_string(cfg) + ", " + core::to_string(s2));
+  }
+  RecordProperty("atomic_combine_vs_off_rel_l2", std::to_string(worst_vs_off));
+  std::printf("lever atomic_combine: %d configs x problems, worst rel L2 vs the lever off %.3e\n",
+              checked, worst_vs_off);
+  EXPECT_GE(checked, 3 * 4 * 5);
+}
+
 TEST_F(Sm90Gather, WgmmaLeverStaysWithinTheBf16BandOfTheMmaSyncPath) {
   MoeProblem p = moe_shape(128, 2048, 768, 8, Activation::kSiluGated);
   p.num_tokens = 2048;
