@@ -53,12 +53,6 @@ struct FastPaths {
   /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
   /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
-  /// cuda: GEMM2 adds weight x its rows into an fp32 [M, K] buffer with red (in L2, no y rows
-  /// written and read back), zeroed by extra CTAs of the align launch, and the combine launch only
-  /// converts it to bf16; the tiny-M decode path is unchanged. Class nondeterministic: the adds
-  /// land in arrival order, so the output bits may differ between runs (each run within the bf16
-  /// band of the reference). Off at every deployment.
-  bool atomic_combine = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -79,7 +73,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
   add(fp.decode_fused, "decode_fused");
-  add(fp.atomic_combine, "atomic_combine");
   return out;
 }
 

@@ -21,7 +21,6 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"half_tile_skip", &FastPaths::half_tile_skip},
       {"tail_split", &FastPaths::tail_split},
       {"decode_fused", &FastPaths::decode_fused},
-      {"atomic_combine", &FastPaths::atomic_combine},
   };
   return table;
 }

@@ -42,23 +42,7 @@ struct AlignParams {
   float* sorted_weights;      // [max_blocks * block_m]: topk_weights of each row's pair (GEMM2's
                               // epilogue scale); padding rows are not written
   int* sched;  // [4]: the tile counters of lever dynamic_tiles (sm90_ws_kernel.cuh), zeroed here
-  // Lever atomic_combine: GEMM2's fp32 sums [M, K] (accum_floats, a multiple of 4), zeroed by
-  // the CTAs of this launch past the align CTAs (moe_align_kernel: past CTA 0; count: past
-  // num_chunks), beside align's latency-bound work. Null: no such CTAs are launched.
-  float* accum;
-  long long accum_floats;
 };
-
-/// CTA `cta` of `ctas` zeroes its share of p.accum (16-byte stores); after pdl_wait, so the
-/// previous layer's reads of the buffer are done.
-MOETUNE_DEVICE void align_zero_accum(AlignParams const& p, int cta, int ctas) {
-  float4* v = reinterpret_cast<float4*>(p.accum);
-  const long long n4 = p.accum_floats / 4;
-  const long long step = (long long)ctas * blockDim.x;
-  for (long long i = (long long)cta * blockDim.x + threadIdx.x; i < n4; i += step) {
-    v[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  }
-}
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
 /// their successor's offset, so the last one wins). offsets: [num_experts + 1], ascending.
@@ -185,10 +169,6 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   const int tid = threadIdx.x;
   pdl_launch_dependents();
   pdl_wait();
-  if (blockIdx.x > 0) {  // lever atomic_combine's zeroing CTAs
-    align_zero_accum(p, blockIdx.x - 1, gridDim.x - 1);
-    return;
-  }
   if (tid < 4) p.sched[tid] = 0;
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
@@ -274,10 +254,6 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
   __shared__ int counts[kMaxExperts];
   pdl_launch_dependents();
   pdl_wait();
-  if (blockIdx.x >= p.num_chunks) {  // lever atomic_combine's zeroing CTAs
-    align_zero_accum(p.base, blockIdx.x - p.num_chunks, gridDim.x - p.num_chunks);
-    return;
-  }
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
   int ids[kAlignChunkIds];
   load_ids(p.base.topk_ids, blockIdx.x * kAlignChunk + threadIdx.x, kAlignChunkThreads,

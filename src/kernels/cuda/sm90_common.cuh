@@ -105,18 +105,6 @@ MOETUNE_DEVICE void pdl_launch_dependents() {
 }
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-/// Lever atomic_combine: fp32 reductions into global memory (red, no return value), done in L2 in
-/// arrival order, so the sum's bits may differ between runs. Addresses 8 / 16-byte aligned.
-MOETUNE_DEVICE void red_add_v2_f32(float* p, float a, float b) {
-  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b)
-               : "memory");
-}
-MOETUNE_DEVICE void red_add_v4_f32(float* p, float a, float b, float c, float d) {
-  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a),
-               "f"(b), "f"(c), "f"(d)
-               : "memory");
-}
-
 /// Sum over the warp's lanes with a fixed xor tree (deterministic); every lane gets the total.
 MOETUNE_DEVICE float warp_sum(float v) {
 #pragma unroll

@@ -3,8 +3,6 @@
 //   GEMM1: h[sorted rows, I]  = act(x[token(pair)] @ w1[e]^T)     (gate/up halves for silu)
 //   GEMM2: y[pair, K]         = weight[pair] * (h[sorted row] @ w2[e]^T)
 //   combine: out[t, K]        = sum_{j < top_k} y[t * top_k + j]   (fixed order: bitwise stable)
-//   lever atomic_combine (nondeterministic, off by default): GEMM2 adds weight x row into fp32
-//   sums [M, K] with red (align's extra CTAs zero them), combine converts them to bf16.
 // Grid: 1-D over (max_blocks x n_blocks) with a group_m raster; blocks past the device-side
 // *num_blocks exit at once, so no count reaches the host. This file only composes
 // sm90_cpasync_mainloop.cuh and sm90_moe_epilogue.cuh. Covered by sm90_gather_test.cpp.
@@ -38,9 +36,6 @@ struct GemmParams {
   // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
   const int* sub_row0;
-  // GEMM2, lever atomic_combine: out32 [M, K] fp32, zeroed before GEMM2; the epilogue adds
-  // weight * acc into row pair / top_k (red) instead of storing y. Null: y rows (or partials).
-  float* accum;
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
@@ -104,8 +99,7 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   Mainloop ml;
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
   const auto rows = load_epilogue_rows<Mainloop, kIsGemm1>(row_pair, row_scale, threadIdx.x);
-  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, rows, p.out, row0, n0, p.n_dim,
-                                               nullptr, p.accum, p.top_k);
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, rows, p.out, row0, n0, p.n_dim);
 }
 
 struct PermuteParams {
@@ -155,7 +149,6 @@ struct CombineParams {
   int top_k;
   int k_dim;
   int split_k;
-  int accum;  // lever atomic_combine: y holds GEMM2's fp32 sums [M, K]; out = bf16(y)
 };
 
 /// out[t] = sum_j y[t*top_k + j] in fp32, j ascending (split GEMM2: sum_j sum_s y[s][t*top_k + j],
@@ -166,6 +159,12 @@ struct CombineParams {
 /// vs 423 us, S1 M=4096 1203 vs 1052, S2 M=256 325 vs 314): the tma_ws producer warps that did
 /// it (56 registers, 3 rows of y in flight per lane) keep a few KB in flight per SM, where this
 /// kernel streams y at 3.6 TB/s; the mma.sync CTAs that did it inline lost 2-3% at small M.
+/// NOTE: GEMM2 adding weight x rows into fp32 sums [M, K] with 16-byte red instead of writing y
+/// (lever atomic_combine, nondeterministic; align's extra CTAs zeroed the sums, this kernel only
+/// converted them) was in band but slower at 11 of 12 points on the H200 (a6a4308, bench/results/
+/// 2026-12-01-atomic-combine/: S2 M=4096 811 vs 670 us, its tma_ws GEMM2 366 vs 230; S2 2048 486
+/// vs 432; S1 4096 1087 vs 1000): the reds move twice y's bytes through L2's atomic units, slower
+/// than y's store and this kernel's read together, and the zeroing did not hide under align.
 __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
   pdl_wait();
   const int vec_per_row = p.k_dim / 8;
@@ -173,15 +172,6 @@ __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
   if (idx >= (long long)p.num_tokens * vec_per_row) return;
   const int t = (int)(idx / vec_per_row);
   const int v = (int)(idx % vec_per_row);
-  if (p.accum != 0) {  // lever atomic_combine: GEMM2 summed the rows already
-    const float* src = reinterpret_cast<const float*>(p.y) + (long long)t * p.k_dim + v * 8;
-    const float4 a = *reinterpret_cast<const float4*>(src);
-    const float4 b = *reinterpret_cast<const float4*>(src + 4);
-    *reinterpret_cast<uint4*>(p.out + (long long)t * p.k_dim + v * 8) =
-        make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
-                   pack_bf16x2(b.z, b.w));
-    return;
-  }
   float sum[8];
 #pragma unroll
   for (int i = 0; i < 8; ++i) sum[i] = 0.0f;

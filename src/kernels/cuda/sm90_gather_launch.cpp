@@ -26,8 +26,6 @@ struct AlignParams {
   const float* topk_weights;
   float* sorted_weights;
   int32_t* sched;
-  float* accum;  // lever atomic_combine: GEMM2's fp32 sums, zeroed by extra CTAs
-  long long accum_floats;
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -53,7 +51,6 @@ struct GemmParams {
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
   const int32_t* sub_row0;
-  float* accum;  // GEMM2, lever atomic_combine: fp32 sums [M, K] (red), else null
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -90,7 +87,6 @@ struct CombineParams {
   const void* y;
   void* out;
   int num_tokens, top_k, k_dim, split_k;
-  int accum;  // lever atomic_combine: y holds fp32 sums [M, K]; out = bf16(y)
 };
 // sm90_ws_kernel.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
 struct WsGemmParams {
@@ -158,11 +154,7 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
-  // y rows (bf16, or fp32 partials per K split), or lever atomic_combine's fp32 sums [M, K]:
-  // room for either, so one size serves the lever on and off.
-  off += align_up(std::max((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs,
-                           4 * static_cast<size_t>(p.num_tokens)) *
-                  p.hidden_size);
+  off += align_up((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs * p.hidden_size);
   if (permuted_x) {
     w.xp = off;
     off += align_up(2 * static_cast<size_t>(mb) * block_m * p.hidden_size);
@@ -378,11 +370,9 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
 
 /// Route/align: one CTA up to kSingleCtaAlignPairs pairs, else (lever align_multi_cta) count,
 /// scan and scatter over CTAs of kAlignChunk pairs.
-/// Lever atomic_combine: the launch also zeroes GEMM2's fp32 sums (b.y) with extra CTAs.
 core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                           FastPaths const& fast_paths) {
-  const bool accum = fast_paths.atomic_combine;
   const AlignParams ap{args.topk_ids,
                        b.sorted_pairs,
                        b.block_expert,
@@ -394,17 +384,13 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.num_sub,
                        args.topk_weights,
                        b.sorted_weights,
-                       b.sched,
-                       accum ? static_cast<float*>(b.y) : nullptr,
-                       accum ? static_cast<long long>(p.num_tokens) * p.hidden_size : 0};
+                       b.sched};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
-    // Zeroing CTAs after the count CTAs: four per SM of 256 threads.
-    const dim3 count_grid(chunks.x + (accum ? 4u * static_cast<unsigned>(k.sm_count) : 0u));
-    MOETUNE_CUDA_CHECK(launch(k.align_count, count_grid, dim3(kAlignChunkThreads), params, 0,
-                              stream, fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_count, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
     MOETUNE_CUDA_CHECK(
         launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
     MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(kAlignChunkThreads), params, 0, stream,
@@ -413,8 +399,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
   }
   AlignParams single = ap;
   void* params[] = {&single};
-  const dim3 grid(1 + (accum ? static_cast<unsigned>(k.sm_count) : 0u));  // CTA 0 aligns
-  MOETUNE_CUDA_CHECK(launch(k.align, grid, dim3(1024), params, 0, stream, fast_paths.pdl));
+  MOETUNE_CUDA_CHECK(launch(k.align, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
   return core::Status::Ok();
 }
 
@@ -535,14 +520,12 @@ GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     1,
                     b.pairs,
                     b.m_sub,
-                    b.sub_row0,
-                    nullptr};
+                    b.sub_row0};
 }
 
-/// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split, or (accum,
-/// lever atomic_combine) fp32 sums per token added into y's space.
+/// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split.
 GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuffers const& b,
-                        int split_k, bool accum) {
+                        int split_k) {
   return GemmParams{b.h,
                     args.w2,
                     b.y,
@@ -558,22 +541,19 @@ GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     split_k,
                     b.pairs,
                     1,
-                    nullptr,
-                    accum ? static_cast<float*>(b.y) : nullptr};
+                    nullptr};
 }
 
 /// out[t] = sum_j y[t * top_k + j] (then over splits) in a fixed order.
-/// With accum (lever atomic_combine): out = bf16 of GEMM2's fp32 sums.
 core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& p,
                             MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
-                            bool pdl, bool accum) {
+                            bool pdl) {
   CombineParams cp{b.y,
                    args.out,
                    static_cast<int>(p.num_tokens),
                    static_cast<int>(p.top_k),
                    static_cast<int>(p.hidden_size),
-                   k.g2.split_k,
-                   accum ? 1 : 0};
+                   k.g2.split_k};
   const long long threads = p.num_tokens * (p.hidden_size / 8);
   void* params[] = {&cp};
   MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),
@@ -594,9 +574,6 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_gather"));
   const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
-  // Lever atomic_combine: align zeroes y's space as fp32 sums [M, K], GEMM2 adds into it, combine
-  // converts (the three stages run together for a correct result).
-  const bool accum = fast_paths.atomic_combine;
   if (stages & kStageAlign)
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
   if (stages & kStageGemm1) {
@@ -606,13 +583,12 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
                                         p, stream, fast_paths));
   }
   if (stages & kStageGemm2) {
-    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2,
-                                        gemm2_params(p, args, b, k.g2.split_k, accum),
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2, gemm2_params(p, args, b, k.g2.split_k),
                                         static_cast<uint64_t>(b.mb) * align_m, b, p, stream,
                                         fast_paths));
   }
   if (stages & kStageCombine) {
-    MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl, accum));
+    MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl));
   }
   return core::Status::Ok();
 }

@@ -3,9 +3,7 @@
 //   GEMM1: h[sorted_row, n] = act(acc) (gated: silu(gate) * up), rounded to bf16; padding rows
 //          (pair -1) are not stored.
 //   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token);
-//          split over K (tma_ws): fp32 partials of each split instead, summed by combine. Lever
-//          atomic_combine: out32[token(pair), n] += topk_weight[pair] * acc (fp32 red, arrival
-//          order: not bitwise reproducible), each split's partial likewise; no y rows. The
+//          split over K (tma_ws): fp32 partials of each split instead, summed by combine. The
 //          weight comes from align's copy in sorted-row order (sorted_weights), so the rows a
 //          thread stores are two independent loads (load_epilogue_rows) rather than a pair id and
 //          then a load at that id.
@@ -122,15 +120,11 @@ MOETUNE_DEVICE EpilogueRows<Mainloop> load_epilogue_rows(const int* row_pair,
 /// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
 /// partial (GEMM2 split over K): when not null, fp32 rows partial[pair] (the split's slice)
 /// receive weight * acc instead of bf16 rows of out.
-/// accum (GEMM2, lever atomic_combine; partial then null): when not null, weight * acc is added
-/// to the fp32 row accum[pair / top_k] by red (16-byte reds after the quad transpose).
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
                                        EpilogueRows<Mainloop> const& rows, moe_bf16* out,
                                        long long row0, int n0, int n_dim,
-                                       float* partial = nullptr, float* accum = nullptr,
-                                       int top_k = 1) {
-  const bool red = !kIsGemm1 && accum != nullptr;
+                                       float* partial = nullptr) {
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -149,31 +143,8 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         const long long out_row =
             kIsGemm1 ? row0 + epilogue_tile_row<Mainloop>(warp_m, lane, mm, half) : (long long)pair;
         moe_bf16* out_ptr = out + out_row * n_dim;  // dereferenced only where pair >= 0
-        float* acc_ptr = red ? accum + (long long)(pair >= 0 ? pair / top_k : 0) * n_dim : nullptr;
 #pragma unroll
         for (int g = 0; g < kGroups; ++g) {
-          if (red) {
-            // fp32 values through the same transpose: lane q ends with fragment 4 g + q's 8
-            // columns, lo[k] / hi[k] its columns 2 k / 2 k + 1.
-            moe_u32 lo[4], hi[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-              lo[j] = __float_as_uint(
-                  epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2, scale));
-              hi[j] = __float_as_uint(
-                  epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2 + 1, scale));
-            }
-            quad_transpose(lo, lane);
-            quad_transpose(hi, lane);
-            const int col = col_w + (4 * g + (lane & 3)) * 8;
-            if (pair >= 0 && col < n_dim) {
-              red_add_v4_f32(acc_ptr + col, __uint_as_float(lo[0]), __uint_as_float(hi[0]),
-                             __uint_as_float(lo[1]), __uint_as_float(hi[1]));
-              red_add_v4_f32(acc_ptr + col + 4, __uint_as_float(lo[2]), __uint_as_float(hi[2]),
-                             __uint_as_float(lo[3]), __uint_as_float(hi[3]));
-            }
-            continue;
-          }
           moe_u32 a[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
@@ -192,12 +163,6 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         for (int nn = 4 * kGroups; nn < Mainloop::kMmaN; ++nn) {
           const int col = col_w + nn * 8 + (lane & 3) * 2;
           if (pair < 0 || col >= n_dim) continue;
-          if (red) {
-            red_add_v2_f32(acc_ptr + col,
-                           epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale),
-                           epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale));
-            continue;
-          }
           *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(
               epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale),
               epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale));
@@ -221,9 +186,7 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         if (col >= n_dim) continue;
         const float v0 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale);
         const float v1 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale);
-        if (red) {
-          red_add_v2_f32(accum + (long long)(pair / top_k) * n_dim + col, v0, v1);
-        } else if (partial != nullptr) {
+        if (partial != nullptr) {
           *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
         } else {
           *reinterpret_cast<moe_u32*>(out + out_row * n_dim + col) = pack_bf16x2(v0, v1);

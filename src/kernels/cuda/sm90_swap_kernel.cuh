@@ -21,15 +21,12 @@
 //     silu(gate) * up is formed in registers. The epilogue transposes them through shared memory
 //     (stmatrix .trans, SwapEpilogue) and stores whole token rows in 16-byte pieces: GEMM1 h rows
 //     (sorted order), GEMM2 routing weight x y rows of the pair (the tile's pair ids and weights
-//     staged in shared memory per warpgroup), which combine sums as for the other kernels; with
-//     lever atomic_combine the same bf16 values are added (fp32 red) into the token's row of
-//     g.accum instead.
+//     staged in shared memory per warpgroup), which combine sums as for the other kernels.
 //   - Persistent over (align blocks x column tiles) in the group_m raster: the first wave static,
 //     then each CTA's next tile from the GEMM's counter (p.sched), except the block_m 64 GEMM1,
 //     which walks statically.
 // Deterministic: each output element is one wgmma accumulation chain over k in order; no float
-// atomics (the walk's counter only decides which CTA computes a tile, not its bits), except
-// under lever atomic_combine, whose fp32 reds add a token's rows in arrival order.
+// atomics (the walk's counter only decides which CTA computes a tile, not its bits).
 // Not bitwise equal to the tma_ws kernel (the MMA's operand roles differ); within the bf16 band of
 // the fp64 reference like every kernel (tests/kernels/cuda/sm90_gather_test.cpp).
 #pragma once
@@ -400,18 +397,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
         const int col = wcol0 + 8 * piece;
         if (tok >= n || col >= g.n_dim) continue;
         const long long orow = kIsGemm1 ? row0 + tok : s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
-        const uint4 q = ld_shared_v4(epi + Epi::offset(t, piece));
-        if (!kIsGemm1 && g.accum != nullptr) {
-          // Lever atomic_combine: the piece's 8 values (weight x acc, rounded to bf16 as the y
-          // rows are) added into the token's fp32 sums.
-          float* dst = g.accum + (orow / g.top_k) * g.n_dim + col;
-          red_add_v4_f32(dst, bf16_to_float(q.x & 0xffffu), bf16_to_float(q.x >> 16),
-                         bf16_to_float(q.y & 0xffffu), bf16_to_float(q.y >> 16));
-          red_add_v4_f32(dst + 4, bf16_to_float(q.z & 0xffffu), bf16_to_float(q.z >> 16),
-                         bf16_to_float(q.w & 0xffffu), bf16_to_float(q.w >> 16));
-        } else {
-          *reinterpret_cast<uint4*>(out + orow * g.n_dim + col) = q;
-        }
+        *reinterpret_cast<uint4*>(out + orow * g.n_dim + col) =
+            ld_shared_v4(epi + Epi::offset(t, piece));
       }
     }
   }

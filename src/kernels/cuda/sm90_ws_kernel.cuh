@@ -478,8 +478,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       } else {
         mainloop(IntConst<1>{}, next_tile);
       }
-      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN, g.n_dim,
-                                              nullptr, g.accum, g.top_k);
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN, g.n_dim);
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
@@ -569,8 +568,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         ml.fence_all();
       });
       moe_epilogue_store<View, kAct, kIsGemm1>(View{{}, ml.acc}, tid, rows, g.out, trow0,
-                                               pid_n * kBlockN + c0, g.n_dim, partial, g.accum,
-                                               g.top_k);
+                                               pid_n * kBlockN + c0, g.n_dim, partial);
     };
     // The CTA's next tile: the static walk's, or (dynamic_tiles) the one the producer put in the
     // stage that tile's first k-tile fills (the main loop's wait on it then passes at once).
@@ -585,11 +583,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         idle_tile();
         continue;
       }
-      // Split over K: this split's fp32 partials, or (lever atomic_combine) reds into g.accum.
-      float* partial = kSplitK && g.accum == nullptr
-                           ? reinterpret_cast<float*>(g.out) +
-                                 (long long)(t % split) * g.num_pairs * g.n_dim
-                           : nullptr;
+      float* partial =
+          kSplitK ? reinterpret_cast<float*>(g.out) + (long long)(t % split) * g.num_pairs * g.n_dim
+                  : nullptr;
       if constexpr (kTailSplit) {
         // Lever tail_split: an expert's last block with <= 64 rows (align pads at its end, so
         // row 64 tells) runs on both warpgroups, each on half the columns: the padding half costs
@@ -644,8 +640,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mainloop(IntConst<1>{});
       }
       moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0,
-                                              pid_n * kBlockN + cn * kWgN, g.n_dim, partial,
-                                              g.accum, g.top_k);
+                                              pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
     }
   }
   // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or
