@@ -110,6 +110,9 @@ struct Point {
   double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
   double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
   double clock_mhz = 0, power_w = 0, rel_err = 0, default_us = 0;
+  // NVML during the timed replays: the lowest SM clock sample, and the share of samples whose
+  // clock event reasons name the power limit / a thermal slowdown (-1: reasons unavailable).
+  double clock_min_mhz = 0, power_capped = -1, thermal_capped = -1;
   // --dense: cuBLAS on the dense GEMMs of the same sizes (pairs rows), and the SM clock meanwhile
   double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0;
   std::string bound, digest, config, config_json, default_config;
@@ -229,6 +232,8 @@ struct RunInfo {
   std::string commit, date, device, driver;
   Ceilings ceil;
   double peak = 0;
+  // NVML while the ceilings were measured (as Point's clock fields).
+  double ceil_clock_mhz = 0, ceil_clock_min_mhz = 0, ceil_power_capped = -1, ceil_power_w = 0;
 };
 
 // Floor of one point: max(bytes of experts hit + x + out + routing / copy bandwidth,
@@ -387,6 +392,9 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   pt.p90 = pct(full.samples_us, 0.9);
   pt.clock_mhz = nvml.median_sm_clock_mhz();
   pt.power_w = nvml.max_power_w();
+  pt.clock_min_mhz = nvml.min_sm_clock_mhz();
+  pt.power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
+  pt.thermal_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kThermalReasons);
   pt.default_us = pt.time_us;
   if (!(dflt == best)) {
     auto dchk = tb.check(dflt);
@@ -465,7 +473,7 @@ void write_csv_header(std::ostream& csv) {
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
          "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,"
-         "default_config\n";
+         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac\n";
   csv.flush();
 }
 
@@ -479,7 +487,8 @@ void write_csv_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
       << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
       << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
-      << pt.default_config << std::endl;  // flushed per row: a run cut short keeps its rows
+      << pt.default_config << "," << pt.clock_min_mhz << "," << pt.power_capped << ","
+      << pt.thermal_capped << std::endl;  // flushed per row: a run cut short keeps its rows
 }
 
 void write_winners(std::string const& path, std::vector<Point> const& points) {
@@ -497,23 +506,28 @@ void write_winners(std::string const& path, std::vector<Point> const& points) {
 
 void print_summary(std::vector<Point> const& points, RunInfo const& run,
                    std::string const& csv_path) {
-  std::printf("\n%-3s %6s %10s %10s %6s %5s %8s %8s %8s  %s\n", "shp", "M", "time_us", "floor_us",
-              "ratio", "bound", "gemm1", "gemm2", "err", "config");
+  // clk: the median SM clock during the timed replays; cap%: the share of its samples at the power
+  // limit (NVML's clock event reasons; -100 where unknown).
+  std::printf("\n%-3s %6s %10s %10s %6s %5s %8s %8s %5s %5s %8s  %s\n", "shp", "M", "time_us",
+              "floor_us", "ratio", "bound", "gemm1", "gemm2", "clk", "cap%", "err", "config");
   std::map<std::string, std::pair<double, int>> geo;
   for (auto const& pt : points) {
     const double r = pt.time_us / pt.floor_us;
     geo[pt.shape].first += std::log(r);
     geo[pt.shape].second += 1;
-    std::printf("%-3s %6lld %10.1f %10.1f %6.3f %5s %8.1f %8.1f %8.1e  %s\n", pt.shape.c_str(),
-                (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r, pt.bound.c_str(),
-                pt.gemm1_us, pt.gemm2_us, pt.rel_err, pt.config.c_str());
+    std::printf("%-3s %6lld %10.1f %10.1f %6.3f %5s %8.1f %8.1f %5.0f %5.0f %8.1e  %s\n",
+                pt.shape.c_str(), (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r,
+                pt.bound.c_str(), pt.gemm1_us, pt.gemm2_us, pt.clock_mhz, 100 * pt.power_capped,
+                pt.rel_err, pt.config.c_str());
   }
   for (auto const& [s, g] : geo) {
     std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second),
                 g.second);
   }
-  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s; csv %s\n", run.ceil.copy_GBps,
-              run.peak, csv_path.c_str());
+  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s (SM clock %.0f MHz, power-capped "
+              "in %.0f%% of samples); csv %s\n",
+              run.ceil.copy_GBps, run.peak, run.ceil_clock_mhz, 100 * run.ceil_power_capped,
+              csv_path.c_str());
 }
 
 }  // namespace
@@ -576,9 +590,19 @@ int main(int argc, char** argv) {
                  mkdir_error ? mkdir_error.message().c_str() : "open failed");
     return 2;
   }
+  nvml.start(5);
   run.ceil = measure_ceilings();
-  std::fprintf(stderr, "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s)\n",
-               run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str());
+  nvml.stop();
+  run.ceil_clock_mhz = nvml.median_sm_clock_mhz();
+  run.ceil_clock_min_mhz = nvml.min_sm_clock_mhz();
+  run.ceil_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
+  run.ceil_power_w = nvml.max_power_w();
+  std::fprintf(stderr,
+               "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s); SM clock median %.0f "
+               "MHz, min %.0f, power-capped in %.0f%% of samples (-100: unknown), max %.0f W\n",
+               run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str(),
+               run.ceil_clock_mhz, run.ceil_clock_min_mhz, 100 * run.ceil_power_capped,
+               run.ceil_power_w);
   run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
 
   write_csv_header(csv);

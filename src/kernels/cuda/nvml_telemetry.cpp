@@ -12,6 +12,7 @@ using HandleFn = int (*)(unsigned, void**);
 using ClockFn = int (*)(void*, int, unsigned*);
 using PowerFn = int (*)(void*, unsigned*);
 using DriverFn = int (*)(char*, unsigned);
+using ReasonsFn = int (*)(void*, unsigned long long*);
 constexpr int kNvmlClockSm = 1;
 
 template <class F>
@@ -51,16 +52,35 @@ double NvmlTelemetry::power_w() const {
   return mw / 1000.0;
 }
 
+namespace {
+ReasonsFn reasons_fn(void* lib) {
+  auto f = sym<ReasonsFn>(lib, "nvmlDeviceGetCurrentClocksEventReasons");
+  return f ? f : sym<ReasonsFn>(lib, "nvmlDeviceGetCurrentClocksThrottleReasons");
+}
+}  // namespace
+
+bool NvmlTelemetry::reasons_available() const { return dev_ && reasons_fn(lib_); }
+
+unsigned long long NvmlTelemetry::clock_event_reasons() const {
+  auto f = reasons_fn(lib_);
+  unsigned long long v = 0;
+  if (!dev_ || !f || f(dev_, &v) != 0) return 0;
+  return v;
+}
+
 void NvmlTelemetry::start(int period_ms) {
   stop();
   clocks_.clear();
   powers_.clear();
+  reasons_.clear();
   if (!available()) return;
   running_ = true;
-  sampler_ = std::thread([this, period_ms] {
+  const bool reasons = reasons_available();
+  sampler_ = std::thread([this, period_ms, reasons] {
     while (running_) {
       clocks_.push_back(sm_clock_mhz());
       powers_.push_back(power_w());
+      if (reasons) reasons_.push_back(clock_event_reasons());
       std::this_thread::sleep_for(std::chrono::milliseconds(period_ms));
     }
   });
@@ -76,6 +96,18 @@ double NvmlTelemetry::median_sm_clock_mhz() const {
   std::vector<double> v = clocks_;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+double NvmlTelemetry::min_sm_clock_mhz() const {
+  if (clocks_.empty()) return sm_clock_mhz();
+  return *std::min_element(clocks_.begin(), clocks_.end());
+}
+
+double NvmlTelemetry::fraction_with(unsigned long long mask) const {
+  if (reasons_.empty()) return -1;
+  const auto hits = std::count_if(reasons_.begin(), reasons_.end(),
+                                  [mask](unsigned long long r) { return (r & mask) != 0; });
+  return static_cast<double>(hits) / static_cast<double>(reasons_.size());
 }
 
 double NvmlTelemetry::max_power_w() const {
