@@ -113,8 +113,12 @@ struct Point {
   // NVML during the timed replays: the lowest SM clock sample, and the share of samples whose
   // clock event reasons name the power limit / a thermal slowdown (-1: reasons unavailable).
   double clock_min_mhz = 0, power_capped = -1, thermal_capped = -1;
+  unsigned long long reasons = 0;  // every clock event reason seen then (NVML bits, OR-ed)
+  // NVML during the GEMM1 and GEMM2 stage timings (what --dense compares with cuBLAS's).
+  double stage_clock_mhz = 0, stage_power_capped = -1;
   // --dense: cuBLAS on the dense GEMMs of the same sizes (pairs rows), and the SM clock meanwhile
-  double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0;
+  double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0, dense_power_capped = -1;
+  unsigned long long dense_reasons = 0;
   std::string bound, digest, config, config_json, default_config;
   int candidates = 0;
 };
@@ -395,6 +399,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   pt.clock_min_mhz = nvml.min_sm_clock_mhz();
   pt.power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
   pt.thermal_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kThermalReasons);
+  pt.reasons = nvml.reasons_seen();
   pt.default_us = pt.time_us;
   if (!(dflt == best)) {
     auto dchk = tb.check(dflt);
@@ -419,8 +424,12 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch.
   const bool decode = kernels::cuda::is_decode(best.gemm1);
   pt.align_us = decode ? 0.0 : stage(kernels::cuda::kStageAlign);
+  nvml.start(5);
   pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
   pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
+  nvml.stop();
+  pt.stage_clock_mhz = nvml.median_sm_clock_mhz();
+  pt.stage_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
   pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
@@ -446,12 +455,22 @@ void time_dense(kernels::cuda::NvmlTelemetry& nvml, Point& pt) {
   pt.dense_gemm2_us = cublas_dense_us(pairs, k, i, reps);
   nvml.stop();
   pt.dense_clock_mhz = nvml.median_sm_clock_mhz();
+  pt.dense_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
+  pt.dense_reasons = nvml.reasons_seen();
+}
+
+/// NVML clock event reasons as "0x..." (the bits of NvmlTelemetry::kReason*).
+std::string hex(unsigned long long bits) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", bits);
+  return buf;
 }
 
 void write_dense_header(std::ostream& csv) {
   csv << "commit,date,device,shape,E,K,I,top_k,act,M,pairs,gemm1_us,dense_gemm1_us,gemm2_us,"
          "dense_gemm2_us,sm_clock_mhz,dense_sm_clock_mhz,gemm1_TFLOPs,dense_gemm1_TFLOPs,"
-         "gemm2_TFLOPs,dense_gemm2_TFLOPs,config\n";
+         "gemm2_TFLOPs,dense_gemm2_TFLOPs,config,stage_sm_clock_mhz,stage_power_capped_frac,"
+         "dense_power_capped_frac,dense_clock_reasons\n";
   csv.flush();
 }
 
@@ -466,14 +485,16 @@ void write_dense_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << static_cast<long long>(pairs) << "," << pt.gemm1_us << "," << pt.dense_gemm1_us << ","
       << pt.gemm2_us << "," << pt.dense_gemm2_us << "," << pt.clock_mhz << "," << pt.dense_clock_mhz
       << "," << tf(f1, pt.gemm1_us) << "," << tf(f1, pt.dense_gemm1_us) << ","
-      << tf(f2, pt.gemm2_us) << "," << tf(f2, pt.dense_gemm2_us) << "," << pt.config << std::endl;
+      << tf(f2, pt.gemm2_us) << "," << tf(f2, pt.dense_gemm2_us) << "," << pt.config << ","
+      << pt.stage_clock_mhz << "," << pt.stage_power_capped << "," << pt.dense_power_capped << ","
+      << hex(pt.dense_reasons) << std::endl;
 }
 
 void write_csv_header(std::ostream& csv) {
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
          "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,"
-         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac\n";
+         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac,clock_reasons\n";
   csv.flush();
 }
 
@@ -488,7 +509,8 @@ void write_csv_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
       << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
       << pt.default_config << "," << pt.clock_min_mhz << "," << pt.power_capped << ","
-      << pt.thermal_capped << std::endl;  // flushed per row: a run cut short keeps its rows
+      << pt.thermal_capped << "," << hex(pt.reasons)
+      << std::endl;  // flushed per row: a run cut short keeps its rows
 }
 
 void write_winners(std::string const& path, std::vector<Point> const& points) {

@@ -110,6 +110,12 @@ double NvmlTelemetry::fraction_with(unsigned long long mask) const {
   return static_cast<double>(hits) / static_cast<double>(reasons_.size());
 }
 
+unsigned long long NvmlTelemetry::reasons_seen() const {
+  unsigned long long all = 0;
+  for (auto r : reasons_) all |= r;
+  return all;
+}
+
 double NvmlTelemetry::max_power_w() const {
   if (powers_.empty()) return power_w();
   return *std::max_element(powers_.begin(), powers_.end());

@@ -43,6 +43,8 @@ class NvmlTelemetry {
   /// Share of the samples whose reasons include a bit of `mask`, in [0, 1]; -1 when the reasons
   /// are unavailable or nothing was sampled.
   double fraction_with(unsigned long long mask) const;
+  /// Every reason any sample gave, OR-ed (0: none, or unavailable).
+  unsigned long long reasons_seen() const;
 
  private:
   void* lib_ = nullptr;
