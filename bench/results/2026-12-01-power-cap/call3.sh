@@ -12,16 +12,18 @@ start=$(date +%s)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit,temperature.gpu \
   --format=csv > "$OUT/nvidia-smi.txt" 2>&1
 for order in S1,S2,S3 S3,S2,S1; do
-  mkdir -p "$OUT/$order"
+  dir=$OUT/$(echo "$order" | tr 'S,' 's-')  # s1-s2-s3: the device tool brings back no commas
+  mkdir -p "$dir"
   timeout 270 "$BIN/moetune_sm90_bench" --recipe recipes/h200.json --no-sweep --dense \
-    --shapes "$order" --m 2048,4096,8192,16384 --out "$OUT/$order" > "$OUT/$order/bench.log" 2>&1
+    --shapes "$order" --m 2048,4096,8192,16384 --out "$dir" > "$dir/bench.log" 2>&1
   echo "order $order rc $? after $(( $(date +%s) - start )) s"
 done
 nvidia-smi --query-gpu=clocks.sm,power.draw,temperature.gpu --format=csv >> "$OUT/nvidia-smi.txt" 2>&1
 for order in S1,S2,S3 S3,S2,S1; do
+  dir=$OUT/$(echo "$order" | tr 'S,' 's-')
   echo "== $order"
-  grep -E "^ceilings" "$OUT/$order/bench.log" | head -1
-  python3 - "$OUT/$order" <<'PY'
+  grep -E "^ceilings" "$dir/bench.log" | head -1
+  python3 - "$dir" <<'PY'
 import csv, glob, sys
 d = sys.argv[1]
 main = [f for f in glob.glob(d + "/*.csv") if not f.endswith("-dense.csv")]
