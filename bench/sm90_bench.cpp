@@ -114,12 +114,10 @@ struct Point {
   // clock event reasons name the power limit / a thermal slowdown (-1: reasons unavailable).
   double clock_min_mhz = 0, power_capped = -1, thermal_capped = -1;
   unsigned long long reasons = 0;  // every clock event reason seen then (NVML bits, OR-ed)
-  double power_mean_w = 0;         // from NVML's energy counter over the timed replays
   // NVML during the GEMM1 and GEMM2 stage timings (what --dense compares with cuBLAS's).
-  double stage_clock_mhz = 0, stage_power_capped = -1, stage_power_mean_w = 0;
+  double stage_clock_mhz = 0, stage_power_capped = -1;
   // --dense: cuBLAS on the dense GEMMs of the same sizes (pairs rows), and the SM clock meanwhile
-  double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0, dense_power_capped = -1,
-         dense_power_mean_w = 0;
+  double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0, dense_power_capped = -1;
   unsigned long long dense_reasons = 0;
   std::string bound, digest, config, config_json, default_config;
   int candidates = 0;
@@ -239,8 +237,7 @@ struct RunInfo {
   Ceilings ceil;
   double peak = 0;
   // NVML while the ceilings were measured (as Point's clock fields).
-  double ceil_clock_mhz = 0, ceil_clock_min_mhz = 0, ceil_power_capped = -1, ceil_power_w = 0,
-         ceil_power_mean_w = 0;
+  double ceil_clock_mhz = 0, ceil_clock_min_mhz = 0, ceil_power_capped = -1, ceil_power_w = 0;
 };
 
 // Floor of one point: max(bytes of experts hit + x + out + routing / copy bandwidth,
@@ -403,7 +400,6 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   pt.power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
   pt.thermal_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kThermalReasons);
   pt.reasons = nvml.reasons_seen();
-  pt.power_mean_w = nvml.mean_power_w();
   pt.default_us = pt.time_us;
   if (!(dflt == best)) {
     auto dchk = tb.check(dflt);
@@ -434,7 +430,6 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   nvml.stop();
   pt.stage_clock_mhz = nvml.median_sm_clock_mhz();
   pt.stage_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
-  pt.stage_power_mean_w = nvml.mean_power_w();
   pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
@@ -462,7 +457,6 @@ void time_dense(kernels::cuda::NvmlTelemetry& nvml, Point& pt) {
   pt.dense_clock_mhz = nvml.median_sm_clock_mhz();
   pt.dense_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
   pt.dense_reasons = nvml.reasons_seen();
-  pt.dense_power_mean_w = nvml.mean_power_w();
 }
 
 /// NVML clock event reasons as "0x..." (the bits of NvmlTelemetry::kReason*).
@@ -476,7 +470,7 @@ void write_dense_header(std::ostream& csv) {
   csv << "commit,date,device,shape,E,K,I,top_k,act,M,pairs,gemm1_us,dense_gemm1_us,gemm2_us,"
          "dense_gemm2_us,sm_clock_mhz,dense_sm_clock_mhz,gemm1_TFLOPs,dense_gemm1_TFLOPs,"
          "gemm2_TFLOPs,dense_gemm2_TFLOPs,config,stage_sm_clock_mhz,stage_power_capped_frac,"
-         "dense_power_capped_frac,dense_clock_reasons,stage_power_mean_w,dense_power_mean_w\n";
+         "dense_power_capped_frac,dense_clock_reasons\n";
   csv.flush();
 }
 
@@ -493,16 +487,14 @@ void write_dense_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << "," << tf(f1, pt.gemm1_us) << "," << tf(f1, pt.dense_gemm1_us) << ","
       << tf(f2, pt.gemm2_us) << "," << tf(f2, pt.dense_gemm2_us) << "," << pt.config << ","
       << pt.stage_clock_mhz << "," << pt.stage_power_capped << "," << pt.dense_power_capped << ","
-      << hex(pt.dense_reasons) << "," << pt.stage_power_mean_w << "," << pt.dense_power_mean_w
-      << std::endl;
+      << hex(pt.dense_reasons) << std::endl;
 }
 
 void write_csv_header(std::ostream& csv) {
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
          "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,"
-         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac,clock_reasons,"
-         "power_mean_w\n";
+         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac,clock_reasons\n";
   csv.flush();
 }
 
@@ -517,7 +509,7 @@ void write_csv_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
       << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
       << pt.default_config << "," << pt.clock_min_mhz << "," << pt.power_capped << ","
-      << pt.thermal_capped << "," << hex(pt.reasons) << "," << pt.power_mean_w
+      << pt.thermal_capped << "," << hex(pt.reasons)
       << std::endl;  // flushed per row: a run cut short keeps its rows
 }
 
@@ -627,14 +619,12 @@ int main(int argc, char** argv) {
   run.ceil_clock_min_mhz = nvml.min_sm_clock_mhz();
   run.ceil_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
   run.ceil_power_w = nvml.max_power_w();
-  run.ceil_power_mean_w = nvml.mean_power_w();
   std::fprintf(stderr,
                "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s); SM clock median %.0f "
-               "MHz, min %.0f, power-capped in %.0f%% of samples (-100: unknown), power reading max "
-               "%.0f W, mean by the energy counter %.0f W\n",
+               "MHz, min %.0f, power-capped in %.0f%% of samples (-100: unknown), max %.0f W\n",
                run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str(),
                run.ceil_clock_mhz, run.ceil_clock_min_mhz, 100 * run.ceil_power_capped,
-               run.ceil_power_w, run.ceil_power_mean_w);
+               run.ceil_power_w);
   run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
 
   write_csv_header(csv);

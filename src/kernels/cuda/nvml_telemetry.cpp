@@ -13,7 +13,6 @@ using ClockFn = int (*)(void*, int, unsigned*);
 using PowerFn = int (*)(void*, unsigned*);
 using DriverFn = int (*)(char*, unsigned);
 using ReasonsFn = int (*)(void*, unsigned long long*);
-using EnergyFn = int (*)(void*, unsigned long long*);
 constexpr int kNvmlClockSm = 1;
 
 template <class F>
@@ -69,28 +68,12 @@ unsigned long long NvmlTelemetry::clock_event_reasons() const {
   return v;
 }
 
-unsigned long long NvmlTelemetry::energy_mj() const {
-  auto f = sym<EnergyFn>(lib_, "nvmlDeviceGetTotalEnergyConsumption");
-  unsigned long long mj = 0;
-  if (!dev_ || !f || f(dev_, &mj) != 0) return 0;
-  return mj;
-}
-
-double NvmlTelemetry::mean_power_w() const {
-  const double s = std::chrono::duration<double>(stop_time_ - start_time_).count();
-  if (energy_start_mj_ == 0 || energy_stop_mj_ < energy_start_mj_ || s <= 0) return 0;
-  return (energy_stop_mj_ - energy_start_mj_) / 1000.0 / s;
-}
-
 void NvmlTelemetry::start(int period_ms) {
   stop();
   clocks_.clear();
   powers_.clear();
   reasons_.clear();
-  energy_start_mj_ = energy_stop_mj_ = 0;
   if (!available()) return;
-  energy_start_mj_ = energy_mj();
-  start_time_ = std::chrono::steady_clock::now();
   running_ = true;
   const bool reasons = reasons_available();
   sampler_ = std::thread([this, period_ms, reasons] {
@@ -104,11 +87,8 @@ void NvmlTelemetry::start(int period_ms) {
 }
 
 void NvmlTelemetry::stop() {
-  if (!running_ && !sampler_.joinable()) return;  // not started: keep the last interval's readings
   running_ = false;
   if (sampler_.joinable()) sampler_.join();
-  energy_stop_mj_ = energy_mj();
-  stop_time_ = std::chrono::steady_clock::now();
 }
 
 double NvmlTelemetry::median_sm_clock_mhz() const {

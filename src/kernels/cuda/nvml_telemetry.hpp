@@ -3,7 +3,6 @@
 #pragma once
 
 #include <atomic>
-#include <chrono>
 #include <string>
 #include <thread>
 #include <vector>
@@ -46,12 +45,6 @@ class NvmlTelemetry {
   double fraction_with(unsigned long long mask) const;
   /// Every reason any sample gave, OR-ed (0: none, or unavailable).
   unsigned long long reasons_seen() const;
-  /// Mean board power over the last start()..stop() from NVML's energy counter (the energy used
-  /// between the two calls over the time between them), which, unlike power_w()'s reading, is not
-  /// averaged over a window longer than the interval; 0 when the counter is unavailable.
-  double mean_power_w() const;
-  /// NVML's total energy counter in mJ (nvmlDeviceGetTotalEnergyConsumption); 0 when unavailable.
-  unsigned long long energy_mj() const;
 
  private:
   void* lib_ = nullptr;
@@ -60,8 +53,6 @@ class NvmlTelemetry {
   std::thread sampler_;
   std::vector<double> clocks_, powers_;
   std::vector<unsigned long long> reasons_;
-  unsigned long long energy_start_mj_ = 0, energy_stop_mj_ = 0;
-  std::chrono::steady_clock::time_point start_time_, stop_time_;
 };
 
 }  // namespace moetune::kernels::cuda

@@ -31,13 +31,9 @@ TEST(NvmlTelemetry, SampledClockReasonsAreAShareOfSamplesOrMinusOneWhenUnknown) 
   EXPECT_EQ(t.fraction_with(0), 0);
   EXPECT_GT(t.min_sm_clock_mhz(), 0);
   EXPECT_LE(t.min_sm_clock_mhz(), t.median_sm_clock_mhz());
-  // The energy counter's mean over 30 ms: a board's power, or 0 where the counter is missing.
-  EXPECT_GE(t.mean_power_w(), 0);
-  EXPECT_LT(t.mean_power_w(), 2000);
-  std::printf("nvml: SM clock median %.0f MHz, min %.0f; power-capped %.2f, thermal %.2f; 0x%llx; "
-              "mean %.0f W by the energy counter\n",
+  std::printf("nvml: SM clock median %.0f MHz, min %.0f; power-capped %.2f, thermal %.2f; 0x%llx\n",
               t.median_sm_clock_mhz(), t.min_sm_clock_mhz(), power, thermal,
-              t.clock_event_reasons(), t.mean_power_w());
+              t.clock_event_reasons());
 }
 
 TEST(NvmlTelemetry, NothingSampledReadsAsUnknown) {
