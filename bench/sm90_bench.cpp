@@ -546,10 +546,11 @@ void print_summary(std::vector<Point> const& points, RunInfo const& run,
     std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second),
                 g.second);
   }
-  std::printf("ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s (SM clock %.0f MHz, power-capped "
-              "in %.0f%% of samples); csv %s\n",
-              run.ceil.copy_GBps, run.peak, run.ceil_clock_mhz, 100 * run.ceil_power_capped,
-              csv_path.c_str());
+  std::printf(
+      "ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s (SM clock %.0f MHz, power-capped "
+      "in %.0f%% of samples); csv %s\n",
+      run.ceil.copy_GBps, run.peak, run.ceil_clock_mhz, 100 * run.ceil_power_capped,
+      csv_path.c_str());
 }
 
 }  // namespace

@@ -28,7 +28,8 @@ class NvmlTelemetry {
   static constexpr unsigned long long kReasonSwThermal = 0x20;     ///< driver thermal slowdown
   static constexpr unsigned long long kReasonHwThermal = 0x40;     ///< HW thermal slowdown
   static constexpr unsigned long long kReasonHwPowerBrake = 0x80;  ///< external power brake
-  /// The power reasons (power limit, power brake) and the thermal ones (SW / HW thermal, HW slowdown).
+  /// The power reasons (power limit, power brake) and the thermal ones (SW / HW thermal, HW
+  /// slowdown).
   static constexpr unsigned long long kPowerReasons = kReasonSwPowerCap | kReasonHwPowerBrake;
   static constexpr unsigned long long kThermalReasons =
       kReasonSwThermal | kReasonHwThermal | kReasonHwSlowdown;
