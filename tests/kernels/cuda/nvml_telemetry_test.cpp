@@ -20,7 +20,9 @@ TEST(NvmlTelemetry, SampledClockReasonsAreAShareOfSamplesOrMinusOneWhenUnknown) 
   if (!t.available() || !t.reasons_available()) {
     EXPECT_EQ(power, -1) << "no reasons sampled must read as unknown, not as 'never capped'";
     EXPECT_EQ(thermal, -1);
-    if (!t.available()) EXPECT_EQ(t.min_sm_clock_mhz(), 0);
+    if (!t.available()) {
+      EXPECT_EQ(t.min_sm_clock_mhz(), 0);
+    }
     return;
   }
   EXPECT_GE(power, 0);
