@@ -109,16 +109,12 @@ struct Point {
   int64_t hit = 0;
   double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
   double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
-  double clock_mhz = 0, power_w = 0, rel_err = 0, default_us = 0;
-  // NVML during the timed replays: the lowest SM clock sample, and the share of samples whose
-  // clock event reasons name the power limit / a thermal slowdown (-1: reasons unavailable).
-  double clock_min_mhz = 0, power_capped = -1, thermal_capped = -1;
-  unsigned long long reasons = 0;  // every clock event reason seen then (NVML bits, OR-ed)
-  // NVML during the GEMM1 and GEMM2 stage timings (what --dense compares with cuBLAS's).
-  double stage_clock_mhz = 0, stage_power_capped = -1;
-  // --dense: cuBLAS on the dense GEMMs of the same sizes (pairs rows), and the SM clock meanwhile
-  double dense_gemm1_us = 0, dense_gemm2_us = 0, dense_clock_mhz = 0, dense_power_capped = -1;
-  unsigned long long dense_reasons = 0;
+  double rel_err = 0, default_us = 0;
+  // NVML (SM clock, power, clock event reasons) during the timed replays, during the GEMM1 and
+  // GEMM2 stage timings (what --dense compares with cuBLAS's), and during --dense's cuBLAS runs.
+  kernels::cuda::NvmlTelemetry::Reading clocks, stage_clocks, dense_clocks;
+  // --dense: cuBLAS on the dense GEMMs of the same sizes (pairs rows)
+  double dense_gemm1_us = 0, dense_gemm2_us = 0;
   std::string bound, digest, config, config_json, default_config;
   int candidates = 0;
 };
@@ -236,8 +232,7 @@ struct RunInfo {
   std::string commit, date, device, driver;
   Ceilings ceil;
   double peak = 0;
-  // NVML while the ceilings were measured (as Point's clock fields).
-  double ceil_clock_mhz = 0, ceil_clock_min_mhz = 0, ceil_power_capped = -1, ceil_power_w = 0;
+  kernels::cuda::NvmlTelemetry::Reading ceil_clocks;  // NVML while the ceilings were measured
 };
 
 // Floor of one point: max(bytes of experts hit + x + out + routing / copy bandwidth,
@@ -394,12 +389,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   pt.time_us = full.median_us;
   pt.p10 = pct(full.samples_us, 0.1);
   pt.p90 = pct(full.samples_us, 0.9);
-  pt.clock_mhz = nvml.median_sm_clock_mhz();
-  pt.power_w = nvml.max_power_w();
-  pt.clock_min_mhz = nvml.min_sm_clock_mhz();
-  pt.power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
-  pt.thermal_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kThermalReasons);
-  pt.reasons = nvml.reasons_seen();
+  pt.clocks = nvml.reading();
   pt.default_us = pt.time_us;
   if (!(dflt == best)) {
     auto dchk = tb.check(dflt);
@@ -428,8 +418,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
   pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
   nvml.stop();
-  pt.stage_clock_mhz = nvml.median_sm_clock_mhz();
-  pt.stage_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
+  pt.stage_clocks = nvml.reading();
   pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
@@ -454,9 +443,7 @@ void time_dense(kernels::cuda::NvmlTelemetry& nvml, Point& pt) {
   pt.dense_gemm1_us = cublas_dense_us(pairs, n1, k, reps);
   pt.dense_gemm2_us = cublas_dense_us(pairs, k, i, reps);
   nvml.stop();
-  pt.dense_clock_mhz = nvml.median_sm_clock_mhz();
-  pt.dense_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
-  pt.dense_reasons = nvml.reasons_seen();
+  pt.dense_clocks = nvml.reading();
 }
 
 /// NVML clock event reasons as "0x..." (the bits of NvmlTelemetry::kReason*).
@@ -483,11 +470,12 @@ void write_dense_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << pt.p.num_experts << "," << pt.p.hidden_size << "," << pt.p.intermediate_size << ","
       << pt.p.top_k << "," << core::to_string(pt.p.activation) << "," << pt.p.num_tokens << ","
       << static_cast<long long>(pairs) << "," << pt.gemm1_us << "," << pt.dense_gemm1_us << ","
-      << pt.gemm2_us << "," << pt.dense_gemm2_us << "," << pt.clock_mhz << "," << pt.dense_clock_mhz
-      << "," << tf(f1, pt.gemm1_us) << "," << tf(f1, pt.dense_gemm1_us) << ","
-      << tf(f2, pt.gemm2_us) << "," << tf(f2, pt.dense_gemm2_us) << "," << pt.config << ","
-      << pt.stage_clock_mhz << "," << pt.stage_power_capped << "," << pt.dense_power_capped << ","
-      << hex(pt.dense_reasons) << std::endl;
+      << pt.gemm2_us << "," << pt.dense_gemm2_us << "," << pt.clocks.median_mhz << ","
+      << pt.dense_clocks.median_mhz << "," << tf(f1, pt.gemm1_us) << ","
+      << tf(f1, pt.dense_gemm1_us) << "," << tf(f2, pt.gemm2_us) << "," << tf(f2, pt.dense_gemm2_us)
+      << "," << pt.config << "," << pt.stage_clocks.median_mhz << ","
+      << pt.stage_clocks.power_capped << "," << pt.dense_clocks.power_capped << ","
+      << hex(pt.dense_clocks.reasons) << std::endl;
 }
 
 void write_csv_header(std::ostream& csv) {
@@ -506,10 +494,10 @@ void write_csv_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << pt.time_us << "," << pt.p10 << "," << pt.p90 << "," << pt.floor_us << "," << pt.bound
       << "," << pt.time_us / pt.floor_us << "," << pt.bytes / (pt.time_us * 1e3) << ","
       << pt.flops / (pt.time_us * 1e6) << "," << pt.align_us << "," << pt.gemm1_us << ","
-      << pt.gemm2_us << "," << pt.combine_us << "," << pt.clock_mhz << "," << pt.power_w << ","
-      << pt.rel_err << "," << pt.digest << "," << pt.config << "," << pt.default_us << ","
-      << pt.default_config << "," << pt.clock_min_mhz << "," << pt.power_capped << ","
-      << pt.thermal_capped << "," << hex(pt.reasons)
+      << pt.gemm2_us << "," << pt.combine_us << "," << pt.clocks.median_mhz << ","
+      << pt.clocks.max_power_w << "," << pt.rel_err << "," << pt.digest << "," << pt.config << ","
+      << pt.default_us << "," << pt.default_config << "," << pt.clocks.min_mhz << ","
+      << pt.clocks.power_capped << "," << pt.clocks.thermal_capped << "," << hex(pt.clocks.reasons)
       << std::endl;  // flushed per row: a run cut short keeps its rows
 }
 
@@ -539,8 +527,8 @@ void print_summary(std::vector<Point> const& points, RunInfo const& run,
     geo[pt.shape].second += 1;
     std::printf("%-3s %6lld %10.1f %10.1f %6.3f %5s %8.1f %8.1f %5.0f %5.0f %8.1e  %s\n",
                 pt.shape.c_str(), (long long)pt.p.num_tokens, pt.time_us, pt.floor_us, r,
-                pt.bound.c_str(), pt.gemm1_us, pt.gemm2_us, pt.clock_mhz, 100 * pt.power_capped,
-                pt.rel_err, pt.config.c_str());
+                pt.bound.c_str(), pt.gemm1_us, pt.gemm2_us, pt.clocks.median_mhz,
+                100 * pt.clocks.power_capped, pt.rel_err, pt.config.c_str());
   }
   for (auto const& [s, g] : geo) {
     std::printf("%s geomean t/floor %.3f over %d points\n", s.c_str(), std::exp(g.first / g.second),
@@ -549,7 +537,7 @@ void print_summary(std::vector<Point> const& points, RunInfo const& run,
   std::printf(
       "ceilings: copy %.0f GB/s, matmul %.0f TFLOP/s (SM clock %.0f MHz, power-capped "
       "in %.0f%% of samples); csv %s\n",
-      run.ceil.copy_GBps, run.peak, run.ceil_clock_mhz, 100 * run.ceil_power_capped,
+      run.ceil.copy_GBps, run.peak, run.ceil_clocks.median_mhz, 100 * run.ceil_clocks.power_capped,
       csv_path.c_str());
 }
 
@@ -616,16 +604,13 @@ int main(int argc, char** argv) {
   nvml.start(5);
   run.ceil = measure_ceilings();
   nvml.stop();
-  run.ceil_clock_mhz = nvml.median_sm_clock_mhz();
-  run.ceil_clock_min_mhz = nvml.min_sm_clock_mhz();
-  run.ceil_power_capped = nvml.fraction_with(kernels::cuda::NvmlTelemetry::kPowerReasons);
-  run.ceil_power_w = nvml.max_power_w();
+  run.ceil_clocks = nvml.reading();
   std::fprintf(stderr,
                "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s); SM clock median %.0f "
                "MHz, min %.0f, power-capped in %.0f%% of samples (-100: unknown), max %.0f W\n",
                run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str(),
-               run.ceil_clock_mhz, run.ceil_clock_min_mhz, 100 * run.ceil_power_capped,
-               run.ceil_power_w);
+               run.ceil_clocks.median_mhz, run.ceil_clocks.min_mhz,
+               100 * run.ceil_clocks.power_capped, run.ceil_clocks.max_power_w);
   run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
 
   write_csv_header(csv);

@@ -116,6 +116,15 @@ unsigned long long NvmlTelemetry::reasons_seen() const {
   return all;
 }
 
+NvmlTelemetry::Reading NvmlTelemetry::reading() const {
+  return {.median_mhz = median_sm_clock_mhz(),
+          .min_mhz = min_sm_clock_mhz(),
+          .max_power_w = max_power_w(),
+          .power_capped = fraction_with(kPowerReasons),
+          .thermal_capped = fraction_with(kThermalReasons),
+          .reasons = reasons_seen()};
+}
+
 double NvmlTelemetry::max_power_w() const {
   if (powers_.empty()) return power_w();
   return *std::max_element(powers_.begin(), powers_.end());

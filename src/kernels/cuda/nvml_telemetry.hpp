@@ -47,6 +47,14 @@ class NvmlTelemetry {
   /// Every reason any sample gave, OR-ed (0: none, or unavailable).
   unsigned long long reasons_seen() const;
 
+  /// The last start()..stop() in one value: what the benchmark records per timed interval.
+  struct Reading {
+    double median_mhz = 0, min_mhz = 0, max_power_w = 0;
+    double power_capped = -1, thermal_capped = -1;  ///< fraction_with(kPower / kThermalReasons)
+    unsigned long long reasons = 0;                 ///< reasons_seen()
+  };
+  Reading reading() const;
+
  private:
   void* lib_ = nullptr;
   void* dev_ = nullptr;

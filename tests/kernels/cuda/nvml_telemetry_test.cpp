@@ -17,6 +17,11 @@ TEST(NvmlTelemetry, SampledClockReasonsAreAShareOfSamplesOrMinusOneWhenUnknown) 
   t.stop();
   const double power = t.fraction_with(NvmlTelemetry::kPowerReasons);
   const double thermal = t.fraction_with(NvmlTelemetry::kThermalReasons);
+  const NvmlTelemetry::Reading r = t.reading();  // the same interval in one value
+  EXPECT_EQ(r.power_capped, power);
+  EXPECT_EQ(r.thermal_capped, thermal);
+  EXPECT_EQ(r.reasons, t.reasons_seen());
+  EXPECT_EQ(r.min_mhz, t.min_sm_clock_mhz());
   if (!t.available() || !t.reasons_available()) {
     EXPECT_EQ(power, -1) << "no reasons sampled must read as unknown, not as 'never capped'";
     EXPECT_EQ(thermal, -1);
