@@ -390,15 +390,15 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         }
         if (kGather) {
           // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
-          // 128-byte row segments. Padding rows (-1) are zero-filled.
+          // 128-byte row segments. Padding rows (-1) get zeros stored directly (no request).
           const int chunk = lane & 7;
 #pragma unroll
           for (int i = 0; i < kRowsPerWarp / 4; ++i) {
             const int lr = (lane >> 3) + 4 * i;  // row lr is lane lr % 32's offset i / 8
             const long long off = __shfl_sync(0xffffffffu, my_off[i / 8], lr % 32);
             const moe_bf16* src = off >= 0 ? g.a + off + (k0 + kt) * 64 + chunk * 8 : g.a;
-            cp_async_16(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
-                        off >= 0 ? 16 : 0);
+            cp_async_16_or_zero(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
+                                off >= 0);
           }
           cp_async_mbar_arrive_noinc(fb);
         }
