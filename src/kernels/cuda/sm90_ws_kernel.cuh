@@ -390,7 +390,9 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         }
         if (kGather) {
           // 8 lanes per row (one 16-byte chunk each): every warp instruction reads 4 whole
-          // 128-byte row segments. Padding rows (-1) get zeros stored directly (no request).
+          // 128-byte row segments. Padding rows (-1) get zeros stored directly (no request);
+          // whatever such a row holds reaches only h's padding rows, whose GEMM2 rows no
+          // epilogue stores.
           const int chunk = lane & 7;
 #pragma unroll
           for (int i = 0; i < kRowsPerWarp / 4; ++i) {
