@@ -4,7 +4,8 @@
 // of a sweep per GEMM, kept only if its layer beats the default's (sweep_best), or takes the
 // config given by --config-file or the --recipe's row, checks it against the fp32
 // GPU reference (sampled tokens) with poisoned outputs, times the whole layer (graph replay, L2
-// flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median) and each
+// flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median; interleaved
+// with the default config's timing where the row is not the default: time_point) and each
 // stage, and writes bench/results-style CSV plus the winners as JSON. Prints a short table last.
 // A point whose preparation, check or timing fails is named (POINT FAILED shape M: what) and left
 // out of the CSV, and the run goes on to the next point. Exit 1: a point or a setup step failed
@@ -377,26 +378,30 @@ void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
   pt.digest = chk.digest;
 }
 
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // The protocol: reps = clamp(30 ms / t, 10, 200) after 3 warm-ups, clocks sampled meanwhile; the
-// default config at the same point (a tuned row must beat it to ship); then each stage alone.
+// default config at the same point (a tuned row must beat it to ship), checked first, then timed
+// interleaved with the row (row, default, default, row: half the reps per block, at least 5, one
+// warm-up per block after the first's three; each config's median over its pooled samples), then
+// each stage alone. Interleaved since the 21st session: timed one after the other (the row, then
+// the default after its check) the two ran in different clock states at the 700 W cap, and the
+// protocol shipped the default at S1 M=16384 (3375.5 vs 3535.6 us) where 8 interleaved runs per
+// config had the row faster in every round (bench/results/2026-12-01-s1-rows/).
 void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
                 core::MoeConfig const& best, core::MoeConfig const& dflt) {
-  const int reps = reps_for(need(tb.time(best, 1, 3), "quick time").median_us);
-  nvml.start(5);
-  auto timed = tb.time(best, 3, reps);
-  nvml.stop();  // before a failure leaves the point
-  auto full = need(std::move(timed), "time");
-  pt.time_us = full.median_us;
-  pt.p10 = pct(full.samples_us, 0.1);
-  pt.p90 = pct(full.samples_us, 0.9);
-  pt.clocks = nvml.reading();
-  pt.default_us = pt.time_us;
+  bool with_default = false;
   if (!(dflt == best)) {
     auto dchk = tb.check(dflt);
     const auto tol = kernels::tolerance_for(pt.p.dtype);
-    if (dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2) {
-      pt.default_us = need(tb.time(dflt, 3, reps), "time default").median_us;
-    } else {
+    with_default =
+        dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2;
+    if (!with_default) {
       pt.default_us = -1;  // the default failed its check here: reported, never silently used
       std::fprintf(stderr, "DEFAULT FAILED %s M=%lld %s: %s\n", pt.shape.c_str(),
                    (long long)pt.p.num_tokens, core::short_string(dflt).c_str(),
@@ -406,6 +411,36 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
                                  (dchk->all_finite ? "" : ", non-finite"))
                                     .c_str());
     }
+  }
+  const int reps = reps_for(need(tb.time(best, 1, 3), "quick time").median_us);
+  const int half = std::max(5, (reps + 1) / 2);
+  std::vector<double> row, def;
+  nvml.start(5);
+  try {
+    if (!with_default) {
+      row = need(tb.time(best, 3, reps), "time").samples_us;
+    } else {
+      int block = 0;
+      for (bool is_row : {true, false, false, true}) {
+        auto t = need(tb.time(is_row ? best : dflt, block++ == 0 ? 3 : 1, half),
+                      is_row ? "time" : "time default");
+        auto& into = is_row ? row : def;
+        into.insert(into.end(), t.samples_us.begin(), t.samples_us.end());
+      }
+    }
+  } catch (...) {
+    nvml.stop();  // before a failure leaves the point
+    throw;
+  }
+  nvml.stop();
+  pt.time_us = median(row);
+  pt.p10 = pct(row, 0.1);
+  pt.p90 = pct(row, 0.9);
+  pt.clocks = nvml.reading();
+  if (with_default) {
+    pt.default_us = median(def);
+  } else if (dflt == best) {
+    pt.default_us = pt.time_us;  // the row is the default
   }
   const int sreps = std::clamp(reps, 10, 50);
   auto stage = [&](unsigned mask) {
