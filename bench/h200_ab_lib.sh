@@ -4,7 +4,8 @@
 #                          TEST_FILTER run into $OUT/gpu_tests.log (test_rc; "skipped" if empty)
 #   ab_run TITLE RECIPE ARM ARM [ARM...]   `moetune ab` of the arm specs (the first is the
 #                          baseline) at AB_M (ab_rc), bounded by AB_S seconds (400)
-#   ab_summary TITLE       the summary, printed last: exits, test results, the A/B's comparisons
+#   ab_summary TITLE       the summary, printed last: exits, test results, the A/B's comparisons;
+#                          returns 0 when the A/B and the GPU tests (if any ran) exited 0, else 1
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 start=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - start )) s"; }
@@ -48,4 +49,6 @@ ab_summary() {
   echo "-- ab: $1"
   grep -E " M=[0-9]+ " "$log" | head -40 || echo "(no A/B comparisons; see $log)"
   grep -E "DIGEST|^moetune |error" "$log" | head -5
+  # The script's exit status: the greps above find nothing when all went well.
+  [ "$ab_rc" = 0 ] && { [ "$test_rc" = 0 ] || [ "$test_rc" = skipped ]; }
 }
