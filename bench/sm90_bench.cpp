@@ -378,13 +378,6 @@ void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
   pt.digest = chk.digest;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The protocol: reps = clamp(30 ms / t, 10, 200) after 3 warm-ups, clocks sampled meanwhile; the
 // default config at the same point (a tuned row must beat it to ship), checked first, then timed
 // interleaved with the row (row, default, default, row: half the reps per block, at least 5, one
@@ -433,12 +426,12 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
     throw;
   }
   nvml.stop();
-  pt.time_us = median(row);
+  pt.time_us = kernels::median_us(row);
   pt.p10 = pct(row, 0.1);
   pt.p90 = pct(row, 0.9);
   pt.clocks = nvml.reading();
   if (with_default) {
-    pt.default_us = median(def);
+    pt.default_us = kernels::median_us(def);
   } else if (dflt == best) {
     pt.default_us = pt.time_us;  // the row is the default
   }

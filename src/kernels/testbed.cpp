@@ -1,7 +1,17 @@
-// The tolerance table shared by every testbed (STYLE 22): one row per dtype with its reason.
+// What every testbed shares: the tolerance table (STYLE 22: one row per dtype with its reason) and
+// the median of timing samples.
 #include "kernels/testbed.hpp"
 
+#include <algorithm>
+
 namespace moetune::kernels {
+
+double median_us(std::vector<double> samples_us) {
+  if (samples_us.empty()) return 0;
+  std::sort(samples_us.begin(), samples_us.end());
+  size_t const n = samples_us.size();
+  return n % 2 == 1 ? samples_us[n / 2] : 0.5 * (samples_us[n / 2 - 1] + samples_us[n / 2]);
+}
 
 Tolerance tolerance_for(core::DType dtype) {
   switch (dtype) {

@@ -48,6 +48,10 @@ struct TimingResult {
   double median_us = 0;
 };
 
+/// The median of timing samples as every testbed reports it (TimingResult::median_us): the middle
+/// sample, the mean of the middle two for an even count, 0 for none.
+double median_us(std::vector<double> samples_us);
+
 class Testbed {
  public:
   virtual ~Testbed() = default;

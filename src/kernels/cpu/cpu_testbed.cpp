@@ -110,10 +110,7 @@ core::Result<TimingResult> CpuTestbed::time(core::MoeConfig const& config, int w
     auto const stop = std::chrono::steady_clock::now();
     timing.samples_us.push_back(std::chrono::duration<double, std::micro>(stop - start).count());
   }
-  std::vector<double> sorted = timing.samples_us;
-  std::sort(sorted.begin(), sorted.end());
-  size_t const mid = sorted.size() / 2;
-  timing.median_us = sorted.size() % 2 == 1 ? sorted[mid] : 0.5 * (sorted[mid - 1] + sorted[mid]);
+  timing.median_us = median_us(timing.samples_us);
   return timing;
 }
 

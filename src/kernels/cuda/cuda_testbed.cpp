@@ -56,13 +56,6 @@ float bf16_to_float(uint16_t v) {
   return f;
 }
 
-double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 core::Status grow(void*& buf, size_t& cap, size_t bytes) {
   if (bytes <= cap && buf) return core::Status::Ok();
   if (buf) MOETUNE_CUDA_CHECK(cudaFree(buf));
@@ -414,7 +407,7 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   MOETUNE_CUDA_CHECK(cudaGetLastError());
-  tr.median_us = median_of(tr.samples_us);
+  tr.median_us = median_us(tr.samples_us);
   return tr;
 }
 

@@ -80,6 +80,13 @@ TEST_F(CpuTestbedTest, TimeReturnsOneSamplePerRepAndTheirMedian) {
   EXPECT_GT(timing->median_us, 0.0);
 }
 
+TEST(TestbedMedian, IsTheMiddleSampleOrTheMeanOfTheMiddleTwoWhateverTheOrder) {
+  EXPECT_EQ(median_us({5.0, 1.0, 3.0}), 3.0);
+  EXPECT_EQ(median_us({4.0, 1.0, 3.0, 2.0}), 2.5);  // pooled blocks of the bench protocol
+  EXPECT_EQ(median_us({7.0}), 7.0);
+  EXPECT_EQ(median_us({}), 0.0);
+}
+
 TEST_F(CpuTestbedTest, RefusesToRunBeforePrepare) {
   auto result = testbed_->check(testbed_->backend().default_config(problem_));
   ASSERT_FALSE(result.ok());
