@@ -427,7 +427,10 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
     return "&moetune_dev::moe_swap_gemm_kernel<" + std::to_string(g.block_m) + "," +
            std::to_string(g.warps_m / 4) + "," + std::to_string(g.stages) + "," +
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
-           (is_gemm1 ? "true" : "false") + ">";
+           (is_gemm1 ? "true" : "false") + (g.gather || g.fused_permute ? std::string(g.gather ? ",true" : ",false") +
+                                             (g.fused_permute ? ",true" : ",false")
+                                       : std::string()) +
+           ">";
   }
   if (g.mma == 2) {
     return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +

@@ -67,6 +67,14 @@ struct WsGemmParams {
   int tail_split;  // lever tail_split (tma_ws block_m 128): see the consumer loop
   // Swap-AB (sm90_swap_kernel.cuh): the token rows of tma_a in 64-row boxes (tma_a: 16-row).
   TmaDescriptor tma_a_wide;
+  // Swap-AB GEMM1 that copies x's rows into sorted order itself (sm90_swap_kernel.cuh,
+  // swap_permute_rows): x, the rows copied per align block, and the first block it copies (the
+  // blocks before it came from the permute pass). NOTE: after the maps: the host's CUtensorMap is
+  // 128-byte aligned, this TmaDescriptor 64, so a map placed after these fields sat at another
+  // offset on each side (cudaErrorIllegalInstruction on the H200).
+  const moe_bf16* x_src;
+  int* row_ready;
+  int permute_b0;
 };
 
 /// The end of a dynamic tile walk (lever dynamic_tiles here, the swap-AB kernel's own walk), by
