@@ -54,6 +54,9 @@ struct GemmGeometry {
   /// issue no TMA write most of that copy beside the GEMM (the permute pass writes only the
   /// blocks of the first wave).
   bool fused_permute = false;
+  /// tma_ws GEMM1 of block_m 64 or 128: A by TMA from x's sorted copy (the permute pass) instead
+  /// of the producer's cp.async gather (DEV measurement knob MOETUNE_DEV_WS_TMA_A).
+  bool tma_a = false;
   /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
   int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots

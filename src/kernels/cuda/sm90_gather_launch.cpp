@@ -128,7 +128,7 @@ struct WorkspaceLayout {
 /// (sm90_swap_kernel.cuh) load x by TMA from a copy in sorted-row order.
 bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
   return g1.persistent() && !g1.gather &&
-         (g1.block_m == 256 || g1.block_m == 192 || (g1.swap && g1.block_m >= 128));
+         (g1.block_m == 256 || g1.block_m == 192 || (g1.swap && g1.block_m >= 128) || g1.tma_a);
 }
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits

@@ -167,7 +167,8 @@ constexpr int ws_consumers() {
 /// On the H200 it was slower or equal in the layer (bench/results/2026-11-30-cluster-n/), so no
 /// table or search space uses it.
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
+          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1,
+          bool kTmaA = false>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -177,7 +178,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // bench/results/2026-11-30-gemm1-256-ncu/; at 192 the gather made GEMM1 1.3-1.85x slower than
   // 128-row tiles on the H200, S3 M=512 794 vs 612 us: bench/results/2026-11-30-tile192/).
   // GEMM2's A (h rows) is always loaded by TMA.
-  constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192;
+  constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192 && !kTmaA;
   // A by TMA in 64-row granules, only those that hold pairs, at block_m 192 and 256 (not on 1x2
   // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
   // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
