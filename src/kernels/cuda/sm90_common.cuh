@@ -119,18 +119,6 @@ MOETUNE_DEVICE void pdl_launch_dependents() {
 }
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-
-/// Orders this thread's generic-proxy accesses of global memory before its (or, after a
-/// release / acquire pair, another thread's) async-proxy ones (TMA), and the reverse.
-MOETUNE_DEVICE void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
-
 /// Sum over the warp's lanes with a fixed xor tree (deterministic); every lane gets the total.
 MOETUNE_DEVICE float warp_sum(float v) {
 #pragma unroll

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <utility>
 
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -280,11 +279,6 @@ core::Result<GemmGeometry> warp_layout(core::MoeProblem const& p, core::KernelCo
     g.warps_n = ws_split_n ? 2 : 1;
     g.pingpong = pp;
     found = true;
-    // DEV measurement knob: A by TMA from x's sorted copy (tma_ws GEMM1 of 64 or 128 rows).
-    if (const char* v = std::getenv("MOETUNE_DEV_WS_TMA_A");
-        v && *v == '1' && is_gemm1 && ws && !pp && g.cluster_m == 1 && g.cluster_n == 1 &&
-        (t.block_m == 64 || t.block_m == 128) && !ws_split_n)
-      g.tma_a = true;
   }
   if (!found) {
     return reject(gemm, "pipeline.num_warps = " + std::to_string(warps) + " cannot tile " +
@@ -433,10 +427,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
     return "&moetune_dev::moe_swap_gemm_kernel<" + std::to_string(g.block_m) + "," +
            std::to_string(g.warps_m / 4) + "," + std::to_string(g.stages) + "," +
            std::to_string(g.group_m) + "," + std::to_string(is_gemm1 ? act : 0) + "," +
-           (is_gemm1 ? "true" : "false") + (g.gather || g.fused_permute ? std::string(g.gather ? ",true" : ",false") +
-                                             (g.fused_permute ? ",true" : ",false")
-                                       : std::string()) +
-           ">";
+           (is_gemm1 ? "true" : "false") + ">";
   }
   if (g.mma == 2) {
     return "&moetune_dev::moe_ws_gemm_kernel<" + std::to_string(g.block_m) + "," +
@@ -445,8 +436,7 @@ std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
            (is_gemm1 ? "true" : "false") + "," + std::to_string(g.warps_n) + "," +
            (g.split_k > 1 ? "true" : "false") + "," + (g.pingpong ? "true" : "false") + "," +
            std::to_string(g.cluster_m) +
-           (g.cluster_n > 1 || g.tma_a ? "," + std::to_string(g.cluster_n) : std::string()) +
-           (g.tma_a ? ",true" : "") + ">";
+           (g.cluster_n > 1 ? "," + std::to_string(g.cluster_n) : std::string()) + ">";
   }
   return "&moetune_dev::moe_gemm_kernel<" + std::to_string(g.block_m) + "," +
          std::to_string(g.block_n) + "," + std::to_string(g.block_k) + "," +

@@ -47,16 +47,6 @@ struct GemmGeometry {
   /// weights on wgmma's M side, block_m = pairs per tile (wgmma N at most, chosen per tile),
   /// warps_m = consumer warps (64 weight rows per warpgroup), block_n = output columns per tile.
   bool swap = false;
-  /// Swap-AB GEMM1 of block_m >= 128: the producer warpgroup gathers x's token rows with cp.async
-  /// (as at block_m 64) instead of TMA loads from x's sorted copy, so no permute pass runs.
-  bool gather = false;
-  /// Swap-AB GEMM1 of block_m >= 128 reading x's sorted copy: its producer's three warps that
-  /// issue no TMA write most of that copy beside the GEMM (the permute pass writes only the
-  /// blocks of the first wave).
-  bool fused_permute = false;
-  /// tma_ws GEMM1 of block_m 64 or 128: A by TMA from x's sorted copy (the permute pass) instead
-  /// of the producer's cp.async gather (DEV measurement knob MOETUNE_DEV_WS_TMA_A).
-  bool tma_a = false;
   /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
   int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots

@@ -110,12 +110,6 @@ struct PermuteParams {
   int block_m;
   int top_k;
   int k_dim;
-  // A swap-AB GEMM1 that copies the rows of blocks >= row_end / block_m itself: this pass copies
-  // the rows before row_end and zeroes the GEMM's counts of copied rows, row_ready[max_blocks]
-  // (null: all rows here).
-  int row_end;
-  int* row_ready;
-  int max_blocks;
 };
 
 /// xp[r] = x[sorted_pairs[r] / top_k] for the rows of the valid blocks that hold a pair: the A
@@ -125,13 +119,7 @@ struct PermuteParams {
 __global__ void __launch_bounds__(256) moe_permute_rows_kernel(PermuteParams p) {
   pdl_launch_dependents();
   pdl_wait();
-  if (p.row_ready != nullptr) {
-    for (int b = blockIdx.x * blockDim.x + threadIdx.x; b < p.max_blocks;
-         b += gridDim.x * blockDim.x) {
-      p.row_ready[b] = 0;
-    }
-  }
-  const int rows = min(*p.num_blocks * p.block_m, p.row_end);
+  const int rows = *p.num_blocks * p.block_m;
   const int lane = threadIdx.x & 31;
   const int vecs = p.k_dim / 8;
   const int warps = (gridDim.x * blockDim.x) >> 5;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdlib>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -83,9 +82,6 @@ struct PermuteParams {           // sm90_gather_kernel.cuh
   const int32_t* sorted_pairs;
   const int32_t* num_blocks;
   int block_m, top_k, k_dim;
-  int row_end;
-  int32_t* row_ready;
-  int max_blocks;
 };
 struct CombineParams {
   const void* y;
@@ -101,14 +97,13 @@ struct WsGemmParams {
   int half_skip;           // lever half_tile_skip
   int tail_split;          // lever tail_split
   CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
-  const void* x_src;       // swap-AB GEMM1 copying x's rows itself (fused_permute)
-  int32_t* row_ready;
-  int permute_b0;
 };
-// The device's TmaDescriptor is 64-byte aligned, CUtensorMap 128: the offsets must agree anyway.
+// NOTE: the offsets are asserted exactly: the device's TmaDescriptor is 64-byte aligned, the host's
+// CUtensorMap 128, so a field added before tma_a_wide can move it on one side only (448 on the
+// device, 512 here: every swap-AB launch failed with cudaErrorIllegalInstruction on the H200,
+// bench/results/2026-12-01-swap-gather/call2-failed/). Add fields after the last map.
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
-                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, tma_a_wide) == 384 &&
-                  offsetof(WsGemmParams, x_src) == 512,
+                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, tma_a_wide) == 384,
               "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
               "levers, a third map)");
 
@@ -121,14 +116,14 @@ constexpr int kSchedInts = 4;
 struct WorkspaceLayout {
   size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
-         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, row_ready = 0, total = 0;
+         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
 };
 
 /// A tma_ws GEMM1 of block_m 192 or 256 (sm90_ws_kernel.cuh) and a swap-AB GEMM1 of 128 and up
 /// (sm90_swap_kernel.cuh) load x by TMA from a copy in sorted-row order.
 bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
-  return g1.persistent() && !g1.gather &&
-         (g1.block_m == 256 || g1.block_m == 192 || (g1.swap && g1.block_m >= 128) || g1.tma_a);
+  return g1.persistent() &&
+         (g1.block_m == 256 || g1.block_m == 192 || (g1.swap && g1.block_m >= 128));
 }
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
@@ -167,8 +162,6 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   if (permuted_x) {
     w.xp = off;
     off += align_up(2 * static_cast<size_t>(mb) * block_m * p.hidden_size);
-    w.row_ready = off;  // a swap-AB GEMM1 that writes the copy itself (fused_permute)
-    off += align_up(sizeof(int32_t) * mb);
   }
   w.total = off;
   return w;
@@ -252,9 +245,6 @@ struct LayerBuffers {
   void* h = nullptr;
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
-  int32_t* row_ready = nullptr;  // with xp: rows of it copied per block (fused_permute)
-  const void* x_src = nullptr;   // fused_permute: x, and the first block GEMM1 copies itself
-  int permute_b0 = 0;
   int pairs = 0;       // M x top_k
   int mb = 0;          // align blocks at most (of align_m rows)
   int align_m = 0;     // align's block_m (GEMM2's)
@@ -277,7 +267,6 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.h = ws + w.h;
   b.y = ws + w.y;
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;
-  b.row_ready = w.row_ready > 0 ? reinterpret_cast<int32_t*>(ws + w.row_ready) : nullptr;
   b.pairs = static_cast<int>(core::num_pairs(p));
   b.mb = static_cast<int>(max_blocks(b.pairs, p.num_experts, align_m));
   b.align_m = align_m;
@@ -460,11 +449,6 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     // The dynamic walk over tiles (the kernel's own, not a lever: its tiles differ in pairs, so the
     // static walk left SMs idle at the end; same bits either way).
     wp.sched = gemm_sched;
-    if (f == k.gemm1 && g.fused_permute) {
-      wp.x_src = b.x_src;
-      wp.row_ready = b.row_ready;
-      wp.permute_b0 = b.permute_b0;
-    }
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};
     MOETUNE_CUDA_CHECK(
@@ -506,37 +490,20 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
 core::Status launch_permute(Sm90GatherKernels const& k, core::MoeProblem const& p,
                             MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                             bool pdl) {
-  const bool fused = b.x_src != nullptr;  // GEMM1 copies the blocks from b.permute_b0 on
-  const int end_block = fused ? b.permute_b0 : b.mb;
   PermuteParams pp{args.x,
                    b.xp,
                    b.sorted_pairs,
                    b.num_blocks,
                    b.align_m,
                    static_cast<int>(p.top_k),
-                   static_cast<int>(p.hidden_size),
-                   end_block * b.align_m,
-                   fused ? b.row_ready : nullptr,
-                   b.mb};
+                   static_cast<int>(p.hidden_size)};
   void* params[] = {&pp};
   // One warp per row: 8 per CTA, at most 16 CTAs per SM (rows past the valid blocks exit).
-  const long long rows = static_cast<long long>(end_block) * b.align_m;
+  const long long rows = static_cast<long long>(b.mb) * b.align_m;
   const unsigned grid = static_cast<unsigned>(
       std::min<long long>((rows + 7) / 8, static_cast<long long>(k.sm_count) * 16));
   MOETUNE_CUDA_CHECK(launch(k.permute, dim3(grid), dim3(256), params, 0, stream, pdl));
   return core::Status::Ok();
-}
-
-/// fused_permute: the align blocks that the swap-AB GEMM1's first wave of tiles (the group_m
-/// raster's tiles 0 .. grid - 1) reads; the permute pass copies them, the GEMM the rest.
-int fused_permute_b0(Sm90GatherKernels const& k, core::MoeProblem const& p, LayerBuffers const& b) {
-  const int num_n = static_cast<int>((p.intermediate_size + k.g1.block_n - 1) / k.g1.block_n);
-  const int tiles = b.mb * num_n;
-  int waves = 1;  // DEV measurement knob
-  if (const char* v = std::getenv("MOETUNE_DEV_PERMUTE_WAVES"); v && *v) waves = std::atoi(v);
-  const int first = std::min(tiles, waves * k.sm_count);
-  const int per_group = k.g1.group_m * num_n;
-  return std::min(b.mb, ((first - 1) / per_group + 1) * k.g1.group_m);
 }
 
 /// GEMM1 + activation: x rows gathered by the sorted pairs (or, at block_m 192 and 256, read in
@@ -609,11 +576,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const bool permuted_x = gemm1_reads_permuted_x(k.g1);
   const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x);
   MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_gather"));
-  LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
-  if (permuted_x && k.g1.fused_permute) {
-    b.x_src = args.x;
-    b.permute_b0 = fused_permute_b0(k, p, b);
-  }
+  const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
   if (stages & kStageAlign)
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));

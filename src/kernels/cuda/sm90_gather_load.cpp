@@ -56,7 +56,7 @@ std::string geometry_key(GemmGeometry const& g) {
   std::string key;
   for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
                 int(g.gated), g.mma, int(g.pingpong), g.cluster_m, g.cluster_n, int(g.decode),
-                int(g.swap), g.split_k, g.decode_smem, g.decode_stage_bytes, int(g.gather), int(g.fused_permute), int(g.tma_a)}) {
+                int(g.swap), g.split_k, g.decode_smem, g.decode_stage_bytes}) {
     key += std::to_string(v) + ",";
   }
   return key + ";";

@@ -1,7 +1,6 @@
 // Geometry of the sm90_gather family's swap-AB kernel (sm90_swap_geometry.hpp).
 #include "kernels/cuda/sm90_swap_geometry.hpp"
 
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -19,12 +18,10 @@ core::Error reject(std::string_view gemm, std::string msg) {
 /// count per stage, GEMM1's token list at block_m 64 (it gathers x), GEMM2's pair ids and weights
 /// per consumer warpgroup, and each consumer warpgroup's epilogue buffer (SwapEpilogue: 32 token
 /// rows of its 64 output columns, 32 gated); ptxas reserves it in whole KB.
-int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1, bool gated,
-                     bool gather) {
+int swap_static_smem(int stages, int consumers, int block_m, bool is_gemm1, bool gated) {
   const int epilogue = consumers * 32 * (gated ? 32 : 64) * 2;
-  const int bytes =
-      stages * 20 + epilogue +
-      (is_gemm1 ? (block_m == 64 || gather ? 4 * block_m : 4) + 8 : consumers * block_m * 8);
+  const int bytes = stages * 20 + epilogue +
+                    (is_gemm1 ? (block_m == 64 ? 4 * block_m : 4) + 8 : consumers * block_m * 8);
   return (bytes + 1023) / 1024 * 1024;
 }
 
@@ -100,13 +97,8 @@ core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::Kernel
   g.gated = gated;
   g.mma = 2;
   g.swap = true;
-  // DEV measurement knob (to be replaced by a config field or lever once measured).
-  if (const char* v = std::getenv("MOETUNE_DEV_SWAP_GATHER"); is_gemm1 && v && *v == '1')
-    g.gather = g.block_m >= 128;
-  if (const char* v = std::getenv("MOETUNE_DEV_SWAP_PERMUTE"); is_gemm1 && v && *v == '1')
-    g.fused_permute = g.block_m >= 128 && !g.gather;
   const int smem =
-      g.smem_bytes() + swap_static_smem(g.stages, consumers, g.block_m, is_gemm1, gated, g.gather);
+      g.smem_bytes() + swap_static_smem(g.stages, consumers, g.block_m, is_gemm1, gated);
   if (smem > kSm90MaxSmemBytes) {
     return reject(gemm, "needs " + std::to_string(smem) + " bytes of shared memory (" +
                             std::to_string(g.stages) + " stages of " +

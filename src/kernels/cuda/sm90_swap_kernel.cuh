@@ -82,50 +82,7 @@ struct SwapEpilogue {
   }
 };
 
-/// A swap-AB GEMM1's copy of x's rows into sorted order (what moe_permute_rows_kernel does), by
-/// the three producer warps that issue no TMA, beside the GEMM: rows from block p.permute_b0 on,
-/// row r by worker warp r % (3 x grid) (CTA-major, so consecutive rows go to different SMs), in
-/// row order, as the tile walk reads them. After each row, its warp counts it in
-/// p.row_ready[r / kBlockM] (padding rows too, not copied), its stores fenced for the async proxy
-/// and released at GPU scope; the TMA issuer waits for a block's count to reach kBlockM, then
-/// fences and loads. No worker waits on anything, so every count completes.
-template <int kBlockM>
-MOETUNE_DEVICE void swap_permute_rows(WsGemmParams const& p, int worker) {
-  const GemmParams& g = p.g;
-  const int lane = threadIdx.x & 31;
-  const int workers = 3 * static_cast<int>(gridDim.x);
-  const int rows = *g.num_blocks * kBlockM;
-  const int vecs = g.k_dim / 8;
-  for (int r = p.permute_b0 * kBlockM + worker * static_cast<int>(gridDim.x) + blockIdx.x;
-       r < rows; r += workers) {
-    const int pair = g.sorted_pairs[r];
-    if (pair >= 0) {
-      const uint4* src =
-          reinterpret_cast<const uint4*>(p.x_src + (long long)(pair / g.top_k) * g.k_dim);
-      uint4* dst = reinterpret_cast<uint4*>(const_cast<moe_bf16*>(g.a) + (long long)r * g.k_dim);
-      for (int v = lane; v < vecs; v += 32 * 8) {
-        uint4 q[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          if (v + 32 * i < vecs) q[i] = __ldg(src + v + 32 * i);
-        }
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-          if (v + 32 * i < vecs) dst[v + 32 * i] = q[i];
-        }
-      }
-      fence_proxy_async_global();  // the stores, before any TMA read of them
-    }
-    __syncwarp();
-    if (lane == 0) {
-      __threadfence();
-      atomicAdd(p.row_ready + r / kBlockM, 1);
-    }
-  }
-}
-
-template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1,
-          bool kGatherX = false, bool kPermuteX = false>
+template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1>
 __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     moe_swap_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -138,16 +95,16 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // sorted-row order (moe_permute_rows_kernel), like GEMM2's h. NOTE: the gather at 128 and 192
   // made GEMM1 1.4-1.8x slower on the H200 (S1 M=2048 479 vs 407 us, S3 M=512 984 vs 549: 12
   // cp.async per producer thread and stage starve the consumers), the copy's pass made it 3-8%
-  // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/).
-  constexpr bool kGather = kIsGemm1 && (kBlockM == 64 || kGatherX);
-  // GEMM1 that copies x's rows into sorted order itself (swap_permute_rows), from block
-  // p.permute_b0 on, in its three producer warps that issue no TMA.
-  constexpr bool kPermute = kIsGemm1 && !kGather && kPermuteX;
+  // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/). Re-measured after
+  // the wgmma group fix: the gather 1.6-2.4x slower (S1 M=4096 GEMM1 956 vs 487 us); the copy
+  // written beside the GEMM by the three producer warps that issue no TMA (per-block counts, the
+  // pass only for the first wave) no faster (492 vs 484 us) (bench/results/2026-12-01-swap-gather/).
+  constexpr bool kGather = kIsGemm1 && kBlockM == 64;
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
   // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
   // group_m 8 spilled a register).
-  constexpr int kProducerRegs = kGather || kPermute || kConsumers == 3 ? 56 : 40;
-  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather || kPermute ? 224 : 232;
+  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
+  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
   static_assert(kBlockM % 64 == 0 && kBlockM <= (kConsumers == 3 ? 192 : 256),
                 "swap-AB: block_m a multiple of 64, <= 192 with three consumers (96 accumulator "
@@ -207,10 +164,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     warpgroup_reg_dealloc<kProducerRegs>();
     // GEMM2: one warp (its ballots count a tile's pairs, lane 0 issues the TMA); GEMM1: all four
     // warps also gather the token rows.
-    if (!kGather && tid >= 32) {
-      if (kPermute) swap_permute_rows<kBlockM>(p, (tid >> 5) - 1);
-      return;
-    }
+    if (!kGather && tid >= 32) return;
     const int warp = tid >> 5;
     const int lane = tid & 31;
     int stage = 0, phase = 0;
@@ -239,10 +193,6 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
       const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
       const int e = g.block_expert[pid_m];
       const int c0 = pid_n * kCols;  // first output column
-      if (kPermute && tid == 0 && pid_m >= p.permute_b0) {  // the block's rows copied
-        while (ld_acquire_gpu(p.row_ready + pid_m) < kBlockM) __nanosleep(64);
-        fence_proxy_async_global();
-      }
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
         const moe_u32 fb = smem_u32(&full_bar[stage]);
@@ -276,7 +226,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           // (padding among them zero-filled).
           const int chunk = tid & 7;
           const moe_bf16* x = reinterpret_cast<const moe_bf16*>(g.a);
-#pragma unroll 4
+#pragma unroll
           for (int i = 0; i < kBlockM / 16; ++i) {
             const int r = (tid >> 3) + 16 * i;
             if (r < boxes * 16) {

@@ -66,15 +66,9 @@ struct WsGemmParams {
   int half_skip;   // lever half_tile_skip (tma_ws block_m 128): see the consumer loop
   int tail_split;  // lever tail_split (tma_ws block_m 128): see the consumer loop
   // Swap-AB (sm90_swap_kernel.cuh): the token rows of tma_a in 64-row boxes (tma_a: 16-row).
+  // NOTE: new fields go after it: this struct's maps are 64-byte aligned and the host's 128, so a
+  // field before it can move it on one side only (sm90_gather_launch.cpp asserts the offsets).
   TmaDescriptor tma_a_wide;
-  // Swap-AB GEMM1 that copies x's rows into sorted order itself (sm90_swap_kernel.cuh,
-  // swap_permute_rows): x, the rows copied per align block, and the first block it copies (the
-  // blocks before it came from the permute pass). NOTE: after the maps: the host's CUtensorMap is
-  // 128-byte aligned, this TmaDescriptor 64, so a map placed after these fields sat at another
-  // offset on each side (cudaErrorIllegalInstruction on the H200).
-  const moe_bf16* x_src;
-  int* row_ready;
-  int permute_b0;
 };
 
 /// The end of a dynamic tile walk (lever dynamic_tiles here, the swap-AB kernel's own walk), by
@@ -167,8 +161,7 @@ constexpr int ws_consumers() {
 /// On the H200 it was slower or equal in the layer (bench/results/2026-11-30-cluster-n/), so no
 /// table or search space uses it.
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1,
-          bool kTmaA = false>
+          bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
@@ -177,8 +170,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // moe_permute_rows_kernel wrote (g.a; 256 gathered rows per stage starved the consumers:
   // bench/results/2026-11-30-gemm1-256-ncu/; at 192 the gather made GEMM1 1.3-1.85x slower than
   // 128-row tiles on the H200, S3 M=512 794 vs 612 us: bench/results/2026-11-30-tile192/).
+  // NOTE: at block_m 128, A by TMA from that copy was slower or equal at every benchmark point,
+  // equal at S3 M=16384 where the pass is under 1% of GEMM1 (12379 vs 12362 us): the gather does
+  // not limit this GEMM (bench/results/2026-12-01-swap-gather/call3).
   // GEMM2's A (h rows) is always loaded by TMA.
-  constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192 && !kTmaA;
+  constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192;
   // A by TMA in 64-row granules, only those that hold pairs, at block_m 192 and 256 (not on 1x2
   // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
   // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
