@@ -98,7 +98,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/). Re-measured after
   // the wgmma group fix: the gather 1.6-2.4x slower (S1 M=4096 GEMM1 956 vs 487 us); the copy
   // written beside the GEMM by the three producer warps that issue no TMA (per-block counts, the
-  // pass only for the first wave) no faster (492 vs 484 us) (bench/results/2026-12-01-swap-gather/).
+  // pass only for the first wave) no faster (492 vs 484 us); bench/results/2026-12-01-swap-gather/.
   constexpr bool kGather = kIsGemm1 && kBlockM == 64;
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
   // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
