@@ -2,6 +2,8 @@
 // names, from ptxas -v through NVRTC (no GPU needed), as a markdown table for docs/kernels.md.
 // Compiles into a fresh temporary cubin cache: cached modules carry no ptxas report.
 // Usage: moetune_ptxas_report TABLES_DIR
+// Exit codes: 0 every kernel compiled; 1 one or more did not (their rows say "compile failed",
+// stderr has each one's name expression and NVRTC's error); 2 bad usage or an unreadable table.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -58,7 +60,9 @@ using ReportRows =
 /// Adds the GEMM1 and GEMM2 configs of one table's rows to `rows`, compiling each kernel once
 /// (usage kept per name expression in `by_expr`: GEMM2 kernels recur across activations and a
 /// cached module carries no ptxas report).
-void add_table(core::Table const& t, ReportRows& rows, std::map<std::string, Usage>& by_expr) {
+/// Returns the number of kernels that failed to compile (each reported on stderr).
+int add_table(core::Table const& t, ReportRows& rows, std::map<std::string, Usage>& by_expr) {
+  int failed = 0;
   const std::string shape =
       "E" + std::to_string(t.key.num_experts) + " N" + std::to_string(t.key.intermediate_size);
   for (auto const& [m, row] : t.rows) {
@@ -78,6 +82,10 @@ void add_table(core::Table const& t, ReportRows& rows, std::map<std::string, Usa
         auto mod = kernels::cuda::compile_module({expr});
         if (!mod.ok()) {
           entry.second = "| compile failed | | | | |";
+          std::fprintf(stderr, "moetune_ptxas_report: %s (%s, %s): %s\n", expr.c_str(),
+                       gemm.c_str(), core::short_string(k).c_str(),
+                       mod.error().to_string().c_str());
+          ++failed;
           continue;
         }
         known = by_expr.emplace(expr, parse_ptxas(mod->ptxas_log)[mod->lowered[expr]]).first;
@@ -88,6 +96,7 @@ void add_table(core::Table const& t, ReportRows& rows, std::map<std::string, Usa
                      " | " + usage.spills + " |";
     }
   }
+  return failed;
 }
 
 }  // namespace
@@ -107,13 +116,14 @@ int main(int argc, char** argv) {
   setenv("MOETUNE_CACHE_DIR", tmpl, 1);
   ReportRows rows;
   std::map<std::string, Usage> by_expr;
+  int failed = 0;
   for (auto const& f : *files) {
     auto t = core::load_table(f);
     if (!t.ok()) {
       std::fprintf(stderr, "moetune_ptxas_report: %s\n", t.error().to_string().c_str());
       return 2;
     }
-    add_table(*t, rows, by_expr);
+    failed += add_table(*t, rows, by_expr);
   }
   std::printf(
       "| GEMM | config | used at | registers | static smem (B) | dynamic smem (B) | threads "
@@ -126,5 +136,9 @@ int main(int argc, char** argv) {
   }
   std::error_code ec;
   std::filesystem::remove_all(tmpl, ec);
+  if (failed > 0) {
+    std::fprintf(stderr, "moetune_ptxas_report: %d kernel(s) failed to compile (above)\n", failed);
+    return 1;
+  }
   return 0;
 }

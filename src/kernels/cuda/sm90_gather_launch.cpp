@@ -98,17 +98,17 @@ struct WsGemmParams {
   int tail_split;          // lever tail_split
   CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
 };
-// NOTE: the offsets are asserted exactly, here and in the device source (which NVRTC checks when
-// it compiles any tma_ws or swap-AB kernel, CI included): the device's TmaDescriptor is 64-byte
-// aligned, the host's CUtensorMap 128, so a field added before tma_a_wide can move it on one side
-// only (448 on the device, 512 here: every swap-AB launch failed with cudaErrorIllegalInstruction
-// on the H200, bench/results/2026-12-01-swap-gather/call2-failed/). Add fields after the last map.
+// NOTE: the offsets are asserted exactly (the device struct's, by hand: NVRTC has no offsetof): the
+// device's TmaDescriptor is 64-byte aligned, the host's CUtensorMap 128, so a field added before
+// tma_a_wide can move it on one side only (448 on the device, 512 here: every swap-AB launch failed
+// with cudaErrorIllegalInstruction on the H200,
+// bench/results/2026-12-01-swap-gather/call2-failed/). Add fields after the last map.
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 352 &&
                   offsetof(WsGemmParams, tail_split) == 364 &&
                   offsetof(WsGemmParams, tma_a_wide) == 384,
               "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
-              "levers, a third map; sm90_ws_kernel.cuh asserts the same offsets)");
+              "levers, a third map)");
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 

@@ -67,16 +67,10 @@ struct WsGemmParams {
   int tail_split;  // lever tail_split (tma_ws block_m 128): see the consumer loop
   // Swap-AB (sm90_swap_kernel.cuh): the token rows of tma_a in 64-row boxes (tma_a: 16-row).
   // NOTE: new fields go after it: this struct's maps are 64-byte aligned and the host's 128, so a
-  // field before it can move it on one side only (sm90_gather_launch.cpp asserts the same offsets).
+  // field before it can move it on one side only (sm90_gather_launch.cpp asserts the host's
+  // offsets, which must be these; NVRTC has no offsetof to assert them here).
   TmaDescriptor tma_a_wide;
 };
-static_assert(__builtin_offsetof(WsGemmParams, tma_b) == 128 &&
-                  __builtin_offsetof(WsGemmParams, g) == 256 &&
-                  __builtin_offsetof(WsGemmParams, sched) == 352 &&
-                  __builtin_offsetof(WsGemmParams, tail_split) == 364 &&
-                  __builtin_offsetof(WsGemmParams, tma_a_wide) == 384,
-              "WsGemmParams must match the host's struct (sm90_gather_launch.cpp): the same "
-              "offsets are asserted there");
 
 /// The end of a dynamic tile walk (lever dynamic_tiles here, the swap-AB kernel's own walk), by
 /// one thread per CTA after its last fetch from sched[0]: counts the CTA done in sched[1], and
