@@ -51,6 +51,11 @@ std::vector<std::string> compile_options(std::string const& arch) {
           "--ptxas-options=-v",         "-default-device"};
 }
 
+bool is_ident_char(char c, bool first) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+         (!first && c >= '0' && c <= '9');
+}
+
 std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
@@ -85,6 +90,32 @@ bool deserialise(std::string const& text, JitModule& m) {
 }
 
 }  // namespace
+
+core::Result<std::vector<std::string>> dev_nvrtc_defines(const char* value) {
+  std::vector<std::string> out;
+  if (value == nullptr) return out;
+  std::istringstream is(value);
+  std::string tok;
+  while (is >> tok) {
+    const auto eq = tok.find('=');
+    const std::string name = tok.substr(0, eq);
+    bool ok = !name.empty();
+    for (size_t i = 0; ok && i < name.size(); ++i) ok = is_ident_char(name[i], i == 0);
+    if (ok && eq != std::string::npos) {
+      const std::string val = tok.substr(eq + 1);
+      ok = !val.empty();
+      for (char c : val) ok = ok && (is_ident_char(c, false) || c == '.' || c == '-');
+    }
+    if (!ok) {
+      return core::make_error(core::ErrorCode::kInvalidArgument, "MOETUNE_DEV_NVRTC_DEFINES",
+                              "'" + tok +
+                                  "' is not NAME or NAME=VALUE (NAME a C identifier, VALUE "
+                                  "letters, digits, '_', '.', '-'); fix or unset the variable");
+    }
+    out.push_back("-D" + tok);
+  }
+  return out;
+}
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;
@@ -176,7 +207,10 @@ core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
 core::Result<JitModule> compile_module(std::vector<std::string> const& name_exprs,
                                        std::string const& arch) {
   auto const& sources = jit_sources();
-  auto const opts = compile_options(arch);
+  auto opts = compile_options(arch);
+  auto defines = dev_nvrtc_defines(std::getenv("MOETUNE_DEV_NVRTC_DEFINES"));
+  if (!defines.ok()) return defines.error();
+  opts.insert(opts.end(), defines->begin(), defines->end());
   // The embedded sources (~100 KB) and the NVRTC version are fixed for the process: hashed once,
   // not on every call (loading a config looks up three modules).
   static const uint64_t sources_hash = [&] {

@@ -32,6 +32,14 @@ std::string cubin_cache_dir();
 core::Result<JitModule> compile_module(std::vector<std::string> const& name_exprs,
                                        std::string const& arch = "sm_90a");
 
+/// The extra NVRTC options of $MOETUNE_DEV_NVRTC_DEFINES, given its value (null or empty: none):
+/// whitespace-separated NAME or NAME=VALUE, each one "-DNAME[=VALUE]" (NAME a C identifier, VALUE
+/// letters, digits, '_', '.', '-'). A developer's knob for A/B-ing a source variant the kernels
+/// select by macro (e.g. MOETUNE_TMA_WEIGHT_L2=1, sm90_tma.cuh) without a rebuild; compile_module
+/// adds them to every compile and to the cache key, so each variant gets its own cubins. Anything
+/// else is refused (kInvalidArgument naming the token), so the knob cannot pass other options.
+core::Result<std::vector<std::string>> dev_nvrtc_defines(const char* value);
+
 /// NVRTC's version as "13.0".
 std::string nvrtc_version();
 

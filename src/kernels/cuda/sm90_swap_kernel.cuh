@@ -203,9 +203,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           if (kt == 0) stage_tile[stage] = t;
           mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
           if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
-            tma_load_5d(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
+            tma_load_5d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
           } else {
-            tma_load_2d(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
+            tma_load_2d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
           if (!kGather) {
             // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
@@ -214,10 +214,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
             // wide-boxes/call1).
             const int wide = boxes / 4;
             for (int b = 0; b < wide; ++b) {
-              tma_load_2d(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
+              tma_load_2d<kTmaActL2>(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
             }
             for (int b = 4 * wide; b < boxes; ++b) {
-              tma_load_2d(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
+              tma_load_2d<kTmaActL2>(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
             }
           }
         }

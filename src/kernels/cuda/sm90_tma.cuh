@@ -55,35 +55,106 @@ MOETUNE_DEVICE void cp_async_mbar_arrive_noinc(moe_u32 bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
+// L2 eviction priority of the persistent GEMMs' operand loads: kHint 0 no hint (what ships), 1
+// evict_first, 2 evict_last. The kernels pass kTmaWeightL2 for weight tiles and kTmaActL2 for token
+// rows (h and x's sorted copy by TMA, x by the tma_ws GEMM1's cp.async gather); both are 0 unless
+// a developer A/B sets MOETUNE_TMA_WEIGHT_L2 / MOETUNE_TMA_ACT_L2 through
+// MOETUNE_DEV_NVRTC_DEFINES (jit.hpp).
+#ifndef MOETUNE_TMA_WEIGHT_L2
+#define MOETUNE_TMA_WEIGHT_L2 0
+#endif
+#ifndef MOETUNE_TMA_ACT_L2
+#define MOETUNE_TMA_ACT_L2 0
+#endif
+constexpr int kTmaWeightL2 = MOETUNE_TMA_WEIGHT_L2;
+constexpr int kTmaActL2 = MOETUNE_TMA_ACT_L2;
+static_assert(kTmaWeightL2 >= 0 && kTmaWeightL2 <= 2 && kTmaActL2 >= 0 && kTmaActL2 <= 2,
+              "MOETUNE_TMA_WEIGHT_L2 / MOETUNE_TMA_ACT_L2: 0 none, 1 evict_first, 2 evict_last");
+
+/// The L2 cache policy of hint kHint (1 or 2) for the whole access (fraction 1.0).
+template <int kHint>
+MOETUNE_DEVICE moe_u64 l2_policy() {
+  moe_u64 p;
+  if constexpr (kHint == 1) {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+  } else {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+  }
+  return p;
+}
+
+/// cp_async_16_or_zero (sm90_common.cuh) with the L2 eviction priority kHint.
+template <int kHint>
+MOETUNE_DEVICE void cp_async_16_or_zero_l2(moe_u32 dst, const void* src, bool valid) {
+  if constexpr (kHint == 0) {
+    cp_async_16_or_zero(dst, src, valid);
+  } else if (valid) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;\n" ::"r"(dst),
+                 "l"(src), "l"(l2_policy<kHint>()));
+  } else {
+    cp_async_16_or_zero(dst, src, false);
+  }
+}
+
 /// TMA load of the box at (c0 = inner column, c1 = row) of `desc` into shared memory at `dst`;
-/// completes `bytes` of `bar`'s transaction count. Out-of-range elements are zero-filled.
+/// completes `bytes` of `bar`'s transaction count. Out-of-range elements are zero-filled. kHint:
+/// the L2 eviction priority (above).
+template <int kHint = 0>
 MOETUNE_DEVICE void tma_load_2d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar, int c0,
                                 int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1)
-      : "memory");
+  if constexpr (kHint == 0) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];\n" ::"r"(dst),
+        "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+        "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "l"(l2_policy<kHint>())
+        : "memory");
+  }
 }
 /// TMA load of a 5-D box at (c0, c1, c2, c3, c4) (c0 the innermost); as tma_load_2d otherwise.
 /// The swap-AB GEMM1 (sm90_swap_kernel.cuh) loads its gate and up weight rows interleaved with it.
+template <int kHint = 0>
 MOETUNE_DEVICE void tma_load_5d(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar, int c0, int c1,
                                 int c2, int c3, int c4) {
-  asm volatile(
-      "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
-      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
-      : "memory");
+  if constexpr (kHint == 0) {
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5, %6, %7}], [%2];\n" ::"r"(dst),
+        "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%3, %4, %5, %6, %7}], [%2], %8;\n" ::"r"(dst),
+        "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(c4),
+        "l"(l2_policy<kHint>())
+        : "memory");
+  }
 }
 /// The TMA load above, delivered to the same shared-memory offset (data and complete_tx on the
 /// barrier at `bar`'s offset) in every CTA of the cluster named by `cta_mask`.
+template <int kHint = 0>
 MOETUNE_DEVICE void tma_load_2d_multicast(moe_u32 dst, const TmaDescriptor* desc, moe_u32 bar,
                                           int c0, int c1, unsigned short cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
-      : "memory");
+  if constexpr (kHint == 0) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(dst),
+        "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+        : "memory");
+  } else {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5, %6;\n" ::"r"(dst),
+        "l"(reinterpret_cast<moe_u64>(desc)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask),
+        "l"(l2_policy<kHint>())
+        : "memory");
+  }
 }
 /// This CTA's rank in its cluster.
 MOETUNE_DEVICE int cluster_cta_rank() {

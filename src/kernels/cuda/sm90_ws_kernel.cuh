@@ -373,25 +373,27 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
               const moe_u32 dst = sb + cn * kWgBRows * 128;
               const int col = (k0 + kt) * 64;
               if (shares_b) {
-                tma_load_2d_multicast(dst, &p.tma_b, fb, col, b_row + cn * kWgN, 3);
+                tma_load_2d_multicast<kTmaWeightL2>(dst, &p.tma_b, fb, col, b_row + cn * kWgN, 3);
                 if (kGated)
-                  tma_load_2d_multicast(dst + kWgN * 128, &p.tma_b, fb, col,
-                                        b_row + g.n_dim + cn * kWgN, 3);
+                  tma_load_2d_multicast<kTmaWeightL2>(dst + kWgN * 128, &p.tma_b, fb, col,
+                                                      b_row + g.n_dim + cn * kWgN, 3);
               } else {
-                tma_load_2d(dst, &p.tma_b, fb, col, b_row + cn * kWgN);
+                tma_load_2d<kTmaWeightL2>(dst, &p.tma_b, fb, col, b_row + cn * kWgN);
                 if (kGated)
-                  tma_load_2d(dst + kWgN * 128, &p.tma_b, fb, col, b_row + g.n_dim + cn * kWgN);
+                  tma_load_2d<kTmaWeightL2>(dst + kWgN * 128, &p.tma_b, fb, col,
+                                            b_row + g.n_dim + cn * kWgN);
               }
             }
           }
           if (kGranules) {
             for (int gi = 0; gi < a_granules; ++gi) {
-              tma_load_2d(sa + gi * 64 * 128, &p.tma_a, fb, (k0 + kt) * 64, row0 + 64 * gi);
+              tma_load_2d<kTmaActL2>(sa + gi * 64 * 128, &p.tma_a, fb, (k0 + kt) * 64,
+                                     row0 + 64 * gi);
             }
           } else if (!kGather && !shares_a) {
-            tma_load_2d(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
+            tma_load_2d<kTmaActL2>(sa, &p.tma_a, fb, (k0 + kt) * 64, row0);
           } else if (!kGather && rank == 0) {
-            tma_load_2d_multicast(sa, &p.tma_a, fb, (k0 + kt) * 64, row0, 3);
+            tma_load_2d_multicast<kTmaActL2>(sa, &p.tma_a, fb, (k0 + kt) * 64, row0, 3);
           }
         }
         if (kGather) {
@@ -405,8 +407,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
             const int lr = (lane >> 3) + 4 * i;  // row lr is lane lr % 32's offset i / 8
             const long long off = __shfl_sync(0xffffffffu, my_off[i / 8], lr % 32);
             const moe_bf16* src = off >= 0 ? g.a + off + (k0 + kt) * 64 + chunk * 8 : g.a;
-            cp_async_16_or_zero(sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src,
-                                off >= 0);
+            cp_async_16_or_zero_l2<kTmaActL2>(
+                sa + swizzled_offset<64>(warp * kRowsPerWarp + lr, chunk), src, off >= 0);
           }
           cp_async_mbar_arrive_noinc(fb);
         }
