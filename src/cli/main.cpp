@@ -41,6 +41,9 @@ std::vector<EnvVarSpec> const& env_var_table() {
        "the knob cache file of MoeRunner and `moetune run` (--cache wins)"},
       {"MOETUNE_LEVER_<NAME>", "the lever's default rule at the deployment",
        "on|off: force one fast path (moetune levers list; docs/levers.md)"},
+      {"MOETUNE_DEV_NVRTC_DEFINES", "unset",
+       "developers: NAME[=VALUE] ... as -D options of every NVRTC compile (kernel source "
+       "variants, e.g. MOETUNE_TMA_WEIGHT_L2=1; part of the cubin cache key)"},
       {"MOETUNE_TEST_SEED", "20240611", "tests: seed of the generated cpu kernel cases"},
       {"MOETUNE_BUILD_DIR", "build", "scripts: the build directory"},
       {"MOETUNE_CUDA", "ON when nvcc is found", "scripts/build.sh: OFF builds without CUDA"},

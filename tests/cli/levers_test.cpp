@@ -93,8 +93,9 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "MOETUNE_CACHEDIR=/tmp",
        "moetune levers: environment: MOETUNE_CACHEDIR is not a moetune variable; expected a lever "
        "knob MOETUNE_LEVER_<NAME> or one of MOETUNE_BACKEND, MOETUNE_CACHE_DIR, MOETUNE_CACHE, "
-       "MOETUNE_TEST_SEED, MOETUNE_BUILD_DIR, MOETUNE_CUDA, MOETUNE_JOBS, MOETUNE_DEMO_OUT, "
-       "MOETUNE_DEMO_RECIPE, MOETUNE_CI_FORMAT; unset it; did you mean 'MOETUNE_CACHE_DIR'?\n"},
+       "MOETUNE_DEV_NVRTC_DEFINES, MOETUNE_TEST_SEED, MOETUNE_BUILD_DIR, MOETUNE_CUDA, "
+       "MOETUNE_JOBS, MOETUNE_DEMO_OUT, MOETUNE_DEMO_RECIPE, MOETUNE_CI_FORMAT; unset it; did you "
+       "mean 'MOETUNE_CACHE_DIR'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
        "MOETUNE_LEVER_PDL=true",
        "moetune levers: environment: MOETUNE_LEVER_PDL = 'true' is not a knob value; expected on "
@@ -125,7 +126,8 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
 
 TEST_F(CliLevers, ProjectVariablesDoNotDisturbResolution) {
   RunResult r = run({"levers", "resolve", "--deployment", kDecodeTp8},
-                    "MOETUNE_BACKEND=cpu MOETUNE_CACHE_DIR=/tmp MOETUNE_TEST_SEED=3");
+                    "MOETUNE_BACKEND=cpu MOETUNE_CACHE_DIR=/tmp MOETUNE_TEST_SEED=3 "
+                    "MOETUNE_DEV_NVRTC_DEFINES=MOETUNE_TMA_WEIGHT_L2=1");
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -59,7 +59,10 @@ MOETUNE_DEVICE void cp_async_mbar_arrive_noinc(moe_u32 bar) {
 // evict_first, 2 evict_last. The kernels pass kTmaWeightL2 for weight tiles and kTmaActL2 for token
 // rows (h and x's sorted copy by TMA, x by the tma_ws GEMM1's cp.async gather); both are 0 unless
 // a developer A/B sets MOETUNE_TMA_WEIGHT_L2 / MOETUNE_TMA_ACT_L2 through
-// MOETUNE_DEV_NVRTC_DEFINES (jit.hpp).
+// MOETUNE_DEV_NVRTC_DEFINES (jit.hpp). NOTE: measured on the H200 (bench/results/2026-12-02-swap-
+// l2/call5, 15 points of S1-S3 at M 512-8192, same bits): weights evict_first 0.98 (S2 M=512) to
+// 1.10x (S2 4096) the layer's time, token rows evict_last 0.98-1.01x; neither moved the bytes that
+// cross the L2 fabric, the busiest L2 unit under the mid-M GEMMs (ncu: 81-92%), so neither ships.
 #ifndef MOETUNE_TMA_WEIGHT_L2
 #define MOETUNE_TMA_WEIGHT_L2 0
 #endif
