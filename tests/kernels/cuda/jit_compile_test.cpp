@@ -940,7 +940,8 @@ TEST(Sm90Jit, DevNvrtcDefinesBecomeDashDOptionsAndAnythingElseIsRefused) {
   EXPECT_TRUE(blank->empty());
   auto two = dev_nvrtc_defines(" MOETUNE_TMA_WEIGHT_L2=1  FLAG_2 V=1.5e-3 ");
   ASSERT_TRUE(two.ok()) << two.error().to_string();
-  EXPECT_EQ(*two, (std::vector<std::string>{"-DMOETUNE_TMA_WEIGHT_L2=1", "-DFLAG_2", "-DV=1.5e-3"}));
+  EXPECT_EQ(*two,
+            (std::vector<std::string>{"-DMOETUNE_TMA_WEIGHT_L2=1", "-DFLAG_2", "-DV=1.5e-3"}));
   for (const char* bad : {"-O3", "A=1;rm", "A=", "1A", "A B=$(x)", "=1", "A=\"1\""}) {
     auto r = dev_nvrtc_defines(bad);
     ASSERT_FALSE(r.ok()) << bad;
