@@ -1,20 +1,27 @@
-// l2_sides.cu: which SMs sit beside which of the H200's two L2 partitions, and whether a line
-// homed in the far partition crosses the fabric once per SM side or once per read.
+// l2_sides.cu: which SMs sit beside which of the H200's two L2 partitions, and what crosses the
+// fabric between them.
 //
-// Part A (the map): for each SM s, the L2 is flushed, one CTA on a reference SM (SM 0) reads a 128
-// KiB probe region into L2, and then one thread on SM s times a dependent load of each of its 1024
-// lines. A line homed in the other partition than s's (or, where the reference side keeps a copy,
-// not homed on s's side) takes the fabric and is slower. Each SM's set of slow lines is its
-// signature; SMs whose signature matches the reference SM's share its side. Part B (the fabric):
-// kernels where a chosen set of SMs reads an 8 MiB region from a cold L2, meant for ncu
-// (lts__t_sectors_srcunit_ltcfabric.sum): one reader once / four times, 16 readers on one side, 8 +
-// 8 readers on both sides; by plain loads, cp.async and bulk copies (TMA). If a far line is kept
-// beside the reading side after it crossed, the crossings stay at ~half the region's sectors while
-// one side reads; if not, they grow with the reads.
+// Part A, the map. For each SM s:
+//   - the L2 is flushed;
+//   - one CTA on SM 0 (the reference) reads a 128 KiB probe region;
+//   - one thread on SM s times a dependent load of each of its 1024 lines.
+// A line homed in the far partition takes the fabric and is slower. Where the reference side
+// keeps a copy of what it read, an SM beside it sees no slow line and one on the other side half.
+// Without copies, each SM's set of slow lines (its signature) matches SM 0's or its complement.
+// Part B, the fabric, for ncu (lts__t_sectors_srcunit_ltcfabric.sum): kernels where chosen SMs read
+// an 8 MiB region from a cold L2: one reader once or four times, 16 readers on one side, 8 + 8 on
+// both sides; by plain loads, cp.async and bulk copies (the TMA unit).
+// Part C, how long the copy lasts: 16 side-0 readers read the region, 0-48 MiB stream through L2,
+// and the readers read the region again (reread_kernel).
+// Found on the H200 (bench/results/2026-12-02-l2-sides/): the reading side keeps a copy, so a far
+// line crosses once per side that reads it, by every kind of load; the copy outlasts 4 MiB of other
+// traffic, 80% of it 16 MiB, none 48 MiB. The map differs from chip to chip (pairs of SMs; 64 / 68
+// or 66 / 66 SMs per side).
 //
-// Build: nvcc -O2 -std=c++20 -gencode arch=compute_90a,code=sm_90a -o l2_sides bench/l2_sides.cu
-// Run: ./l2_sides [map.txt]  (prints the map and per-SM slow-line fractions; writes the map as
-// one digit per SM, 0 the reference side, 1 the other, to map.txt when given).
+// Build: the CMake target moetune_l2_sides, or
+//   nvcc -O2 -std=c++20 -gencode arch=compute_90a,code=sm_90a -o l2_sides bench/l2_sides.cu
+// Run: moetune_l2_sides [map.txt]. It prints the map and per-SM slow-line fractions, and writes
+// the map to map.txt when given: one digit per SM, 0 for SM 0's side, 1 for the other.
 #include <cuda_runtime.h>
 
 #include <algorithm>

@@ -41,7 +41,7 @@ struct AlignParams {
   const float* topk_weights;  // [num_pairs]
   float* sorted_weights;      // [max_blocks * block_m]: topk_weights of each row's pair (GEMM2's
                               // epilogue scale); padding rows are not written
-  int* sched;  // [8]: the tile walks' counters, four per GEMM (sm90_ws_kernel.cuh), zeroed here
+  int* sched;  // [4]: the tile counters of lever dynamic_tiles (sm90_ws_kernel.cuh), zeroed here
 };
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   const int tid = threadIdx.x;
   pdl_launch_dependents();
   pdl_wait();
-  if (tid < 8) p.sched[tid] = 0;
+  if (tid < 4) p.sched[tid] = 0;
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
@@ -282,7 +282,7 @@ __global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p
   const int n = p.num_chunks * E;
   pdl_launch_dependents();
   pdl_wait();
-  if (threadIdx.x < 8) p.base.sched[threadIdx.x] = 0;
+  if (threadIdx.x < 4) p.base.sched[threadIdx.x] = 0;
   // Where it fits (S2 at M = 16384: 64 chunks x 128 experts), hist is walked in shared memory.
   int* hist = n <= kStaged ? staged : p.hist;
   if (hist == staged) {

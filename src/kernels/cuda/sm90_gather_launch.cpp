@@ -97,9 +97,6 @@ struct WsGemmParams {
   int half_skip;           // lever half_tile_skip
   int tail_split;          // lever tail_split
   CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
-  uint32_t side_bits[8];   // the side walk: SM s beside L2 partition 1 (L2SideMap::bits)
-  int32_t side_walk;       // 0: off
-  int32_t side_sms[2];
 };
 // NOTE: the offsets are asserted exactly (the device struct's, by hand: NVRTC has no offsetof): the
 // device's TmaDescriptor is 64-byte aligned, the host's CUtensorMap 128, so a field added before
@@ -109,18 +106,15 @@ struct WsGemmParams {
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 352 &&
                   offsetof(WsGemmParams, tail_split) == 364 &&
-                  offsetof(WsGemmParams, tma_a_wide) == 384 &&
-                  offsetof(WsGemmParams, side_bits) == 512 &&
-                  offsetof(WsGemmParams, side_sms) == 548,
+                  offsetof(WsGemmParams, tma_a_wide) == 384,
               "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
               "levers, a third map)");
 
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
-// The tile walks' counters, four per GEMM (sm90_ws_kernel.cuh: the counter, the done count, the
-// side walk's second counter, one spare), GEMM1's then GEMM2's; both align kernels that run alone
-// (moe_align_kernel, moe_align_scan_kernel) zero them.
-constexpr int kSchedInts = 8;
+// Lever dynamic_tiles: GEMM1's tile counter and done count, then GEMM2's (sm90_ws_kernel.cuh);
+// both align kernels that run alone (moe_align_kernel, moe_align_scan_kernel) zero them.
+constexpr int kSchedInts = 4;
 
 struct WorkspaceLayout {
   size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
@@ -162,7 +156,7 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   }
   w.hist = off;
   off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
-  w.sched = off;  // the tile walks' counters (align zeroes them)
+  w.sched = off;  // lever dynamic_tiles: two counters per GEMM (align zeroes them)
   off += align_up(sizeof(int32_t) * kSchedInts);
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
@@ -436,15 +430,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   }
   WsGemmParams wp{};
   wp.g = gp;
-  int32_t* const gemm_sched = b.sched + (f == k.gemm1 ? 0 : 4);  // this GEMM's walk counters
-  // The side walk, where a dynamic walk runs and the SMs' L2 sides are known.
-  auto side_walk = [&] {
-    if (wp.sched == nullptr || !k.l2_sides.usable()) return;
-    std::copy(k.l2_sides.bits.begin(), k.l2_sides.bits.end(), wp.side_bits);
-    wp.side_walk = 1;
-    wp.side_sms[0] = k.l2_sides.sms[0];
-    wp.side_sms[1] = k.l2_sides.sms[1];
-  };
+  int32_t* const gemm_sched = b.sched + (f == k.gemm1 ? 0 : 2);  // this GEMM's two walk counters
   if (g.swap) {
     // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
     // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones.
@@ -466,7 +452,6 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     // The dynamic walk over tiles (the kernel's own, not a lever: its tiles differ in pairs, so the
     // static walk left SMs idle at the end; same bits either way).
     wp.sched = gemm_sched;
-    side_walk();
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};
     MOETUNE_CUDA_CHECK(
@@ -475,7 +460,6 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   }
   // dynamic_tiles: tma_ws (cooperative) without clusters; the kernel ignores it elsewhere.
   if (fast_paths.dynamic_tiles && !g.pingpong && g.cluster_size() == 1) wp.sched = gemm_sched;
-  side_walk();
   wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
   wp.tail_split = fast_paths.tail_split ? 1 : 0;
   MOETUNE_RETURN_IF_ERROR(encode_tma_2d(

@@ -3,7 +3,6 @@
 // kernels; the loaded set cached per geometry. See sm90_gather_load.hpp.
 #include "kernels/cuda/sm90_gather_load.hpp"
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -189,11 +188,6 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->l2_bytes, cudaDevAttrL2CacheSize, device));
-  if (const char* m = std::getenv("MOETUNE_DEV_L2_SIDE_MAP"); m != nullptr && *m != 0) {
-    auto map = l2_side_map_from_digits(m, k->sm_count, "MOETUNE_DEV_L2_SIDE_MAP");
-    if (!map.ok()) return map.error();
-    k->l2_sides = *map;
-  }
   if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
   // decode GEMM2: room for its staged w2 rows too (lever decode_w2_stage, chosen at launch).
   MOETUNE_RETURN_IF_ERROR(

@@ -14,7 +14,6 @@
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
-#include "kernels/cuda/sm90_l2_sides.hpp"
 #include "kernels/fast_paths.hpp"
 
 namespace moetune::kernels::cuda {
@@ -33,8 +32,6 @@ struct Sm90GatherKernels {
   int fused_smem = 0;
   int sm_count = 132;  ///< grid of the persistent (tma_ws) GEMMs
   int l2_bytes = 0;    ///< the device's L2 (lever decode_l2_prefetch sizes its prefetch by it)
-  /// The SMs' L2 sides for the side walk (not usable: the walks as before).
-  L2SideMap l2_sides;
   /// cluster_m 2: CTA pairs of GEMM1 / GEMM2 that fit on the device at once (the grid's cap;
   /// cudaOccupancyMaxActiveClusters, which counts the GPCs' SM layout); 0 when unclustered.
   int clusters1 = 0, clusters2 = 0;

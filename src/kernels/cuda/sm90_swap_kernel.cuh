@@ -168,25 +168,13 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     const int warp = tid >> 5;
     const int lane = tid & 31;
     int stage = 0, phase = 0;
-    // The side walk (an L2 side map given): every tile from the side's counters, the first too.
-    const bool side_walk = sched != nullptr && p.side_walk != 0;
-    const int side = side_walk ? sm_l2_side(p.side_bits) : 0;
-    const int side_split = side_walk ? side_walk_split(total, kGroupM * num_n, p.side_sms) : 0;
-    int t_first = blockIdx.x;
-    if (side_walk) {
-      int first = 0;
-      if (lane == 0) first = side_walk_fetch(sched, side, side_split, total);
-      t_first = __shfl_sync(0xffffffffu, first, 0);
-    }
-    for (int t = t_first; t < total;) {
+    for (int t = blockIdx.x; t < total;) {
       // The tile after this one, read after this one's loads so that its round trip runs under
       // them. NOTE: read at once (call4 in bench/results/2026-12-01-swap-smem-epilogue/), GEMM2
       // at S2 M=1024/2048 ran 3-4% slower than under the static walk.
       int fetched = 0;
-      if (sched != nullptr && lane == 0) {
-        fetched = side_walk ? side_walk_fetch(sched, side, side_split, total)
-                            : atomicAdd(sched, 1) + static_cast<int>(gridDim.x);
-      }
+      if (sched != nullptr && lane == 0)
+        fetched = atomicAdd(sched, 1) + static_cast<int>(gridDim.x);
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const int row0 = pid_m * kBlockM;

@@ -40,6 +40,11 @@
 //     within +-1.6% of the static walk on the H200, bench/results/2026-11-30-dynamic-tiles/). A
 //     GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1) walks the sub-blocks align listed
 //     (those that hold pairs), each m-tile's first row read from g.sub_row0.
+//   - NOTE: a walk that keeps tiles sharing operands on the SMs beside one L2 partition (7e1a7a6,
+//     reverted: tile ranges per side, two counters, this and the swap-AB kernel's dynamic walks)
+//     gave the same bits and no gain on the H200: layer 0.99-1.05x at S1/S2/S3 M=512-8192, L2
+//     fabric sectors 0-8% fewer (bench/results/2026-12-02-l2-sides/). So the mid-M GEMMs' fabric
+//     traffic is not the two sides reading the same lines.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
 // Empty barrier: one arrival per consumer warpgroup of the tile. Phases flip every kStages
 // k-tiles. Same wgmma sequence per 64-row half as schedule cooperative, so the three give
@@ -70,46 +75,7 @@ struct WsGemmParams {
   // field before it can move it on one side only (sm90_gather_launch.cpp asserts the host's
   // offsets, which must be these; NVRTC has no offsetof to assert them here).
   TmaDescriptor tma_a_wide;
-  // The L2 side walk (with a dynamic walk: lever dynamic_tiles here, the swap-AB kernel's own):
-  // bit s of side_bits set when SM s sits beside L2 partition 1 (measured, sm90_l2_sides.hpp);
-  // side_sms[i] SMs on side i; side_walk 0: off. See side_walk_fetch.
-  unsigned side_bits[8];
-  int side_walk;
-  int side_sms[2];
 };
-
-/// This SM's L2 side (0 or 1) in the walk's map.
-MOETUNE_DEVICE int sm_l2_side(const unsigned* side_bits) {
-  unsigned s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s < 256 ? static_cast<int>((side_bits[s >> 5] >> (s & 31)) & 1u) : 0;
-}
-
-/// The side walk's split: tiles [0, split) are side 0's, [split, total) side 1's, in proportion
-/// to their SMs, at a boundary of the raster's groups of per_group tiles (so that an m-block's
-/// tiles, which share its token rows, and a group's weight tiles stay on one side).
-MOETUNE_DEVICE int side_walk_split(int total, int per_group, const int* side_sms) {
-  const int groups = (total + per_group - 1) / per_group;
-  const int n = side_sms[0] + side_sms[1];
-  const int g0 = n > 0 ? (groups * side_sms[0] + n / 2) / n : groups;
-  return min(total, g0 * per_group);
-}
-
-/// The next tile of the side walk for a CTA on `side`: its side's range, from its own counter
-/// (sched[0]: side 0, sched[2]: side 1, counting from each range's start), then, once that range
-/// is handed out, the other side's (which tiles a side computes decides where its operands
-/// cross the fabric between the L2 partitions, never the bits). total: the end.
-MOETUNE_DEVICE int side_walk_fetch(int* sched, int side, int split, int total) {
-  const int own = side == 0 ? 0 : 2;
-  const int lo = side == 0 ? 0 : split;
-  const int hi = side == 0 ? split : total;
-  const int t = atomicAdd(sched + own, 1) + lo;
-  if (t < hi) return t;
-  const int olo = side == 0 ? split : 0;
-  const int ohi = side == 0 ? total : split;
-  const int u = atomicAdd(sched + (2 - own), 1) + olo;
-  return u < ohi ? u : total;
-}
 
 /// The end of a dynamic tile walk (lever dynamic_tiles here, the swap-AB kernel's own walk), by
 /// one thread per CTA after its last fetch from sched[0]: counts the CTA done in sched[1], and
@@ -119,7 +85,6 @@ MOETUNE_DEVICE void walk_counters_done(int* sched) {
   if (atomicAdd(sched + 1, 1) == static_cast<int>(gridDim.x) - 1) {
     atomicExch(sched, 0);
     atomicExch(sched + 1, 0);
-    atomicExch(sched + 2, 0);  // the side walk's second counter
   }
 }
 
@@ -359,25 +324,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     // GEMM2 needs one issuing thread; the others leave (a waiting thread that does not arrive
     // anywhere could fall two phases behind and then wait on the wrong parity forever).
     const int producer_end = kGather || tid == 0 ? total : 0;
-    // The side walk (dynamic_tiles with an L2 side map): every tile from the side's counters,
-    // the first one too.
-    const bool side_walk = sched != nullptr && p.side_walk != 0;
-    const int side = side_walk ? sm_l2_side(p.side_bits) : 0;
-    const int side_split =
-        side_walk ? side_walk_split(total, kGroupM * num_np * split, p.side_sms) : 0;
-    int t_first = cta0;
-    if (side_walk && producer_end > 0) {
-      if (tid == 0) producer_next[1] = side_walk_fetch(sched, side, side_split, total);
-      if (kGather) named_bar_sync(8, 128);
-      t_first = producer_next[1];
-    }
-    for (int t = t_first, parity = 0; t < producer_end; parity ^= 1) {
+    for (int t = cta0, parity = 0; t < producer_end; parity ^= 1) {
       // dynamic_tiles: the tile after this one, its round trip under this one's loads
       int fetched = 0;
-      if (sched != nullptr && tid == 0) {
-        fetched = side_walk ? side_walk_fetch(sched, side, side_split, total)
-                            : atomicAdd(sched, 1) + ctas;
-      }
+      if (sched != nullptr && tid == 0) fetched = atomicAdd(sched, 1) + ctas;
       int pid_m, pid_n;
       ws_tile_coords<kGroupM>(t / split, num_mp, num_np, pid_m, pid_n);
       const bool shares_b = pair_shares_b(pid_m);
