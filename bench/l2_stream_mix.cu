@@ -1,0 +1,244 @@
+// l2_stream_mix.cu: how fast can the H200 stream weights from DRAM while the same SMs re-read
+// L2-resident token rows beside them, as a mid-M GEMM does? No math: each SM's producer thread
+// loads k-tiles into a ring of shared-memory stages with bulk copies (the TMA unit), and one
+// consumer warp releases each stage as soon as it lands.
+//
+// A k-tile is kW bytes of the weight stream (each byte read once, from DRAM) plus r x kW bytes
+// of token rows (a 4 MiB region that every CTA walks, so after the first touch L2 serves them).
+// r = 0 is a pure stream; a mid-M GEMM re-reads 0.8 (S2 M=2048's GEMM1) to 1.3 (S1 M=4096's) bytes
+// per DRAM byte. Pair 2: clusters of two CTAs share their token rows by multicast, so L2 serves
+// half of them. Printed per r and pair: time, the weight stream's GB/s, the GB/s into the SMs'
+// shared memory and the GB/s L2 serves.
+//
+// Build: the CMake target moetune_l2_stream_mix, or
+//   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o l2_stream_mix
+//   bench/l2_stream_mix.cu
+// Run: moetune_l2_stream_mix (about a second).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                                            \
+  do {                                                                                         \
+    cudaError_t err_ = (call);                                                                 \
+    if (err_ != cudaSuccess) {                                                                 \
+      std::fprintf(stderr, "l2_stream_mix: %s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(err_));                                                  \
+      std::exit(3);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+namespace {
+
+// A stage holds kW weight bytes and up to 2 kW token-row bytes (r <= 2).
+template <unsigned kW, int kStages>
+constexpr int smem_bytes() {
+  return kStages * 3 * kW + 1024;
+}
+
+__device__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bar), "r"(count));
+}
+__device__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done = 0;
+  while (!done) {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  }
+}
+__device__ void bulk_load(unsigned dst, const char* src, unsigned bytes, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
+__device__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// CTA c streams k-tiles c, c + grid, ... of the weights. Its token rows walk the region from an
+// offset of its pair's, so every CTA walks the whole region and the two CTAs of a pair read the
+// same rows. pair 2: the two
+// CTAs of a cluster each load half of those rows and multicast them to both (as a cluster pair
+// would share an expert block's token rows); a stage is refilled only after both CTAs released it.
+template <int kPair, unsigned kW, int kStages>
+__global__ void mix_kernel(const char* w, long long tiles, const char* a, long long a_region,
+                           unsigned a_bytes, unsigned* sink) {
+  constexpr unsigned kStage = 3 * kW;
+  extern __shared__ __align__(1024) char smem_raw[];
+  __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
+  char* smem =
+      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  const unsigned rank = kPair == 2 ? cluster_rank() : 0;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&full[s])), 1);
+      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&empty[s])), kPair);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  if (kPair == 2) {
+    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;");
+  } else {
+    __syncthreads();
+  }
+  const long long pair_id = blockIdx.x / kPair;
+  if (threadIdx.x == 0) {  // producer
+    int stage = 0;
+    unsigned phase = 0;
+    // The token rows' offset walks the region from a start of the pair's (no division per
+    // stage: a 64-bit modulo there capped 8 KiB stages at ~2.9 TB/s in call 8).
+    const long long span = a_region - a_bytes;
+    long long off = a_bytes > 0 ? pair_id * 7919 * 128 % (span + 1) / 128 * 128 : 0;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+      mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage])), phase ^ 1);
+      const unsigned fb = static_cast<unsigned>(__cvta_generic_to_shared(&full[stage]));
+      asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(fb), "r"(kW + a_bytes)
+                   : "memory");
+      const unsigned dst = sbase + stage * kStage;
+      bulk_load(dst, w + t * kW, kW, fb);
+      if (a_bytes > 0) {
+        if (kPair == 1) {
+          bulk_load(dst + kW, a + off, a_bytes, fb);
+        } else {
+          const unsigned half = a_bytes / 2;  // a multiple of 64 bytes (a_bytes of 128)
+          asm volatile(
+              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
+              "cluster [%0], [%1], %2, [%3], %4;" ::"r"(dst + kW + rank * half),
+              "l"(a + off + rank * half), "r"(half), "r"(fb), "h"(static_cast<unsigned short>(3))
+              : "memory");
+        }
+        off += a_bytes;
+        if (off > span) off = 0;
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+  } else if (threadIdx.x == 32) {  // consumer: releases each stage once it landed
+    int stage = 0;
+    unsigned phase = 0;
+    unsigned acc = 0;
+    for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+      mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&full[stage])), phase);
+      acc += reinterpret_cast<volatile unsigned*>(smem + stage * kStage)[0];
+      const unsigned eb = static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage]));
+      asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(eb) : "memory");
+      if (kPair == 2) {  // the peer's multicast writes here too: it waits for this release
+        unsigned remote;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                     : "=r"(remote)
+                     : "r"(eb), "r"(rank ^ 1));
+        // NOTE: as the GEMMs arrive (sm90_tma.cuh). With .release.cluster here (call 9's file)
+        // the pairs streamed at 2.5 TB/s even with no shared rows.
+        asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+      }
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    if (acc == 0xdeadbeef) sink[0] = acc;
+  }
+  if (kPair == 2) {  // neither CTA leaves while its peer may still write into it
+    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;");
+  }
+}
+
+}  // namespace
+
+/// Launches one config (clusters of kPair CTAs); returns the median of 5 timings in seconds, each
+/// after a 256 MiB memset that takes the weights out of L2.
+template <int kPair, unsigned kW, int kStages>
+double time_config(int grid, const char* w, long long w_bytes, const char* a, long long a_region,
+                   double r, unsigned* sink, void* flush, size_t flush_bytes) {
+  auto* f = mix_kernel<kPair, kW, kStages>;
+  CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             smem_bytes<kW, kStages>()));
+  const unsigned a_bytes = static_cast<unsigned>(r * kW) / 128 * 128;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(grid);
+  cfg.blockDim = dim3(64);
+  cfg.dynamicSmemBytes = smem_bytes<kW, kStages>();
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kPair;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<float> times;
+  for (int i = 0; i < 5; ++i) {
+    CHECK(cudaMemset(flush, i, flush_bytes));
+    CHECK(cudaEventRecord(e0));
+    CHECK(cudaLaunchKernelEx(&cfg, f, w, w_bytes / kW, a, a_region, a_bytes, sink));
+    CHECK(cudaEventRecord(e1));
+    CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    times.push_back(ms);
+  }
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2] * 1e-3;
+}
+
+int main() {
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const long long w_bytes = 2ll << 30;   // 2 GiB of weights, each byte read once
+  const long long a_region = 4ll << 20;  // stays in L2 beside the stream
+  const size_t flush_bytes = 256ull << 20;
+  char *w = nullptr, *a = nullptr, *flush = nullptr;
+  unsigned* sink = nullptr;
+  CHECK(cudaMalloc(&w, w_bytes));
+  CHECK(cudaMalloc(&a, a_region));
+  CHECK(cudaMalloc(&flush, flush_bytes));
+  CHECK(cudaMalloc(&sink, 16));
+  CHECK(cudaMemset(w, 1, w_bytes));
+  CHECK(cudaMemset(a, 2, a_region));
+  // Pairs: as many clusters of two CTAs as fit at once (a GPC's SMs pair up): one CTA per SM.
+  const int pair_grid = sms / 2 * 2;
+  const double ratios[] = {0.0, 0.5, 1.0, 1.5, 2.0};
+  std::printf("%6s %5s %7s %6s %10s %10s %12s %12s\n", "r", "pair", "w_KiB", "stages", "time_us",
+              "dram_GBps", "into_sm_GBps", "l2_read_GBps");
+  auto report = [&](double r, int pair, unsigned kw, int stages, double s) {
+    const double tiles = static_cast<double>(w_bytes / kw);
+    const double a_bytes = static_cast<unsigned>(r * kw) / 128 * 128;
+    std::printf("%6.2f %5d %7u %6d %10.1f %10.0f %12.0f %12.0f\n", r, pair, kw / 1024, stages,
+                s * 1e6, w_bytes / s / 1e9, (w_bytes + tiles * a_bytes) / s / 1e9,
+                (w_bytes + tiles * a_bytes / pair) / s / 1e9);
+  };
+  for (int rep = 0; rep < 2; ++rep) {
+    std::printf("pass %d\n", rep + 1);
+    for (double r : ratios) {
+      report(r, 1, 16384, 4,
+             time_config<1, 16384, 4>(sms, w, w_bytes, a, a_region, r, sink, flush, flush_bytes));
+      report(r, 1, 8192, 8,
+             time_config<1, 8192, 8>(sms, w, w_bytes, a, a_region, r, sink, flush, flush_bytes));
+      report(r, 2, 16384, 4,
+             time_config<2, 16384, 4>(pair_grid, w, w_bytes, a, a_region, r, sink, flush,
+                                      flush_bytes));
+      report(
+          r, 2, 8192, 8,
+          time_config<2, 8192, 8>(pair_grid, w, w_bytes, a, a_region, r, sink, flush, flush_bytes));
+    }
+  }
+  return 0;
+}
