@@ -9,6 +9,9 @@
 // per DRAM byte. Pair 2: clusters of two CTAs share their token rows by multicast, so L2 serves
 // half of them. Printed per r and pair: time, the weight stream's GB/s, the GB/s into the SMs'
 // shared memory and the GB/s L2 serves.
+// Found on the H200 (bench/results/2026-12-02-l2-sides/call10/): alone, 4.46 TB/s at r = 0, 4.11
+// at 1.0, 3.59 at 1.5, 3.03 at 2.0 (into the SMs ~9.1 TB/s at most); pairs 4.32 at 1.0, 4.23 at
+// 1.5, 4.07 at 2.0. The GEMMs did not follow (call 11): fewer re-reads left their time as it was.
 //
 // Build: the CMake target moetune_l2_stream_mix, or
 //   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o l2_stream_mix

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -412,16 +410,6 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
   return core::Status::Ok();
 }
 
-/// Whether MOETUNE_DEV_NVRTC_DEFINES names MOETUNE_SWAP_PAIR=2 (read once per process, as the
-/// kernels it compiles are).
-bool swap_pair_macro() {
-  static const bool on = [] {
-    const char* d = std::getenv("MOETUNE_DEV_NVRTC_DEFINES");
-    return d != nullptr && std::string(d).find("MOETUNE_SWAP_PAIR=2") != std::string::npos;
-  }();
-  return on;
-}
-
 /// One GEMM of the align path: a tile per CTA, or (persistent kernels) at most one CTA per SM
 /// with the TMA maps of this call's pointers (B = the experts' weight rows; A = h rows for GEMM2,
 /// a_rows of them) and the levers dynamic_tiles and half_tile_skip.
@@ -464,15 +452,10 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
     // The dynamic walk over tiles (the kernel's own, not a lever: its tiles differ in pairs, so the
     // static walk left SMs idle at the end; same bits either way).
     wp.sched = gemm_sched;
-    // Developer macro MOETUNE_SWAP_PAIR=2 (sm90_swap_kernel.cuh): clusters of two CTAs, except
-    // the GEMM1 of block_m 64, which gathers its rows.
-    const bool pair = swap_pair_macro() && !(f == k.gemm1 && g.block_m == 64);
-    const unsigned grid =
-        pair ? std::min((tiles + 1) / 2 * 2, static_cast<unsigned>(k.sm_count) / 2 * 2)
-             : std::min(tiles, static_cast<unsigned>(k.sm_count));
+    const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
     void* params[] = {&wp};
-    MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl,
-                              pair ? 2 : 1));
+    MOETUNE_CUDA_CHECK(
+        launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
     return core::Status::Ok();
   }
   // dynamic_tiles: tma_ws (cooperative) without clusters; the kernel ignores it elsewhere.

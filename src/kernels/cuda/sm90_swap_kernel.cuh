@@ -25,6 +25,11 @@
 //   - Persistent over (align blocks x column tiles) in the group_m raster: the first wave static,
 //     then each CTA's next tile from the GEMM's counter (p.sched), except the block_m 64 GEMM1,
 //     which walks statically.
+// NOTE: CTA pairs (clusters of two on column tiles 2u, 2u + 1) that multicast a shared align
+// block's token rows (b372400, reverted) gave the same bits and no gain on the H200: layer
+// 0.986-1.017x (S1 M=4096 1.017), ncu at S1 M=4096 14-16% fewer L2-to-SM sectors at the same GEMM1
+// time; so re-reading the token rows is not what bounds these GEMMs
+// (bench/results/2026-12-02-l2-sides/).
 // Deterministic: each output element is one wgmma accumulation chain over k in order; no float
 // atomics (the walk's counter only decides which CTA computes a tile, not its bits).
 // Not bitwise equal to the tma_ws kernel (the MMA's operand roles differ); within the bf16 band of
@@ -38,16 +43,6 @@
 #include "sm90_ws_kernel.cuh"
 
 namespace moetune_dev {
-
-// Developer macro (MOETUNE_DEV_NVRTC_DEFINES; default 1, off): MOETUNE_SWAP_PAIR=2 runs the swap-AB
-// GEMMs that load their token rows by TMA on clusters of two CTAs, which take column tiles 2u and
-// 2u + 1 of the raster (a static walk over those units) and, when both tiles are in one align
-// block, load half of its token rows each and multicast them to both. The host launches the
-// clusters when the knob names it (sm90_gather_launch.cpp).
-#ifndef MOETUNE_SWAP_PAIR
-#define MOETUNE_SWAP_PAIR 1
-#endif
-static_assert(MOETUNE_SWAP_PAIR == 1 || MOETUNE_SWAP_PAIR == 2, "MOETUNE_SWAP_PAIR: 1 or 2");
 
 /// Calls body(IntConst<kN>{}) with kN the smallest multiple of 16 >= n (n <= kMaxN): the tile's
 /// wgmma N, chosen once per tile so that its whole k loop is one wgmma width. NOTE: chosen per
@@ -110,7 +105,6 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // written beside the GEMM by the three producer warps that issue no TMA (per-block counts, the
   // pass only for the first wave) no faster (492 vs 484 us); bench/results/2026-12-01-swap-gather/.
   constexpr bool kGather = kIsGemm1 && kBlockM == 64;
-  constexpr int kPair = kGather ? 1 : MOETUNE_SWAP_PAIR;  // CTAs per cluster
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
   // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
   // group_m 8 spilled a register).
@@ -149,17 +143,11 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     for (int s = 0; s < kStages; ++s) {
       // GEMM1: the TMA arrival and one cp.async arrival per producer thread (.noinc).
       mbar_init(smem_u32(&full_bar[s]), kGather ? 1 + 128 : 1);
-      // Pairs: the peer's consumers release a stage too (its multicast writes here).
-      mbar_init(smem_u32(&empty_bar[s]), kConsumers * kPair);
+      mbar_init(smem_u32(&empty_bar[s]), kConsumers);
     }
     mbar_init_fence();
   }
-  if constexpr (kPair == 2) {
-    cluster_sync();
-  } else {
-    __syncthreads();
-  }
-  const int rank = kPair == 2 ? cluster_cta_rank() : 0;
+  __syncthreads();
   pdl_launch_dependents();
   pdl_wait();  // NOTE: align / permute / GEMM1 outputs are visible only after this
 
@@ -174,20 +162,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // stage that tile fills first, so that tiles of few pairs (an expert's last block) do not leave
   // some SMs idle at the end. Null (and at block_m 64 GEMM1, whose four producer warps gather):
   // the static walk, CTA c taking tiles c, c + gridDim.x, ...
-  int* const sched = kGather || kPair == 2 ? nullptr : p.sched;
-  // Pairs: units u of two tiles (2u + rank), CTA pair c taking units c, c + pairs, ...; a tile
-  // past the end is a ghost (loads and computes nothing, keeps the stage protocol).
-  const int units = kPair == 2 ? (total + 1) / 2 : total;
-  const int unit0 = kPair == 2 ? static_cast<int>(blockIdx.x) / 2 : static_cast<int>(blockIdx.x);
-  const int ustep = kPair == 2 ? static_cast<int>(gridDim.x) / 2 : static_cast<int>(gridDim.x);
-  // Both tiles of unit u exist and sit in one align block (so they share its token rows).
-  auto unit_shares = [&](int u) {
-    if (kPair != 2 || 2 * u + 1 >= total) return false;
-    int m0, n0, m1, n1;
-    ws_tile_coords<kGroupM>(2 * u, num_m, num_n, m0, n0);
-    ws_tile_coords<kGroupM>(2 * u + 1, num_m, num_n, m1, n1);
-    return m0 == m1;
-  };
+  int* const sched = kGather ? nullptr : p.sched;
 
   if (wg == 0) {
     // ---------------------------------------------------------------- producer warpgroup
@@ -198,18 +173,15 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     const int warp = tid >> 5;
     const int lane = tid & 31;
     int stage = 0, phase = 0;
-    for (int u = unit0; u < units;) {
-      const int t = kPair == 2 ? 2 * u + rank : u;
-      const bool ghost = t >= total;
-      const bool shares = unit_shares(u);
+    for (int t = blockIdx.x; t < total;) {
       // The tile after this one, read after this one's loads so that its round trip runs under
       // them. NOTE: read at once (call4 in bench/results/2026-12-01-swap-smem-epilogue/), GEMM2
       // at S2 M=1024/2048 ran 3-4% slower than under the static walk.
       int fetched = 0;
       if (sched != nullptr && lane == 0)
         fetched = atomicAdd(sched, 1) + static_cast<int>(gridDim.x);
-      int pid_m = 0, pid_n = 0;
-      if (!ghost) ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
+      int pid_m, pid_n;
+      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
       const int row0 = pid_m * kBlockM;
       // Every warp counts the pairs; GEMM1's warps list the token rows (warp w: every fourth
       // 32-row slice) after the previous tile's gathers read them.
@@ -217,24 +189,21 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
       int n = 0;
 #pragma unroll
       for (int i = 0; i < kBlockM / 32; ++i) {
-        const int pair = ghost ? -1 : g.sorted_pairs[row0 + 32 * i + lane];
+        const int pair = g.sorted_pairs[row0 + 32 * i + lane];
         n += __popc(__ballot_sync(0xffffffffu, pair >= 0));
         if (kGather && i % 4 == warp)
           s_tok[kGather ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
       }
       if (kGather) named_bar_sync(9, 128);
       const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
-      const int e = ghost ? 0 : g.block_expert[pid_m];
+      const int e = g.block_expert[pid_m];
       const int c0 = pid_n * kCols;  // first output column
       for (int kt = 0; kt < num_k; ++kt) {
         mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
         const moe_u32 fb = smem_u32(&full_bar[stage]);
         const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
         const moe_u32 st = sw + Tile::kWBytes;
-        if (tid == 0 && ghost) {
-          stage_rows[stage] = 0;
-          mbar_arrive(fb);  // nothing lands here (its peer's tile shares no rows with it)
-        } else if (tid == 0) {
+        if (tid == 0) {
           stage_rows[stage] = n;
           if (kt == 0) stage_tile[stage] = t;
           mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
@@ -243,18 +212,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           } else {
             tma_load_2d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
           }
-          if (!kGather && shares) {
-            // Pairs sharing the block: boxes of alternate owners, each multicast to both CTAs.
-            const int wide = boxes / 4;
-            for (int b = rank; b < wide; b += 2) {
-              tma_load_2d_multicast<kTmaActL2>(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64,
-                                               row0 + 64 * b, 3);
-            }
-            for (int b = 4 * wide + rank; b < boxes; b += 2) {
-              tma_load_2d_multicast<kTmaActL2>(st + b * 16 * 128, &p.tma_a, fb, kt * 64,
-                                               row0 + 16 * b, 3);
-            }
-          } else if (!kGather) {
+          if (!kGather) {
             // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
             // 16-row boxes alone took 16 at block_m 256 (the same time on the H200: suspected of
             // the full tiles' slowness, they were not its cause; bench/results/2026-12-01-swap-
@@ -292,18 +250,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           phase ^= 1;
         }
       }
-      u = sched != nullptr ? __shfl_sync(0xffffffffu, fetched, 0) : u + ustep;
-    }
-    if constexpr (kPair == 2) {
-      // The tail: every stage released by both CTAs' consumers, so that no arrival of the peer's
-      // is still on its way here when this CTA exits.
-      for (int i = 0; i < kStages; ++i) {
-        mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
+      t = sched != nullptr ? __shfl_sync(0xffffffffu, fetched, 0) : t + gridDim.x;
     }
     if (sched != nullptr) {
       // The end, in the stage the next tile would have filled: stage_tile = total and an arrival
@@ -330,30 +277,12 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
   };
   constexpr int kRowLoads = (kBlockM + 127) / 128;  // GEMM2: the tile's rows this thread stages
-  // A stage's release: this CTA's producer, and with pairs the peer's too (its multicast writes
-  // here and this CTA's into it).
-  auto release = [&](int s) {
-    mbar_arrive(smem_u32(&empty_bar[s]));
-    if constexpr (kPair == 2) mbar_arrive_cluster(smem_u32(&empty_bar[s]), rank ^ 1);
-  };
-  for (int u = unit0;; u += sched != nullptr ? 0 : ustep) {
-    int t = kPair == 2 ? 2 * u + rank : u;
+  for (int t = blockIdx.x;; t += sched != nullptr ? 0 : gridDim.x) {
     if (sched != nullptr) {  // the tile (or the end) rides with its first k-tile's stage
       mbar_wait(smem_u32(&full_bar[stage]), phase);
       t = stage_tile[stage];
     }
-    if (kPair == 2 ? u >= units : t >= total) break;
-    if (kPair == 2 && t >= total) {  // a ghost: the stage protocol only
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&full_bar[stage]), phase);
-        if (tid == 0) release(stage);
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      continue;
-    }
+    if (t >= total) break;
     int pid_m, pid_n;
     ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
     const long long row0 = (long long)pid_m * kBlockM;
@@ -395,7 +324,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
         fence_acc();
         wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
         fence_acc();
-        if (prev >= 0 && tid == 0) release(prev);
+        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
         prev = stage;
         if (++stage == kStages) {
           stage = 0;
@@ -404,7 +333,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
       }
       wgmma_wait<0>();
       fence_acc();
-      if (prev >= 0 && tid == 0) release(prev);
+      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
     });
 
     // Epilogue: weight row (output column) and token of each accumulator (see the file comment).
