@@ -9,6 +9,9 @@
 // per DRAM byte. Pair 2: clusters of two CTAs share their token rows by multicast, so L2 serves
 // half of them. Printed per r and pair: time, the weight stream's GB/s, the GB/s into the SMs'
 // shared memory and the GB/s L2 serves.
+// First, the weights as a GEMM walks them (walk_kernel: each CTA its row blocks' k-tiles in
+// order), as stored (TMA boxes of 128 rows x 128 bytes) or packed per k-tile (contiguous), at
+// r = 0, 0.75, 1.33: stored 2-3% slower at r = 0, the same from 0.75 up (call12/).
 // Found on the H200 (bench/results/2026-12-02-l2-sides/call10/): alone, 4.46 TB/s at r = 0, 4.11
 // at 1.0, 3.59 at 1.5, 3.03 at 2.0 (into the SMs ~9.1 TB/s at most); pairs 4.32 at 1.0, 4.23 at
 // 1.5, 4.07 at 2.0. The GEMMs did not follow (call 11): fewer re-reads left their time as it was.
@@ -16,7 +19,8 @@
 // Build: the CMake target moetune_l2_stream_mix, or
 //   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o l2_stream_mix
 //   bench/l2_stream_mix.cu
-// Run: moetune_l2_stream_mix (about a second).
+// Run: moetune_l2_stream_mix (about a second): the walk table, then the r x pair table.
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -160,6 +164,87 @@ __global__ void mix_kernel(const char* w, long long tiles, const char* a, long l
   }
 }
 
+// The weights as a GEMM walks them: CTA c takes row blocks of 128 rows c, c + grid, ... of a
+// [rows, k] bf16 matrix and, for each, its k-tiles in order (64 columns: 16 KiB). kMode 0: the
+// matrix as stored (row-major), each k-tile a TMA box of 128 rows x 128 bytes, 128-byte swizzle, as
+// the GEMMs load it; kMode 1: the same k-tiles packed, each one contiguous 16 KiB (a weight layout
+// prepacked per tile), by bulk copy. Token rows beside them as in mix_kernel (one CTA, no pairs).
+template <int kMode>
+__global__ void walk_kernel(const __grid_constant__ CUtensorMap map, const char* w, int row_blocks,
+                            int k_tiles, const char* a, long long a_region, unsigned a_bytes,
+                            unsigned* sink) {
+  constexpr unsigned kW = 16384;
+  constexpr int kStages = 4;
+  constexpr unsigned kStage = 3 * kW;
+  extern __shared__ __align__(1024) char smem_raw[];
+  __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
+  char* smem =
+      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&full[s])), 1);
+      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&empty[s])), 1);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;");
+  }
+  __syncthreads();
+  const long long tiles_mine = static_cast<long long>((row_blocks - static_cast<int>(blockIdx.x) +
+                                                       static_cast<int>(gridDim.x) - 1) /
+                                                      static_cast<int>(gridDim.x)) *
+                               k_tiles;
+  if (threadIdx.x == 0) {  // producer
+    int stage = 0;
+    unsigned phase = 0;
+    const long long span = a_region - a_bytes;
+    long long off = a_bytes > 0 ? blockIdx.x * 7919ll * 128 % (span + 1) / 128 * 128 : 0;
+    for (int rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+      for (int kt = 0; kt < k_tiles; ++kt) {
+        mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage])), phase ^ 1);
+        const unsigned fb = static_cast<unsigned>(__cvta_generic_to_shared(&full[stage]));
+        asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(fb),
+                     "r"(kW + a_bytes)
+                     : "memory");
+        const unsigned dst = sbase + stage * kStage;
+        if (kMode == 0) {
+          asm volatile(
+              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+              "[%1, {%3, %4}], [%2];" ::"r"(dst),
+              "l"(reinterpret_cast<unsigned long long>(&map)), "r"(fb), "r"(kt * 64), "r"(rb * 128)
+              : "memory");
+        } else {
+          bulk_load(dst, w + (static_cast<long long>(rb) * k_tiles + kt) * kW, kW, fb);
+        }
+        if (a_bytes > 0) {
+          bulk_load(dst + kW, a + off, a_bytes, fb);
+          off += a_bytes;
+          if (off > span) off = 0;
+        }
+        if (++stage == kStages) {
+          stage = 0;
+          phase ^= 1;
+        }
+      }
+    }
+  } else if (threadIdx.x == 32) {  // consumer
+    int stage = 0;
+    unsigned phase = 0;
+    unsigned acc = 0;
+    for (long long i = 0; i < tiles_mine; ++i) {
+      mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&full[stage])), phase);
+      acc += reinterpret_cast<volatile unsigned*>(smem + stage * kStage)[0];
+      asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(
+                       static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage])))
+                   : "memory");
+      if (++stage == kStages) {
+        stage = 0;
+        phase ^= 1;
+      }
+    }
+    if (acc == 0xdeadbeef) sink[0] = acc;
+  }
+}
+
 }  // namespace
 
 /// Launches one config (clusters of kPair CTAs); returns the median of 5 timings in seconds, each
@@ -202,6 +287,61 @@ double time_config(int grid, const char* w, long long w_bytes, const char* a, lo
   return times[times.size() / 2] * 1e-3;
 }
 
+using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                   const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                   const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+/// walk_kernel over a [rows, k] bf16 matrix in `w` (2 GiB at most); median of 5 in seconds.
+template <int kMode>
+double time_walk(int grid, const char* w, int k, const char* a, long long a_region, double r,
+                 unsigned* sink, void* flush, size_t flush_bytes, long long* bytes) {
+  const long long rows = (2ll << 30) / (2ll * k) / 128 * 128;
+  *bytes = rows * k * 2;
+  CUtensorMap map{};
+  if (kMode == 0) {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                           &q));
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(k) * 2};
+    const cuuint32_t box[2] = {64, 128};
+    const cuuint32_t elem[2] = {1, 1};
+    if (reinterpret_cast<EncodeTiledFn>(f)(
+            &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<char*>(w), dims, strides, box,
+            elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "l2_stream_mix: cuTensorMapEncodeTiled failed\n");
+      std::exit(3);
+    }
+  }
+  auto* f = walk_kernel<kMode>;
+  const int smem = 4 * 3 * 16384 + 1024;
+  CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  const unsigned a_bytes = static_cast<unsigned>(r * 16384) / 128 * 128;
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<float> times;
+  for (int i = 0; i < 5; ++i) {
+    CHECK(cudaMemset(flush, i, flush_bytes));
+    CHECK(cudaEventRecord(e0));
+    f<<<grid, 64, smem>>>(map, w, static_cast<int>(rows / 128), k / 64, a, a_region, a_bytes, sink);
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventRecord(e1));
+    CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    times.push_back(ms);
+  }
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2] * 1e-3;
+}
+
 int main() {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
@@ -228,6 +368,20 @@ int main() {
                 s * 1e6, w_bytes / s / 1e9, (w_bytes + tiles * a_bytes) / s / 1e9,
                 (w_bytes + tiles * a_bytes / pair) / s / 1e9);
   };
+  // The weights in a GEMM's walk: as stored (TMA boxes) or packed per k-tile (bulk copies), at
+  // S1's K (2688) and S2's (2048).
+  std::printf("%6s %-8s %5s %10s %10s\n", "r", "layout", "k", "time_us", "dram_GBps");
+  for (int rep = 0; rep < 2; ++rep) {
+    for (double r : {0.0, 0.75, 1.33}) {
+      for (int k : {2688, 2048}) {
+        long long bytes = 0;
+        const double t0 = time_walk<0>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes);
+        std::printf("%6.2f %-8s %5d %10.1f %10.0f\n", r, "stored", k, t0 * 1e6, bytes / t0 / 1e9);
+        const double t1 = time_walk<1>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes);
+        std::printf("%6.2f %-8s %5d %10.1f %10.0f\n", r, "packed", k, t1 * 1e6, bytes / t1 / 1e9);
+      }
+    }
+  }
   for (int rep = 0; rep < 2; ++rep) {
     std::printf("pass %d\n", rep + 1);
     for (double r : ratios) {
