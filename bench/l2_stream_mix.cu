@@ -11,7 +11,8 @@
 // shared memory and the GB/s L2 serves.
 // First, the weights as a GEMM walks them (walk_kernel: each CTA its row blocks' k-tiles in
 // order), as stored (TMA boxes of 128 rows x 128 bytes) or packed per k-tile (contiguous), at
-// r = 0, 0.75, 1.33: stored 2-3% slower at r = 0, the same from 0.75 up (call12/).
+// r = 0, 0.75, 1.33: stored 2-3% slower at r = 0, the same from 0.75 up (call12/); a consumer that
+// holds each stage until the next lands, as the GEMMs' do, moved it 4% either way (call13/).
 // Found on the H200 (bench/results/2026-12-02-l2-sides/call10/): alone, 4.46 TB/s at r = 0, 4.11
 // at 1.0, 3.59 at 1.5, 3.03 at 2.0 (into the SMs ~9.1 TB/s at most); pairs 4.32 at 1.0, 4.23 at
 // 1.5, 4.07 at 2.0. The GEMMs did not follow (call 11): fewer re-reads left their time as it was.
@@ -169,7 +170,10 @@ __global__ void mix_kernel(const char* w, long long tiles, const char* a, long l
 // matrix as stored (row-major), each k-tile a TMA box of 128 rows x 128 bytes, 128-byte swizzle, as
 // the GEMMs load it; kMode 1: the same k-tiles packed, each one contiguous 16 KiB (a weight layout
 // prepacked per tile), by bulk copy. Token rows beside them as in mix_kernel (one CTA, no pairs).
-template <int kMode>
+// kHold 1: the consumer releases a stage only once the next one has landed, as a GEMM consumer
+// does (it releases k-tile kt - 1 after issuing kt's wgmma and waiting for kt - 1's to retire), so
+// one stage fewer is in flight while it waits for data; kHold 0: at once.
+template <int kMode, int kHold>
 __global__ void walk_kernel(const __grid_constant__ CUtensorMap map, const char* w, int row_blocks,
                             int k_tiles, const char* a, long long a_region, unsigned a_bytes,
                             unsigned* sink) {
@@ -230,12 +234,17 @@ __global__ void walk_kernel(const __grid_constant__ CUtensorMap map, const char*
     int stage = 0;
     unsigned phase = 0;
     unsigned acc = 0;
+    int prev = -1;
     for (long long i = 0; i < tiles_mine; ++i) {
       mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&full[stage])), phase);
       acc += reinterpret_cast<volatile unsigned*>(smem + stage * kStage)[0];
-      asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(
-                       static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage])))
-                   : "memory");
+      const int release = kHold ? prev : stage;
+      if (release >= 0) {
+        asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(
+                         static_cast<unsigned>(__cvta_generic_to_shared(&empty[release])))
+                     : "memory");
+      }
+      prev = stage;
       if (++stage == kStages) {
         stage = 0;
         phase ^= 1;
@@ -293,7 +302,7 @@ using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t
                                    CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
 /// walk_kernel over a [rows, k] bf16 matrix in `w` (2 GiB at most); median of 5 in seconds.
-template <int kMode>
+template <int kMode, int kHold = 0>
 double time_walk(int grid, const char* w, int k, const char* a, long long a_region, double r,
                  unsigned* sink, void* flush, size_t flush_bytes, long long* bytes) {
   const long long rows = (2ll << 30) / (2ll * k) / 128 * 128;
@@ -317,7 +326,7 @@ double time_walk(int grid, const char* w, int k, const char* a, long long a_regi
       std::exit(3);
     }
   }
-  auto* f = walk_kernel<kMode>;
+  auto* f = walk_kernel<kMode, kHold>;
   const int smem = 4 * 3 * 16384 + 1024;
   CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const unsigned a_bytes = static_cast<unsigned>(r * 16384) / 128 * 128;
@@ -368,18 +377,23 @@ int main() {
                 s * 1e6, w_bytes / s / 1e9, (w_bytes + tiles * a_bytes) / s / 1e9,
                 (w_bytes + tiles * a_bytes / pair) / s / 1e9);
   };
-  // The weights in a GEMM's walk: as stored (TMA boxes) or packed per k-tile (bulk copies), at
-  // S1's K (2688) and S2's (2048).
-  std::printf("%6s %-8s %5s %10s %10s\n", "r", "layout", "k", "time_us", "dram_GBps");
+  // The weights in a GEMM's walk at S1's K (2688): as stored (TMA boxes) or packed per k-tile
+  // (bulk copies), each stage released at once or held until the next landed.
+  std::printf("%6s %-8s %5s %5s %10s %10s\n", "r", "layout", "k", "hold", "time_us", "dram_GBps");
   for (int rep = 0; rep < 2; ++rep) {
     for (double r : {0.0, 0.75, 1.33}) {
-      for (int k : {2688, 2048}) {
-        long long bytes = 0;
-        const double t0 = time_walk<0>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes);
-        std::printf("%6.2f %-8s %5d %10.1f %10.0f\n", r, "stored", k, t0 * 1e6, bytes / t0 / 1e9);
-        const double t1 = time_walk<1>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes);
-        std::printf("%6.2f %-8s %5d %10.1f %10.0f\n", r, "packed", k, t1 * 1e6, bytes / t1 / 1e9);
-      }
+      const int k = 2688;
+      long long bytes = 0;
+      auto row = [&](const char* layout, int hold, double t) {
+        std::printf("%6.2f %-8s %5d %5d %10.1f %10.0f\n", r, layout, k, hold, t * 1e6,
+                    bytes / t / 1e9);
+      };
+      row("stored", 0,
+          time_walk<0, 0>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes));
+      row("stored", 1,
+          time_walk<0, 1>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes));
+      row("packed", 0,
+          time_walk<1, 0>(sms, w, k, a, a_region, r, sink, flush, flush_bytes, &bytes));
     }
   }
   for (int rep = 0; rep < 2; ++rep) {
