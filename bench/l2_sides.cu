@@ -53,6 +53,16 @@ __device__ unsigned smid() {
   return s;
 }
 
+/// One 16-byte ld.global.cg, its four words folded into one (so that the load is used).
+__device__ unsigned ld_cg_v4(const uint4* p) {
+  uint4 v;
+  asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p)
+               : "memory");
+  return v.x ^ v.y ^ v.z ^ v.w;
+}
+
 __device__ unsigned ld_cg(const unsigned* p) {
   unsigned v;
   asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
@@ -106,12 +116,7 @@ __global__ void read_kernel(const uint4* region, long long n16, int reps, const 
   for (int r = 0; r < reps; ++r) {
     if (mode == 0) {
       for (long long i = threadIdx.x; i < n16; i += blockDim.x) {
-        uint4 v;
-        asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
-                     : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                     : "l"(region + i)
-                     : "memory");
-        acc += v.x ^ v.y ^ v.z ^ v.w;
+        acc += ld_cg_v4(region + i);
       }
     } else if (mode == 1) {
       // 1024 threads x 16 B = 16 KiB per pass into a 16 KiB window.
@@ -160,12 +165,7 @@ __global__ void reread_kernel(const uint4* region, long long n16, const int* rol
   if (role[smid()] != 1) return;
   unsigned acc = 0;
   for (long long i = threadIdx.x; i < n16; i += blockDim.x) {
-    uint4 v;
-    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(region + i)
-                 : "memory");
-    acc += v.x ^ v.y ^ v.z ^ v.w;
+    acc += ld_cg_v4(region + i);
   }
   if (acc == 0xdeadbeef) sink[2] = acc;
 }
@@ -179,12 +179,7 @@ __global__ void stream_kernel(const uint4* buf, long long n16, const int* role, 
   unsigned acc = 0;
   const long long per = (n16 + streamers - 1) / streamers;
   for (long long i = r * per + threadIdx.x; i < min(n16, (r + 1) * per); i += blockDim.x) {
-    uint4 v;
-    asm volatile("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(buf + i)
-                 : "memory");
-    acc += v.x ^ v.y ^ v.z ^ v.w;
+    acc += ld_cg_v4(buf + i);
   }
   if (acc == 0xdeadbeef) sink[3] = acc;
 }

@@ -256,6 +256,30 @@ __global__ void walk_kernel(const __grid_constant__ CUtensorMap map, const char*
 
 }  // namespace
 
+/// The median of 5 timings of launch() in seconds, each after a memset of `flush` that takes the
+/// weights out of L2.
+template <typename Launch>
+double median_of_5(void* flush, size_t flush_bytes, Launch launch) {
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  std::vector<float> times;
+  for (int i = 0; i < 5; ++i) {
+    CHECK(cudaMemset(flush, i, flush_bytes));
+    CHECK(cudaEventRecord(e0));
+    launch();
+    CHECK(cudaEventRecord(e1));
+    CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    times.push_back(ms);
+  }
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2] * 1e-3;
+}
+
 /// Launches one config (clusters of kPair CTAs); returns the median of 5 timings in seconds, each
 /// after a 256 MiB memset that takes the weights out of L2.
 template <int kPair, unsigned kW, int kStages>
@@ -276,24 +300,9 @@ double time_config(int grid, const char* w, long long w_bytes, const char* a, lo
   attr.val.clusterDim.z = 1;
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  std::vector<float> times;
-  for (int i = 0; i < 5; ++i) {
-    CHECK(cudaMemset(flush, i, flush_bytes));
-    CHECK(cudaEventRecord(e0));
+  return median_of_5(flush, flush_bytes, [&] {
     CHECK(cudaLaunchKernelEx(&cfg, f, w, w_bytes / kW, a, a_region, a_bytes, sink));
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    times.push_back(ms);
-  }
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2] * 1e-3;
+  });
 }
 
 using EncodeTiledFn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
@@ -330,25 +339,10 @@ double time_walk(int grid, const char* w, int k, const char* a, long long a_regi
   const int smem = 4 * 3 * 16384 + 1024;
   CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const unsigned a_bytes = static_cast<unsigned>(r * 16384) / 128 * 128;
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
-  std::vector<float> times;
-  for (int i = 0; i < 5; ++i) {
-    CHECK(cudaMemset(flush, i, flush_bytes));
-    CHECK(cudaEventRecord(e0));
+  return median_of_5(flush, flush_bytes, [&] {
     f<<<grid, 64, smem>>>(map, w, static_cast<int>(rows / 128), k / 64, a, a_region, a_bytes, sink);
     CHECK(cudaGetLastError());
-    CHECK(cudaEventRecord(e1));
-    CHECK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CHECK(cudaEventElapsedTime(&ms, e0, e1));
-    times.push_back(ms);
-  }
-  CHECK(cudaEventDestroy(e0));
-  CHECK(cudaEventDestroy(e1));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2] * 1e-3;
+  });
 }
 
 int main() {
