@@ -19,39 +19,23 @@
 // or 66 / 66 SMs per side).
 //
 // Build: the CMake target moetune_l2_sides, or
-//   nvcc -O2 -std=c++20 -gencode arch=compute_90a,code=sm_90a -o l2_sides bench/l2_sides.cu
+//   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_sides bench/l2_sides.cu
 // Run: moetune_l2_sides [map.txt]. It prints the map and per-SM slow-line fractions, and writes
 // the map to map.txt when given: one digit per SM, 0 for SM 0's side, 1 for the other.
-#include <cuda_runtime.h>
-
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "l2_sides: %s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
-                   cudaGetErrorString(err_));                                             \
-      std::exit(3);                                                                       \
-    }                                                                                     \
-  } while (0)
-#define CHECK_LAUNCH() CHECK(cudaGetLastError())
+#define L2_PROBE_NAME "l2_sides"
+#include "l2_probe.cuh"
 
 namespace {
 
 constexpr int kProbeLines = 1024;       // 128 KiB of 128-byte lines
 constexpr int kSmemBytes = 200 * 1024;  // one CTA per SM
 
-__device__ unsigned smid() {
-  unsigned s;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-  return s;
-}
+using l2_probe::smid;
+using moetune_dev::smem_u32;
 
 /// One 16-byte ld.global.cg, its four words folded into one (so that the load is used).
 __device__ unsigned ld_cg_v4(const uint4* p) {
@@ -105,14 +89,14 @@ __global__ void read_kernel(const uint4* region, long long n16, int reps, const 
   __shared__ __align__(8) unsigned long long bar;
   if (role[smid()] != 1) return;
   unsigned acc = 0;
-  const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const unsigned sbar = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+  const unsigned sbase = smem_u32(smem);
+  const unsigned sbar = smem_u32(&bar);
   if (mode == 2 && threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(sbar));
-    asm volatile("fence.mbarrier_init.release.cluster;");
+    moetune_dev::mbar_init(sbar, 1);
+    moetune_dev::mbar_init_fence();
   }
   __syncthreads();
-  unsigned phase = 0;
+  int phase = 0;
   for (int r = 0; r < reps; ++r) {
     if (mode == 0) {
       for (long long i = threadIdx.x; i < n16; i += blockDim.x) {
@@ -121,10 +105,7 @@ __global__ void read_kernel(const uint4* region, long long n16, int reps, const 
     } else if (mode == 1) {
       // 1024 threads x 16 B = 16 KiB per pass into a 16 KiB window.
       for (long long i = threadIdx.x; i < n16; i += blockDim.x) {
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                         sbase + static_cast<unsigned>(threadIdx.x) * 16),
-                     "l"(region + i)
-                     : "memory");
+        moetune_dev::cp_async_16(sbase + static_cast<unsigned>(threadIdx.x) * 16, region + i, 16);
         asm volatile("cp.async.wait_all;" ::: "memory");
       }
       acc += reinterpret_cast<unsigned*>(smem)[threadIdx.x];
@@ -133,22 +114,10 @@ __global__ void read_kernel(const uint4* region, long long n16, int reps, const 
       const long long chunks = n16 * 16 / kChunk;
       for (long long c = 0; c < chunks; ++c) {
         if (threadIdx.x == 0) {
-          asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(sbar), "r"(kChunk)
-                       : "memory");
-          asm volatile(
-              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-              "[%3];" ::"r"(sbase + static_cast<unsigned>(c % 8) * kChunk),
-              "l"(reinterpret_cast<const char*>(region) + c * kChunk), "r"(kChunk), "r"(sbar)
-              : "memory");
-          unsigned done = 0;
-          while (!done) {
-            asm volatile(
-                "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, "
-                "0, p; }"
-                : "=r"(done)
-                : "r"(sbar), "r"(phase)
-                : "memory");
-          }
+          moetune_dev::mbar_arrive_expect_tx(sbar, kChunk);
+          l2_probe::bulk_load(sbase + static_cast<unsigned>(c % 8) * kChunk,
+                              reinterpret_cast<const char*>(region) + c * kChunk, kChunk, sbar);
+          moetune_dev::mbar_wait(sbar, phase);
           phase ^= 1;
         }
       }

@@ -18,26 +18,16 @@
 // 1.5, 4.07 at 2.0. The GEMMs did not follow (call 11): fewer re-reads left their time as it was.
 //
 // Build: the CMake target moetune_l2_stream_mix, or
-//   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -o l2_stream_mix
+//   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_stream_mix
 //   bench/l2_stream_mix.cu
 // Run: moetune_l2_stream_mix (about a second): the walk table, then the r x pair table.
 #include <cuda.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                            \
-  do {                                                                                         \
-    cudaError_t err_ = (call);                                                                 \
-    if (err_ != cudaSuccess) {                                                                 \
-      std::fprintf(stderr, "l2_stream_mix: %s:%d: %s failed: %s\n", __FILE__, __LINE__, #call, \
-                   cudaGetErrorString(err_));                                                  \
-      std::exit(3);                                                                            \
-    }                                                                                          \
-  } while (0)
+#define L2_PROBE_NAME "l2_stream_mix"
+#include "l2_probe.cuh"
 
 namespace {
 
@@ -47,208 +37,165 @@ constexpr int smem_bytes() {
   return kStages * 3 * kW + 1024;
 }
 
-__device__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared.b64 [%0], %1;" ::"r"(bar), "r"(count));
-}
-__device__ void mbar_wait(unsigned bar, unsigned parity) {
-  unsigned done = 0;
-  while (!done) {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  }
-}
-__device__ void bulk_load(unsigned dst, const char* src, unsigned bytes, unsigned bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
+using moetune_dev::mbar_arrive;
+using moetune_dev::mbar_arrive_cluster;
+using moetune_dev::mbar_arrive_expect_tx;
+using moetune_dev::mbar_wait;
+using moetune_dev::smem_u32;
 
-__device__ unsigned cluster_rank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
+using l2_probe::bulk_load;
+using l2_probe::bulk_load_pair;
+
+// A ring of kStages shared-memory stages of kStage bytes with their full / empty mbarriers, as
+// the GEMMs' producer and consumers use it (sm90_tma.cuh's primitives); `stage` and `phase` walk
+// it. init(): by thread 0, then a CTA (or cluster) barrier by the caller.
+template <int kStages, unsigned kStage>
+struct Ring {
+  unsigned long long* full;
+  unsigned long long* empty;
+  char* smem;  // 1024-byte aligned
+  int stage = 0;
+  int phase = 0;
+  __device__ void init(int empty_count) {
+    for (int s = 0; s < kStages; ++s) {
+      moetune_dev::mbar_init(smem_u32(&full[s]), 1);
+      moetune_dev::mbar_init(smem_u32(&empty[s]), empty_count);
+    }
+    moetune_dev::mbar_init_fence();
+  }
+  __device__ unsigned full_bar() const { return smem_u32(&full[stage]); }
+  __device__ unsigned empty_bar(int s) const { return smem_u32(&empty[s]); }
+  __device__ unsigned dst() const { return smem_u32(smem + stage * kStage); }
+  __device__ unsigned first_word() const {
+    return reinterpret_cast<volatile unsigned*>(smem + stage * kStage)[0];
+  }
+  __device__ void advance() {
+    if (++stage == kStages) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+__device__ char* align_1024(char* p) {
+  return reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(p) + 1023) & ~1023ull);
 }
 
 // CTA c streams k-tiles c, c + grid, ... of the weights. Its token rows walk the region from an
 // offset of its pair's, so every CTA walks the whole region and the two CTAs of a pair read the
-// same rows. pair 2: the two
-// CTAs of a cluster each load half of those rows and multicast them to both (as a cluster pair
-// would share an expert block's token rows); a stage is refilled only after both CTAs released it.
+// same rows. pair 2: the two CTAs of a cluster each load half of those rows and multicast them to
+// both (as a cluster pair would share an expert block's token rows); a stage is refilled only
+// after both CTAs released it.
 template <int kPair, unsigned kW, int kStages>
 __global__ void mix_kernel(const char* w, long long tiles, const char* a, long long a_region,
                            unsigned a_bytes, unsigned* sink) {
-  constexpr unsigned kStage = 3 * kW;
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
-  char* smem =
-      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  const unsigned rank = kPair == 2 ? cluster_rank() : 0;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&full[s])), 1);
-      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&empty[s])), kPair);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;");
-  }
+  Ring<kStages, 3 * kW> ring{full, empty, align_1024(smem_raw)};
+  const int rank = kPair == 2 ? moetune_dev::cluster_cta_rank() : 0;
+  if (threadIdx.x == 0) ring.init(kPair);
   if (kPair == 2) {
-    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;");
+    moetune_dev::cluster_sync();
   } else {
     __syncthreads();
   }
   const long long pair_id = blockIdx.x / kPair;
   if (threadIdx.x == 0) {  // producer
-    int stage = 0;
-    unsigned phase = 0;
     // The token rows' offset walks the region from a start of the pair's (no division per
     // stage: a 64-bit modulo there capped 8 KiB stages at ~2.9 TB/s in call 8).
     const long long span = a_region - a_bytes;
     long long off = a_bytes > 0 ? pair_id * 7919 * 128 % (span + 1) / 128 * 128 : 0;
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-      mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage])), phase ^ 1);
-      const unsigned fb = static_cast<unsigned>(__cvta_generic_to_shared(&full[stage]));
-      asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(fb), "r"(kW + a_bytes)
-                   : "memory");
-      const unsigned dst = sbase + stage * kStage;
-      bulk_load(dst, w + t * kW, kW, fb);
+      mbar_wait(ring.empty_bar(ring.stage), ring.phase ^ 1);
+      const unsigned fb = ring.full_bar();
+      mbar_arrive_expect_tx(fb, static_cast<int>(kW + a_bytes));
+      bulk_load(ring.dst(), w + t * kW, kW, fb);
       if (a_bytes > 0) {
         if (kPair == 1) {
-          bulk_load(dst + kW, a + off, a_bytes, fb);
+          bulk_load(ring.dst() + kW, a + off, a_bytes, fb);
         } else {
           const unsigned half = a_bytes / 2;  // a multiple of 64 bytes (a_bytes of 128)
-          asm volatile(
-              "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::"
-              "cluster [%0], [%1], %2, [%3], %4;" ::"r"(dst + kW + rank * half),
-              "l"(a + off + rank * half), "r"(half), "r"(fb), "h"(static_cast<unsigned short>(3))
-              : "memory");
+          bulk_load_pair(ring.dst() + kW + rank * half, a + off + rank * half, half, fb);
         }
         off += a_bytes;
         if (off > span) off = 0;
       }
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
+      ring.advance();
     }
   } else if (threadIdx.x == 32) {  // consumer: releases each stage once it landed
-    int stage = 0;
-    unsigned phase = 0;
     unsigned acc = 0;
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
-      mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&full[stage])), phase);
-      acc += reinterpret_cast<volatile unsigned*>(smem + stage * kStage)[0];
-      const unsigned eb = static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage]));
-      asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(eb) : "memory");
-      if (kPair == 2) {  // the peer's multicast writes here too: it waits for this release
-        unsigned remote;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-                     : "=r"(remote)
-                     : "r"(eb), "r"(rank ^ 1));
-        // NOTE: as the GEMMs arrive (sm90_tma.cuh). With .release.cluster here (call 9's file)
-        // the pairs streamed at 2.5 TB/s even with no shared rows.
-        asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-      }
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
+      mbar_wait(ring.full_bar(), ring.phase);
+      acc += ring.first_word();
+      mbar_arrive(ring.empty_bar(ring.stage));
+      // The peer's multicast writes here too: it waits for this release. NOTE: released at CTA
+      // scope as the GEMMs do (mbar_arrive_cluster); with .release.cluster (call 9's file) the
+      // pairs streamed at 2.5 TB/s even with no shared rows.
+      if (kPair == 2) mbar_arrive_cluster(ring.empty_bar(ring.stage), rank ^ 1);
+      ring.advance();
     }
     if (acc == 0xdeadbeef) sink[0] = acc;
   }
-  if (kPair == 2) {  // neither CTA leaves while its peer may still write into it
-    asm volatile("barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;");
-  }
+  if (kPair == 2) moetune_dev::cluster_sync();  // neither CTA leaves while its peer may write
 }
 
 // The weights as a GEMM walks them: CTA c takes row blocks of 128 rows c, c + grid, ... of a
 // [rows, k] bf16 matrix and, for each, its k-tiles in order (64 columns: 16 KiB). kMode 0: the
 // matrix as stored (row-major), each k-tile a TMA box of 128 rows x 128 bytes, 128-byte swizzle, as
-// the GEMMs load it; kMode 1: the same k-tiles packed, each one contiguous 16 KiB (a weight layout
-// prepacked per tile), by bulk copy. Token rows beside them as in mix_kernel (one CTA, no pairs).
-// kHold 1: the consumer releases a stage only once the next one has landed, as a GEMM consumer
-// does (it releases k-tile kt - 1 after issuing kt's wgmma and waiting for kt - 1's to retire), so
-// one stage fewer is in flight while it waits for data; kHold 0: at once.
+// the GEMMs load it (moetune_dev::tma_load_2d); kMode 1: the same k-tiles packed, each one
+// contiguous 16 KiB (a weight layout prepacked per tile), by bulk copy. Token rows beside them as
+// in mix_kernel (one CTA, no pairs). kHold 1: the consumer releases a stage only once the next one
+// has landed, as a GEMM consumer does (it releases k-tile kt - 1 after issuing kt's wgmma and
+// waiting for kt - 1's to retire), so one stage fewer is in flight while it waits for data;
+// kHold 0: at once.
 template <int kMode, int kHold>
 __global__ void walk_kernel(const __grid_constant__ CUtensorMap map, const char* w, int row_blocks,
                             int k_tiles, const char* a, long long a_region, unsigned a_bytes,
                             unsigned* sink) {
   constexpr unsigned kW = 16384;
   constexpr int kStages = 4;
-  constexpr unsigned kStage = 3 * kW;
   extern __shared__ __align__(1024) char smem_raw[];
   __shared__ __align__(8) unsigned long long full[kStages], empty[kStages];
-  char* smem =
-      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  const unsigned sbase = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < kStages; ++s) {
-      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&full[s])), 1);
-      mbar_init(static_cast<unsigned>(__cvta_generic_to_shared(&empty[s])), 1);
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;");
-  }
+  Ring<kStages, 3 * kW> ring{full, empty, align_1024(smem_raw)};
+  if (threadIdx.x == 0) ring.init(1);
   __syncthreads();
   const long long tiles_mine = static_cast<long long>((row_blocks - static_cast<int>(blockIdx.x) +
                                                        static_cast<int>(gridDim.x) - 1) /
                                                       static_cast<int>(gridDim.x)) *
                                k_tiles;
   if (threadIdx.x == 0) {  // producer
-    int stage = 0;
-    unsigned phase = 0;
     const long long span = a_region - a_bytes;
     long long off = a_bytes > 0 ? blockIdx.x * 7919ll * 128 % (span + 1) / 128 * 128 : 0;
     for (int rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
       for (int kt = 0; kt < k_tiles; ++kt) {
-        mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&empty[stage])), phase ^ 1);
-        const unsigned fb = static_cast<unsigned>(__cvta_generic_to_shared(&full[stage]));
-        asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], %1;" ::"r"(fb),
-                     "r"(kW + a_bytes)
-                     : "memory");
-        const unsigned dst = sbase + stage * kStage;
+        mbar_wait(ring.empty_bar(ring.stage), ring.phase ^ 1);
+        const unsigned fb = ring.full_bar();
+        mbar_arrive_expect_tx(fb, static_cast<int>(kW + a_bytes));
         if (kMode == 0) {
-          asm volatile(
-              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-              "[%1, {%3, %4}], [%2];" ::"r"(dst),
-              "l"(reinterpret_cast<unsigned long long>(&map)), "r"(fb), "r"(kt * 64), "r"(rb * 128)
-              : "memory");
+          moetune_dev::tma_load_2d(ring.dst(),
+                                   reinterpret_cast<const moetune_dev::TmaDescriptor*>(&map), fb,
+                                   kt * 64, rb * 128);
         } else {
-          bulk_load(dst, w + (static_cast<long long>(rb) * k_tiles + kt) * kW, kW, fb);
+          bulk_load(ring.dst(), w + (static_cast<long long>(rb) * k_tiles + kt) * kW, kW, fb);
         }
         if (a_bytes > 0) {
-          bulk_load(dst + kW, a + off, a_bytes, fb);
+          bulk_load(ring.dst() + kW, a + off, a_bytes, fb);
           off += a_bytes;
           if (off > span) off = 0;
         }
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
+        ring.advance();
       }
     }
   } else if (threadIdx.x == 32) {  // consumer
-    int stage = 0;
-    unsigned phase = 0;
     unsigned acc = 0;
     int prev = -1;
     for (long long i = 0; i < tiles_mine; ++i) {
-      mbar_wait(static_cast<unsigned>(__cvta_generic_to_shared(&full[stage])), phase);
-      acc += reinterpret_cast<volatile unsigned*>(smem + stage * kStage)[0];
-      const int release = kHold ? prev : stage;
-      if (release >= 0) {
-        asm volatile("mbarrier.arrive.shared.b64 _, [%0];" ::"r"(
-                         static_cast<unsigned>(__cvta_generic_to_shared(&empty[release])))
-                     : "memory");
-      }
-      prev = stage;
-      if (++stage == kStages) {
-        stage = 0;
-        phase ^= 1;
-      }
+      mbar_wait(ring.full_bar(), ring.phase);
+      acc += ring.first_word();
+      const int release = kHold ? prev : ring.stage;
+      if (release >= 0) mbar_arrive(ring.empty_bar(release));
+      prev = ring.stage;
+      ring.advance();
     }
     if (acc == 0xdeadbeef) sink[0] = acc;
   }
