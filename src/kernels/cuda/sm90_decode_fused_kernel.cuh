@@ -121,10 +121,15 @@ MOETUNE_DEVICE void fused_grid_barrier(int* bar, int ctas) {
 struct FusedWalk {
   long long f, hi1;  // GEMM1 cursor (u * I + c) and end
   int inter, r1, r2, lo2, hi2, experts;
-  int u2 = 0, c2 = 0;  // GEMM2 cursor
+  int u2 = 0, c2 = 0;  // GEMM2 cursor (start() sets it to expert 0, column lo2)
   bool valid = false, gemm2 = false;
   int u = 0, c = 0, n = 0;  // the current item
 
+  MOETUNE_DEVICE void start() {
+    u2 = 0;
+    c2 = lo2;
+    load();
+  }
   MOETUNE_DEVICE void load() {
     if (f < hi1) {
       gemm2 = false;
@@ -257,7 +262,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   const int U = s_nu;
   const long long T1 = static_cast<long long>(U) * I;
   FusedWalk walk{T1 * b / G, T1 * (b + 1) / G, I, r1, r2, lo2, hi2, U};
-  walk.load();
+  walk.start();
   long long* const warp_trace =
       p.trace != nullptr
           ? p.trace + static_cast<long long>(G) * kFusedStamps + b * kFusedWarps + warp
