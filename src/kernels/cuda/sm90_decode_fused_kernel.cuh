@@ -9,11 +9,12 @@
 //   - One producer thread bulk-copies (TMA) the CTA's items in order into kFusedSlots slots:
 //     GEMM1's w1 rows, then GEMM2's w2 rows. It never waits on the grid, so GEMM2's first rows
 //     land while the CTAs wait for h.
-//   - Consumer warp w takes items w, w + kFusedConsumers, ...: GEMM1 items write
-//     h[pair, c] = act(w1 rows . x[token]) (bf16, pair order) as moe_decode_gemm1_kernel does;
-//     after the CTA's GEMM1 items the consumers meet at a grid barrier (arrival count and
-//     generation in the workspace; the count is zero between launches: the last CTA to arrive
-//     resets it); GEMM2 items keep dot(w2 row, h[pair]) in shared memory; then
+//   - x [M, K] is bulk-copied into shared memory first. Consumer warp w takes items w,
+//     w + kFusedConsumers, ...: GEMM1 items write h[pair, c] = act(w1 rows . x[token]) (bf16,
+//     pair order) as moe_decode_gemm1_kernel does; after the CTA's GEMM1 items the consumers meet
+//     at a grid barrier (arrival count and generation in the workspace; the count is zero between
+//     launches: the last CTA to arrive resets it) and copy h [M x top_k, I] into shared memory
+//     over x; GEMM2 items keep dot(w2 row, h[pair]) in shared memory; then
 //     out[t, c] = sum_j topk_weight[t, j] * dot(t, j, c), j ascending, one thread per (t, c).
 // Bits: every dot product runs the decode kernels' per-lane order (16-byte vector v = lane + 32 i,
 // i ascending, dot8) and their xor-shuffle tree, and the top-k sum their order, so the output
@@ -35,6 +36,7 @@ constexpr int kFusedConsumers = 8;   // consumer warps
 constexpr int kFusedWarps = kFusedConsumers + 1;  // and the producer warp, last
 // Ring slots: two per consumer warp (a multiple of kFusedConsumers).
 constexpr int kFusedSlots = 16;
+constexpr int kFusedStep = 4;  // 16-byte vectors per lane loaded at once in the dot products
 static_assert(kFusedSlots % kFusedConsumers == 0, "a slot must always serve the same warp");
 
 struct DecodeFusedParams {
@@ -49,7 +51,7 @@ struct DecodeFusedParams {
   int hidden;    // K
   int inter;     // I
   int top_k, num_tokens, num_experts;
-  int smem_bytes;  // dynamic shared memory: GEMM2's partial dots, then the ring's slots
+  int smem_bytes;  // dynamic shared memory: GEMM2's partial dots, x then h, the ring's slots
   // Optional (null in the layer): %globaltimer stamps, kFusedStamps per CTA (thread 0: past
   // pdl_wait, route listed, GEMM1 done (arrival), barrier passed, its own GEMM2 items done, every
   // consumer's done, combine done, end), then one per warp (a consumer's GEMM1 items done; the
@@ -80,6 +82,12 @@ MOETUNE_DEVICE uint4 ld_16(const void* p) {
                : "l"(p)
                : "memory");
   return r;
+}
+
+MOETUNE_DEVICE void st_shared_16(moe_u32 addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
 }
 
 /// Bulk copy of `bytes` (a multiple of 16) from global memory into this CTA's shared memory at
@@ -172,9 +180,12 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   __shared__ int s_ustart[kFusedMaxPairs + 1];
   __shared__ int s_uexpert[kFusedMaxPairs];
   __shared__ int s_nu;
+  __shared__ float s_w[kFusedMaxPairs];  // topk_weights
   __shared__ __align__(8) moe_u64 s_full[kFusedSlots];
   __shared__ __align__(8) moe_u64 s_empty[kFusedSlots];
-  // [ceil(K / G)][P] fp32 dots of GEMM2, then the ring of kFusedSlots weight slots.
+  __shared__ __align__(8) moe_u64 s_xbar;  // x [M, K] landed in the activation region
+  // [ceil(K / G)][P] fp32 dots of GEMM2; the activation region: x [M, K] for GEMM1, then h [P, I]
+  // for GEMM2 (bf16); then the ring of kFusedSlots weight slots.
   extern __shared__ __align__(128) char s_dyn[];
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
@@ -186,8 +197,11 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   const int hi2 = static_cast<int>(static_cast<long long>(K) * (b + 1) / G);
   float* const s_dot = reinterpret_cast<float*>(s_dyn);
   const int dot_bytes = ((K + G - 1) / G * P * 4 + 127) / 128 * 128;
-  const int slot_bytes = (p.smem_bytes - dot_bytes) / kFusedSlots / 128 * 128;
-  const moe_u32 ring = smem_u32(s_dyn) + static_cast<moe_u32>(dot_bytes);
+  const int x_bytes = p.num_tokens * K * 2;
+  const int act_bytes = (max(x_bytes, P * I * 2) + 127) / 128 * 128;
+  const int slot_bytes = (p.smem_bytes - dot_bytes - act_bytes) / kFusedSlots / 128 * 128;
+  const moe_u32 act = smem_u32(s_dyn) + static_cast<moe_u32>(dot_bytes);
+  const moe_u32 ring = act + static_cast<moe_u32>(act_bytes);
   const int row1 = K * 2, row2 = I * 2;  // bytes of a w1 row, of a w2 row
   const int r1 = slot_bytes / (kHalves * row1), r2 = slot_bytes / row2;
   auto stamp = [&](int i) {
@@ -200,6 +214,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
       mbar_init(smem_u32(&s_full[s]), 1);
       mbar_init(smem_u32(&s_empty[s]), 1);
     }
+    mbar_init(smem_u32(&s_xbar), 1);
   }
   mbar_init_fence();
   pdl_wait();  // topk_ids and x from the kernels before
@@ -207,6 +222,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   for (int q = threadIdx.x; q < P; q += blockDim.x) {
     const int e = p.topk_ids[q];
     s_e[q] = e >= 0 && e < p.num_experts ? e : -1;
+    s_w[q] = p.topk_weights[q];
   }
   __syncthreads();
   for (int q = threadIdx.x; q < P; q += blockDim.x) {
@@ -273,6 +289,9 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     // every item's weight rows into the ring (slot g % kFusedSlots), whatever phase the consumers
     // are in, so GEMM2's first rows land while the grid waits for h.
     if (lane == 0) {
+      const moe_u32 xbar = smem_u32(&s_xbar);
+      mbar_arrive_expect_tx(xbar, x_bytes);
+      if (x_bytes > 0) bulk_copy_g2s(act, p.x, x_bytes, xbar);
       for (int g = 0; walk.valid; ++g, walk.next()) {
         const int slot = g % kFusedSlots;
         const moe_u32 full = smem_u32(&s_full[slot]);
@@ -302,6 +321,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
   // -------------------------------------------------------------- consumers: warp w takes items
   // g = w, w + kFusedConsumers, ... (slot g % kFusedSlots: always the same warp's).
   const int nvec1 = K >> 3, nvec2 = I >> 3;
+  mbar_wait(smem_u32(&s_xbar), 0);  // x
   bool arrived = false;
   for (int g = 0;; ++g, walk.next()) {
     if (!arrived && (!walk.valid || walk.gemm2)) {
@@ -314,6 +334,24 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
       named_bar_sync(1, kConsumerThreads);
       stamp(3);
       pdl_launch_dependents();  // every CTA is resident and past the barrier
+      // h [P, I] over x in the activation region (every consumer is past its GEMM1 items), four
+      // loads in flight per thread; rows of out-of-range pairs are copied but never read. Loads
+      // through L1: this SM read none of h before the grid barrier.
+      const int nv = P * I / 8;
+      for (int i0 = threadIdx.x; i0 < nv; i0 += 4 * kConsumerThreads) {
+        uint4 v[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int i = i0 + j * kConsumerThreads;
+          if (i < nv) v[j] = ld_16(p.h + static_cast<long long>(i) * 8);
+        }
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          const int i = i0 + j * kConsumerThreads;
+          if (i < nv) st_shared_16(act + static_cast<moe_u32>(i * 16), v[j]);
+        }
+      }
+      named_bar_sync(1, kConsumerThreads);
       arrived = true;
     }
     if (!walk.valid) break;
@@ -325,35 +363,49 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     if (!walk.gemm2) {
       // h[pair, c + r] = act(w1 row . x[token(pair)]) for the expert's pairs, kBlockM at a time:
       // each lane runs the vectors v = lane + 32 i in ascending order (zeros past the row, as
-      // decode_gemm1_pass), then warp_sum: the decode GEMM1's bits.
+      // decode_gemm1_pass), kFusedStep of them loaded at once, then warp_sum: the decode GEMM1's
+      // bits. Weights from the slot, x from the activation region.
       for (int r = 0; r < walk.n; ++r) {
-        const moe_u32 wg = sb + static_cast<moe_u32>(r * row1);
-        const moe_u32 wu = sb + static_cast<moe_u32>((walk.n + r) * row1);
+        const moe_u32 wrow[2] = {sb + static_cast<moe_u32>(r * row1),
+                                 sb + static_cast<moe_u32>((walk.n + r) * row1)};
         for (int g0 = s_ustart[walk.u]; g0 < pend; g0 += kBlockM) {
           const int np = min(kBlockM, pend - g0);
-          const moe_bf16* xrow[kBlockM];
+          moe_u32 xrow[kBlockM];
           float acc[kHalves][kBlockM];
 #pragma unroll
           for (int i = 0; i < kBlockM; ++i) {
-            xrow[i] = p.x + static_cast<long long>(s_order[g0 + min(i, np - 1)] / p.top_k) * K;
+            xrow[i] = act + static_cast<moe_u32>(s_order[g0 + min(i, np - 1)] / p.top_k * row1);
 #pragma unroll
             for (int hh = 0; hh < kHalves; ++hh) acc[hh][i] = 0.0f;
           }
-          for (int v0 = 0; v0 < nvec1; v0 += 32) {
-            const int v = v0 + lane;
-            const bool in = v < nvec1;
-            uint4 wv[kHalves];
+          for (int v0 = 0; v0 < nvec1; v0 += 32 * kFusedStep) {
+            uint4 wv[kHalves][kFusedStep];
 #pragma unroll
-            for (int hh = 0; hh < kHalves; ++hh) {
-              wv[hh] = in ? ld_shared_16((hh == 0 ? wg : wu) + static_cast<moe_u32>(v * 16))
-                          : make_uint4(0, 0, 0, 0);
+            for (int j = 0; j < kFusedStep; ++j) {
+              const int v = v0 + 32 * j + lane;
+#pragma unroll
+              for (int hh = 0; hh < kHalves; ++hh) {
+                wv[hh][j] = v < nvec1 ? ld_shared_16(wrow[hh] + static_cast<moe_u32>(v * 16))
+                                      : make_uint4(0, 0, 0, 0);
+              }
             }
 #pragma unroll
             for (int i = 0; i < kBlockM; ++i) {
               if (i < np) {
-                const uint4 xv = in ? ld_nc_16<false>(xrow[i] + v * 8) : make_uint4(0, 0, 0, 0);
+                uint4 xv[kFusedStep];
 #pragma unroll
-                for (int hh = 0; hh < kHalves; ++hh) acc[hh][i] = dot8(wv[hh], xv, acc[hh][i]);
+                for (int j = 0; j < kFusedStep; ++j) {
+                  const int v = v0 + 32 * j + lane;
+                  xv[j] = v < nvec1 ? ld_shared_16(xrow[i] + static_cast<moe_u32>(v * 16))
+                                    : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+                for (int j = 0; j < kFusedStep; ++j) {
+#pragma unroll
+                  for (int hh = 0; hh < kHalves; ++hh) {
+                    acc[hh][i] = dot8(wv[hh][j], xv[j], acc[hh][i]);
+                  }
+                }
               }
             }
           }
@@ -373,26 +425,41 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
       }
     } else {
       // dot(w2 row c + r, h[pair]) for the expert's pairs: the decode GEMM2's per-lane order
-      // (guarded past the row) and warp_sum. h comes through L1: this SM read none of it before
-      // the grid barrier.
+      // (guarded past the row), kFusedStep vectors loaded at once, and warp_sum. Weights from the
+      // slot, h from the activation region.
       for (int r = 0; r < walk.n; ++r) {
         const moe_u32 wrow = sb + static_cast<moe_u32>(r * row2);
         for (int g0 = s_ustart[walk.u]; g0 < pend; g0 += kBlockM) {
           const int np = min(kBlockM, pend - g0);
-          const moe_bf16* hrow[kBlockM];
+          moe_u32 hrow[kBlockM];
           float acc[kBlockM];
 #pragma unroll
           for (int i = 0; i < kBlockM; ++i) {
-            hrow[i] = p.h + static_cast<long long>(s_order[g0 + min(i, np - 1)]) * I;
+            hrow[i] = act + static_cast<moe_u32>(s_order[g0 + min(i, np - 1)] * row2);
             acc[i] = 0.0f;
           }
-          for (int v0 = 0; v0 < nvec2; v0 += 32) {
-            const int v = v0 + lane;
-            if (v < nvec2) {
-              const uint4 wv = ld_shared_16(wrow + static_cast<moe_u32>(v * 16));
+          for (int v0 = 0; v0 < nvec2; v0 += 32 * kFusedStep) {
+            uint4 wv[kFusedStep];
 #pragma unroll
-              for (int i = 0; i < kBlockM; ++i) {
-                if (i < np) acc[i] = dot8(wv, ld_16(hrow[i] + v * 8), acc[i]);
+            for (int j = 0; j < kFusedStep; ++j) {
+              const int v = v0 + 32 * j + lane;
+              wv[j] = v < nvec2 ? ld_shared_16(wrow + static_cast<moe_u32>(v * 16))
+                                : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int i = 0; i < kBlockM; ++i) {
+              if (i < np) {
+                uint4 hv[kFusedStep];
+#pragma unroll
+                for (int j = 0; j < kFusedStep; ++j) {
+                  const int v = v0 + 32 * j + lane;
+                  hv[j] = v < nvec2 ? ld_shared_16(hrow[i] + static_cast<moe_u32>(v * 16))
+                                    : make_uint4(0, 0, 0, 0);
+                }
+#pragma unroll
+                for (int j = 0; j < kFusedStep; ++j) {
+                  if (v0 + 32 * j + lane < nvec2) acc[i] = dot8(wv[j], hv[j], acc[i]);
+                }
               }
             }
           }
@@ -417,7 +484,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     float sum = 0.0f;
     for (int j = 0; j < p.top_k; ++j) {
       const int q = t * p.top_k + j;
-      sum = fmaf(p.topk_weights[q], s_e[q] >= 0 ? s_dot[s * P + q] : 0.0f, sum);
+      sum = fmaf(s_w[q], s_e[q] >= 0 ? s_dot[s * P + q] : 0.0f, sum);
     }
     p.out[static_cast<long long>(t) * K + lo2 + s] = float_to_bf16(sum);
   }

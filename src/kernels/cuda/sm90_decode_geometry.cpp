@@ -127,9 +127,12 @@ bool decode_fused_takes(core::MoeProblem const& p, GemmGeometry const& g1, int c
   const int64_t pairs = core::num_pairs(p);
   if (pairs > kDecodeFusedMaxPairs || ctas < 1 || !decode_fused_fits(g1)) return false;
   const int64_t cols = (p.hidden_size + ctas - 1) / ctas;
-  const int64_t dots = (cols * pairs * 4 + 127) / 128 * 128;  // as the kernel lays them out
-  if (dots >= smem_bytes) return false;
-  const int64_t slot = (smem_bytes - dots) / kDecodeFusedSlots / 128 * 128;
+  // As the kernel lays them out: the dots, the activation region (x, then h), the slots.
+  const int64_t dots = (cols * pairs * 4 + 127) / 128 * 128;
+  const int64_t acts =
+      (std::max(p.num_tokens * p.hidden_size, pairs * p.intermediate_size) * 2 + 127) / 128 * 128;
+  if (dots + acts >= smem_bytes) return false;
+  const int64_t slot = (smem_bytes - dots - acts) / kDecodeFusedSlots / 128 * 128;
   const int64_t w1_column = (g1.gated ? 2 : 1) * 2 * p.hidden_size;
   const int64_t w2_row = 2 * p.intermediate_size;
   return slot >= w1_column && slot >= w2_row;

@@ -33,8 +33,9 @@ bool decode_fused_fits(GemmGeometry const& g1);
 /// Whether a launch with lever decode_fused takes the fused kernel (else the two decode
 /// launches): at most kDecodeFusedMaxPairs pairs, a decode GEMM1 (decode_fused_fits), and in
 /// `smem_bytes` of dynamic shared memory, beside GEMM2's partial dots (ceil(K / ctas) columns x
-/// M x top_k floats), kDecodeFusedSlots slots that each hold a GEMM1 column (a w1 row; gate and
-/// up for silu) and a w2 row, as the kernel lays them out.
+/// M x top_k floats) and the larger of x [M, K] and h [M x top_k, I] (bf16), kDecodeFusedSlots
+/// slots that each hold a GEMM1 column (a w1 row; gate and up for silu) and a w2 row, as the
+/// kernel lays them out.
 bool decode_fused_takes(core::MoeProblem const& p, GemmGeometry const& g1, int ctas,
                         int smem_bytes);
 
