@@ -32,10 +32,10 @@
 namespace moetune_dev {
 
 constexpr int kFusedMaxPairs = 128;  // M * top_k at most (the host falls back above)
-constexpr int kFusedConsumers = 8;   // consumer warps
+constexpr int kFusedConsumers = 4;   // consumer warps
 constexpr int kFusedWarps = kFusedConsumers + 1;  // and the producer warp, last
 // Ring slots: two per consumer warp (a multiple of kFusedConsumers).
-constexpr int kFusedSlots = 16;
+constexpr int kFusedSlots = 8;
 constexpr int kFusedStep = 4;  // 16-byte vectors per lane loaded at once in the dot products
 static_assert(kFusedSlots % kFusedConsumers == 0, "a slot must always serve the same warp");
 
@@ -53,9 +53,9 @@ struct DecodeFusedParams {
   int top_k, num_tokens, num_experts;
   int smem_bytes;  // dynamic shared memory: GEMM2's partial dots, x then h, the ring's slots
   // Optional (null in the layer): %globaltimer stamps, kFusedStamps per CTA (thread 0: past
-  // pdl_wait, route listed, GEMM1 done (arrival), barrier passed, its own GEMM2 items done, every
-  // consumer's done, combine done, end), then one per warp (a consumer's GEMM1 items done; the
-  // producer's last copy issued), for the phase test and probes.
+  // pdl_wait, route listed, GEMM1 done (arrival), barrier passed, h copied, its own GEMM2 items
+  // done, every consumer's done, combine done), then one per warp (a consumer's GEMM1 items done;
+  // the producer's last copy issued), for the phase test and probes.
   long long* trace;
 };
 
@@ -367,6 +367,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
         }
       }
       named_bar_sync(1, kConsumerThreads);
+      stamp(4);
       arrived = true;
     }
     if (!walk.valid) break;
@@ -489,9 +490,9 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     __syncwarp();
     if (lane == 0) mbar_arrive(smem_u32(&s_empty[slot]));  // the slot may be refilled
   }
-  stamp(4);
-  named_bar_sync(1, kConsumerThreads);  // every dot of this CTA's columns
   stamp(5);
+  named_bar_sync(1, kConsumerThreads);  // every dot of this CTA's columns
+  stamp(6);
   // out[t, c] = sum_j topk_weight[t, j] * dot(t, j, c), j ascending: the decode GEMM2's order.
   const int ncols = hi2 - lo2;
   for (int i = threadIdx.x; i < ncols * p.num_tokens; i += kConsumerThreads) {
@@ -503,8 +504,6 @@ __global__ void __launch_bounds__(kFusedWarps * 32, 1)
     }
     p.out[static_cast<long long>(t) * K + lo2 + s] = float_to_bf16(sum);
   }
-  stamp(6);
-  named_bar_sync(1, kConsumerThreads);
   stamp(7);
 }
 

@@ -18,11 +18,11 @@ namespace moetune::kernels::cuda {
 core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& problem,
                                            core::KernelConfig const& k, bool is_gemm1);
 
-/// The fused decode kernel's CTA (sm90_decode_fused_kernel.cuh kFusedWarps x 32: eight consumer
+/// The fused decode kernel's CTA (sm90_decode_fused_kernel.cuh kFusedWarps x 32: four consumer
 /// warps and a producer warp), its ring slots (kFusedSlots) and the pairs it takes at most
 /// (kFusedMaxPairs).
-inline constexpr int kDecodeFusedThreads = 288;
-inline constexpr int kDecodeFusedSlots = 16;
+inline constexpr int kDecodeFusedThreads = 160;
+inline constexpr int kDecodeFusedSlots = 8;
 inline constexpr int kDecodeFusedMaxPairs = 128;
 
 /// Whether the fused decode kernel (lever decode_fused) exists for this GEMM1 config: a decode

@@ -868,20 +868,31 @@ TEST_F(Sm90Gather, DecodeFusedPhasesRunInOrderAndItsBarrierHoldsEveryCta) {
     }
     std::string line = core::to_string(p) + ": " + std::to_string(t7 - t0) +
                        " ns first start to last end; medians over CTAs (ns):";
-    const char* names[] = {"route",       "gemm1",   "barrier", "gemm2 (warp 0)",
-                           "gemm2 (all)", "combine", "end"};
+    const char* names[] = {"route",          "gemm1",       "barrier", "h copy",
+                           "gemm2 (warp 0)", "gemm2 (all)", "combine"};
     for (int i = 1; i < 8; ++i) {
       std::vector<int64_t> d;
       for (int b = 0; b < ctas; ++b) d.push_back((*trace)[b * 8 + i] - (*trace)[b * 8 + i - 1]);
       std::sort(d.begin(), d.end());
       line += std::string(" ") + names[i - 1] + " " + std::to_string(d[d.size() / 2]);
     }
-    std::vector<int64_t> warps((*trace).begin() + ctas * 8, (*trace).end());
-    for (auto& w : warps) w -= t0;
+    // Per CTA, its warps' stamps: the consumers' GEMM1 items done, then the producer's last copy.
+    const size_t per_cta = ((*trace).size() - ctas * 8) / ctas;
+    std::vector<int64_t> warps, producer;
+    for (int b = 0; b < ctas; ++b) {
+      for (size_t w = 0; w < per_cta; ++w) {
+        const int64_t t = (*trace)[ctas * 8 + b * per_cta + w] - t0;
+        (w + 1 == per_cta ? producer : warps).push_back(t);
+      }
+    }
     std::sort(warps.begin(), warps.end());
-    line += "; warps' GEMM1 done (the producer's last copy) at min " +
-            std::to_string(warps.front()) + " median " + std::to_string(warps[warps.size() / 2]) +
-            " max " + std::to_string(warps.back());
+    std::sort(producer.begin(), producer.end());
+    auto spread = [](std::vector<int64_t> const& v) {
+      return "min " + std::to_string(v.front()) + " median " + std::to_string(v[v.size() / 2]) +
+             " max " + std::to_string(v.back());
+    };
+    line += "; consumer warps' GEMM1 done at " + spread(warps) + "; producers' last copy at " +
+            spread(producer);
     std::printf("decode_fused phases: %s\n", line.c_str());
   }
 }
