@@ -48,11 +48,10 @@ struct FastPaths {
   /// wgmma sequence as in the full tile.
   bool tail_split = false;
   /// cuda: the tiny-M decode path (swap_ab configs, the whole layer) in one cooperative launch of
-  /// one CTA per SM that streams equal shares of w1's then w2's rows through a shared-memory ring
-  /// (one producer thread, bulk copies), with a grid barrier between GEMM1 and GEMM2 that the
-  /// stream does not wait on; only where M x top_k <= 128 and a slot holds a row of either GEMM
-  /// (decode_fused_takes). Class bitwise: every dot product and the top-k sum in the two-launch
-  /// path's order.
+  /// one CTA per SM: GEMM2's w2 rows bulk-copied into shared memory at the start, GEMM1, a grid
+  /// barrier, GEMM2 with the combine; only where the rows fit (decode_fused_takes). Class bitwise:
+  /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
+  /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
 
   bool operator==(FastPaths const&) const = default;

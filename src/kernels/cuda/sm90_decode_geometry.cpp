@@ -120,27 +120,27 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
   return g;
 }
 
-bool decode_fused_fits(GemmGeometry const& g1) { return g1.decode && g1.block_m <= 16; }
+bool decode_fused_fits(GemmGeometry const& g1) {
+  const int vec = g1.block_k / 256;
+  return g1.decode && g1.stages * (g1.gated ? 2 : 1) * (g1.block_m + 4 * vec) + 2 * g1.block_m <=
+                          kDecodeFusedRegs;
+}
 
 bool decode_fused_takes(core::MoeProblem const& p, GemmGeometry const& g1, int ctas,
                         int smem_bytes) {
   const int64_t pairs = core::num_pairs(p);
   if (pairs > kDecodeFusedMaxPairs || ctas < 1 || !decode_fused_fits(g1)) return false;
   const int64_t cols = (p.hidden_size + ctas - 1) / ctas;
-  // As the kernel lays them out: the dots, the activation region (x, then h), the slots.
-  const int64_t dots = (cols * pairs * 4 + 127) / 128 * 128;
-  const int64_t acts =
-      (std::max(p.num_tokens * p.hidden_size, pairs * p.intermediate_size) * 2 + 127) / 128 * 128;
-  if (dots + acts >= smem_bytes) return false;
-  const int64_t slot = (smem_bytes - dots - acts) / kDecodeFusedSlots / 128 * 128;
-  const int64_t w1_column = (g1.gated ? 2 : 1) * 2 * p.hidden_size;
-  const int64_t w2_row = 2 * p.intermediate_size;
-  return slot >= w1_column && slot >= w2_row;
+  const int64_t dots = (cols * pairs * 4 + 15) / 16 * 16;  // as the kernel lays them out
+  const int64_t row = 2 * p.intermediate_size;
+  const int64_t experts = std::min<int64_t>(pairs, p.num_experts);
+  return dots + pairs * row + cols * experts * row <= smem_bytes;
 }
 
 std::string decode_fused_name_expr(GemmGeometry const& g1, int act_id) {
   return "&moetune_dev::moe_decode_fused_kernel<" + std::to_string(act_id) + "," +
-         (g1.gated ? "true" : "false") + "," + std::to_string(g1.block_m) + ">";
+         (g1.gated ? "true" : "false") + "," + std::to_string(g1.block_m) + "," +
+         std::to_string(g1.stages) + "," + std::to_string(g1.block_k / 256) + ">";
 }
 
 }  // namespace moetune::kernels::cuda

@@ -18,28 +18,28 @@ namespace moetune::kernels::cuda {
 core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& problem,
                                            core::KernelConfig const& k, bool is_gemm1);
 
-/// The fused decode kernel's CTA (sm90_decode_fused_kernel.cuh kFusedWarps x 32: four consumer
-/// warps and a producer warp), its ring slots (kFusedSlots) and the pairs it takes at most
-/// (kFusedMaxPairs).
-inline constexpr int kDecodeFusedThreads = 160;
-inline constexpr int kDecodeFusedSlots = 8;
+/// The fused decode kernel's CTA (sm90_decode_fused_kernel.cuh kFusedWarps x 32) and the pairs it
+/// takes at most (kFusedMaxPairs).
+inline constexpr int kDecodeFusedThreads = 768;
 inline constexpr int kDecodeFusedMaxPairs = 128;
 
-/// Whether the fused decode kernel (lever decode_fused) exists for this GEMM1 config: a decode
-/// config (its block_m, pairs per pass, sizes the kernel's accumulators; every decode block_m,
-/// at most 16, fits).
+/// Whether the fused decode kernel (lever decode_fused) compiles for this decode GEMM1: its 1024
+/// threads have 64 registers each, so GEMM1's rows x halves x (pairs per pass + 4 x vectors)
+/// plus the pairs' x pointers stay at most kDecodeFusedRegs (elsewhere the two decode launches
+/// run).
+inline constexpr int kDecodeFusedRegs = 32;
 bool decode_fused_fits(GemmGeometry const& g1);
 
 /// Whether a launch with lever decode_fused takes the fused kernel (else the two decode
-/// launches): at most kDecodeFusedMaxPairs pairs, a decode GEMM1 (decode_fused_fits), and in
-/// `smem_bytes` of dynamic shared memory, beside GEMM2's partial dots (ceil(K / ctas) columns x
-/// M x top_k floats) and the larger of x [M, K] and h [M x top_k, I] (bf16), kDecodeFusedSlots
-/// slots that each hold a GEMM1 column (a w1 row; gate and up for silu) and a w2 row, as the
-/// kernel lays them out.
+/// launches): at most kDecodeFusedMaxPairs pairs, GEMM1 fits (decode_fused_fits), and each of
+/// `ctas` CTAs holds in `smem_bytes` of dynamic shared memory its partial dots, h and its share of
+/// GEMM2's w2 rows (ceil(K / ctas) columns of min(M x top_k, E) experts): GEMM2 then streams
+/// during GEMM1 and runs from shared memory.
 bool decode_fused_takes(core::MoeProblem const& p, GemmGeometry const& g1, int ctas,
                         int smem_bytes);
 
 /// NVRTC name expression of the fused decode kernel (lever decode_fused,
-/// sm90_decode_fused_kernel.cuh) for a decode GEMM1 geometry: its activation and pairs per pass.
+/// sm90_decode_fused_kernel.cuh) for a decode GEMM1 geometry: pairs per pass, rows and vectors per
+/// lane.
 std::string decode_fused_name_expr(GemmGeometry const& g1, int act_id);
 }  // namespace moetune::kernels::cuda
