@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 1 (twenty-fifth session): lever decode_fused rewritten (3fd781e): its GPU tests (the
 # bits of the two decode launches, the grid barrier, phase stamps) and the other decode tests, then
-# moetune ab at M = 1, 4, 16 of the shipped recipe: A = shipped tables, lever off; Aon = lever on;
+# moetune ab at M = 1, 4, 16 of the shipped recipe: A = the default rule's configs (ab's `default`: no tables; first written here as "shipped tables"), lever off; Aon = lever on;
 # D = tables-decode/ (S1 M=4 / 16 and S2 M=16 on the decode config m4n4k512 w4 | w8, lever off);
 # Don = D with the lever on. 4 rounds x 50 repeats, digests reported (A = Aon and D = Don must
 # hold: the lever is bitwise). Binaries in .devbin-d (3fd781e).

@@ -2,7 +2,7 @@
 # Device call 2 (twenty-fifth session): call 1 again at f4586a6 (call 1, 3fd781e: an illegal shared
 # write, its GEMM2 walk started at column 0). Lever decode_fused rewritten: its GPU tests (the
 # bits of the two decode launches, the grid barrier, phase stamps) and the other decode tests, then
-# moetune ab at M = 1, 4, 16 of the shipped recipe: A = shipped tables, lever off; Aon = lever on;
+# moetune ab at M = 1, 4, 16 of the shipped recipe: A = the default rule's configs (ab's `default`: no tables; first written here as "shipped tables"), lever off; Aon = lever on;
 # D = tables-decode/ (S1 M=4 / 16 and S2 M=16 on the decode config m4n4k512 w4 | w8, lever off);
 # Don = D with the lever on. 4 rounds x 50 repeats, digests reported (A = Aon and D = Don must
 # hold: the lever is bitwise). Binaries in .devbin-d (f4586a6).

@@ -2,7 +2,7 @@
 # Device call 4 (twenty-fifth session): lever decode_fused at 6b858b4 (its walk without a division
 # per item; call 3, 9d043b2: 2.5 TB/s, 1.3-2.2x slower than the two launches). Its GPU tests (the
 # bits of the two decode launches, the grid barrier, phase stamps) and the other decode tests,
-# then moetune ab at M = 1, 4 of the shipped recipe: A = shipped tables, lever off; Aon = lever
+# then moetune ab at M = 1, 4 of the shipped recipe: A = the default rule's configs (ab's `default`: no tables; first written here as "shipped tables"), lever off; Aon = lever
 # on; D = tables-decode/ (S1 M=4 on the decode config m4n4k512 w4 | w8, lever off); Don = D with
 # the lever on. 4 rounds x 50 repeats, digests reported (A = Aon and D = Don must hold: the lever
 # is bitwise). Binaries in .devbin-d (6b858b4).

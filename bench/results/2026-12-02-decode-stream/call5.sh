@@ -3,7 +3,7 @@
 # slots of ~26 KB; call 4, 6b858b4, sixteen slots: GEMM1 at ~3.2 TB/s, S2 M=1 35.8 vs 28.8 us,
 # GEMM2 ~10 us after the barrier whatever the shape). Its GPU tests (the
 # bits of the two decode launches, the grid barrier, phase stamps) and the other decode tests,
-# then moetune ab at M = 1, 4 of the shipped recipe: A = shipped tables, lever off; Aon = lever
+# then moetune ab at M = 1, 4 of the shipped recipe: A = the default rule's configs (ab's `default`: no tables; first written here as "shipped tables"), lever off; Aon = lever
 # on; D = tables-decode/ (S1 M=4 on the decode config m4n4k512 w4 | w8, lever off); Don = D with
 # the lever on. 4 rounds x 50 repeats, digests reported (A = Aon and D = Don must hold: the lever
 # is bitwise). Binaries in .devbin-d (09211a8).
