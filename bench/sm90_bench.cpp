@@ -31,6 +31,7 @@
 
 #include <unistd.h>  // environ
 
+#include "bench/bench_stats.hpp"
 #include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/problem.hpp"
@@ -119,12 +120,6 @@ struct Point {
   std::string bound, digest, config, config_json, default_config;
   int candidates = 0;
 };
-
-double pct(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  if (v.empty()) return 0;
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * (v.size() - 1) + 0.5))];
-}
 
 std::string cfg_json(core::KernelConfig const& k) {
   char buf[320];
@@ -427,8 +422,8 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   }
   nvml.stop();
   pt.time_us = kernels::median_us(row);
-  pt.p10 = pct(row, 0.1);
-  pt.p90 = pct(row, 0.9);
+  pt.p10 = bench::percentile(row, 0.1);
+  pt.p90 = bench::percentile(row, 0.9);
   pt.clocks = nvml.reading();
   if (with_default) {
     pt.default_us = kernels::median_us(def);
