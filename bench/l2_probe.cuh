@@ -1,6 +1,7 @@
 // l2_probe.cuh: what the L2 probes (bench/l2_sides.cu, bench/l2_stream_mix.cu) share beside the
-// GEMMs' own primitives (src/kernels/cuda/sm90_tma.cuh): the checked CUDA call, the SM id and the
-// 1-D bulk copy (sm90_tma.cuh has the tensor form only). nvcc, sm_90a; each probe is one file.
+// GEMMs' own primitives (src/kernels/cuda/sm90_tma.cuh, its 1-D bulk_copy_g2s among them): the
+// checked CUDA call, the SM id and the multicast form of the 1-D bulk copy. nvcc, sm_90a; each
+// probe is one file.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -32,16 +33,8 @@ __device__ inline unsigned smid() {
   return s;
 }
 
-/// A 1-D bulk copy (the TMA unit) of `bytes` to this CTA's shared memory, completing on `bar`.
-__device__ inline void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-
-/// The same, delivered to the same offsets in both CTAs of a cluster pair.
+/// moetune_dev::bulk_copy_g2s (sm90_tma.cuh), delivered to the same offsets in both CTAs of a
+/// cluster pair.
 __device__ inline void bulk_load_pair(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], "

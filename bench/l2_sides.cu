@@ -115,8 +115,9 @@ __global__ void read_kernel(const uint4* region, long long n16, int reps, const 
       for (long long c = 0; c < chunks; ++c) {
         if (threadIdx.x == 0) {
           moetune_dev::mbar_arrive_expect_tx(sbar, kChunk);
-          l2_probe::bulk_load(sbase + static_cast<unsigned>(c % 8) * kChunk,
-                              reinterpret_cast<const char*>(region) + c * kChunk, kChunk, sbar);
+          moetune_dev::bulk_copy_g2s(sbase + static_cast<unsigned>(c % 8) * kChunk,
+                                     reinterpret_cast<const char*>(region) + c * kChunk, kChunk,
+                                     sbar);
           moetune_dev::mbar_wait(sbar, phase);
           phase ^= 1;
         }

@@ -43,8 +43,8 @@ using moetune_dev::mbar_arrive_expect_tx;
 using moetune_dev::mbar_wait;
 using moetune_dev::smem_u32;
 
-using l2_probe::bulk_load;
 using l2_probe::bulk_load_pair;
+using moetune_dev::bulk_copy_g2s;
 
 // A ring of kStages shared-memory stages of kStage bytes with their full / empty mbarriers, as
 // the GEMMs' producer and consumers use it (sm90_tma.cuh's primitives); `stage` and `phase` walk
@@ -109,10 +109,10 @@ __global__ void mix_kernel(const char* w, long long tiles, const char* a, long l
       mbar_wait(ring.empty_bar(ring.stage), ring.phase ^ 1);
       const unsigned fb = ring.full_bar();
       mbar_arrive_expect_tx(fb, static_cast<int>(kW + a_bytes));
-      bulk_load(ring.dst(), w + t * kW, kW, fb);
+      bulk_copy_g2s(ring.dst(), w + t * kW, kW, fb);
       if (a_bytes > 0) {
         if (kPair == 1) {
-          bulk_load(ring.dst() + kW, a + off, a_bytes, fb);
+          bulk_copy_g2s(ring.dst() + kW, a + off, a_bytes, fb);
         } else {
           const unsigned half = a_bytes / 2;  // a multiple of 64 bytes (a_bytes of 128)
           bulk_load_pair(ring.dst() + kW + rank * half, a + off + rank * half, half, fb);
@@ -176,10 +176,10 @@ __global__ void walk_kernel(const __grid_constant__ CUtensorMap map, const char*
                                    reinterpret_cast<const moetune_dev::TmaDescriptor*>(&map), fb,
                                    kt * 64, rb * 128);
         } else {
-          bulk_load(ring.dst(), w + (static_cast<long long>(rb) * k_tiles + kt) * kW, kW, fb);
+          bulk_copy_g2s(ring.dst(), w + (static_cast<long long>(rb) * k_tiles + kt) * kW, kW, fb);
         }
         if (a_bytes > 0) {
-          bulk_load(ring.dst() + kW, a + off, a_bytes, fb);
+          bulk_copy_g2s(ring.dst() + kW, a + off, a_bytes, fb);
           off += a_bytes;
           if (off > span) off = 0;
         }

@@ -76,16 +76,6 @@ MOETUNE_DEVICE uint4 ld_16(const void* p) {
   return r;
 }
 
-/// Bulk copy of `bytes` (a multiple of 16) from global memory into this CTA's shared memory at
-/// `dst`, completing that many bytes of `bar`'s transaction count.
-MOETUNE_DEVICE void bulk_copy_g2s(moe_u32 dst, const void* src, int bytes, moe_u32 bar) {
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-
 /// Thread 0 of each CTA: waits until every CTA of the grid arrived. The arrival count must be zero
 /// at launch (the workspace contract) and is zero again when this returns in every CTA; a count
 /// outside [0, ctas) or a wait of ~10 s traps (a launch error, not a hang).
