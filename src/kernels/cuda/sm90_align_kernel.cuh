@@ -7,9 +7,10 @@
 // persistent tiles stay balanced). Later launches size their grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
 // Up to 4096 pairs (the host's kSingleCtaAlignPairs): one CTA of 1024 threads; E <= kMaxExperts.
-// Above: three launches (end of this file, same outputs) with one CTA per 2048 pairs, because the
+// Above: two launches (end of this file, same outputs) with one CTA per 2048 pairs, because the
 // cost is shared-memory atomics that one CTA does in turn (ncu on the H200: the 1-CTA align at
-// S2 M=1024, 8192 pairs, ran 21 us for 23k instructions; the three launches 4.0 + 4.8 + 4.5 us).
+// S2 M=1024, 8192 pairs, ran 21 us for 23k instructions; the three launches of then 4.0 + 4.8 +
+// 4.5 us).
 // Pair order inside an expert follows shared-memory atomics and may vary between runs: every
 // row's GEMM result is independent of its position, so the layer's output bits do not (tests
 // assert equal digests across runs).
@@ -78,10 +79,12 @@ MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int
 /// every other row): offsets [E + 1], counts [E] (pairs per expert). One warp per expert, so the
 /// stores coalesce. NOTE: one thread per expert (strided stores) made the align at S2
 /// M=1024 14.5 -> 22 us on the H200 (32a8e28's run).
+/// Warps first_warp, first_warp + warp_stride, ... take the experts in turn (one CTA: its own warps;
+/// the multi-CTA place kernel: the grid's).
 MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const int* counts,
-                                 int num_experts) {
+                                 int num_experts, int first_warp, int warp_stride) {
   const int lane = threadIdx.x & 31;
-  for (int e = threadIdx.x >> 5; e < num_experts; e += blockDim.x >> 5) {
+  for (int e = first_warp; e < num_experts; e += warp_stride) {
     for (int r = offsets[e] + counts[e] + lane; r < offsets[e + 1]; r += 32) sorted_pairs[r] = -1;
   }
 }
@@ -117,17 +120,19 @@ MOETUNE_DEVICE void padded_offsets_warp0(const int* counts, int* offsets, int nu
 
 /// kSubM < kBlockM: sub_row0 / num_sub of the sub-blocks that hold pairs. sub_offsets: [E + 1]
 /// shared scratch (the experts' offsets padded to kSubM); offsets: padded to kBlockM. The caller
-/// syncs before.
+/// syncs before; every thread of the CTA calls it. Entries first, first + stride, ... are written
+/// here (one CTA: threadIdx.x and blockDim.x; the place kernel: the grid's thread index and size),
+/// num_sub where first == 0.
 template <int kBlockM, int kSubM>
 MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, const int* offsets,
-                                     int* sub_offsets) {
+                                     int* sub_offsets, int first, int stride) {
   if constexpr (kSubM < kBlockM) {
     padded_offsets_warp0<kSubM>(counts, sub_offsets, p.num_experts);
     __syncthreads();
     const int num_sub = sub_offsets[p.num_experts] / kSubM;
-    if (threadIdx.x == 0) *p.num_sub = num_sub;
+    if (first == 0) *p.num_sub = num_sub;
     const int max_sub = p.max_blocks * (kBlockM / kSubM);
-    for (int j = threadIdx.x; j < max_sub; j += blockDim.x) {
+    for (int j = first; j < max_sub; j += stride) {
       int row0 = -1;
       if (j < num_sub) {
         const int e = expert_of_row(sub_offsets, p.num_experts, j * kSubM);
@@ -186,7 +191,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
     p.block_expert[b] = b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
   }
   for (int r = tid; r < total_rows; r += blockDim.x) p.sorted_pairs[r] = -1;
-  write_sub_blocks<kBlockM, kSubM>(p, counts, offsets, sub_offsets);
+  write_sub_blocks<kBlockM, kSubM>(p, counts, offsets, sub_offsets, tid, blockDim.x);
   __syncthreads();
   // Up to kAlignStagePairs pairs the list is built in shared memory, each expert's pairs packed
   // from cursor[e] (the unpadded offsets), and then written out in order: consecutive threads
@@ -231,22 +236,24 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   }
 }
 
-// ---- Multi-CTA align for large M (three launches, each fully parallel) ----
-// count:   hist[c][e] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk
-//          pairs)
-// scan:    one CTA: padded expert offsets, block_expert, num_blocks, -1 on padding rows, and
-//          hist[c][e] := offset[e] + sum_{c' < c} hist[c'][e] (each chunk's first slot per expert)
-//          (hist is staged in shared memory where it fits, so the per-expert walks over chunks
-//          read shared memory, not a chain of dependent global loads)
-// scatter: one CTA per chunk places its pairs from those bases (smem atomics inside the chunk).
+// ---- Multi-CTA align for large M (two launches, each fully parallel) ----
+// count: hist[e][c] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk pairs;
+//        expert-major, so the place kernel reads each expert's counts as one contiguous row)
+// place: one CTA per chunk again. Each sums every expert's row of hist (all chunks: the totals,
+//        and the chunks before its own: its first slot per expert), builds the padded offsets
+//        itself, places its own pairs from those bases (smem atomics inside the chunk), and writes
+//        its share, grid-strided, of block_expert, the -1 padding rows and the sub-blocks.
+// NOTE: until this session (2026-12-02) a third launch between them, one CTA of 1024 threads, did
+// the scan and rewrote hist as bases; under ncu it took 6.2-6.7 us at S1 M=4096 / S2 M=2048
+// (bench/results/2026-12-01-align-permute-ncu/), a latency chain on one SM.
 constexpr int kAlignChunkThreads = 256;
 constexpr int kAlignChunkIds = 8;  // per thread
 constexpr int kAlignChunk = kAlignChunkThreads * kAlignChunkIds;
-constexpr int kAlignScanSmemInts = 9 * 1024;  // 36 KB of staged hist (+ 8 KB: under 48 KB static)
+constexpr int kAlignHistBatch = 16;  // hist loads in flight per thread
 
 struct AlignMultiParams {
   AlignParams base;
-  int* hist;  // [num_chunks * num_experts]
+  int* hist;  // [num_experts * num_chunks], expert-major
   int num_chunks;
 };
 
@@ -265,63 +272,51 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(Ali
   }
   __syncthreads();
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) {
-    p.hist[blockIdx.x * p.base.num_experts + e] = counts[e];
+    p.hist[e * p.num_chunks + blockIdx.x] = counts[e];
   }
+}
+
+/// Threads that share one expert's row of hist in the place kernel: the largest power of two up to
+/// 32 with tpe * num_experts <= kAlignChunkThreads (one pass over the experts), else 1.
+MOETUNE_DEVICE int align_threads_per_expert(int num_experts) {
+  int tpe = 1;
+  while (tpe < 32 && 2 * tpe * num_experts <= kAlignChunkThreads) tpe *= 2;
+  return tpe;
+}
+
+/// Sums hist[e][c] over c in [part * kAlignHistBatch, num_chunks) in steps of tpe * kAlignHistBatch
+/// into *total, and over c < chunk into *before; kAlignHistBatch loads in flight at a time.
+MOETUNE_DEVICE void sum_hist_row(const int* row, int num_chunks, int chunk, int part, int tpe,
+                                 int* total, int* before) {
+  int t = 0, b = 0;
+  for (int c0 = part * kAlignHistBatch; c0 < num_chunks; c0 += tpe * kAlignHistBatch) {
+    int v[kAlignHistBatch];
+#pragma unroll
+    for (int j = 0; j < kAlignHistBatch; ++j) v[j] = c0 + j < num_chunks ? __ldg(row + c0 + j) : 0;
+#pragma unroll
+    for (int j = 0; j < kAlignHistBatch; ++j) {
+      t += v[j];
+      if (c0 + j < chunk) b += v[j];
+    }
+  }
+  *total = t;
+  *before = b;
 }
 
 template <int kBlockM, int kSubM = kBlockM>
-__global__ void __launch_bounds__(1024) moe_align_scan_kernel(AlignMultiParams p) {
-  // Sub-blocks need E + 1 more ints of shared memory: taken from the staged hist (static 48 KB).
-  constexpr int kSubInts = kSubM < kBlockM ? kMaxExperts + 1 : 1;
-  constexpr int kStaged = kAlignScanSmemInts - (kSubM < kBlockM ? kMaxExperts + 8 : 0);
+__global__ void __launch_bounds__(kAlignChunkThreads) moe_align_place_kernel(AlignMultiParams p) {
+  constexpr bool kSub = kSubM < kBlockM;
   __shared__ int counts[kMaxExperts];
   __shared__ int offsets[kMaxExperts + 1];
-  __shared__ int sub_offsets[kSubInts];
-  __shared__ int staged[kStaged];
-  const int E = p.base.num_experts;
-  const int n = p.num_chunks * E;
-  pdl_launch_dependents();
-  pdl_wait();
-  if (threadIdx.x < 4) p.base.sched[threadIdx.x] = 0;
-  // Where it fits (S2 at M = 16384: 64 chunks x 128 experts), hist is walked in shared memory.
-  int* hist = n <= kStaged ? staged : p.hist;
-  if (hist == staged) {
-    for (int i = threadIdx.x; i < n; i += blockDim.x) staged[i] = p.hist[i];
-    __syncthreads();
-  }
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int total = 0;
-    for (int c = 0; c < p.num_chunks; ++c) total += hist[c * E + e];
-    counts[e] = total;
-  }
-  __syncthreads();
-  padded_offsets_warp0<kBlockM>(counts, offsets, E);
-  __syncthreads();
-  for (int e = threadIdx.x; e < E; e += blockDim.x) {
-    int run = offsets[e];
-    for (int c = 0; c < p.num_chunks; ++c) {
-      const int cnt = hist[c * E + e];
-      p.hist[c * E + e] = run;
-      run += cnt;
-    }
-  }
-  const int total_rows = offsets[E];
-  const int total_blocks = total_rows / kBlockM;
-  if (threadIdx.x == 0) *p.base.num_blocks = total_blocks;
-  for (int b = threadIdx.x; b < p.base.max_blocks; b += blockDim.x) {
-    p.base.block_expert[b] = b < total_blocks ? expert_of_row(offsets, E, b * kBlockM) : -1;
-  }
-  fill_padding(p.base.sorted_pairs, offsets, counts, E);
-  write_sub_blocks<kBlockM, kSubM>(p.base, counts, offsets, sub_offsets);
-}
-
-__global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(AlignMultiParams p) {
   __shared__ int cursor[kMaxExperts];
+  __shared__ int sub_offsets[kSub ? kMaxExperts + 1 : 1];
   const int E = p.base.num_experts;
+  const int tid = threadIdx.x;
+  const int chunk = blockIdx.x;
   pdl_launch_dependents();
   pdl_wait();
-  const int first = blockIdx.x * kAlignChunk + threadIdx.x;
-  // Weights, ids and cursors all in flight at once (one round trip before the atomics).
+  // This chunk's ids and weights in flight first, then the hist rows.
+  const int first = chunk * kAlignChunk + tid;
   float w[kAlignChunkIds];
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
@@ -330,8 +325,45 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_scatter_kernel(A
   }
   int ids[kAlignChunkIds];
   load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
-  for (int e = threadIdx.x; e < E; e += blockDim.x) cursor[e] = p.hist[blockIdx.x * E + e];
+  const int tpe = align_threads_per_expert(E);
+  if (tpe == 1) {
+    for (int e = tid; e < E; e += blockDim.x) {
+      int total, before;
+      sum_hist_row(p.hist + e * p.num_chunks, p.num_chunks, chunk, 0, 1, &total, &before);
+      counts[e] = total;
+      cursor[e] = before;
+    }
+  } else {  // one pass: tpe * E <= blockDim.x; lanes past the experts add zeros to the shuffles
+    const int e = tid / tpe, part = tid % tpe;
+    int total = 0, before = 0;
+    if (e < E) sum_hist_row(p.hist + e * p.num_chunks, p.num_chunks, chunk, part, tpe, &total,
+                            &before);
+    for (int d = tpe / 2; d >= 1; d /= 2) {
+      total += __shfl_down_sync(0xffffffffu, total, d, tpe);
+      before += __shfl_down_sync(0xffffffffu, before, d, tpe);
+    }
+    if (e < E && part == 0) {
+      counts[e] = total;
+      cursor[e] = before;
+    }
+  }
   __syncthreads();
+  padded_offsets_warp0<kBlockM>(counts, offsets, E);
+  __syncthreads();
+  for (int e = tid; e < E; e += blockDim.x) cursor[e] += offsets[e];
+  // The layer-wide outputs, each entry written by one thread of the grid.
+  const int gtid = chunk * blockDim.x + tid;
+  const int gsize = gridDim.x * blockDim.x;
+  if (gtid < 4) p.base.sched[gtid] = 0;
+  const int total_rows = offsets[E];
+  const int total_blocks = total_rows / kBlockM;
+  if (gtid == 0) *p.base.num_blocks = total_blocks;
+  for (int b = gtid; b < p.base.max_blocks; b += gsize) {
+    p.base.block_expert[b] = b < total_blocks ? expert_of_row(offsets, E, b * kBlockM) : -1;
+  }
+  fill_padding(p.base.sorted_pairs, offsets, counts, E, gtid >> 5, gsize >> 5);
+  write_sub_blocks<kBlockM, kSubM>(p.base, counts, offsets, sub_offsets, gtid, gsize);
+  __syncthreads();  // cursor
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
     if (ids[j] >= 0) {

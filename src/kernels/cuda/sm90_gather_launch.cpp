@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -34,12 +35,26 @@ struct AlignMultiParams {
 };
 constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
 constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
-// Above this the multi-CTA align's three launches run (its cost is shared-memory atomics, which one
-// CTA does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200. At
-// 4096 pairs (S2 M=512, one CTA: 10.4 us) the two were not compared. The one-CTA kernel stages up
+// Above this the multi-CTA align's launches run (its cost is shared-memory atomics, which one CTA
+// does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200, when it
+// was three launches. At 4096 pairs (S2 M=512, one CTA: 10.4 us) the two were not compared. The one-CTA kernel stages up
 // to kAlignStagePairs (sm90_align_kernel.cuh, the same 4096) pairs in shared memory; above that it
 // writes them scattered, so a larger threshold here stays correct.
 constexpr int kSingleCtaAlignPairs = 4096;
+
+/// kSingleCtaAlignPairs, or the developer knob MOETUNE_DEV_ALIGN_SINGLE_CTA_PAIRS (a pair count
+/// >= 0, read once) for A/B-ing the threshold without a rebuild; the outputs' bits do not depend on
+/// it (lever align_multi_cta is bitwise).
+int single_cta_align_pairs() {
+  static const int pairs = [] {
+    const char* v = std::getenv("MOETUNE_DEV_ALIGN_SINGLE_CTA_PAIRS");
+    if (v == nullptr || *v == '\0') return kSingleCtaAlignPairs;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    return (*end == '\0' && n >= 0 && n <= (1 << 30)) ? static_cast<int>(n) : kSingleCtaAlignPairs;
+  }();
+  return pairs;
+}
 struct GemmParams {
   const void* a;
   const void* b;
@@ -113,7 +128,7 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
 // Lever dynamic_tiles: GEMM1's tile counter and done count, then GEMM2's (sm90_ws_kernel.cuh);
-// both align kernels that run alone (moe_align_kernel, moe_align_scan_kernel) zero them.
+// align zeroes them (moe_align_kernel, or the first threads of moe_align_place_kernel's grid).
 constexpr int kSchedInts = 4;
 
 struct WorkspaceLayout {
@@ -375,8 +390,8 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
   return core::Status::Ok();
 }
 
-/// Route/align: one CTA up to kSingleCtaAlignPairs pairs, else (lever align_multi_cta) count,
-/// scan and scatter over CTAs of kAlignChunk pairs.
+/// Route/align: one CTA up to kSingleCtaAlignPairs pairs, else (lever align_multi_cta) count and
+/// place over CTAs of kAlignChunk pairs.
 core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                           FastPaths const& fast_paths) {
@@ -392,15 +407,13 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        args.topk_weights,
                        b.sorted_weights,
                        b.sched};
-  if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
+  if (fast_paths.align_multi_cta && b.pairs > single_cta_align_pairs()) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
     MOETUNE_CUDA_CHECK(
         launch(k.align_count, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(
-        launch(k.align_scan, dim3(1), dim3(1024), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(launch(k.align_scatter, chunks, dim3(kAlignChunkThreads), params, 0, stream,
+    MOETUNE_CUDA_CHECK(launch(k.align_place, chunks, dim3(kAlignChunkThreads), params, 0, stream,
                               fast_paths.pdl));
     return core::Status::Ok();
   }

@@ -119,8 +119,7 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
       align_expr(align_block_m(*g1, *g2), g1->block_m),
       kCombineExpr,
       "&moetune_dev::moe_align_count_kernel",
-      "&moetune_dev::moe_align_scan_kernel<" + align_args(align_block_m(*g1, *g2), g1->block_m),
-      "&moetune_dev::moe_align_scatter_kernel",
+      "&moetune_dev::moe_align_place_kernel<" + align_args(align_block_m(*g1, *g2), g1->block_m),
       "&moetune_dev::moe_permute_rows_kernel"};
 }
 
@@ -156,7 +155,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
   k->from_cache = true;
   // In sm90_gather_name_exprs order (the decode kernels: GEMM1, GEMM2 and the fused kernel).
   cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,         &k->combine,
-                           &k->align_count, &k->align_scan, &k->align_scatter, &k->permute};
+                           &k->align_count, &k->align_place, &k->permute};
   cudaKernel_t* decode_slots[] = {&k->gemm1, &k->gemm2, &k->fused};
   size_t slot = 0;
   for (auto const& exprs : *modules) {

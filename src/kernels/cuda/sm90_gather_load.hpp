@@ -22,7 +22,7 @@ namespace moetune::kernels::cuda {
 struct Sm90GatherKernels {
   GemmGeometry g1, g2;
   cudaKernel_t align = nullptr, gemm1 = nullptr, gemm2 = nullptr, combine = nullptr;
-  cudaKernel_t align_count = nullptr, align_scan = nullptr, align_scatter = nullptr;
+  cudaKernel_t align_count = nullptr, align_place = nullptr;
   /// x copied into GEMM1's sorted-row order (a tma_ws GEMM1 of block_m 256 loads it by TMA).
   cudaKernel_t permute = nullptr;
   /// Lever decode_fused (decode configs, loaded only with the lever on): the layer in one

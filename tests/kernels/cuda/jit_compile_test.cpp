@@ -339,7 +339,7 @@ TEST(Sm90Jit, Tile256ConfigsCompileWithoutSpillsOrSerialisedWgmma) {
   mixed.gemm2.pipeline.num_warps = 8;
   auto exprs = expect_compiles_clean(s1_with(core::Activation::kSiluGated, 4096), mixed, "mixed");
   ASSERT_GE(exprs.size(), 6u);
-  EXPECT_EQ(exprs[5], "&moetune_dev::moe_align_scan_kernel<256,128>");
+  EXPECT_EQ(exprs[5], "&moetune_dev::moe_align_place_kernel<256,128>");
 }
 
 // can_implement of block_m 256: tma_ws only, 8 warps, split_k 1, cluster 1x1, <= 128 accumulator

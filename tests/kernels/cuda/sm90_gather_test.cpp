@@ -638,10 +638,14 @@ TEST_F(Sm90Gather, EveryDefaultAndSearchSpaceConfigCompilesForS2) {
 namespace moetune::kernels::cuda {
 namespace {
 
-// Lever evidence (docs/levers.md): align_multi_cta is bitwise, wgmma_mainloop is numeric.
+// Lever evidence (docs/levers.md): align_multi_cta is bitwise, wgmma_mainloop is numeric. The
+// expert counts cover each way the place kernel splits the counts' rows over its threads: 2, 4 and
+// 32 threads per expert (E = 128, 60, 8) and one thread for several experts (E = 300).
 TEST_F(Sm90Gather, MultiCtaAlignAndPdlLeversGiveTheSameBitsAsTheirOffPaths) {
   for (auto base : {moe_shape(128, 2048, 768, 8, Activation::kSiluGated),
-                    moe_shape(60, 512, 256, 6, Activation::kRelu2)}) {
+                    moe_shape(60, 512, 256, 6, Activation::kRelu2),
+                    moe_shape(8, 1024, 512, 4, Activation::kSiluGated),
+                    moe_shape(300, 512, 256, 8, Activation::kRelu2)}) {
     for (int64_t m : {1100, 5000}) {
       MoeProblem p = base;
       p.num_tokens = m;
