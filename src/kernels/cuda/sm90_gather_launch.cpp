@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
-#include <cstdlib>
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -37,24 +36,12 @@ constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
 constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
 // Above this the multi-CTA align's launches run (its cost is shared-memory atomics, which one CTA
 // does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200, when it
-// was three launches. At 4096 pairs (S2 M=512, one CTA: 10.4 us) the two were not compared. The one-CTA kernel stages up
-// to kAlignStagePairs (sm90_align_kernel.cuh, the same 4096) pairs in shared memory; above that it
-// writes them scattered, so a larger threshold here stays correct.
+// was three launches. With the two launches of now, handing over at 1024 or 2048 pairs instead ran
+// the layer at 0.978-1.015x of this at S1-S3 M = 128..2048 (S3 M=2048 1.086x with equal GEMM stage
+// times: its power-limited clock), no gain (bench/results/2026-12-02-align-place/call2/). The one-CTA kernel stages up to kAlignStagePairs
+// (sm90_align_kernel.cuh, the same 4096) pairs in shared memory; above that it writes them
+// scattered, so a larger threshold here stays correct.
 constexpr int kSingleCtaAlignPairs = 4096;
-
-/// kSingleCtaAlignPairs, or the developer knob MOETUNE_DEV_ALIGN_SINGLE_CTA_PAIRS (a pair count
-/// >= 0, read once) for A/B-ing the threshold without a rebuild; the outputs' bits do not depend on
-/// it (lever align_multi_cta is bitwise).
-int single_cta_align_pairs() {
-  static const int pairs = [] {
-    const char* v = std::getenv("MOETUNE_DEV_ALIGN_SINGLE_CTA_PAIRS");
-    if (v == nullptr || *v == '\0') return kSingleCtaAlignPairs;
-    char* end = nullptr;
-    const long n = std::strtol(v, &end, 10);
-    return (*end == '\0' && n >= 0 && n <= (1 << 30)) ? static_cast<int>(n) : kSingleCtaAlignPairs;
-  }();
-  return pairs;
-}
 struct GemmParams {
   const void* a;
   const void* b;
@@ -407,7 +394,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        args.topk_weights,
                        b.sorted_weights,
                        b.sched};
-  if (fast_paths.align_multi_cta && b.pairs > single_cta_align_pairs()) {
+  if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
