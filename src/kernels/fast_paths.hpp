@@ -9,7 +9,8 @@ namespace moetune::kernels {
 
 struct FastPaths {
   /// cuda: route/align with two parallel launches (count, place) instead of one CTA when
-  /// M * top_k > 4096 (kSingleCtaAlignPairs). Class bitwise: the output bits equal the single-CTA path's.
+  /// M * top_k > 4096 (kSingleCtaAlignPairs). Class bitwise: the output bits equal the single-CTA
+  /// path's.
   bool align_multi_cta = true;
   /// cuda: configs with schedule = cooperative, tma_ws or pingpong run a wgmma main loop; when off,
   /// such configs are refused by can_implement and defaults use the mma.sync main loop. Class

@@ -79,8 +79,8 @@ MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int
 /// every other row): offsets [E + 1], counts [E] (pairs per expert). One warp per expert, so the
 /// stores coalesce. NOTE: one thread per expert (strided stores) made the align at S2
 /// M=1024 14.5 -> 22 us on the H200 (32a8e28's run).
-/// Warps first_warp, first_warp + warp_stride, ... take the experts in turn (one CTA: its own warps;
-/// the multi-CTA place kernel: the grid's).
+/// Warps first_warp, first_warp + warp_stride, ... take the experts in turn (one CTA: its own
+/// warps; the multi-CTA place kernel: the grid's).
 MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const int* counts,
                                  int num_experts, int first_warp, int warp_stride) {
   const int lane = threadIdx.x & 31;
@@ -336,8 +336,8 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_place_kernel(Ali
   } else {  // one pass: tpe * E <= blockDim.x; lanes past the experts add zeros to the shuffles
     const int e = tid / tpe, part = tid % tpe;
     int total = 0, before = 0;
-    if (e < E) sum_hist_row(p.hist + e * p.num_chunks, p.num_chunks, chunk, part, tpe, &total,
-                            &before);
+    if (e < E)
+      sum_hist_row(p.hist + e * p.num_chunks, p.num_chunks, chunk, part, tpe, &total, &before);
     for (int d = tpe / 2; d >= 1; d /= 2) {
       total += __shfl_down_sync(0xffffffffu, total, d, tpe);
       before += __shfl_down_sync(0xffffffffu, before, d, tpe);

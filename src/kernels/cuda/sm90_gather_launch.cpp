@@ -38,9 +38,9 @@ constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
 // does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200, when it
 // was three launches. With the two launches of now, handing over at 1024 or 2048 pairs instead ran
 // the layer at 0.978-1.015x of this at S1-S3 M = 128..2048 (S3 M=2048 1.086x with equal GEMM stage
-// times: its power-limited clock), no gain (bench/results/2026-12-02-align-place/call2/). The one-CTA kernel stages up to kAlignStagePairs
-// (sm90_align_kernel.cuh, the same 4096) pairs in shared memory; above that it writes them
-// scattered, so a larger threshold here stays correct.
+// times: its power-limited clock), no gain (bench/results/2026-12-02-align-place/call2/). The
+// one-CTA kernel stages up to kAlignStagePairs (sm90_align_kernel.cuh, the same 4096) pairs in
+// shared memory; above that it writes them scattered, so a larger threshold here stays correct.
 constexpr int kSingleCtaAlignPairs = 4096;
 struct GemmParams {
   const void* a;
@@ -400,8 +400,8 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
     MOETUNE_CUDA_CHECK(
         launch(k.align_count, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
-    MOETUNE_CUDA_CHECK(launch(k.align_place, chunks, dim3(kAlignChunkThreads), params, 0, stream,
-                              fast_paths.pdl));
+    MOETUNE_CUDA_CHECK(
+        launch(k.align_place, chunks, dim3(kAlignChunkThreads), params, 0, stream, fast_paths.pdl));
     return core::Status::Ok();
   }
   AlignParams single = ap;

@@ -154,7 +154,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
   k->g2 = *g2;
   k->from_cache = true;
   // In sm90_gather_name_exprs order (the decode kernels: GEMM1, GEMM2 and the fused kernel).
-  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,      &k->align,         &k->combine,
+  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,       &k->align,  &k->combine,
                            &k->align_count, &k->align_place, &k->permute};
   cudaKernel_t* decode_slots[] = {&k->gemm1, &k->gemm2, &k->fused};
   size_t slot = 0;
