@@ -120,7 +120,10 @@ void CudaTestbed::set_fast_paths(FastPaths const& fp) {
 core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                                   core::RoutingProfile const& routing, uint64_t seed) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
-  const bool same_weights = w1_ && problem_.num_experts == problem.num_experts &&
+  // The weights are kept only where they are the ones this seed draws (Testbed::prepare: every
+  // input from `seed` alone). NOTE: until 2026-12-02 they were kept for any seed of the same
+  // shape, so a bench point's weights, and its digest, came from the first point of its M list.
+  const bool same_weights = w1_ && w_seed_ == seed && problem_.num_experts == problem.num_experts &&
                             problem_.hidden_size == problem.hidden_size &&
                             problem_.intermediate_size == problem.intermediate_size &&
                             problem_.activation == problem.activation;
@@ -142,6 +145,7 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
     MOETUNE_RETURN_IF_ERROR(grow(w2_, w2_cap_, 2 * E * K * I));
     MOETUNE_RETURN_IF_ERROR(fill(w1_, E * N1 * K, seed * 3 + 1, 1.0f / std::sqrt(float(K))));
     MOETUNE_RETURN_IF_ERROR(fill(w2_, E * K * I, seed * 3 + 2, 1.0f / std::sqrt(float(I))));
+    w_seed_ = seed;
   }
   MOETUNE_RETURN_IF_ERROR(grow(x_, x_cap_, 2 * M * K));
   MOETUNE_RETURN_IF_ERROR(grow(ids_, ids_cap_, 4 * M * problem.top_k));

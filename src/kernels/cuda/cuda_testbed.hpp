@@ -96,6 +96,7 @@ class CudaTestbed final : public Testbed {
   FastPaths fast_paths_;
   OutputFault output_fault_ = OutputFault::kNone;
   size_t w1_cap_ = 0, w2_cap_ = 0, x_cap_ = 0, ids_cap_ = 0, wts_cap_ = 0, out_cap_ = 0;
+  uint64_t w_seed_ = 0;  // the seed w1_ / w2_ were drawn from
 };
 
 /// NVRTC-compiles the kernels of `configs` for `problem` into the cubin cache on a pool of

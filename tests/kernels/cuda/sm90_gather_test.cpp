@@ -596,6 +596,27 @@ TEST_F(Sm90Gather, ConfigsSharingKernelsAcrossProblemsKeepTheirOwnLaunches) {
   EXPECT_LE(chk48->rel_l2_error, tolerance_for(core::DType::kBf16).rel_l2);
 }
 
+// Testbed::prepare draws every input from its seed alone, so a point's inputs (and a bench digest)
+// do not depend on the points prepared before it; its negative twin: another seed, other weights.
+TEST_F(Sm90Gather, PrepareDrawsTheWeightsFromItsOwnSeedWhateverCameBefore) {
+  MoeProblem p = moe_shape(8, 256, 128, 2, Activation::kSiluGated);
+  p.num_tokens = 9;
+  ASSERT_TRUE(tb_->prepare(p, {}, 7).ok());
+  auto first = tb_->download_inputs();
+  MoeProblem q = p;
+  q.num_tokens = 33;
+  ASSERT_TRUE(tb_->prepare(q, {}, 8).ok());  // the same shape at another point, another seed
+  auto other = tb_->download_inputs();
+  ASSERT_TRUE(tb_->prepare(p, {}, 7).ok());
+  auto again = tb_->download_inputs();
+  ASSERT_TRUE(first.ok() && other.ok() && again.ok());
+  EXPECT_EQ(first->w1, again->w1);
+  EXPECT_EQ(first->w2, again->w2);
+  EXPECT_EQ(first->x, again->x);
+  EXPECT_NE(first->w1, other->w1);
+  EXPECT_NE(first->w2, other->w2);
+}
+
 TEST_F(Sm90Gather, CheckerCatchesOneCorruptedElement) {
   // Negative twin of the checks above: the same comparison on an output with one element changed.
   MoeProblem p = moe_shape(8, 256, 128, 2, Activation::kSiluGated);
