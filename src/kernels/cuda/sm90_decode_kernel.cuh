@@ -7,7 +7,8 @@
 //     writes h[pair, I] = act(w1[e] @ x[token(pair)]) (bf16, pair order). Other CTAs leave at once.
 //   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of
 //     row c of w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
-//     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
+//     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending. Each warp issues its
+//     first step of w2 loads before it waits on GEMM1, whose h it reads only after the wait.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
 // [0, E) contribute nothing. Lever decode_l2_prefetch: GEMM2 starts the first bytes of its w2 rows
@@ -281,9 +282,17 @@ MOETUNE_DEVICE void decode_stage_w2(DecodeParams const& p, int t, int col0, moe_
 
 /// The dot products of GEMM2's items into s_dot; w2 vectors from global memory, or (kStaged) from
 /// the staged rows at `staged`. The same vectors in the same order either way: the same bits.
-template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec>
+/// kEarly: the warp's first step of w2 loads is issued before wait() (h is GEMM1's: read only after
+/// it), so those bytes move while GEMM1 finishes; else the caller has waited. NOTE: more steps
+/// before the wait (2 or 3) were slower on the H200 (S1 M=1 1.16x, S3 M=1 1.07x, H1 M=1 1.09x at 3:
+/// the registers of the held steps), and so were L2 prefetches of GEMM1's or GEMM2's weights
+/// (bulk copies of whole rows 1.08-1.24x; GEMM1's first-step lines 0.99-1.03x) and GEMM1's first
+/// step held in registers through its pair gather (1.03-1.23x); same bits in every arm
+/// (bench/results/2026-12-02-decode-bulk-prefetch/).
+template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec, bool kEarly, typename Wait>
 MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot,
-                                      moe_u32 staged) {
+                                      moe_u32 staged, Wait wait) {
+  bool waited = !kEarly;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int items = p.top_k * kBlockN;
@@ -304,8 +313,7 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       hrow[r] = p.a + (valid[r] ? (long long)pair * p.k_dim : 0);
       acc[r] = 0.0f;
     }
-    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
-      uint4 wv[kRows][kVec];
+    auto load = [&](int v0, uint4(&wv)[kRows][kVec]) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -321,10 +329,12 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
           }
         }
       }
-      // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
-      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
-      // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
-      // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
+    };
+    // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
+    // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
+    // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
+    // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
+    auto dots = [&](int v0, uint4 const(&wv)[kRows][kVec]) {
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -334,6 +344,20 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
             acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
       }
+    };
+    int v0 = 0;
+    if (kEarly && !waited) {
+      uint4 wv[kRows][kVec];
+      load(0, wv);
+      wait();
+      waited = true;
+      dots(0, wv);
+      v0 = 32 * kVec;
+    }
+    for (; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wv[kRows][kVec];
+      load(v0, wv);
+      dots(v0, wv);
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -342,6 +366,7 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       if (lane == 0 && item < items) s_dot[item] = valid[r] ? v : 0.0f;
     }
   }
+  if (!waited) wait();
 }
 
 template <int kBlockN, int kWarps, int kRows, int kVec>
@@ -351,8 +376,9 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   const int t = blockIdx.x;
   const int col0 = blockIdx.y * kBlockN;
   const moe_u32 staged = smem_u32(s_dot) + static_cast<moe_u32>((p.top_k * kBlockN * 4 + 15) & ~15);
-  // w2 does not depend on GEMM1, so (levers decode_l2_prefetch, decode_w2_stage) the rows this CTA
-  // reads start moving while GEMM1 still runs. topk_ids are the layer's input: GEMM1 waited for
+  // w2 does not depend on GEMM1, so the rows this CTA reads start moving while GEMM1 still runs:
+  // each warp's first step of loads (decode_gemm2_dots), or (levers decode_l2_prefetch,
+  // decode_w2_stage) more. topk_ids are the layer's input: GEMM1 waited for
   // the grid before it (which wrote them) before it let this grid launch. The host sets
   // prefetch_bytes and stage_w2 only when this launch follows GEMM1, prefetch_bytes sized to a
   // third of L2, stage_w2 only where the rows fit in shared memory.
@@ -361,13 +387,14 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   }
   if (p.stage_w2) decode_stage_w2<kBlockN, kWarps>(p, t, col0, staged);
   pdl_launch_dependents();
-  pdl_wait();  // h from GEMM1
   if (p.stage_w2) {
+    pdl_wait();  // h from GEMM1
     cp_async_wait<0>();
     __syncthreads();  // every warp's copies landed
-    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
-  } else {
-    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
+    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec, false>(p, t, col0, s_dot, staged, [] {});
+  } else {  // each warp's first step of w2 loads before the wait on GEMM1's h
+    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec, true>(p, t, col0, s_dot, staged,
+                                                                 [] { pdl_wait(); });
   }
   if (p.prefetch_bytes > 0) {  // read: the lines go back to normal priority
     decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { l2_evict_normal(a); });
