@@ -327,12 +327,13 @@ MOETUNE_DEVICE void decode_w2_dots(const uint4 (&wv)[kRows][kVec],
 /// the staged rows at `staged`. The same vectors in the same order either way: the same bits.
 /// kEarly: the warp's first step of w2 loads is issued before its wait on GEMM1 (pdl_wait; h is
 /// GEMM1's: read only after it), so those bytes move while GEMM1 finishes; else the caller has
-/// waited. The wait sits inside the step loop: a first step peeled out of it spilled 8 bytes in four
-/// unshipped candidates (kWarps 4, kVec 8). NOTE: more steps before the wait (2 or 3) were slower on
-/// the H200 (S1 M=1 1.16x, S3 M=1 1.07x, H1 M=1 1.09x at 3: the registers of the held steps), and
-/// so were L2 prefetches of GEMM1's or GEMM2's weights (bulk copies of whole rows 1.08-1.24x;
-/// GEMM1's first-step lines 0.99-1.03x) and GEMM1's first step held in registers through its pair
-/// gather (1.03-1.23x); same bits in every arm (bench/results/2026-12-02-decode-bulk-prefetch/).
+/// waited. The wait sits inside the step loop: a first step peeled out of it spilled 8 bytes in
+/// four unshipped candidates (kWarps 4, kVec 8). NOTE: more steps before the wait (2 or 3) were
+/// slower on the H200 (S1 M=1 1.16x, S3 M=1 1.07x, H1 M=1 1.09x at 3: the registers of the held
+/// steps), and so were L2 prefetches of GEMM1's or GEMM2's weights (bulk copies of whole
+/// rows 1.08-1.24x; GEMM1's first-step lines 0.99-1.03x) and GEMM1's first step held in registers
+/// through its pair gather (1.03-1.23x); same bits in every arm
+/// (bench/results/2026-12-02-decode-bulk-prefetch/).
 template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec, bool kEarly>
 MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot,
                                       moe_u32 staged) {
