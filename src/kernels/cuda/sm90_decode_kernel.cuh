@@ -8,7 +8,8 @@
 //   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of
 //     row c of w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
 //     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending. Each warp issues its
-//     first step of w2 loads before it waits on GEMM1, whose h it reads only after the wait.
+//     first step of w2 loads (where it holds at most two vectors per lane) before it waits on
+//     GEMM1, whose h it reads only after the wait.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
 // [0, E) contribute nothing. Lever decode_l2_prefetch: GEMM2 starts the first bytes of its w2 rows
@@ -280,63 +281,22 @@ MOETUNE_DEVICE void decode_stage_w2(DecodeParams const& p, int t, int col0, moe_
   cp_async_commit();
 }
 
-/// One step of a decode GEMM2 warp's w2 vectors (v = v0 + 32 j + lane) for its items it + r kWarps:
-/// from global memory, or (kStaged) from the staged rows at `staged`; zeros where not valid.
-template <bool kStaged, int kWarps, int kRows, int kVec>
-MOETUNE_DEVICE void decode_w2_load(const moe_bf16* const (&wrow)[kRows], const bool (&valid)[kRows],
-                                   int nvec, int it, moe_u32 staged, int v0,
-                                   uint4 (&wv)[kRows][kVec]) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      const int v = v0 + j * 32 + lane;
-      if (!(valid[r] && v < nvec)) {
-        wv[r][j] = make_uint4(0, 0, 0, 0);
-      } else if (kStaged) {
-        wv[r][j] = ld_shared_16(staged + static_cast<moe_u32>(((it + r * kWarps) * nvec + v) * 16));
-      } else {
-        wv[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
-      }
-    }
-  }
-}
-
-/// acc[r] += the step's dots of wv with the h rows, vector by vector in ascending order.
-// NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h load
-// waiting behind the guarded dot before it) made this kernel 10-13% faster alone but the layer
-// 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5; c688d51,
-// bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
-template <int kRows, int kVec>
-MOETUNE_DEVICE void decode_w2_dots(const uint4 (&wv)[kRows][kVec],
-                                   const moe_bf16* const (&hrow)[kRows], const bool (&valid)[kRows],
-                                   int nvec, int v0, float (&acc)[kRows]) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      const int v = v0 + j * 32 + lane;
-      if (valid[r] && v < nvec) acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
-    }
-  }
-}
-
 /// The dot products of GEMM2's items into s_dot; w2 vectors from global memory, or (kStaged) from
 /// the staged rows at `staged`. The same vectors in the same order either way: the same bits.
-/// kEarly: the warp's first step of w2 loads is issued before its wait on GEMM1 (pdl_wait; h is
-/// GEMM1's: read only after it), so those bytes move while GEMM1 finishes; else the caller has
-/// waited. The wait sits inside the step loop: a first step peeled out of it spilled 8 bytes in
-/// four unshipped candidates (kWarps 4, kVec 8). NOTE: more steps before the wait (2 or 3) were
+/// kEarly: the warp's first step of w2 loads is issued before wait() (h is GEMM1's: read only after
+/// it), so those bytes move while GEMM1 finishes; else the caller has waited. The kernel sets it
+/// where a step holds at most two 16-byte vectors per lane: with four or eight, ptxas spilled 6-8
+/// bytes in unshipped candidates (4 warps), and the wait moved inside the step loop instead cost
+/// H2 / H3 M=1 2-3% (call 6 of the results below). NOTE: more steps before the wait (2 or 3) were
 /// slower on the H200 (S1 M=1 1.16x, S3 M=1 1.07x, H1 M=1 1.09x at 3: the registers of the held
-/// steps), and so were L2 prefetches of GEMM1's or GEMM2's weights (bulk copies of whole
-/// rows 1.08-1.24x; GEMM1's first-step lines 0.99-1.03x) and GEMM1's first step held in registers
+/// steps), and so were L2 prefetches of GEMM1's or GEMM2's weights (bulk copies of whole rows
+/// 1.08-1.24x; GEMM1's first-step lines 0.99-1.03x) and GEMM1's first step held in registers
 /// through its pair gather (1.03-1.23x); same bits in every arm
 /// (bench/results/2026-12-02-decode-bulk-prefetch/).
-template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec, bool kEarly>
+template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec, bool kEarly, typename Wait>
 MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot,
-                                      moe_u32 staged) {
+                                      moe_u32 staged, Wait wait) {
+  bool waited = !kEarly;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int items = p.top_k * kBlockN;
@@ -357,11 +317,51 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       hrow[r] = p.a + (valid[r] ? (long long)pair * p.k_dim : 0);
       acc[r] = 0.0f;
     }
-    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+    auto load = [&](int v0, uint4(&wv)[kRows][kVec]) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int v = v0 + j * 32 + lane;
+          if (!(valid[r] && v < nvec)) {
+            wv[r][j] = make_uint4(0, 0, 0, 0);
+          } else if (kStaged) {
+            wv[r][j] =
+                ld_shared_16(staged + static_cast<moe_u32>(((it + r * kWarps) * nvec + v) * 16));
+          } else {
+            wv[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
+          }
+        }
+      }
+    };
+    // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
+    // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
+    // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
+    // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
+    auto dots = [&](int v0, uint4 const(&wv)[kRows][kVec]) {
+#pragma unroll
+      for (int r = 0; r < kRows; ++r) {
+#pragma unroll
+        for (int j = 0; j < kVec; ++j) {
+          const int v = v0 + j * 32 + lane;
+          if (valid[r] && v < nvec)
+            acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
+        }
+      }
+    };
+    int v0 = 0;
+    if (kEarly && !waited) {
       uint4 wv[kRows][kVec];
-      decode_w2_load<kStaged, kWarps>(wrow, valid, nvec, it, staged, v0, wv);
-      if (kEarly && it == warp && v0 == 0) pdl_wait();  // the warp's first loads are out
-      decode_w2_dots(wv, hrow, valid, nvec, v0, acc);
+      load(0, wv);
+      wait();
+      waited = true;
+      dots(0, wv);
+      v0 = 32 * kVec;
+    }
+    for (; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wv[kRows][kVec];
+      load(v0, wv);
+      dots(v0, wv);
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -370,7 +370,7 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       if (lane == 0 && item < items) s_dot[item] = valid[r] ? v : 0.0f;
     }
   }
-  if (kEarly && warp >= items) pdl_wait();  // a warp without items still waits once
+  if (!waited) wait();
 }
 
 template <int kBlockN, int kWarps, int kRows, int kVec>
@@ -395,9 +395,13 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
     pdl_wait();  // h from GEMM1
     cp_async_wait<0>();
     __syncthreads();  // every warp's copies landed
-    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec, false>(p, t, col0, s_dot, staged);
-  } else {  // each warp's first step of w2 loads before the wait on GEMM1's h
-    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec, true>(p, t, col0, s_dot, staged);
+    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec, false>(p, t, col0, s_dot, staged, [] {});
+  } else {  // each warp's first step of w2 loads before the wait on GEMM1's h, where it holds
+            // at most two 16-byte vectors per lane (kEarlyStep)
+    constexpr bool kEarlyStep = kRows * kVec <= 2;
+    if (!kEarlyStep) pdl_wait();
+    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec, kEarlyStep>(p, t, col0, s_dot, staged,
+                                                                       [] { pdl_wait(); });
   }
   if (p.prefetch_bytes > 0) {  // read: the lines go back to normal priority
     decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { l2_evict_normal(a); });
