@@ -7,9 +7,7 @@
 //     writes h[pair, I] = act(w1[e] @ x[token(pair)]) (bf16, pair order). Other CTAs leave at once.
 //   GEMM2 (moe_decode_gemm2_kernel): grid (token t, column chunk). Item (j, c) = the dot of
 //     row c of w2[ids[t, j]] with h[t * top_k + j]; items are spread over the warps, then
-//     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending. Each warp issues its
-//     first step of w2 loads (where it holds at most two vectors per lane) before it waits on
-//     GEMM1, whose h it reads only after the wait.
+//     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
 // [0, E) contribute nothing. Lever decode_l2_prefetch: GEMM2 starts the first bytes of its w2 rows
@@ -283,20 +281,9 @@ MOETUNE_DEVICE void decode_stage_w2(DecodeParams const& p, int t, int col0, moe_
 
 /// The dot products of GEMM2's items into s_dot; w2 vectors from global memory, or (kStaged) from
 /// the staged rows at `staged`. The same vectors in the same order either way: the same bits.
-/// kEarly: the warp's first step of w2 loads is issued before wait() (h is GEMM1's: read only after
-/// it), so those bytes move while GEMM1 finishes; else the caller has waited. The kernel sets it
-/// where a step holds at most two 16-byte vectors per lane: with four or eight, ptxas spilled 6-8
-/// bytes in unshipped candidates (4 warps), and the wait moved inside the step loop instead cost
-/// H2 / H3 M=1 2-3% (call 6 of the results below). NOTE: more steps before the wait (2 or 3) were
-/// slower on the H200 (S1 M=1 1.16x, S3 M=1 1.07x, H1 M=1 1.09x at 3: the registers of the held
-/// steps), and so were L2 prefetches of GEMM1's or GEMM2's weights (bulk copies of whole rows
-/// 1.08-1.24x; GEMM1's first-step lines 0.99-1.03x) and GEMM1's first step held in registers
-/// through its pair gather (1.03-1.23x); same bits in every arm
-/// (bench/results/2026-12-02-decode-bulk-prefetch/).
-template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec, bool kEarly, typename Wait>
+template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec>
 MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot,
-                                      moe_u32 staged, Wait wait) {
-  bool waited = !kEarly;
+                                      moe_u32 staged) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int items = p.top_k * kBlockN;
@@ -317,7 +304,8 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       hrow[r] = p.a + (valid[r] ? (long long)pair * p.k_dim : 0);
       acc[r] = 0.0f;
     }
-    auto load = [&](int v0, uint4(&wv)[kRows][kVec]) {
+    for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
+      uint4 wv[kRows][kVec];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -333,12 +321,10 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
           }
         }
       }
-    };
-    // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
-    // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
-    // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
-    // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
-    auto dots = [&](int v0, uint4 const(&wv)[kRows][kVec]) {
+      // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
+      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
+      // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
+      // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -348,20 +334,6 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
             acc[r] = dot8(wv[r][j], ld_nc_16<false>(hrow[r] + v * 8), acc[r]);
         }
       }
-    };
-    int v0 = 0;
-    if (kEarly && !waited) {
-      uint4 wv[kRows][kVec];
-      load(0, wv);
-      wait();
-      waited = true;
-      dots(0, wv);
-      v0 = 32 * kVec;
-    }
-    for (; v0 < nvec; v0 += 32 * kVec) {
-      uint4 wv[kRows][kVec];
-      load(v0, wv);
-      dots(v0, wv);
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
@@ -370,7 +342,6 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
       if (lane == 0 && item < items) s_dot[item] = valid[r] ? v : 0.0f;
     }
   }
-  if (!waited) wait();
 }
 
 template <int kBlockN, int kWarps, int kRows, int kVec>
@@ -380,9 +351,8 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   const int t = blockIdx.x;
   const int col0 = blockIdx.y * kBlockN;
   const moe_u32 staged = smem_u32(s_dot) + static_cast<moe_u32>((p.top_k * kBlockN * 4 + 15) & ~15);
-  // w2 does not depend on GEMM1, so the rows this CTA reads start moving while GEMM1 still runs:
-  // each warp's first step of loads (decode_gemm2_dots), or (levers decode_l2_prefetch,
-  // decode_w2_stage) more. topk_ids are the layer's input: GEMM1 waited for
+  // w2 does not depend on GEMM1, so (levers decode_l2_prefetch, decode_w2_stage) the rows this CTA
+  // reads start moving while GEMM1 still runs. topk_ids are the layer's input: GEMM1 waited for
   // the grid before it (which wrote them) before it let this grid launch. The host sets
   // prefetch_bytes and stage_w2 only when this launch follows GEMM1, prefetch_bytes sized to a
   // third of L2, stage_w2 only where the rows fit in shared memory.
@@ -391,17 +361,20 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   }
   if (p.stage_w2) decode_stage_w2<kBlockN, kWarps>(p, t, col0, staged);
   pdl_launch_dependents();
+  // NOTE: each warp's first step of w2 loads issued before this wait (into the registers that step
+  // uses anyway; same bits) was a wash on the H200 in three two-build A/Bs at 14 decode points
+  // (bench/results/2026-12-02-decode-bulk-prefetch/, calls 3, 6, 7): S2 M=1 0.98-0.99x, H5 M=4
+  // 1.005-1.010x, the rest within +-0.5%; with the wait inside the step loop H2 / H3 M=1 1.02-1.03x,
+  // and a first step peeled out of the loop made ptxas spill 6-8 bytes in unshipped candidates.
+  // Two or three steps before the wait, GEMM1's first step held through its pair gather, and L2
+  // prefetches of either GEMM's weights (bulk or by line) were slower (calls 1-2 there).
+  pdl_wait();  // h from GEMM1
   if (p.stage_w2) {
-    pdl_wait();  // h from GEMM1
     cp_async_wait<0>();
     __syncthreads();  // every warp's copies landed
-    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec, false>(p, t, col0, s_dot, staged, [] {});
-  } else {  // each warp's first step of w2 loads before the wait on GEMM1's h, where it holds
-            // at most two 16-byte vectors per lane (kEarlyStep)
-    constexpr bool kEarlyStep = kRows * kVec <= 2;
-    if (!kEarlyStep) pdl_wait();
-    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec, kEarlyStep>(p, t, col0, s_dot, staged,
-                                                                       [] { pdl_wait(); });
+    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
+  } else {
+    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
   }
   if (p.prefetch_bytes > 0) {  // read: the lines go back to normal priority
     decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { l2_evict_normal(a); });
