@@ -364,10 +364,10 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   // NOTE: each warp's first step of w2 loads issued before this wait (into the registers that step
   // uses anyway; same bits) was a wash on the H200 in three two-build A/Bs at 14 decode points
   // (bench/results/2026-12-02-decode-bulk-prefetch/, calls 3, 6, 7): S2 M=1 0.98-0.99x, H5 M=4
-  // 1.005-1.010x, the rest within +-0.5%; with the wait inside the step loop H2 / H3 M=1 1.02-1.03x,
-  // and a first step peeled out of the loop made ptxas spill 6-8 bytes in unshipped candidates.
-  // Two or three steps before the wait, GEMM1's first step held through its pair gather, and L2
-  // prefetches of either GEMM's weights (bulk or by line) were slower (calls 1-2 there).
+  // 1.005-1.010x, the rest within +-0.5%; with the wait inside the step loop, H2 / H3 M=1
+  // 1.02-1.03x; a first step peeled out of the loop made ptxas spill 6-8 bytes in unshipped
+  // candidates. Two or three steps before the wait, GEMM1's first step held through its pair
+  // gather, and L2 prefetches of either GEMM's weights (bulk or by line) were slower (calls 1-2).
   pdl_wait();  // h from GEMM1
   if (p.stage_w2) {
     cp_async_wait<0>();
