@@ -119,10 +119,9 @@ MOETUNE_DEVICE void pdl_launch_dependents() {
 }
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-/// Counters between CTAs of different grids (lever gemm2_block_ready, sm90_ws_kernel.cuh) or of
-/// one (lever decode_fused's grid barrier): read with acquire at GPU scope, added to with release;
-/// and the fence that orders a thread's generic-proxy accesses of global memory before its later
-/// TMA (async-proxy) ones.
+/// Lever gemm2_block_ready's handshake between GEMM1 and GEMM2 (sm90_ws_kernel.cuh): a counter
+/// read with acquire at GPU scope, added to with release, and the fence that orders a thread's
+/// generic-proxy accesses of global memory before its later TMA (async-proxy) ones.
 MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");

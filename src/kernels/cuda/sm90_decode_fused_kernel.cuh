@@ -59,6 +59,12 @@ MOETUNE_DEVICE long long global_timer_ns() {
   return t;
 }
 
+MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
 /// 16-byte load through L1 of data this grid wrote before its barrier (h): not the non-coherent
 /// path, which may serve lines from before the writes.
 MOETUNE_DEVICE uint4 ld_16(const void* p) {
