@@ -54,12 +54,6 @@ struct FastPaths {
   /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
   /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
-  /// cuda: where both GEMMs of the align path are tma_ws kernels with cooperative consumers on
-  /// single CTAs, GEMM1 counts its stored tiles per align block and GEMM2 loads a block's h rows
-  /// once that block's count is complete, instead of waiting for the whole GEMM1 grid; GEMM2's
-  /// CTAs then work on the SMs GEMM1's last wave leaves idle, and walk their tiles dynamically.
-  /// Class bitwise: every tile is computed as before; only when GEMM2's tiles start changes.
-  bool gemm2_block_ready = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -80,7 +74,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
   add(fp.decode_fused, "decode_fused");
-  add(fp.gemm2_block_ready, "gemm2_block_ready");
   return out;
 }
 

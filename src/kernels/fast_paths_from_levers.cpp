@@ -21,7 +21,6 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"half_tile_skip", &FastPaths::half_tile_skip},
       {"tail_split", &FastPaths::tail_split},
       {"decode_fused", &FastPaths::decode_fused},
-      {"gemm2_block_ready", &FastPaths::gemm2_block_ready},
   };
   return table;
 }

@@ -108,12 +108,12 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "",
        "moetune levers: no lever 'wgmma' in builtin; expected one of align_multi_cta, "
        "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, dynamic_tiles, half_tile_skip, "
-       "tail_split, decode_fused, gemm2_block_ready, cpu_register_tiles\n"},
+       "tail_split, decode_fused, cpu_register_tiles\n"},
       {{"levers", "show", "pdll"},
        "",
        "moetune levers: no lever 'pdll' in builtin; expected one of align_multi_cta, "
        "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, dynamic_tiles, half_tile_skip, "
-       "tail_split, decode_fused, gemm2_block_ready, cpu_register_tiles; did you mean "
+       "tail_split, decode_fused, cpu_register_tiles; did you mean "
        "'pdl'?\n"},
   };
   for (auto const& c : cases) {

@@ -160,7 +160,7 @@ TEST(OnNames, NamesEveryFastPathField) {
   kernels::FastPaths all;
   all.align_multi_cta = all.wgmma_mainloop = all.cpu_register_tiles = all.pdl = true;
   all.decode_l2_prefetch = all.decode_w2_stage = all.dynamic_tiles = all.half_tile_skip = true;
-  all.tail_split = all.decode_fused = all.gemm2_block_ready = true;
+  all.tail_split = all.decode_fused = true;
   std::string expected;
   for (auto const& n : kernels::fast_path_names()) expected += (expected.empty() ? "" : "+") + n;
   EXPECT_EQ(on_names(all), expected);
@@ -173,8 +173,7 @@ TEST(OnNames, NamesEveryFastPathField) {
                                         .dynamic_tiles = false,
                                         .half_tile_skip = false,
                                         .tail_split = false,
-                                        .decode_fused = false,
-                                        .gemm2_block_ready = false}),
+                                        .decode_fused = false}),
             "");
 }
 

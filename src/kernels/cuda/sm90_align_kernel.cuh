@@ -43,7 +43,6 @@ struct AlignParams {
   float* sorted_weights;      // [max_blocks * block_m]: topk_weights of each row's pair (GEMM2's
                               // epilogue scale); padding rows are not written
   int* sched;  // [4]: the tile counters of lever dynamic_tiles (sm90_ws_kernel.cuh), zeroed here
-  int* ready;  // [max_blocks]: lever gemm2_block_ready's counters, zeroed here; null: off
 };
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share
@@ -176,9 +175,6 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   pdl_launch_dependents();
   pdl_wait();
   if (tid < 4) p.sched[tid] = 0;
-  if (p.ready != nullptr) {
-    for (int b = tid; b < p.max_blocks; b += blockDim.x) p.ready[b] = 0;
-  }
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
@@ -359,9 +355,6 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_place_kernel(Ali
   const int gtid = chunk * blockDim.x + tid;
   const int gsize = gridDim.x * blockDim.x;
   if (gtid < 4) p.base.sched[gtid] = 0;
-  if (p.base.ready != nullptr) {
-    for (int b = gtid; b < p.base.max_blocks; b += gsize) p.base.ready[b] = 0;
-  }
   const int total_rows = offsets[E];
   const int total_blocks = total_rows / kBlockM;
   if (gtid == 0) *p.base.num_blocks = total_blocks;

@@ -119,21 +119,6 @@ MOETUNE_DEVICE void pdl_launch_dependents() {
 }
 MOETUNE_DEVICE void pdl_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 
-/// Lever gemm2_block_ready's handshake between GEMM1 and GEMM2 (sm90_ws_kernel.cuh): a counter
-/// read with acquire at GPU scope, added to with release, and the fence that orders a thread's
-/// generic-proxy accesses of global memory before its later TMA (async-proxy) ones.
-MOETUNE_DEVICE int ld_acquire_gpu(const int* p) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-MOETUNE_DEVICE void red_release_gpu_add(int* p, int v) {
-  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-MOETUNE_DEVICE void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;\n" ::: "memory");
-}
-
 /// Sum over the warp's lanes with a fixed xor tree (deterministic); every lane gets the total.
 MOETUNE_DEVICE float warp_sum(float v) {
 #pragma unroll

@@ -26,7 +26,6 @@ struct AlignParams {
   const float* topk_weights;
   float* sorted_weights;
   int32_t* sched;
-  int32_t* ready;  // lever gemm2_block_ready's counters (align zeroes them), else null
 };
 struct AlignMultiParams {
   AlignParams base;
@@ -100,10 +99,6 @@ struct WsGemmParams {
   int half_skip;           // lever half_tile_skip
   int tail_split;          // lever tail_split
   CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
-  // Lever gemm2_block_ready (sm90_ws_kernel.cuh), null / 0 when off: the counters, align's
-  // block_m, GEMM2's count per GEMM1 m-tile (n-tiles x consumer warpgroups), GEMM1's block_m.
-  int32_t* ready;
-  int ready_rows, ready_per_sub, ready_sub_rows;
 };
 // NOTE: the offsets are asserted exactly (the device struct's, by hand: NVRTC has no offsetof): the
 // device's TmaDescriptor is 64-byte aligned, the host's CUtensorMap 128, so a field added before
@@ -113,9 +108,7 @@ struct WsGemmParams {
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 352 &&
                   offsetof(WsGemmParams, tail_split) == 364 &&
-                  offsetof(WsGemmParams, tma_a_wide) == 384 &&
-                  offsetof(WsGemmParams, ready) == 512 &&
-                  offsetof(WsGemmParams, ready_sub_rows) == 528,
+                  offsetof(WsGemmParams, tma_a_wide) == 384,
               "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
               "levers, a third map)");
 
@@ -128,7 +121,7 @@ constexpr int kSchedInts = 4;
 struct WorkspaceLayout {
   size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
-         num_sub = 0, hist = 0, sched = 0, ready = 0, h = 0, y = 0, xp = 0, total = 0;
+         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
 };
 
 /// A tma_ws GEMM1 of block_m 192 or 256 (sm90_ws_kernel.cuh) and a swap-AB GEMM1 of 128 and up
@@ -167,8 +160,6 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
   w.sched = off;  // lever dynamic_tiles: two counters per GEMM (align zeroes them)
   off += align_up(sizeof(int32_t) * kSchedInts);
-  w.ready = off;  // lever gemm2_block_ready: a counter per align block (align zeroes them)
-  off += align_up(sizeof(int32_t) * mb);
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   w.y = off;
@@ -255,7 +246,6 @@ struct LayerBuffers {
   int32_t* num_sub = nullptr;
   int32_t* hist = nullptr;
   int32_t* sched = nullptr;    // kSchedInts counters of lever dynamic_tiles
-  int32_t* ready = nullptr;    // lever gemm2_block_ready: mb counters
   int32_t* barrier = nullptr;  // lever decode_fused's arrival count and generation
   void* h = nullptr;
   void* y = nullptr;
@@ -278,7 +268,6 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.sched = reinterpret_cast<int32_t*>(ws + w.sched);
-  b.ready = reinterpret_cast<int32_t*>(ws + w.ready);
   b.barrier = reinterpret_cast<int32_t*>(ws + w.barrier);
   b.h = ws + w.h;
   b.y = ws + w.y;
@@ -392,7 +381,7 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
 /// place over CTAs of kAlignChunk pairs.
 core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
-                          FastPaths const& fast_paths, bool block_ready) {
+                          FastPaths const& fast_paths) {
   const AlignParams ap{args.topk_ids,
                        b.sorted_pairs,
                        b.block_expert,
@@ -404,8 +393,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.num_sub,
                        args.topk_weights,
                        b.sorted_weights,
-                       b.sched,
-                       block_ready ? b.ready : nullptr};
+                       b.sched};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
     AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
     void* params[] = {&mp};
@@ -422,40 +410,13 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
   return core::Status::Ok();
 }
 
-/// Lever gemm2_block_ready's link between the two GEMMs of one launch (ready null: off).
-struct BlockReady {
-  int32_t* ready = nullptr;
-  int rows = 0;      // align's block_m: a GEMM1 tile adds to counter row0 / rows
-  int per_sub = 0;   // GEMM2: GEMM1's n-tiles x consumer warpgroups, per GEMM1 m-tile
-  int sub_rows = 0;  // GEMM1's block_m
-};
-
-/// gemm2_block_ready acts where both GEMMs are tma_ws kernels with cooperative consumers on single
-/// CTAs (GEMM1 counts its stored tiles per block; GEMM2 waits per block and walks its tiles
-/// dynamically, since its CTAs start as GEMM1's leave), in one launch with align (which zeroes
-/// the counters) under PDL. Elsewhere GEMM2 waits for the whole GEMM1 grid, as without it.
-BlockReady block_ready_link(GemmGeometry const& g1, GemmGeometry const& g2, LayerBuffers const& b,
-                            core::MoeProblem const& p, unsigned stages, FastPaths const& fp) {
-  auto cooperative_ws = [](GemmGeometry const& g) {
-    return g.mma == 2 && !g.swap && !g.pingpong && !g.decode && g.cluster_size() == 1;
-  };
-  constexpr unsigned kLayer = kStageAlign | kStageGemm1 | kStageGemm2;
-  if (!fp.gemm2_block_ready || !fp.pdl || (stages & kLayer) != kLayer || !cooperative_ws(g1) ||
-      !cooperative_ws(g2)) {
-    return {};
-  }
-  const int n_tiles1 = static_cast<int>((p.intermediate_size + g1.block_n - 1) / g1.block_n);
-  const int consumers1 = (g1.threads() - 128) / 128;
-  return {b.ready, b.align_m, n_tiles1 * consumers1, g1.block_m};
-}
-
 /// One GEMM of the align path: a tile per CTA, or (persistent kernels) at most one CTA per SM
 /// with the TMA maps of this call's pointers (B = the experts' weight rows; A = h rows for GEMM2,
-/// a_rows of them) and the levers dynamic_tiles, half_tile_skip and gemm2_block_ready (`link`).
+/// a_rows of them) and the levers dynamic_tiles and half_tile_skip.
 core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
                          GemmParams gp, uint64_t a_rows, LayerBuffers const& b,
                          core::MoeProblem const& p, cudaStream_t stream,
-                         FastPaths const& fast_paths, BlockReady const& link) {
+                         FastPaths const& fast_paths) {
   const bool pdl = fast_paths.pdl;
   const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
   // GEMM1 in sub-blocks of align's blocks: at most m_sub tiles per block.
@@ -501,15 +462,6 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   if (fast_paths.dynamic_tiles && !g.pingpong && g.cluster_size() == 1) wp.sched = gemm_sched;
   wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
   wp.tail_split = fast_paths.tail_split ? 1 : 0;
-  if (link.ready != nullptr) {
-    wp.ready = link.ready;
-    wp.ready_rows = link.rows;
-    wp.ready_per_sub = link.per_sub;
-    wp.ready_sub_rows = link.sub_rows;
-    // GEMM2's CTAs start as GEMM1's leave: with a fixed share each, the last to start would end
-    // last, so it walks its tiles dynamically.
-    if (f == k.gemm2) wp.sched = gemm_sched;
-  }
   MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
       &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
       static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));
@@ -629,20 +581,18 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_gather"));
   const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
-  const BlockReady link = block_ready_link(k.g1, k.g2, b, p, stages, fast_paths);
-  if (stages & kStageAlign) {
-    MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths, link.ready != nullptr));
-  }
+  if (stages & kStageAlign)
+    MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));
   if (stages & kStageGemm1) {
     if (permuted_x) MOETUNE_RETURN_IF_ERROR(launch_permute(k, p, args, b, stream, fast_paths.pdl));
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm1, k.g1, gemm1_params(p, args, b),
                                         permuted_x ? static_cast<uint64_t>(b.mb) * align_m : 0, b,
-                                        p, stream, fast_paths, link));
+                                        p, stream, fast_paths));
   }
   if (stages & kStageGemm2) {
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, k.gemm2, k.g2, gemm2_params(p, args, b, k.g2.split_k),
                                         static_cast<uint64_t>(b.mb) * align_m, b, p, stream,
-                                        fast_paths, link));
+                                        fast_paths));
   }
   if (stages & kStageCombine) {
     MOETUNE_RETURN_IF_ERROR(launch_combine(k, p, args, b, stream, fast_paths.pdl));

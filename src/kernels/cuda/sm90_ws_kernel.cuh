@@ -75,15 +75,6 @@ struct WsGemmParams {
   // field before it can move it on one side only (sm90_gather_launch.cpp asserts the host's
   // offsets, which must be these; NVRTC has no offsetof to assert them here).
   TmaDescriptor tma_a_wide;
-  // Lever gemm2_block_ready (null: off): one counter per align block (of ready_rows rows), zeroed
-  // by align. Each GEMM1 consumer warpgroup adds 1 to its tile's block once the tile's h rows are
-  // stored; GEMM2 loads a block's h rows once its counter reaches ready_per_sub for every GEMM1
-  // m-tile (of ready_sub_rows rows) in the block that holds pairs, instead of waiting for the
-  // whole GEMM1 grid, so GEMM2's CTAs work on SMs that GEMM1's tail leaves idle.
-  int* ready;
-  int ready_rows;
-  int ready_per_sub;
-  int ready_sub_rows;
 };
 
 /// The end of a dynamic tile walk (lever dynamic_tiles here, the swap-AB kernel's own walk), by
@@ -100,17 +91,6 @@ MOETUNE_DEVICE void walk_counters_done(int* sched) {
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
 /// of each of kHalves 64-row halves and all kBlockN columns as n8 fragments; gated: gate
 /// fragments first, then up; half mm's registers follow half mm - 1's).
-/// Lever gemm2_block_ready: GEMM2's producer waits until GEMM1's counter for the block reaches
-/// target (acquire), then orders its TMA loads of h after that. A wait of seconds means a broken
-/// handshake: it traps (a launch error) instead of hanging the device.
-MOETUNE_DEVICE void wait_block_ready(const int* counter, int target) {
-  for (int spins = 0; ld_acquire_gpu(counter) < target; ++spins) {
-    if (spins > (1 << 23)) __trap();
-    __nanosleep(64);
-  }
-  fence_proxy_async_global();
-}
-
 template <int kBlockN, bool kGated, int kHalves = 1>
 struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
   using Layout = WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64>;
@@ -283,10 +263,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       mbar_init(smem_u32(&empty_bar[s]), kPingpong ? 1 : kConsumers * kCluster);
     }
     mbar_init_fence();
-    // gemm2_block_ready: GEMM2 starts once every GEMM1 CTA has passed its wait on align (GEMM1
-    // triggers this launch only then, below), so align's outputs are in L2; the acquire keeps
-    // this SM's L1 from serving older copies of them to the loads after the barrier below.
-    if (!kIsGemm1 && p.ready != nullptr) (void)ld_acquire_gpu(p.g.num_blocks);
   }
   // Clusters: the peer's barriers are initialised before any multicast or remote arrival.
   if constexpr (kCluster == 2) {
@@ -295,17 +271,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     __syncthreads();
   }
   const int rank = kCluster == 2 ? cluster_cta_rank() : 0;
-  // Lever gemm2_block_ready (p.ready set): GEMM1 lets GEMM2 launch only after its own wait on
-  // align, and GEMM2 waits per block on GEMM1's counters (producer, below) and on the GEMM1 grid
-  // only at its end, so that this grid completing still means GEMM1 completed.
-  int* const ready = p.ready;
-  if (kIsGemm1 && ready != nullptr) {
-    pdl_wait();
-    pdl_launch_dependents();
-  } else {
-    pdl_launch_dependents();
-    if (ready == nullptr) pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
-  }
+  pdl_launch_dependents();
+  pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
 
   const GemmParams& g = p.g;
   // GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1): m-tile pm is the sub-block that starts
@@ -391,15 +358,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
           const int pair = g.sorted_pairs[row0 + warp * kRowsPerWarp + 32 * j + lane % kOffLanes];
           my_off[j] = pair >= 0 ? (long long)(pair / g.top_k) * g.k_dim : -1;
         }
-      }
-      if (!kIsGemm1 && ready != nullptr && !ghost) {
-        // gemm2_block_ready: GEMM1's m-tiles in this block that hold pairs (a prefix: align pads
-        // at an expert's end), each counted once per GEMM1 n-tile and consumer warpgroup
-        int subs = 1;
-        for (int r = p.ready_sub_rows; r < kBlockM; r += p.ready_sub_rows) {
-          subs += g.sorted_pairs[row0 + r] >= 0 ? 1 : 0;
-        }
-        wait_block_ready(ready + pid_m, subs * p.ready_per_sub);
       }
       for (int kt = 0; kt < num_k; ++kt) {
         const moe_u32 fb = smem_u32(&full_bar[stage]);
@@ -634,16 +592,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       mbar_wait(smem_u32(&full_bar[stage]), phase);
       return stage_tile[stage];
     };
-    // gemm2_block_ready: this warpgroup's share of GEMM1 m-tile pid_m is stored; one release per
-    // warpgroup and tile, after all its threads' stores (GEMM2 counts kConsumers per tile).
-    auto tile_stored = [&](int pid_m) {
-      if (!kIsGemm1 || ready == nullptr) return;
-      named_bar_sync(3 + (wg - 1), 128);
-      if (tid == 0) {
-        fence_proxy_async_global();
-        red_release_gpu_add(ready + tile_row0(pid_m) / p.ready_rows, 1);
-      }
-    };
     for (int t = sched == nullptr ? cta0 : next_tile(0); t < total; t = next_tile(t)) {
       int pid_m, pid_n;
       if (!cta_tile(t, pid_m, pid_n)) {
@@ -664,7 +612,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
           } else {
             tail_tile(IntConst<kBlockN - kTailN0>{}, kTailN0, trow0, pid_n, partial);
           }
-          tile_stored(pid_m);
           continue;
         }
       }
@@ -682,7 +629,6 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       if ((kHalves == 2 || kBlockM == 192 || (kHalfSkip && p.half_skip != 0)) &&
           g.sorted_pairs[row0] < 0) {
         idle_tile();
-        tile_stored(pid_m);
         continue;
       }
       // NOTE: lever half_tile_skip (above) is off: in one call on the H200 (81ee58f, moetune ab,
@@ -710,11 +656,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       }
       moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0,
                                               pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
-      tile_stored(pid_m);
     }
   }
-  // gemm2_block_ready: GEMM2 completes only after GEMM1 (what the kernels after it wait for).
-  if (!kIsGemm1 && ready != nullptr) pdl_wait();
   // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or
   // arrive on its barriers.
   if constexpr (kCluster == 2) cluster_sync();

@@ -907,15 +907,14 @@ TEST_F(Sm90Gather, DecodeFusedPhasesRunInOrderAndItsBarrierHoldsEveryCta) {
   }
 }
 
-// dynamic_tiles, half_tile_skip, tail_split and gemm2_block_ready are bitwise: tma_ws configs give
-// the digest of the static walk with each lever on and with dynamic_tiles beside it, within the
-// bf16 band of the fp64 reference, on odd shapes at M whose experts end in last blocks of every
-// length (so skipping, split and full tiles all run), gated and relu2, block_n not a multiple of
-// 64, block_m 64 / 192 / 256, split-K GEMM2 and CTA pairs (where dynamic_tiles and
-// gemm2_block_ready do not act); then at benchmark points where most last blocks hold at most 64
-// rows. Each GEMM replayed alone after the layer (its counters zeroed by its own last CTA, not by
-// align; gemm2_block_ready acts only on the whole layer) runs as long as the static walk's, not
-// the near-zero of a launch that finds no tile left.
+// dynamic_tiles, half_tile_skip and tail_split are bitwise: tma_ws configs give the digest of the
+// static walk with each lever on and with dynamic_tiles beside it, within the bf16 band of the
+// fp64 reference, on odd shapes at M whose experts end in last blocks of every length (so
+// skipping, split and full tiles all run), gated and relu2, block_n not a multiple of 64, block_m
+// 64 / 192 / 256, split-K GEMM2 and CTA pairs (where dynamic_tiles does not act); then at
+// benchmark points where most last blocks hold at most 64 rows. Each GEMM replayed alone after
+// the layer (its counters zeroed by its own last CTA, not by align) runs as long as the static
+// walk's, not the near-zero of a launch that finds no tile left.
 TEST_F(Sm90Gather, DynamicTilesHalfTileSkipAndTailSplitLeversGiveTheBitsOfTheirOffPath) {
   struct Case {
     int bm, bn1, bn2, split_k, cluster_m;
@@ -927,9 +926,7 @@ TEST_F(Sm90Gather, DynamicTilesHalfTileSkipAndTailSplitLeversGiveTheBitsOfTheirO
                             {.half_tile_skip = true},
                             {.dynamic_tiles = true, .half_tile_skip = true},
                             {.tail_split = true},
-                            {.dynamic_tiles = true, .tail_split = true},
-                            {.gemm2_block_ready = true},
-                            {.dynamic_tiles = true, .gemm2_block_ready = true}};
+                            {.dynamic_tiles = true, .tail_split = true}};
   int checked = 0;
   for (auto base : {moe_shape(10, 448, 320, 4, Activation::kSiluGated),
                     moe_shape(12, 320, 192, 3, Activation::kRelu2),
