@@ -6,11 +6,11 @@
 // that holds pairs, in order, and their count (sub-blocks of padding are left out, so GEMM1's
 // persistent tiles stay balanced). Later launches size their grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
-// Up to 4096 pairs (the host's kSingleCtaAlignPairs): one CTA of 1024 threads; E <= kMaxExperts.
-// Above: two launches (end of this file, same outputs) with one CTA per 2048 pairs, because the
-// cost is shared-memory atomics that one CTA does in turn (ncu on the H200: the 1-CTA align at
-// S2 M=1024, 8192 pairs, ran 21 us for 23k instructions; the three launches of then 4.0 + 4.8 +
-// 4.5 us).
+// Up to the host's kSingleCtaAlignPairs (2048): one CTA of 1024 threads; E <= kMaxExperts.
+// Above: two launches (end of this file, same outputs) with one CTA per chunk of 512 to 2048 pairs
+// (the host's align_chunks), because the cost is shared-memory atomics that one CTA does in turn
+// (ncu on the H200: the 1-CTA align at S2 M=1024, 8192 pairs, ran 21 us for 23k instructions; the
+// three launches of then 4.0 + 4.8 + 4.5 us).
 // Pair order inside an expert follows shared-memory atomics and may vary between runs: every
 // row's GEMM result is independent of its position, so the layer's output bits do not (tests
 // assert equal digests across runs).
@@ -59,15 +59,16 @@ MOETUNE_DEVICE int expert_of_row(const int* offsets, int num_experts, int row) {
   return lo;
 }
 
-/// Loads ids [first + j * stride] for j < kN into registers, all loads issued before any is used;
-/// -1 past `end` or outside [0, num_experts) (such pairs are dropped, as in the 1-CTA kernel).
+/// Loads ids [first + j * stride] for j < n (<= kN) into registers, all loads issued before any
+/// is used; -1 for j >= n, past `end` or outside [0, num_experts) (such pairs are dropped, as in
+/// the 1-CTA kernel).
 template <int kN>
-MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int end, int num_experts,
+MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int n, int end, int num_experts,
                              int (&out)[kN]) {
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
     const int i = first + j * stride;
-    out[j] = i < end ? __ldg(ids + i) : -1;
+    out[j] = j < n && i < end ? __ldg(ids + i) : -1;
   }
 #pragma unroll
   for (int j = 0; j < kN; ++j) {
@@ -237,8 +238,9 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 }
 
 // ---- Multi-CTA align for large M (two launches, each fully parallel) ----
-// count: hist[e][c] = pairs of chunk c routed to expert e (one CTA per chunk of kAlignChunk pairs;
-//        expert-major, so the place kernel reads each expert's counts as one contiguous row)
+// count: hist[e][c] = pairs of chunk c routed to expert e (one CTA per chunk of align_chunk_ids x
+//        kAlignChunkThreads pairs; expert-major, so the place kernel reads each expert's counts as
+//        one contiguous row)
 // place: one CTA per chunk again. Each sums every expert's row of hist (all chunks: the totals,
 //        and the chunks before its own: its first slot per expert), builds the padded offsets
 //        itself, places its own pairs from those bases (smem atomics inside the chunk), and writes
@@ -247,8 +249,7 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 // the scan and rewrote hist as bases; under ncu it took 6.2-6.7 us at S1 M=4096 / S2 M=2048
 // (bench/results/2026-12-01-align-permute-ncu/), a latency chain on one SM.
 constexpr int kAlignChunkThreads = 256;
-constexpr int kAlignChunkIds = 8;  // per thread
-constexpr int kAlignChunk = kAlignChunkThreads * kAlignChunkIds;
+constexpr int kAlignChunkIds = 8;    // per thread, at most
 constexpr int kAlignHistBatch = 16;  // hist loads in flight per thread
 
 struct AlignMultiParams {
@@ -257,14 +258,22 @@ struct AlignMultiParams {
   int num_chunks;
 };
 
+/// Ids per thread of a chunk: the fewest that cover the pairs in num_chunks chunks (the host
+/// picks num_chunks, at least num_pairs / (kAlignChunkThreads * kAlignChunkIds)).
+MOETUNE_DEVICE int align_chunk_ids(AlignMultiParams const& p) {
+  const int per = p.num_chunks * kAlignChunkThreads;
+  return (p.base.num_pairs + per - 1) / per;
+}
+
 __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_count_kernel(AlignMultiParams p) {
   __shared__ int counts[kMaxExperts];
   pdl_launch_dependents();
   pdl_wait();
   for (int e = threadIdx.x; e < p.base.num_experts; e += blockDim.x) counts[e] = 0;
+  const int n = align_chunk_ids(p);
   int ids[kAlignChunkIds];
-  load_ids(p.base.topk_ids, blockIdx.x * kAlignChunk + threadIdx.x, kAlignChunkThreads,
-           p.base.num_pairs, p.base.num_experts, ids);
+  load_ids(p.base.topk_ids, blockIdx.x * kAlignChunkThreads * n + threadIdx.x, kAlignChunkThreads,
+           n, p.base.num_pairs, p.base.num_experts, ids);
   __syncthreads();
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
@@ -316,15 +325,16 @@ __global__ void __launch_bounds__(kAlignChunkThreads) moe_align_place_kernel(Ali
   pdl_launch_dependents();
   pdl_wait();
   // This chunk's ids and weights in flight first, then the hist rows.
-  const int first = chunk * kAlignChunk + tid;
+  const int n = align_chunk_ids(p);
+  const int first = chunk * kAlignChunkThreads * n + tid;
   float w[kAlignChunkIds];
 #pragma unroll
   for (int j = 0; j < kAlignChunkIds; ++j) {
     const int i = first + j * kAlignChunkThreads;
-    w[j] = i < p.base.num_pairs ? __ldg(p.base.topk_weights + i) : 0.0f;
+    w[j] = j < n && i < p.base.num_pairs ? __ldg(p.base.topk_weights + i) : 0.0f;
   }
   int ids[kAlignChunkIds];
-  load_ids(p.base.topk_ids, first, kAlignChunkThreads, p.base.num_pairs, E, ids);
+  load_ids(p.base.topk_ids, first, kAlignChunkThreads, n, p.base.num_pairs, E, ids);
   const int tpe = align_threads_per_expert(E);
   if (tpe == 1) {
     for (int e = tid; e < E; e += blockDim.x) {

@@ -32,16 +32,41 @@ struct AlignMultiParams {
   int32_t* hist;
   int num_chunks;
 };
-constexpr int kAlignChunkThreads = 256;              // sm90_align_kernel.cuh
-constexpr int kAlignChunk = kAlignChunkThreads * 8;  // sm90_align_kernel.cuh
+constexpr int kAlignChunkThreads = 256;  // sm90_align_kernel.cuh
+constexpr int kAlignChunkIdsMax = 8;     // sm90_align_kernel.cuh: ids per thread, at most
+constexpr int kAlignChunkIdsMin = 2;     // the fewest measured (align_chunks' NOTE)
+constexpr int kAlignHistBatch = 16;      // sm90_align_kernel.cuh
+/// sm90_align_kernel.cuh's align_threads_per_expert: threads of a place CTA that sum one expert's
+/// row of the chunk histogram.
+int align_threads_per_expert(int64_t num_experts) {
+  int tpe = 1;
+  while (tpe < 32 && 2 * tpe * num_experts <= kAlignChunkThreads) tpe *= 2;
+  return tpe;
+}
+/// The multi-CTA align's chunks (the CTAs of each of its launches) for `pairs` over
+/// `num_experts`: as many as each place CTA sums in one batch of histogram loads per thread
+/// (kAlignHistBatch x its threads per expert: 32 chunks at E = 128, 512 at E = 8), of at least
+/// kAlignChunkIdsMin and at most kAlignChunkIdsMax ids per thread. Smaller chunks shorten the
+/// place CTAs' chains of shared-memory atomics; more chunks than one batch lengthen every CTA's
+/// histogram sum. NOTE: on the H200 (bench/results/2026-12-02-align-chunks/call2/) the align
+/// stage at 2 ids per thread against the 8 before: S1 M=2048 9.5 vs 13.5 us, S2 1024 8.8 vs
+/// 11.9, S2 4096 11.5 vs 13.3; but at 256 chunks (S2 M=16384) 32.9 vs 16.5.
+int align_chunks(int64_t pairs, int64_t num_experts) {
+  const int64_t max_chunks = int64_t{kAlignHistBatch} * align_threads_per_expert(num_experts);
+  const int64_t want =
+      (pairs + kAlignChunkThreads * max_chunks - 1) / (kAlignChunkThreads * max_chunks);
+  const int64_t ids = std::clamp<int64_t>(want, kAlignChunkIdsMin, kAlignChunkIdsMax);
+  const int64_t per = int64_t{kAlignChunkThreads} * ids;
+  return static_cast<int>((pairs + per - 1) / per);
+}
 // Above this the multi-CTA align's launches run (its cost is shared-memory atomics, which one CTA
-// does in turn): at 8192 pairs (S2 M=1024) 10.2 us against 16.1 in one CTA on the H200, when it
-// was three launches. With the two launches of now, handing over at 1024 or 2048 pairs instead ran
-// the layer at 0.978-1.015x of this at S1-S3 M = 128..2048 (S3 M=2048 1.086x with equal GEMM stage
-// times: its power-limited clock), no gain (bench/results/2026-12-02-align-place/call2/). The
-// one-CTA kernel stages up to kAlignStagePairs (sm90_align_kernel.cuh, the same 4096) pairs in
-// shared memory; above that it writes them scattered, so a larger threshold here stays correct.
-constexpr int kSingleCtaAlignPairs = 4096;
+// does in turn). NOTE: on the H200 with chunks of 2048 pairs, handing over at 1024 or 2048 pairs
+// instead of 4096 ran the layer at 0.978-1.015x, no gain (bench/results/2026-12-02-align-place/
+// call2/); with the smaller chunks of align_chunks the align stage at 3072-4096 pairs took 8.1-8.4
+// us against 9.9-11.3 in one CTA (S1 / S2 M=512, S3 M=2048), and the same at 1536-2048
+// (bench/results/2026-12-02-align-chunks/call2/). The one-CTA kernel stages up to
+// kAlignStagePairs (sm90_align_kernel.cuh, 4096) pairs in shared memory.
+constexpr int kSingleCtaAlignPairs = 2048;
 struct GemmParams {
   const void* a;
   const void* b;
@@ -156,8 +181,9 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
     w.num_sub = off;
     off += align_up(sizeof(int32_t));
   }
-  w.hist = off;
-  off += align_up(sizeof(int32_t) * ((pairs + kAlignChunk - 1) / kAlignChunk) * p.num_experts);
+  w.hist = off;  // the chunk histogram at its most chunks (kAlignChunkIdsMin ids per thread)
+  const int64_t min_chunk = int64_t{kAlignChunkThreads} * kAlignChunkIdsMin;
+  off += align_up(sizeof(int32_t) * ((pairs + min_chunk - 1) / min_chunk) * p.num_experts);
   w.sched = off;  // lever dynamic_tiles: two counters per GEMM (align zeroes them)
   off += align_up(sizeof(int32_t) * kSchedInts);
   w.h = off;
@@ -395,7 +421,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.sorted_weights,
                        b.sched};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
-    AlignMultiParams mp{ap, b.hist, (b.pairs + kAlignChunk - 1) / kAlignChunk};
+    AlignMultiParams mp{ap, b.hist, align_chunks(b.pairs, p.num_experts)};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
     MOETUNE_CUDA_CHECK(
