@@ -44,18 +44,25 @@ int align_threads_per_expert(int64_t num_experts) {
   return tpe;
 }
 /// The multi-CTA align's chunks (the CTAs of each of its launches) for `pairs` over
-/// `num_experts`: as many as each place CTA sums in one batch of histogram loads per thread
-/// (kAlignHistBatch x its threads per expert: 32 chunks at E = 128, 512 at E = 8), of at least
-/// kAlignChunkIdsMin and at most kAlignChunkIdsMax ids per thread. Smaller chunks shorten the
-/// place CTAs' chains of shared-memory atomics; more chunks than one batch lengthen every CTA's
-/// histogram sum. NOTE: on the H200 (bench/results/2026-12-02-align-chunks/call2/) the align
-/// stage at 2 ids per thread against the 8 before: S1 M=2048 9.5 vs 13.5 us, S2 1024 8.8 vs
-/// 11.9, S2 4096 11.5 vs 13.3; but at 256 chunks (S2 M=16384) 32.9 vs 16.5.
+/// `num_experts`: up to kAlignSmallChunkPairs pairs, as many as each place CTA sums in one batch
+/// of histogram loads per thread (kAlignHistBatch x its threads per expert: 32 chunks at E = 128,
+/// 512 at E = 8), of at least kAlignChunkIdsMin ids per thread; above, kAlignChunkIdsMax ids per
+/// thread (2048 pairs a chunk). Smaller chunks shorten the place CTAs' chains of shared-memory
+/// atomics; more chunks than one batch lengthen every CTA's histogram sum.
+/// NOTE: on the H200 (bench/results/2026-12-02-align-chunks/) the align stage at 2 ids per thread
+/// against 8: S1 M=2048 9.5 vs 13.5 us, S2 1024 8.8 vs 11.9, S2 4096 11.5 vs 13.3, but at 256
+/// chunks (S2 M=16384) 32.9 vs 16.5; the layer 0.987-0.996x at S1 M = 512-2048 and S2 512 in every
+/// round. At S1 M=8192 (49152 pairs, 6 ids per thread) the align stage ran 0.5 us faster but the
+/// layer 1.012-1.023x in two calls (7 rounds, cause not found), so above kAlignSmallChunkPairs
+/// the chunks stay at 2048 pairs.
+constexpr int64_t kAlignSmallChunkPairs = 32768;
 int align_chunks(int64_t pairs, int64_t num_experts) {
   const int64_t max_chunks = int64_t{kAlignHistBatch} * align_threads_per_expert(num_experts);
   const int64_t want =
       (pairs + kAlignChunkThreads * max_chunks - 1) / (kAlignChunkThreads * max_chunks);
-  const int64_t ids = std::clamp<int64_t>(want, kAlignChunkIdsMin, kAlignChunkIdsMax);
+  const int64_t ids = pairs > kAlignSmallChunkPairs
+                          ? kAlignChunkIdsMax
+                          : std::clamp<int64_t>(want, kAlignChunkIdsMin, kAlignChunkIdsMax);
   const int64_t per = int64_t{kAlignChunkThreads} * ids;
   return static_cast<int>((pairs + per - 1) / per);
 }
