@@ -259,6 +259,10 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
   return static_cast<int>(per_row / 128 * 128);
 }
 
+int sm90_align_chunks(int64_t pairs, int64_t num_experts) {
+  return align_chunks(pairs, num_experts);
+}
+
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
   auto g1 = gemm_geometry(p, c.gemm1, true);

@@ -55,6 +55,12 @@ inline constexpr size_t kWorkspaceZeroBytes = 256;
 /// lines, at most the row; 0 when under one line or L2 is unknown.
 int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes);
 
+/// The multi-CTA align's chunks (the CTAs of each of its two launches) for `pairs` (M x top_k)
+/// over `num_experts`, where more than one CTA's share of pairs (2048) is to be aligned: chunks of
+/// 2 to 8 ids per thread of 256, as many as a place CTA sums in one batch of histogram loads, up
+/// to 32768 pairs; 2048 pairs a chunk above. The kernels derive the ids per thread from it.
+int sm90_align_chunks(int64_t pairs, int64_t num_experts);
+
 /// Launches the layer for M = p.num_tokens. M == 0 launches nothing. `workspace`: at least
 /// sm90_gather_workspace_bytes, its first kWorkspaceZeroBytes zero (see there).
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
