@@ -34,7 +34,7 @@ struct AlignMultiParams {
 };
 constexpr int kAlignChunkThreads = 256;  // sm90_align_kernel.cuh
 constexpr int kAlignChunkIdsMax = 8;     // sm90_align_kernel.cuh: ids per thread, at most
-constexpr int kAlignChunkIdsMin = 2;     // the fewest measured (align_chunks' NOTE)
+constexpr int kAlignChunkIdsMin = 2;     // the fewest measured (sm90_align_chunks' NOTE)
 constexpr int kAlignHistBatch = 16;      // sm90_align_kernel.cuh
 /// sm90_align_kernel.cuh's align_threads_per_expert: threads of a place CTA that sum one expert's
 /// row of the chunk histogram.
@@ -43,34 +43,12 @@ int align_threads_per_expert(int64_t num_experts) {
   while (tpe < 32 && 2 * tpe * num_experts <= kAlignChunkThreads) tpe *= 2;
   return tpe;
 }
-/// The multi-CTA align's chunks (the CTAs of each of its launches) for `pairs` over
-/// `num_experts`: up to kAlignSmallChunkPairs pairs, as many as each place CTA sums in one batch
-/// of histogram loads per thread (kAlignHistBatch x its threads per expert: 32 chunks at E = 128,
-/// 512 at E = 8), of at least kAlignChunkIdsMin ids per thread; above, kAlignChunkIdsMax ids per
-/// thread (2048 pairs a chunk). Smaller chunks shorten the place CTAs' chains of shared-memory
-/// atomics; more chunks than one batch lengthen every CTA's histogram sum.
-/// NOTE: on the H200 (bench/results/2026-12-02-align-chunks/) the align stage at 2 ids per thread
-/// against 8: S1 M=2048 9.5 vs 13.5 us, S2 1024 8.8 vs 11.9, S2 4096 11.5 vs 13.3, but at 256
-/// chunks (S2 M=16384) 32.9 vs 16.5; the layer 0.987-0.996x at S1 M = 512-2048 and S2 512 in every
-/// round. At S1 M=8192 (49152 pairs, 6 ids per thread) the align stage ran 0.5 us faster but the
-/// layer 1.012-1.023x in two calls (7 rounds, cause not found), so above kAlignSmallChunkPairs
-/// the chunks stay at 2048 pairs.
-constexpr int64_t kAlignSmallChunkPairs = 32768;
-int align_chunks(int64_t pairs, int64_t num_experts) {
-  const int64_t max_chunks = int64_t{kAlignHistBatch} * align_threads_per_expert(num_experts);
-  const int64_t want =
-      (pairs + kAlignChunkThreads * max_chunks - 1) / (kAlignChunkThreads * max_chunks);
-  const int64_t ids = pairs > kAlignSmallChunkPairs
-                          ? kAlignChunkIdsMax
-                          : std::clamp<int64_t>(want, kAlignChunkIdsMin, kAlignChunkIdsMax);
-  const int64_t per = int64_t{kAlignChunkThreads} * ids;
-  return static_cast<int>((pairs + per - 1) / per);
-}
+constexpr int64_t kAlignSmallChunkPairs = 32768;  // sm90_align_chunks
 // Above this the multi-CTA align's launches run (its cost is shared-memory atomics, which one CTA
 // does in turn). NOTE: on the H200 with chunks of 2048 pairs, handing over at 1024 or 2048 pairs
 // instead of 4096 ran the layer at 0.978-1.015x, no gain (bench/results/2026-12-02-align-place/
-// call2/); with the smaller chunks of align_chunks the align stage at 3072-4096 pairs took 8.1-8.4
-// us against 9.9-11.3 in one CTA (S1 / S2 M=512, S3 M=2048), and the same at 1536-2048
+// call2/); with the smaller chunks of sm90_align_chunks the align stage at 3072-4096 pairs took
+// 8.1-8.4 us against 9.9-11.3 in one CTA (S1 / S2 M=512, S3 M=2048), and the same at 1536-2048
 // (bench/results/2026-12-02-align-chunks/call2/). The one-CTA kernel stages up to
 // kAlignStagePairs (sm90_align_kernel.cuh, 4096) pairs in shared memory.
 constexpr int kSingleCtaAlignPairs = 2048;
@@ -259,8 +237,27 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
   return static_cast<int>(per_row / 128 * 128);
 }
 
+/// The multi-CTA align's chunks (the CTAs of each of its launches) for `pairs` over
+/// `num_experts`: up to kAlignSmallChunkPairs pairs, as many as each place CTA sums in one batch
+/// of histogram loads per thread (kAlignHistBatch x its threads per expert: 32 chunks at E = 128,
+/// 512 at E = 8), of at least kAlignChunkIdsMin ids per thread; above, kAlignChunkIdsMax ids per
+/// thread (2048 pairs a chunk). Smaller chunks shorten the place CTAs' chains of shared-memory
+/// atomics; more chunks than one batch lengthen every CTA's histogram sum.
+/// NOTE: on the H200 (bench/results/2026-12-02-align-chunks/) the align stage at 2 ids per thread
+/// against 8: S1 M=2048 9.5 vs 13.5 us, S2 1024 8.8 vs 11.9, S2 4096 11.5 vs 13.3, but at 256
+/// chunks (S2 M=16384) 32.9 vs 16.5; the layer 0.987-0.996x at S1 M = 512-2048 and S2 512 in every
+/// round. At S1 M=8192 (49152 pairs, 6 ids per thread) the align stage ran 0.5 us faster but the
+/// layer 1.012-1.023x in two calls (7 rounds, cause not found), so above kAlignSmallChunkPairs
+/// the chunks stay at 2048 pairs.
 int sm90_align_chunks(int64_t pairs, int64_t num_experts) {
-  return align_chunks(pairs, num_experts);
+  const int64_t max_chunks = int64_t{kAlignHistBatch} * align_threads_per_expert(num_experts);
+  const int64_t want =
+      (pairs + kAlignChunkThreads * max_chunks - 1) / (kAlignChunkThreads * max_chunks);
+  const int64_t ids = pairs > kAlignSmallChunkPairs
+                          ? kAlignChunkIdsMax
+                          : std::clamp<int64_t>(want, kAlignChunkIdsMin, kAlignChunkIdsMax);
+  const int64_t per = int64_t{kAlignChunkThreads} * ids;
+  return static_cast<int>((pairs + per - 1) / per);
 }
 
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
@@ -432,7 +429,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                        b.sorted_weights,
                        b.sched};
   if (fast_paths.align_multi_cta && b.pairs > kSingleCtaAlignPairs) {
-    AlignMultiParams mp{ap, b.hist, align_chunks(b.pairs, p.num_experts)};
+    AlignMultiParams mp{ap, b.hist, sm90_align_chunks(b.pairs, p.num_experts)};
     void* params[] = {&mp};
     const dim3 chunks(static_cast<unsigned>(mp.num_chunks));
     MOETUNE_CUDA_CHECK(
