@@ -6,7 +6,9 @@
 // that holds pairs, in order, and their count (sub-blocks of padding are left out, so GEMM1's
 // persistent tiles stay balanced). Later launches size their grids from the host-side upper bound
 // max_blocks = ceil(num_pairs / kBlockM) + min(E, num_pairs) and exit blocks past *num_blocks.
-// Up to the host's kSingleCtaAlignPairs (2048): one CTA of 1024 threads; E <= kMaxExperts.
+// Up to the host's kSingleCtaAlignPairs (2048): one CTA of 1024 threads, E <= kMaxExperts, each
+// thread holding up to kAlignRegIds pairs in registers (histogram, one warp's scans, stores: three
+// barriers); more pairs with the lever align_multi_cta off: the older phases (ids read twice).
 // Above: two launches (end of this file, same outputs) with one CTA per chunk of 512 to 2048 pairs
 // (the host's align_chunks), because the cost is shared-memory atomics that one CTA does in turn
 // (ncu on the H200: the 1-CTA align at S2 M=1024, 8192 pairs, ran 21 us for 23k instructions; the
@@ -14,9 +16,14 @@
 // Pair order inside an expert follows shared-memory atomics and may vary between runs: every
 // row's GEMM result is independent of its position, so the layer's output bits do not (tests
 // assert equal digests across runs).
+// NOTE: the register path (twenty-ninth session, bench/results/2026-12-02-combine-align/ call 1)
+// took the align stage from 6.5 to 5.4 us at S1 M=4, 6.8 to 5.7 at S2 M=16, 7.1 to 5.6 at S3
+// M=512 (1024 pairs), 8.4 to 8.0 at S1 M=256 (1536), but 8.7 to 9.1 at S2 M=256 (2048 pairs: the
+// pairs' scattered stores; the layer there 306.4 vs 306.6 us). Same bits in the layer.
 // NOTE, tried on the H200 and left out of the 1-CTA kernel (bench/results/raw/2026-11-29-
 // {375e5fc,ad4784f,32a8e28,e2feeee}-*): ids loaded into registers before the first atomic (16 per
-// thread: ~2 us slower at tiny M, S1 M=4 7.0 vs 5.0 us, and no faster at 4096 pairs);
+// thread: ~2 us slower at tiny M, S1 M=4 7.0 vs 5.0 us, and no faster at 4096 pairs; the register
+// path above holds 2 per thread and also keeps each pair's slot, which drops a pass);
 // warp-aggregated atomics with match.any (1.5-2.4x slower: S2 M=2048 19 -> 46 us); -1 written by
 // one thread per expert (strided stores: S2 M=1024 14.5 -> 22 us). The multi-CTA kernels keep
 // their ids in registers (8 per thread) and fill padding one warp per expert.
@@ -119,17 +126,14 @@ MOETUNE_DEVICE void padded_offsets_warp0(const int* counts, int* offsets, int nu
   if (tid == 31) offsets[num_experts] = incl;
 }
 
-/// kSubM < kBlockM: sub_row0 / num_sub of the sub-blocks that hold pairs. sub_offsets: [E + 1]
-/// shared scratch (the experts' offsets padded to kSubM); offsets: padded to kBlockM. The caller
-/// syncs before; every thread of the CTA calls it. Entries first, first + stride, ... are written
-/// here (one CTA: threadIdx.x and blockDim.x; the place kernel: the grid's thread index and size),
-/// num_sub where first == 0.
+/// kSubM < kBlockM: sub_row0 / num_sub of the sub-blocks that hold pairs, from sub_offsets [E + 1]
+/// (the experts' offsets padded to kSubM) and offsets (padded to kBlockM). Entries first,
+/// first + stride, ... are written here (one CTA: threadIdx.x and blockDim.x; the place kernel:
+/// the grid's thread index and size), num_sub where first == 0.
 template <int kBlockM, int kSubM>
-MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, const int* offsets,
-                                     int* sub_offsets, int first, int stride) {
+MOETUNE_DEVICE void write_sub_rows(AlignParams const& p, const int* offsets, const int* sub_offsets,
+                                   int first, int stride) {
   if constexpr (kSubM < kBlockM) {
-    padded_offsets_warp0<kSubM>(counts, sub_offsets, p.num_experts);
-    __syncthreads();
     const int num_sub = sub_offsets[p.num_experts] / kSubM;
     if (first == 0) *p.num_sub = num_sub;
     const int max_sub = p.max_blocks * (kBlockM / kSubM);
@@ -143,6 +147,69 @@ MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, co
     }
   }
 }
+
+/// write_sub_rows after computing sub_offsets (shared scratch, [E + 1]) from counts. The caller
+/// syncs before; every thread of the CTA calls it.
+template <int kBlockM, int kSubM>
+MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, const int* offsets,
+                                     int* sub_offsets, int first, int stride) {
+  if constexpr (kSubM < kBlockM) {
+    padded_offsets_warp0<kSubM>(counts, sub_offsets, p.num_experts);
+    __syncthreads();
+    write_sub_rows<kBlockM, kSubM>(p, offsets, sub_offsets, first, stride);
+  }
+}
+
+/// Both scans of the one-CTA align in one pass of warp 0: offsets padded to kBlockM and, with
+/// kSubM < kBlockM, sub_offsets padded to kSubM (each [E + 1]). The caller syncs before and after.
+template <int kBlockM, int kSubM>
+MOETUNE_DEVICE void align_offsets_warp0(const int* counts, int* offsets, int* sub_offsets,
+                                        int num_experts) {
+  constexpr bool kSub = kSubM < kBlockM;
+  const int tid = threadIdx.x;
+  if (tid >= 32) return;
+  const int per_lane = (num_experts + 31) / 32;
+  const int begin = tid * per_lane;
+  int local = 0, local_sub = 0;
+  for (int i = 0; i < per_lane; ++i) {
+    const int e = begin + i;
+    if (e < num_experts) {
+      local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+      if constexpr (kSub) local_sub += (counts[e] + kSubM - 1) / kSubM * kSubM;
+    }
+  }
+  int incl = local, incl_sub = local_sub;
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    const int v_sub = __shfl_up_sync(0xffffffffu, incl_sub, d);
+    if (tid >= d) {
+      incl += v;
+      incl_sub += v_sub;
+    }
+  }
+  int run = incl - local, run_sub = incl_sub - local_sub;
+  for (int i = 0; i < per_lane; ++i) {
+    const int e = begin + i;
+    if (e < num_experts) {
+      offsets[e] = run;
+      run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+      if constexpr (kSub) {
+        sub_offsets[e] = run_sub;
+        run_sub += (counts[e] + kSubM - 1) / kSubM * kSubM;
+      }
+    }
+  }
+  if (tid == 31) {
+    offsets[num_experts] = incl;
+    if constexpr (kSub) sub_offsets[num_experts] = incl_sub;
+  }
+}
+
+/// Pairs per thread of the one-CTA align's register path: up to this many x 1024 pairs (the
+/// host's kSingleCtaAlignPairs) each thread loads its ids and weights once, keeps the slot the
+/// histogram's atomic gave each pair in its expert, and stores the pair at its expert's padded
+/// offset + that slot once the scan is done: three barriers in all.
+constexpr int kAlignRegIds = 2;
 
 /// Pairs the one-CTA align stages in shared memory (the host's kSingleCtaAlignPairs; above it,
 /// with the lever align_multi_cta off, the pairs go straight to global memory).
@@ -178,6 +245,42 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   if (tid < 4) p.sched[tid] = 0;
   for (int e = tid; e < p.num_experts; e += blockDim.x) counts[e] = 0;
   __syncthreads();
+  if (p.num_pairs <= kAlignRegIds * (int)blockDim.x) {
+    int ids[kAlignRegIds];
+    float weights[kAlignRegIds];
+    int slots[kAlignRegIds];
+    load_ids<kAlignRegIds>(p.topk_ids, tid, blockDim.x, kAlignRegIds, p.num_pairs, p.num_experts,
+                           ids);
+#pragma unroll
+    for (int j = 0; j < kAlignRegIds; ++j) {
+      const int i = tid + j * (int)blockDim.x;
+      weights[j] = i < p.num_pairs ? __ldg(p.topk_weights + i) : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kAlignRegIds; ++j)
+      slots[j] = ids[j] >= 0 ? atomicAdd(&counts[ids[j]], 1) : 0;
+    __syncthreads();
+    align_offsets_warp0<kBlockM, kSubM>(counts, offsets, sub_offsets, p.num_experts);
+    __syncthreads();
+    // Every write below goes to its own rows: no barrier between them.
+    const int total_blocks = offsets[p.num_experts] / kBlockM;
+    if (tid == 0) *p.num_blocks = total_blocks;
+    for (int b = tid; b < p.max_blocks; b += blockDim.x) {
+      p.block_expert[b] =
+          b < total_blocks ? expert_of_row(offsets, p.num_experts, b * kBlockM) : -1;
+    }
+    fill_padding(p.sorted_pairs, offsets, counts, p.num_experts, tid / 32, blockDim.x / 32);
+    write_sub_rows<kBlockM, kSubM>(p, offsets, sub_offsets, tid, blockDim.x);
+#pragma unroll
+    for (int j = 0; j < kAlignRegIds; ++j) {
+      if (ids[j] >= 0) {
+        const int row = offsets[ids[j]] + slots[j];
+        p.sorted_pairs[row] = tid + j * (int)blockDim.x;
+        p.sorted_weights[row] = weights[j];
+      }
+    }
+    return;
+  }
   for (int i = tid; i < p.num_pairs; i += blockDim.x) {
     int e = p.topk_ids[i];
     if (e >= 0 && e < p.num_experts) atomicAdd(&counts[e], 1);

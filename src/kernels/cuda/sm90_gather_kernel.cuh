@@ -151,21 +151,35 @@ struct CombineParams {
   int split_k;
 };
 
+/// Rows of y one combine thread has in flight: it issues the loads of up to this many of its
+/// token's rows (split GEMM2: two 16-byte loads per (j, s) unit, half as many units) before it
+/// adds any, then adds them in order, under __launch_bounds__(256, 6) (40 registers: six CTAs per
+/// SM, as the loop before it had at 34).
+constexpr int kCombineRowsInFlight = 4;
+
 /// out[t] = sum_j y[t*top_k + j] in fp32, j ascending (split GEMM2: sum_j sum_s y[s][t*top_k + j],
-/// s ascending inside j). One thread per 8 columns (16-byte loads).
-/// NOTE: fusing this into GEMM2 (a counter per token and n-tile, the warp that sees a token's last
-/// stored tile sums its rows in this order, bitwise equal) was correct on the H200 but slower
-/// everywhere it acted (4a36a70, bench/results/2026-11-30-4a36a70-fused-combine/: S2 M=2048 626
-/// vs 423 us, S1 M=4096 1203 vs 1052, S2 M=256 325 vs 314): the tma_ws producer warps that did
-/// it (56 registers, 3 rows of y in flight per lane) keep a few KB in flight per SM, where this
-/// kernel streams y at 3.6 TB/s; the mma.sync CTAs that did it inline lost 2-3% at small M.
-/// NOTE: GEMM2 adding weight x rows into fp32 sums [M, K] with 16-byte red instead of writing y
-/// (lever atomic_combine, nondeterministic; align's extra CTAs zeroed the sums, this kernel only
-/// converted them) was in band but slower at 11 of 12 points on the H200 (a6a4308, bench/results/
-/// 2026-12-01-atomic-combine/: S2 M=4096 811 vs 670 us, its tma_ws GEMM2 366 vs 230; S2 2048 486
-/// vs 432; S1 4096 1087 vs 1000): the reds move twice y's bytes through L2's atomic units, slower
-/// than y's store and this kernel's read together, and the zeroing did not hide under align.
-__global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
+/// s ascending inside j). One thread per 8 columns (16-byte loads), its token's rows loaded
+/// kCombineRowsInFlight at a time (same order, same bits).
+/// NOTE: until the twenty-ninth session (2026-12-02) the j loop added each row as it arrived; the
+/// compiler unrolled it by 4 with a serial remainder (nvcc's PTX), so top_k = 2 took two round
+/// trips and 6 took three. Measured on the H200 (bench/results/2026-12-02-combine-align/, call 2,
+/// stage medians): 4 rows here 5.2-5.4 us at S1 / S2 M = 16-64 against 5.8-6.1, S1 M=16384 143 vs
+/// 149, S3 16384 106 vs 109. 8 rows in flight (58 registers, four CTAs per SM) was 0.4 us faster at
+/// small M but 20% slower at S3's large M (133 vs 109 us: top_k = 2, where the CTAs are short and
+/// how many fit counts); 2 rows under the same bounds gained nothing. NOTE: fusing this into GEMM2
+/// (a counter per token and n-tile, the warp that sees a token's last stored tile sums its rows in
+/// this order, bitwise equal) was correct on the H200 but slower everywhere it acted (4a36a70,
+/// bench/results/2026-11-30-4a36a70-fused-combine/: S2 M=2048 626 vs 423 us, S1 M=4096 1203 vs
+/// 1052, S2 M=256 325 vs 314): the tma_ws producer warps that did it (56 registers, 3 rows of y in
+/// flight per lane) keep a few KB in flight per SM, where this kernel streams y at 3.6 TB/s; the
+/// mma.sync CTAs that did it inline lost 2-3% at small M. NOTE: GEMM2 adding weight x rows into
+/// fp32 sums [M, K] with 16-byte red instead of writing y (lever atomic_combine, nondeterministic;
+/// align's extra CTAs zeroed the sums, this kernel only converted them) was in band but slower at
+/// 11 of 12 points on the H200 (a6a4308, bench/results/ 2026-12-01-atomic-combine/: S2 M=4096 811
+/// vs 670 us, its tma_ws GEMM2 366 vs 230; S2 2048 486 vs 432; S1 4096 1087 vs 1000): the reds move
+/// twice y's bytes through L2's atomic units, slower than y's store and this kernel's read
+/// together, and the zeroing did not hide under align.
+__global__ void __launch_bounds__(256, 6) moe_combine_kernel(CombineParams p) {
   pdl_wait();
   const int vec_per_row = p.k_dim / 8;
   const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -176,32 +190,56 @@ __global__ void __launch_bounds__(256) moe_combine_kernel(CombineParams p) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) sum[i] = 0.0f;
   if (p.split_k > 1) {
+    // Units u = j * split_k + s, ascending: j, then s inside j.
     const float* y32 = reinterpret_cast<const float*>(p.y);
     const long long split_stride = (long long)p.num_tokens * p.top_k * p.k_dim;
-    for (int j = 0; j < p.top_k; ++j) {
-      for (int s = 0; s < p.split_k; ++s) {
-        const float* src = y32 + s * split_stride + ((long long)t * p.top_k + j) * p.k_dim + v * 8;
-        const float4 a = *reinterpret_cast<const float4*>(src);
-        const float4 b = *reinterpret_cast<const float4*>(src + 4);
-        sum[0] += a.x;
-        sum[1] += a.y;
-        sum[2] += a.z;
-        sum[3] += a.w;
-        sum[4] += b.x;
-        sum[5] += b.y;
-        sum[6] += b.z;
-        sum[7] += b.w;
+    const int units = p.top_k * p.split_k;
+    for (int u0 = 0; u0 < units; u0 += kCombineRowsInFlight / 2) {
+      float4 q[kCombineRowsInFlight];
+#pragma unroll
+      for (int d = 0; d < kCombineRowsInFlight / 2; ++d) {
+        if (u0 + d < units) {
+          const int j = (u0 + d) / p.split_k;
+          const int s = (u0 + d) - j * p.split_k;
+          const float* src =
+              y32 + s * split_stride + ((long long)t * p.top_k + j) * p.k_dim + v * 8;
+          q[2 * d] = *reinterpret_cast<const float4*>(src);
+          q[2 * d + 1] = *reinterpret_cast<const float4*>(src + 4);
+        }
+      }
+#pragma unroll
+      for (int d = 0; d < kCombineRowsInFlight / 2; ++d) {
+        if (u0 + d < units) {
+          sum[0] += q[2 * d].x;
+          sum[1] += q[2 * d].y;
+          sum[2] += q[2 * d].z;
+          sum[3] += q[2 * d].w;
+          sum[4] += q[2 * d + 1].x;
+          sum[5] += q[2 * d + 1].y;
+          sum[6] += q[2 * d + 1].z;
+          sum[7] += q[2 * d + 1].w;
+        }
       }
     }
   } else {
-    for (int j = 0; j < p.top_k; ++j) {
-      const uint4 q =
-          *reinterpret_cast<const uint4*>(p.y + ((long long)t * p.top_k + j) * p.k_dim + v * 8);
-      const moe_u32 w[4] = {q.x, q.y, q.z, q.w};
+    const moe_bf16* row = p.y + (long long)t * p.top_k * p.k_dim + v * 8;
+    for (int j0 = 0; j0 < p.top_k; j0 += kCombineRowsInFlight) {
+      uint4 q[kCombineRowsInFlight];
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        sum[2 * i] += __uint_as_float(w[i] << 16);
-        sum[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+      for (int d = 0; d < kCombineRowsInFlight; ++d) {
+        if (j0 + d < p.top_k)
+          q[d] = *reinterpret_cast<const uint4*>(row + (long long)(j0 + d) * p.k_dim);
+      }
+#pragma unroll
+      for (int d = 0; d < kCombineRowsInFlight; ++d) {
+        if (j0 + d < p.top_k) {
+          const moe_u32 w[4] = {q[d].x, q[d].y, q[d].z, q[d].w};
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            sum[2 * i] += __uint_as_float(w[i] << 16);
+            sum[2 * i + 1] += __uint_as_float(w[i] & 0xffff0000u);
+          }
+        }
       }
     }
   }
