@@ -151,7 +151,8 @@ def main():
         return
     json.dump(recipe, sys.stdout, indent=2)
     print()
-    print("recipe_variant: %d rows changed" % changed, file=sys.stderr)
+    print("recipe_variant: %d rows set, %d of them with a config other than the pinned one"
+          % (changed, len(differ)), file=sys.stderr)
 
 
 if __name__ == "__main__":
