@@ -98,32 +98,56 @@ MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const in
 }
 
 /// offsets[e] = sum over e' < e of counts[e'] rounded up to kBlockM, offsets[E] = total, by warp 0
-/// (E <= 1024: 32 experts per lane at most). The caller syncs before and after.
-template <int kBlockM>
-MOETUNE_DEVICE void padded_offsets_warp0(const int* counts, int* offsets, int num_experts) {
+/// (E <= 1024: 32 experts per lane at most); with kSubM < kBlockM the same padded to kSubM into
+/// sub_offsets in the same pass (the one-CTA align's two scans; sub_offsets unused otherwise).
+/// The caller syncs before and after.
+template <int kBlockM, int kSubM>
+MOETUNE_DEVICE void align_offsets_warp0(const int* counts, int* offsets, int* sub_offsets,
+                                        int num_experts) {
+  constexpr bool kSub = kSubM < kBlockM;
   const int tid = threadIdx.x;
   if (tid >= 32) return;
   const int per_lane = (num_experts + 31) / 32;
   const int begin = tid * per_lane;
-  int local = 0;
+  int local = 0, local_sub = 0;
   for (int i = 0; i < per_lane; ++i) {
     const int e = begin + i;
-    if (e < num_experts) local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+    if (e < num_experts) {
+      local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+      if constexpr (kSub) local_sub += (counts[e] + kSubM - 1) / kSubM * kSubM;
+    }
   }
-  int incl = local;
+  int incl = local, incl_sub = local_sub;
   for (int d = 1; d < 32; d <<= 1) {
     const int v = __shfl_up_sync(0xffffffffu, incl, d);
     if (tid >= d) incl += v;
+    if constexpr (kSub) {
+      const int v_sub = __shfl_up_sync(0xffffffffu, incl_sub, d);
+      if (tid >= d) incl_sub += v_sub;
+    }
   }
-  int run = incl - local;
+  int run = incl - local, run_sub = incl_sub - local_sub;
   for (int i = 0; i < per_lane; ++i) {
     const int e = begin + i;
     if (e < num_experts) {
       offsets[e] = run;
       run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
+      if constexpr (kSub) {
+        sub_offsets[e] = run_sub;
+        run_sub += (counts[e] + kSubM - 1) / kSubM * kSubM;
+      }
     }
   }
-  if (tid == 31) offsets[num_experts] = incl;
+  if (tid == 31) {
+    offsets[num_experts] = incl;
+    if constexpr (kSub) sub_offsets[num_experts] = incl_sub;
+  }
+}
+
+/// The scan above alone: offsets padded to kBlockM.
+template <int kBlockM>
+MOETUNE_DEVICE void padded_offsets_warp0(const int* counts, int* offsets, int num_experts) {
+  align_offsets_warp0<kBlockM, kBlockM>(counts, offsets, nullptr, num_experts);
 }
 
 /// kSubM < kBlockM: sub_row0 / num_sub of the sub-blocks that hold pairs, from sub_offsets [E + 1]
@@ -157,51 +181,6 @@ MOETUNE_DEVICE void write_sub_blocks(AlignParams const& p, const int* counts, co
     padded_offsets_warp0<kSubM>(counts, sub_offsets, p.num_experts);
     __syncthreads();
     write_sub_rows<kBlockM, kSubM>(p, offsets, sub_offsets, first, stride);
-  }
-}
-
-/// Both scans of the one-CTA align in one pass of warp 0: offsets padded to kBlockM and, with
-/// kSubM < kBlockM, sub_offsets padded to kSubM (each [E + 1]). The caller syncs before and after.
-template <int kBlockM, int kSubM>
-MOETUNE_DEVICE void align_offsets_warp0(const int* counts, int* offsets, int* sub_offsets,
-                                        int num_experts) {
-  constexpr bool kSub = kSubM < kBlockM;
-  const int tid = threadIdx.x;
-  if (tid >= 32) return;
-  const int per_lane = (num_experts + 31) / 32;
-  const int begin = tid * per_lane;
-  int local = 0, local_sub = 0;
-  for (int i = 0; i < per_lane; ++i) {
-    const int e = begin + i;
-    if (e < num_experts) {
-      local += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
-      if constexpr (kSub) local_sub += (counts[e] + kSubM - 1) / kSubM * kSubM;
-    }
-  }
-  int incl = local, incl_sub = local_sub;
-  for (int d = 1; d < 32; d <<= 1) {
-    const int v = __shfl_up_sync(0xffffffffu, incl, d);
-    const int v_sub = __shfl_up_sync(0xffffffffu, incl_sub, d);
-    if (tid >= d) {
-      incl += v;
-      incl_sub += v_sub;
-    }
-  }
-  int run = incl - local, run_sub = incl_sub - local_sub;
-  for (int i = 0; i < per_lane; ++i) {
-    const int e = begin + i;
-    if (e < num_experts) {
-      offsets[e] = run;
-      run += (counts[e] + kBlockM - 1) / kBlockM * kBlockM;
-      if constexpr (kSub) {
-        sub_offsets[e] = run_sub;
-        run_sub += (counts[e] + kSubM - 1) / kSubM * kSubM;
-      }
-    }
-  }
-  if (tid == 31) {
-    offsets[num_experts] = incl;
-    if constexpr (kSub) sub_offsets[num_experts] = incl_sub;
   }
 }
 

@@ -49,8 +49,9 @@ constexpr int64_t kAlignSmallChunkPairs = 32768;  // sm90_align_chunks
 // instead of 4096 ran the layer at 0.978-1.015x, no gain (bench/results/2026-12-02-align-place/
 // call2/); with the smaller chunks of sm90_align_chunks the align stage at 3072-4096 pairs took
 // 8.1-8.4 us against 9.9-11.3 in one CTA (S1 / S2 M=512, S3 M=2048), and the same at 1536-2048
-// (bench/results/2026-12-02-align-chunks/call2/). The one-CTA kernel stages up to
-// kAlignStagePairs (sm90_align_kernel.cuh, 4096) pairs in shared memory.
+// (bench/results/2026-12-02-align-chunks/call2/). Up to here the one-CTA kernel holds the pairs in
+// registers (sm90_align_kernel.cuh's kAlignRegIds x 1024 threads); above, with the lever off, it
+// stages up to kAlignStagePairs (4096) in shared memory.
 constexpr int kSingleCtaAlignPairs = 2048;
 struct GemmParams {
   const void* a;
