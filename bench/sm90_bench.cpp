@@ -111,6 +111,10 @@ struct Point {
   int64_t hit = 0;
   double floor_us = 0, bytes = 0, flops = 0, time_us = 0, p10 = 0, p90 = 0;
   double align_us = 0, gemm1_us = 0, gemm2_us = 0, combine_us = 0;
+  // The layer less its align launch, on the workspace a full run filled (same topk_ids, so the
+  // lists are this layer's): what routing inside GEMM1 could save at most. 0 for the decode
+  // kernels, which have no align launch.
+  double no_align_us = 0;
   double rel_err = 0, default_us = 0;
   // NVML (SM clock, power, clock event reasons) during the timed replays, during the GEMM1 and
   // GEMM2 stage timings (what --dense compares with cuBLAS's), and during --dense's cuBLAS runs.
@@ -443,6 +447,8 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   nvml.stop();
   pt.stage_clocks = nvml.reading();
   pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
+  pt.no_align_us =
+      decode ? 0.0 : stage(kernels::cuda::kStageAll & ~unsigned{kernels::cuda::kStageAlign});
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
   pt.config_json =
@@ -505,7 +511,8 @@ void write_csv_header(std::ostream& csv) {
   csv << "commit,date,device,driver,copy_GBps,peak_TFLOPs,shape,E,K,I,top_k,act,M,experts_hit,"
          "time_us,p10_us,p90_us,floor_us,bound,ratio,bw_GBps,achieved_TFLOPs,align_us,gemm1_us,"
          "gemm2_us,combine_us,sm_clock_mhz,power_w,rel_err,digest,config,default_us,"
-         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac,clock_reasons\n";
+         "default_config,sm_clock_min_mhz,power_capped_frac,thermal_capped_frac,clock_reasons,"
+         "no_align_us\n";
   csv.flush();
 }
 
@@ -521,7 +528,7 @@ void write_csv_row(std::ostream& csv, RunInfo const& run, Point const& pt) {
       << pt.clocks.max_power_w << "," << pt.rel_err << "," << pt.digest << "," << pt.config << ","
       << pt.default_us << "," << pt.default_config << "," << pt.clocks.min_mhz << ","
       << pt.clocks.power_capped << "," << pt.clocks.thermal_capped << "," << hex(pt.clocks.reasons)
-      << std::endl;  // flushed per row: a run cut short keeps its rows
+      << "," << pt.no_align_us << std::endl;  // flushed per row: a run cut short keeps its rows
 }
 
 void write_winners(std::string const& path, std::vector<Point> const& points) {

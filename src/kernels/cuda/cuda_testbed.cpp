@@ -1,7 +1,7 @@
 // CudaTestbed: the cuda backend's testbed (cuda_testbed.hpp): device buffers of one prepared
 // problem with fresh random data, the fp32 GPU reference on sampled tokens, checks with poisoned
-// outputs, and graph-replay timing with the L2 flushed. (Just past the 400-line rule of thumb: the
-// buffers, the reference and the timing share one object's state; see the header.)
+// outputs and workspace, and graph-replay timing with the L2 flushed. (Just past the 400-line rule
+// of thumb: the buffers, the reference and the timing share one object's state; see the header.)
 #include "kernels/cuda/cuda_testbed.hpp"
 
 #include <algorithm>
@@ -317,6 +317,13 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   if (n_out > 0) {
     MOETUNE_CUDA_CHECK(cudaMemsetAsync(out_, 0xFF, 2 * n_out, stream_));
   }
+  // The workspace poisoned too (all but its zero words): a launch must write every list, count
+  // and row it reads, not find them from an earlier run of this or another config.
+  const size_t ws_need = sm90_gather_workspace_bytes(p, config);
+  if (ws_need > kWorkspaceZeroBytes) {
+    MOETUNE_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(ws_) + kWorkspaceZeroBytes, 0xFF,
+                                       ws_need - kWorkspaceZeroBytes, stream_));
+  }
   MoeArgs args{
       x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
   MOETUNE_RETURN_IF_ERROR(
@@ -388,6 +395,13 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   cudaError_t end_rc = cudaStreamEndCapture(cs, &graph);
   MOETUNE_RETURN_IF_ERROR(st);
   MOETUNE_CUDA_CHECK(end_rc);
+  size_t nodes = 0;
+  MOETUNE_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  if (nodes == 0) {  // a stage set that launches nothing for this config
+    cudaGraphDestroy(graph);
+    tr.samples_us.assign(std::max(reps, 1), 0.0);
+    return tr;
+  }
   cudaGraphExec_t exec = nullptr;
   MOETUNE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   cudaEvent_t e0, e1;

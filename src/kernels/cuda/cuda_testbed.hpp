@@ -1,9 +1,9 @@
 // CudaTestbed: the Testbed of the cuda backend (GPU 0). Inputs are generated on the device from a
-// counter-based RNG (same seed, same bits); outputs are poisoned before every checked run; the
-// reference is the fp32 GPU reference over a sample of tokens (all tokens when M <= 256), and the
-// full output is checked for unwritten or non-finite elements. Timing follows the bench protocol:
-// the pipeline captured in one CUDA graph, the L2 flushed (256 MiB read) before every replay,
-// warm-up, per-replay events.
+// counter-based RNG (same seed, same bits); outputs and the workspace (all but its zero words) are
+// poisoned before every checked run; the reference is the fp32 GPU reference over a sample of
+// tokens (all tokens when M <= 256), and the full output is checked for unwritten or non-finite
+// elements. Timing follows the bench protocol: the pipeline captured in one CUDA graph, the L2
+// flushed (256 MiB read) before every replay, warm-up, per-replay events.
 #pragma once
 
 #include <cuda_runtime.h>

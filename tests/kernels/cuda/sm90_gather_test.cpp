@@ -1,7 +1,7 @@
 // Device tests of the sm90_gather family (label gpu; each skips with a reason without a GPU).
 // Small shapes are checked element by element against the CPU fp64 reference; the benchmark
-// shapes S1-S3 against the fp32 GPU reference on sampled tokens. Every run poisons the output
-// first; every config also runs twice and must give identical bits.
+// shapes S1-S3 against the fp32 GPU reference on sampled tokens. Every run poisons the output and
+// the workspace first; every config also runs twice and must give identical bits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -130,7 +130,8 @@ TEST_F(Sm90Gather, MatchesFp64ReferenceOnSmallAndOddShapesAtEveryEdgeM) {
       moe_shape(12, 320, 192, 3,
                 Activation::kRelu2),  // E not a power of two, K/I not multiples of 128
       moe_shape(6, 192, 64, 2, Activation::kGelu),
-      moe_shape(10, 448, 320, 4, Activation::kGeluTanh)};
+      moe_shape(10, 448, 320, 4, Activation::kGeluTanh),
+      moe_shape(16, 256, 128, 8, Activation::kSiluGated)};  // top_k 8: two rounds of combine loads
   for (auto base : shapes) {
     for (int64_t m : {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255, 256, 1000, 3000}) {
       MoeProblem p = base;
