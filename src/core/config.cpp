@@ -52,9 +52,12 @@ Result<Schedule> parse_schedule(std::string_view text) {
 MoeConfig uniform_config(KernelConfig const& k) { return MoeConfig{.gemm1 = k, .gemm2 = k}; }
 
 Status validate(KernelConfig const& k, std::string_view where) {
-  // block_m may also be 192 (three 64-row warpgroups: cuda tma_ws), with 12 warps.
-  if (!is_pow2_in(k.tile.block_m, 1, 512) && k.tile.block_m != 192) {
-    return bad(where, "tile.block_m", k.tile.block_m, "a power of two in [1, 512], or 192");
+  // block_m may also be 192 (three 64-row warpgroups: cuda tma_ws), with 12 warps, or a multiple
+  // of 16 up to 128 (cuda mma.sync: a block sized to an expert's pairs, e.g. 48).
+  if (!is_pow2_in(k.tile.block_m, 1, 512) && k.tile.block_m != 192 &&
+      !(k.tile.block_m % 16 == 0 && k.tile.block_m >= 16 && k.tile.block_m <= 128)) {
+    return bad(where, "tile.block_m", k.tile.block_m,
+               "a power of two in [1, 512], a multiple of 16 in [16, 128], or 192");
   }
   // block_n may also be any multiple of 8 (wgmma takes N in steps of 8: exact tiles for 1856).
   if (!is_pow2_in(k.tile.block_n, 1, 512) &&

@@ -30,12 +30,17 @@ TEST(Config, ShortStringAddsOnlyNonDefaultKnobs) {
 TEST(Config, ValidateNamesTheFieldAndTheAllowedValues) {
   EXPECT_TRUE(validate(testing::odd_moe_config()).ok());
   KernelConfig k;
-  k.tile.block_m = 96;
+  k.tile.block_m = 88;
   Status const st = validate(uniform_config(k), "row");
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().to_string(),
-            "row.gemm1: tile.block_m = 96 is not allowed; expected a power of two in "
-            "[1, 512], or 192");
+            "row.gemm1: tile.block_m = 88 is not allowed; expected a power of two in "
+            "[1, 512], a multiple of 16 in [16, 128], or 192");
+  KernelConfig sized;  // cuda mma.sync: a block sized to an expert's pairs
+  sized.tile.block_m = 48;
+  EXPECT_TRUE(validate(sized).ok());
+  sized.tile.block_m = 144;  // negative twin: multiples of 16 stop at 128
+  EXPECT_FALSE(validate(sized).ok());
   KernelConfig three_warpgroups;  // cuda tma_ws: three 64-row warpgroups
   three_warpgroups.tile.block_m = 192;
   three_warpgroups.pipeline.num_warps = 12;

@@ -86,10 +86,14 @@ core::Status check_tile(core::MoeProblem const& p, core::KernelConfig const& k, 
   const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
   const auto& t = k.tile;
   const bool coop = s.coop, ws_split_n = s.ws_split_n;
-  if ((t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) && !s.ws192) {
+  // mma.sync (schedule auto) also takes any multiple of 16 up to 128: a block sized to an
+  // expert's pairs (48 where experts hold 32 +- 6, so few spill into a second block).
+  const bool sized_m = !coop && t.block_m % 16 == 0 && t.block_m >= 16 && t.block_m <= 128;
+  if ((t.block_m < 16 || t.block_m > 256 || !is_pow2(t.block_m)) && !s.ws192 && !sized_m) {
     return reject(gemm, "tile.block_m = " + std::to_string(t.block_m) +
                             " is not supported (mma m16 tiles); use 16, 32, 64, 128 or 256 (192 "
-                            "with schedule tma_ws)");
+                            "with schedule tma_ws; other multiples of 16 up to 128 with schedule "
+                            "auto)");
   }
   // wgmma takes any N that is a multiple of 8, so block_n can divide awkward sizes exactly
   // (DeepGEMM's unaligned BLOCK_N: 1856 = 8 x 232); mma.sync needs powers of two.
