@@ -59,7 +59,8 @@ class Backend {
       if (c.gemm2.tile.block_m != bm) continue;
       auto it =
           std::find_if(out.begin(), out.end(), [&](auto const& s) { return s.block_m == bm; });
-      if (it == out.end()) it = out.insert(out.end(), GemmSpace{.block_m = bm, .base = c});
+      if (it == out.end())
+        it = out.insert(out.end(), GemmSpace{.block_m = bm, .gemm1 = {}, .gemm2 = {}, .base = c});
       add(it->gemm1, c.gemm1);
       add(it->gemm2, c.gemm2);
     }

@@ -5,7 +5,6 @@
 #include "kernels/cuda/sm90_gather_space.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <utility>
 
 #include "kernels/cuda/sm90_gather_geometry.hpp"
@@ -13,29 +12,16 @@
 
 namespace moetune::kernels::cuda {
 
-/// The multiple of 16 that holds an expert's pairs under uniform routing up to 2.5 standard
-/// deviations above the mean (binomial over M x top_k pairs), when that is not a power of two and
-/// lies in (16, 128); else 0. E.g. S3 M=128 (32 +- 5.3 pairs): 48, where 32-row blocks give about
-/// half the experts a second block that reloads the expert's weights and 64-row ones multiply
-/// twice the padding.
-int sm90_sized_block_m(core::MoeProblem const& p) {
-  if (p.num_experts <= 0) return 0;
-  const double pairs = static_cast<double>(p.num_tokens) * p.top_k;
-  const double share = 1.0 / static_cast<double>(p.num_experts);
-  const double cover = pairs * share + 2.5 * std::sqrt(pairs * share * (1.0 - share));
-  const int bm = static_cast<int>(std::ceil(cover / 16.0)) * 16;
-  return bm > 16 && bm < 128 && (bm & (bm - 1)) != 0 ? bm : 0;
-}
-
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
   const double per_expert = pairs_per_expert(p);
   if (per_expert <= 2) return {16, 64};  // 64: wgmma tiles sized to spread weights over all SMs
-  std::vector<int> out = per_expert <= 16   ? std::vector<int>{16, 32}
-                         : per_expert <= 48 ? std::vector<int>{32, 64}
-                                            : std::vector<int>{64, 128};
-  // mma.sync at a block sized to the experts' pairs, below the compute-bound regime.
-  if (const int sized = sm90_sized_block_m(p); sized > 0 && per_expert < 96) out.push_back(sized);
-  return out;
+  // No block sized to the experts' pairs (e.g. 48 at 32 +- 5 pairs): mma.sync runs it (c99661d)
+  // and tables may name it, but on the H200 it lost to the best power of two at all six buckets
+  // it was offered at, by 2-22% (bench/results/2026-12-03-self-route/, call 3), at a third of
+  // their tune time.
+  if (per_expert <= 16) return {16, 32};
+  if (per_expert <= 48) return {32, 64};
+  return {64, 128};
 }
 
 namespace {

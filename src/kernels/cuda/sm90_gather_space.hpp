@@ -19,12 +19,9 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
 std::vector<core::KernelConfig> sm90_decode_candidates(core::MoeProblem const& p, bool is_gemm1);
 /// The decode base config (GEMM1's stage-1 partner and a search_space entry).
 core::KernelConfig sm90_decode_base(core::MoeProblem const& p);
-/// block_m candidates for the regime of M, plus sm90_sized_block_m below 96 pairs per expert
-/// (offered with mma.sync tiles only).
+/// block_m candidates for the regime of M: powers of two (mma.sync also runs any multiple of 16
+/// up to 128, which tables may name, but the space does not offer them: measured slower).
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p);
-/// The multiple of 16 that holds an expert's pairs up to 2.5 standard deviations above the mean
-/// under uniform routing, when it is not a power of two and lies in (16, 128); else 0.
-int sm90_sized_block_m(core::MoeProblem const& p);
 
 /// Configs with both GEMMs sharing block_m, plus the decode configs (CudaBackend::search_space).
 std::vector<core::MoeConfig> sm90_joint_search_space(core::MoeProblem const& p);
