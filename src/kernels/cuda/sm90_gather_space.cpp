@@ -17,8 +17,8 @@ std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
   if (per_expert <= 2) return {16, 64};  // 64: wgmma tiles sized to spread weights over all SMs
   // No block sized to the experts' pairs (e.g. 48 at 32 +- 5 pairs): mma.sync runs it (c99661d)
   // and tables may name it, but on the H200 it lost to the best power of two at all six buckets
-  // it was offered at, by 2-22% (bench/results/2026-12-03-self-route/, call 3), at a third of
-  // their tune time.
+  // it was offered at, by 2-22% (bench/results/2026-12-03-self-route/, call 3), in 28% of
+  // their tunes' measurements.
   if (per_expert <= 16) return {16, 32};
   if (per_expert <= 48) return {32, 64};
   return {64, 128};
