@@ -609,14 +609,11 @@ TEST(Sm90Space, OffersPowersOfTwoThoughMmaSyncRunsAMultipleOf16) {
   sized.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
   sized.launch.schedule = core::Schedule::kAuto;
   EXPECT_TRUE(sm90_can_implement(s3, {.gemm1 = sized, .gemm2 = sized}).ok());
-  core::KernelConfig coop;  // negative twin: the wgmma main loop takes 64 or 128 rows
-  coop.tile = {.block_m = 48, .block_n = 64, .block_k = 64, .group_m = 8};
-  coop.pipeline = {.num_warps = 4, .num_stages = 3, .split_k = 1};
+  core::KernelConfig coop = sized;  // negative twin: the wgmma main loop takes 64 or 128 rows
   coop.launch.schedule = core::Schedule::kCooperative;
   expect_refused(s3, {.gemm1 = coop, .gemm2 = coop}, "tile.block_m = 48");
-  core::KernelConfig odd = coop;  // negative twin: not a multiple of 16
+  core::KernelConfig odd = sized;  // negative twin: not a multiple of 16
   odd.tile.block_m = 40;
-  odd.launch.schedule = core::Schedule::kAuto;
   expect_refused(s3, {.gemm1 = odd, .gemm2 = odd}, "tile.block_m = 40");
 }
 
