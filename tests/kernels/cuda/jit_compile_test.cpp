@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -601,7 +602,8 @@ TEST(Sm90Space, OffersPowersOfTwoThoughMmaSyncRunsAMultipleOf16) {
     const auto space = backend.gemm_search_space(p);
     ASSERT_FALSE(space.empty());
     for (auto const& s : space) {
-      EXPECT_TRUE((s.block_m & (s.block_m - 1)) == 0 || s.block_m == 192) << s.block_m;
+      EXPECT_TRUE(std::has_single_bit(static_cast<unsigned>(s.block_m)) || s.block_m == 192)
+          << s.block_m;
     }
   }
   core::KernelConfig sized;
