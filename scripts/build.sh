@@ -12,6 +12,13 @@ if [ -z "$cuda" ]; then
   if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then cuda=ON; else cuda=OFF; fi
 fi
 extra=()
+# The Python package's torch ops library is built where torch is importable (MOETUNE_PYTHON=OFF
+# turns it off); tests/python then runs against build/python.
+python_ops=${MOETUNE_PYTHON:-}
+if [ -z "$python_ops" ]; then
+  if python3 -c "import torch" >/dev/null 2>&1; then python_ops=ON; else python_ops=OFF; fi
+fi
+extra+=(-DMOETUNE_BUILD_PYTHON="$python_ops" -DPython_EXECUTABLE="$(command -v python3)")
 if [ "$cuda" = ON ] && ! command -v nvcc >/dev/null; then
   extra+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 fi

@@ -101,6 +101,28 @@ struct RunnerLevers {
 /// "align_multi_cta+wgmma_mainloop+pdl": the fast paths that are on, in FastPaths order.
 std::string on_names(kernels::FastPaths const& fast_paths);
 
+/// Where one run() takes its scratch memory when RunnerOptions::caller_workspace is set: `alloc`
+/// returns at least `bytes` of memory of the run's device that stays valid for work queued on the
+/// run's stream (e.g. torch's caching allocator). It is called at most once per run(), on the
+/// calling thread, and may return nullptr to fail the call. Unused on cpu.
+struct WorkspaceSource {
+  void* (*alloc)(void* ctx, size_t bytes) = nullptr;
+  void* ctx = nullptr;
+};
+
+/// The arguments of one call (see MoeRunner::run for layouts).
+struct RunArgs {
+  void* stream = nullptr;  ///< cudaStream_t on cuda; ignored on cpu
+  void const* x = nullptr;
+  int32_t const* topk_ids = nullptr;
+  float const* topk_weights = nullptr;
+  void const* w1 = nullptr;
+  void const* w2 = nullptr;
+  void* out = nullptr;
+  int64_t m = 0;
+  WorkspaceSource workspace;  ///< required on cuda when RunnerOptions::caller_workspace is set
+};
+
 /// Options of a runner. Every field has a documented default.
 struct RunnerOptions {
   /// Directory of tables (tables/<device>/); "" = no tables. The table whose key matches the
@@ -114,8 +136,12 @@ struct RunnerOptions {
   core::RoutingProfile routing;
   /// Wall-clock budget of one "auto" sweep, seconds (the sweep stops taking candidates past it).
   double auto_budget_s = 30;
-  /// Largest M run() accepts; the workspace is sized for it up front.
+  /// Largest M run() accepts; the workspace is sized for it up front (unless caller_workspace).
   int64_t max_tokens = 8192;
+  /// Set: the runner holds no workspace; each cuda run() takes its scratch from
+  /// RunArgs::workspace (sized for that call's M and config), so concurrent streams and CUDA
+  /// graphs each get their own. The torch ops use this with torch's caching allocator.
+  bool caller_workspace = false;
   /// Kernel fast paths: explicit, else MOETUNE_LEVER_* resolved once at create() (see above).
   LeverOptions levers;
   /// Where warnings go (one line each); default: stderr, prefixed "moetune: warning: ".
@@ -168,6 +194,8 @@ class MoeRunner {
   core::Status run(void* stream, void const* x, int32_t const* topk_ids, float const* topk_weights,
                    void const* w1, void const* w2, void* out, int64_t m, Knobs const& knobs = {},
                    Choice* chosen = nullptr);
+  /// The same call with its arguments in one struct; the form that can pass a WorkspaceSource.
+  core::Status run(RunArgs const& args, Knobs const& knobs = {}, Choice* chosen = nullptr);
 
   /// Marks graph capture on or off. The cuda backend also asks the stream
   /// (cudaStreamIsCapturing); the cpu backend has no graphs, so this flag is how callers (and

@@ -14,6 +14,7 @@
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "kernels/fast_paths.hpp"
+#include "moetune/moe_runner.hpp"
 
 namespace moetune::runtime {
 
@@ -25,6 +26,8 @@ struct LayerArgs {
   void const* w1 = nullptr;
   void const* w2 = nullptr;
   void* out = nullptr;
+  /// Set (caller_workspace runners): the launch takes its scratch from here, not the held one.
+  WorkspaceSource workspace;
 };
 
 /// A config made ready to launch (cuda: its loaded kernels); opaque to the runner.

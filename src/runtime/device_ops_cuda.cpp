@@ -61,6 +61,7 @@ class CudaDeviceOps final : public DeviceOps {
   core::Status launch(core::MoeProblem const& p, core::MoeConfig const& c, Launchable const& l,
                       LayerArgs const& a, void* stream) override {
     size_t const need = kc::sm90_gather_workspace_bytes(p, c);
+    if (a.workspace.alloc != nullptr) return launch_in_caller_workspace(p, c, l, a, need, stream);
     if (need > bytes_) {
       return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner::run",
                               "config needs " + std::to_string(need) + " workspace bytes but " +
@@ -75,6 +76,32 @@ class CudaDeviceOps final : public DeviceOps {
                      .out = a.out};
     return kc::launch_sm90_gather(*k, p, args, workspace_, bytes_,
                                   static_cast<cudaStream_t>(stream), kc::kStageAll, fast_paths_);
+  }
+  /// One launch in scratch the caller allocates for it (torch's caching allocator): stream-ordered
+  /// and capture-safe, so each stream and each CUDA graph has its own.
+  core::Status launch_in_caller_workspace(core::MoeProblem const& p, core::MoeConfig const& c,
+                                          Launchable const& l, LayerArgs const& a, size_t need,
+                                          void* stream) {
+    size_t const bytes = std::max(need, kc::kWorkspaceZeroBytes);
+    void* ws = a.workspace.alloc(a.workspace.ctx, bytes);
+    if (ws == nullptr) {
+      return core::make_error(core::ErrorCode::kIo, "MoeRunner::run",
+                              "the caller's workspace allocator returned no memory for " +
+                                  std::to_string(bytes) + " bytes");
+    }
+    auto cs = static_cast<cudaStream_t>(stream);
+    if (fast_paths_.decode_fused) {
+      // Its grid-barrier words must start zero; fresh memory holds anything.
+      MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws, 0, kc::kWorkspaceZeroBytes, cs));
+    }
+    auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
+    kc::MoeArgs args{.x = a.x,
+                     .topk_ids = a.topk_ids,
+                     .topk_weights = a.topk_weights,
+                     .w1 = a.w1,
+                     .w2 = a.w2,
+                     .out = a.out};
+    return kc::launch_sm90_gather(*k, p, args, ws, bytes, cs, kc::kStageAll, fast_paths_);
   }
   bool stream_capturing(void* stream) const override {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

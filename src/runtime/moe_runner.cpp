@@ -62,23 +62,42 @@ core::Result<Choice const*> MoeRunner::lookup(int64_t m, Knobs const& knobs) {
 core::Status MoeRunner::run(void* stream, void const* x, int32_t const* topk_ids,
                             float const* topk_weights, void const* w1, void const* w2, void* out,
                             int64_t m, Knobs const& knobs, Choice* chosen) {
+  return run(RunArgs{.stream = stream,
+                     .x = x,
+                     .topk_ids = topk_ids,
+                     .topk_weights = topk_weights,
+                     .w1 = w1,
+                     .w2 = w2,
+                     .out = out,
+                     .m = m,
+                     .workspace = {}},
+             knobs, chosen);
+}
+
+core::Status MoeRunner::run(RunArgs const& a, Knobs const& knobs, Choice* chosen) {
+  int64_t const m = a.m;
   MOETUNE_RETURN_IF_ERROR(impl_->check_m(m));
-  runtime::LayerArgs const args{
-      .x = x, .topk_ids = topk_ids, .topk_weights = topk_weights, .w1 = w1, .w2 = w2, .out = out};
+  runtime::LayerArgs const args{.x = a.x,
+                                .topk_ids = a.topk_ids,
+                                .topk_weights = a.topk_weights,
+                                .w1 = a.w1,
+                                .w2 = a.w2,
+                                .out = a.out,
+                                .workspace = a.workspace};
   if (knobs.mode == KnobMode::kExplicit) {
     auto c = impl_->explicit_choice(m, knobs.config);
     if (!c.ok()) return c.error();
     if (chosen) *chosen = *c;
     if (m == 0) return core::Status::Ok();
-    auto l = impl_->explicit_launchable(knobs.config, m, stream);
+    auto l = impl_->explicit_launchable(knobs.config, m, a.stream);
     if (!l.ok()) return l.error();
-    return impl_->ops->launch(impl_->at(m), knobs.config, *l, args, stream);
+    return impl_->ops->launch(impl_->at(m), knobs.config, *l, args, a.stream);
   }
-  auto s = impl_->lookup(m, knobs.mode, stream);
+  auto s = impl_->lookup(m, knobs.mode, a.stream);
   if (!s.ok()) return s.error();
   if (chosen) *chosen = (*s)->choice;
   if (m == 0) return core::Status::Ok();
-  return impl_->ops->launch(impl_->at(m), (*s)->choice.config, (*s)->launchable, args, stream);
+  return impl_->ops->launch(impl_->at(m), (*s)->choice.config, (*s)->launchable, args, a.stream);
 }
 
 void MoeRunner::set_capturing(bool c) { impl_->capturing.store(c); }

@@ -89,7 +89,9 @@ class RunnerImpl {
   core::Result<runtime::Launchable> launchable_for(core::MoeConfig const& c, int64_t m,
                                                    void* stream) {
     bool const in_capture = capturing.load() || ops->stream_capturing(stream);
-    MOETUNE_RETURN_IF_ERROR(ops->reserve(problem, options.max_tokens, {c}, in_capture));
+    if (!options.caller_workspace) {
+      MOETUNE_RETURN_IF_ERROR(ops->reserve(problem, options.max_tokens, {c}, in_capture));
+    }
     bool compiled = false;
     auto l = ops->prepare(at(m), c, &compiled);
     if (l.ok() && compiled) {

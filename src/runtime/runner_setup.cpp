@@ -168,7 +168,8 @@ core::Status RunnerImpl::load_scoped_knob_cache(core::DeviceInfo const& device) 
 
 core::Status RunnerImpl::reserve_known_workspace() {
   // Workspace for every config known now; configs met later (explicit, auto) grow it once, off
-  // the hot path.
+  // the hot path. A caller_workspace runner holds none: each run brings its own.
+  if (options.caller_workspace) return core::Status::Ok();
   std::vector<core::MoeConfig> known;
   for (int64_t m = 1;; m = std::min(m * 2, options.max_tokens)) {
     known.push_back(backend->default_config(at(m)));

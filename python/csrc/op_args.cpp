@@ -1,0 +1,135 @@
+// Argument checks of the torch ops (op_args.hpp).
+#include "op_args.hpp"
+
+#include <c10/util/Exception.h>
+
+#include <sstream>
+
+namespace moetune::python {
+namespace {
+
+std::string sizes_of(at::Tensor const& t) {
+  std::ostringstream os;
+  os << t.sizes();
+  return os.str();
+}
+
+std::string strides_of(at::Tensor const& t) {
+  std::ostringstream os;
+  os << t.strides();
+  return os.str();
+}
+
+void check_rank(char const* op, char const* name, at::Tensor const& t, int64_t rank,
+                char const* layout) {
+  TORCH_CHECK_VALUE(t.dim() == rank, op, ": ", name, " has ", t.dim(), " dimensions (shape ",
+                    sizes_of(t), "); expected ", rank, ": ", layout);
+}
+
+void check_shape(char const* op, char const* name, at::Tensor const& t,
+                 std::vector<int64_t> const& want, char const* layout) {
+  TORCH_CHECK_VALUE(t.sizes() == at::IntArrayRef(want), op, ": ", name, " has shape ", sizes_of(t),
+                    "; expected ", at::IntArrayRef(want), " (", layout, ")");
+}
+
+void check_contiguous(char const* op, char const* name, at::Tensor const& t) {
+  TORCH_CHECK_VALUE(t.is_contiguous(), op, ": ", name, " is not contiguous (strides ",
+                    strides_of(t), " for shape ", sizes_of(t),
+                    "); pass a row-major tensor, e.g. ", name, ".contiguous()");
+}
+
+void check_device(char const* op, char const* name, at::Tensor const& t, at::Device want) {
+  TORCH_CHECK_VALUE(t.device() == want, op, ": ", name, " is on ", t.device(),
+                    " but hidden_states is on ", want, "; move every tensor to one device");
+}
+
+core::DType dtype_of(char const* op, at::Tensor const& x) {
+  if (x.scalar_type() == at::kBFloat16) return core::DType::kBf16;
+  TORCH_CHECK_TYPE(x.scalar_type() == at::kFloat && !x.is_cuda(), op, ": hidden_states has dtype ",
+                   x.scalar_type(), "; expected bfloat16",
+                   x.is_cuda() ? " on a GPU" : " or float32 on the CPU");
+  return core::DType::kFp32;
+}
+
+void check_ids_in_range(char const* op, at::Tensor const& ids, int64_t num_experts) {
+  if (ids.is_cuda() || ids.numel() == 0) return;
+  auto const lo = ids.min().item<int64_t>();
+  auto const hi = ids.max().item<int64_t>();
+  TORCH_CHECK_VALUE(lo >= 0 && hi < num_experts, op, ": topk_ids holds expert ids in [", lo, ", ",
+                    hi, "]; expected [0, ", num_experts - 1, "] (w1 has ", num_experts,
+                    " experts)");
+}
+
+}  // namespace
+
+core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activation,
+                                   char const* op) {
+  auto act = core::parse_activation(activation);
+  TORCH_CHECK_VALUE(act.ok(), op, ": activation: ", act.ok() ? "" : act.error().message);
+  check_rank(op, "hidden_states", t.hidden_states, 2, "[M, K]");
+  check_rank(op, "w1", t.w1, 3, "[E, N1, K]");
+  check_rank(op, "w2", t.w2, 3, "[E, K, I]");
+  check_rank(op, "topk_weights", t.topk_weights, 2, "[M, top_k]");
+  check_rank(op, "topk_ids", t.topk_ids, 2, "[M, top_k]");
+  at::Device const dev = t.hidden_states.device();
+  TORCH_CHECK_VALUE(dev.is_cpu() || dev.is_cuda(), op, ": hidden_states is on ", dev,
+                    "; expected a CPU or CUDA tensor");
+  core::DType const dtype = dtype_of(op, t.hidden_states);
+  for (auto [name, w] : {std::pair{"w1", &t.w1}, std::pair{"w2", &t.w2}}) {
+    check_device(op, name, *w, dev);
+    TORCH_CHECK_TYPE(w->scalar_type() == t.hidden_states.scalar_type(), op, ": ", name,
+                     " has dtype ", w->scalar_type(), "; expected ",
+                     t.hidden_states.scalar_type(), " (the dtype of hidden_states)");
+  }
+  check_device(op, "topk_weights", t.topk_weights, dev);
+  check_device(op, "topk_ids", t.topk_ids, dev);
+  auto const wt = t.topk_weights.scalar_type();
+  TORCH_CHECK_TYPE(wt == at::kFloat || wt == t.hidden_states.scalar_type(), op,
+                   ": topk_weights has dtype ", wt, "; expected float32 or ",
+                   t.hidden_states.scalar_type());
+  auto const it = t.topk_ids.scalar_type();
+  TORCH_CHECK_TYPE(it == at::kInt || it == at::kLong, op, ": topk_ids has dtype ", it,
+                   "; expected int32 or int64");
+
+  core::MoeProblem p;
+  p.num_tokens = t.hidden_states.size(0);
+  p.hidden_size = t.hidden_states.size(1);
+  p.num_experts = t.w1.size(0);
+  p.intermediate_size = t.w2.size(2);
+  p.top_k = t.topk_ids.size(1);
+  p.activation = *act;
+  p.dtype = dtype;
+  p.arch = dev.is_cpu() ? "cpu" : "sm_90a";
+  int64_t const n1 = core::gemm1_n(p);
+  char const* w1_layout = core::is_gated(p.activation)
+                              ? "[E, 2*I, K]: gate rows then up rows, I = w2.shape[2]"
+                              : "[E, I, K] for a non-gated activation, I = w2.shape[2]";
+  check_shape(op, "w1", t.w1, {p.num_experts, n1, p.hidden_size}, w1_layout);
+  check_shape(op, "w2", t.w2, {p.num_experts, p.hidden_size, p.intermediate_size},
+              "[E, K, I], E = w1.shape[0], K = hidden_states.shape[1]");
+  check_shape(op, "topk_ids", t.topk_ids, {p.num_tokens, p.top_k},
+              "[M, top_k], M = hidden_states.shape[0]");
+  check_shape(op, "topk_weights", t.topk_weights, {p.num_tokens, p.top_k},
+              "[M, top_k], the shape of topk_ids");
+  check_contiguous(op, "hidden_states", t.hidden_states);
+  check_contiguous(op, "w1", t.w1);
+  check_contiguous(op, "w2", t.w2);
+  auto valid = core::validate(p);
+  TORCH_CHECK_VALUE(valid.ok(), op, ": ", valid.ok() ? "" : valid.error().message);
+  check_ids_in_range(op, t.topk_ids, p.num_experts);
+  return p;
+}
+
+at::Tensor ids_as_int32(at::Tensor const& topk_ids) {
+  if (topk_ids.scalar_type() == at::kInt && topk_ids.is_contiguous()) return topk_ids;
+  return topk_ids.to(at::kInt).contiguous();
+}
+
+at::Tensor weights_as_fp32(at::Tensor const& topk_weights) {
+  if (topk_weights.scalar_type() == at::kFloat && topk_weights.is_contiguous()) {
+    return topk_weights;
+  }
+  return topk_weights.to(at::kFloat).contiguous();
+}
+
+}  // namespace moetune::python

@@ -1,0 +1,234 @@
+// The torch ops of the Python package, registered with TORCH_LIBRARY so a call from Python costs
+// one dispatcher hop (no Python in the op itself):
+//   moetune::fused_moe  (out of place)   moetune::fused_moe_ (hidden_states overwritten)
+//   moetune::explain    (which config serves this call, and the rule that chose it)
+// Layouts are vLLM's fused_experts' (op_args.hpp). A CUDA call runs on torch's current stream, takes
+// its workspace from torch's caching allocator and never synchronises the host, so it is safe in
+// CUDA graph capture once each M has run eagerly; python/moetune/_ops.py registers the fake
+// (meta) implementations torch.compile traces with. Tested by tests/python/.
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/library.h>
+
+#include <chrono>
+
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include "op_args.hpp"
+#include "runner_registry.hpp"
+
+namespace moetune::python {
+namespace {
+
+/// Scratch for one call from torch's caching allocator: stream-ordered, and inside a CUDA graph
+/// capture it comes from the graph's private pool.
+struct TorchWorkspace {
+  at::TensorOptions options;
+  at::Tensor held;
+  static void* alloc(void* ctx, size_t bytes) {
+    auto* w = static_cast<TorchWorkspace*>(ctx);
+    w->held = at::empty({static_cast<int64_t>(bytes)}, w->options.dtype(at::kByte));
+    return w->held.data_ptr();
+  }
+};
+
+RunnerKey key_of(core::MoeProblem const& p, at::Device dev, std::string const& config) {
+  return {.device_index = dev.is_cuda() ? dev.index() : -1,
+          .hidden_size = p.hidden_size,
+          .intermediate_size = p.intermediate_size,
+          .num_experts = p.num_experts,
+          .top_k = p.top_k,
+          .activation = p.activation,
+          .dtype = p.dtype,
+          .config = config};
+}
+
+void raise(char const* op, core::Error const& e) {
+  bool const user = e.code == core::ErrorCode::kInvalidArgument ||
+                    e.code == core::ErrorCode::kUnsupported || e.code == core::ErrorCode::kMismatch;
+  TORCH_CHECK_VALUE(!user, op, ": ", e.to_string());
+  TORCH_CHECK(false, op, ": ", e.to_string());
+}
+
+/// Runs the layer into `out` ([M, K], hidden_states' dtype and device).
+void run_into(char const* op, MoeTensors const& t, std::string const& activation,
+              std::string const& config, at::Tensor& out) {
+  core::MoeProblem const p = check_moe_tensors(t, activation, op);
+  at::Device const dev = t.hidden_states.device();
+  void* stream = nullptr;
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+  std::optional<c10::cuda::CUDAGuard> guard;
+  if (dev.is_cuda()) {
+    guard.emplace(dev);
+    stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
+  }
+#else
+  TORCH_CHECK_VALUE(!dev.is_cuda(), op, ": hidden_states is on ", dev,
+                    " but this build of moetune has no CUDA backend (built without nvcc)");
+#endif
+  ServedRunner& served = runner_for(key_of(p, dev, config), op);
+  at::Tensor const ids = ids_as_int32(t.topk_ids);
+  at::Tensor const weights = weights_as_fp32(t.topk_weights);
+  TorchWorkspace ws{.options = t.hidden_states.options(), .held = {}};
+  RunArgs const args{.stream = stream,
+                     .x = t.hidden_states.data_ptr(),
+                     .topk_ids = ids.data_ptr<int32_t>(),
+                     .topk_weights = weights.data_ptr<float>(),
+                     .w1 = t.w1.data_ptr(),
+                     .w2 = t.w2.data_ptr(),
+                     .out = out.data_ptr(),
+                     .m = p.num_tokens,
+                     .workspace = {.alloc = &TorchWorkspace::alloc, .ctx = &ws}};
+  core::Status const s = served.runner->run(args, served.knobs);
+  if (!s.ok()) raise(op, s.error());
+}
+
+at::Tensor fused_moe(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
+                     at::Tensor const& topk_weights, at::Tensor const& topk_ids,
+                     std::string const& activation, std::string const& config) {
+  at::Tensor out = at::empty_like(hidden_states, at::MemoryFormat::Contiguous);
+  run_into("moetune.fused_moe", {hidden_states, w1, w2, topk_weights, topk_ids}, activation, config,
+           out);
+  return out;
+}
+
+/// In place: the layer is computed into a fresh buffer, then copied over hidden_states (the
+/// kernels read rows of hidden_states until their last GEMM, so writing them sooner is unsafe).
+void fused_moe_(at::Tensor& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
+                at::Tensor const& topk_weights, at::Tensor const& topk_ids,
+                std::string const& activation, std::string const& config) {
+  at::Tensor out = at::empty_like(hidden_states, at::MemoryFormat::Contiguous);
+  run_into("moetune.fused_moe_", {hidden_states, w1, w2, topk_weights, topk_ids}, activation,
+           config, out);
+  hidden_states.copy_(out);
+}
+
+std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
+                    at::Tensor const& topk_weights, at::Tensor const& topk_ids,
+                    std::string const& activation, std::string const& config) {
+  char const* op = "moetune.explain";
+  MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
+  core::MoeProblem const p = check_moe_tensors(t, activation, op);
+  at::Device const dev = hidden_states.device();
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+  std::optional<c10::cuda::CUDAGuard> guard;
+  if (dev.is_cuda()) guard.emplace(dev);
+#endif
+  ServedRunner& served = runner_for(key_of(p, dev, config), op);
+  auto c = served.runner->choose(p.num_tokens, served.knobs);
+  if (!c.ok()) raise(op, c.error());
+  std::string const table = served.runner->table_path();
+  // One "key=value" line per field (no value holds a newline); moetune.explain makes a dict.
+  return std::string("rule=") + to_string(c->rule) + "\nconfig=" + core::short_string(c->config) +
+         "\ntable=" + (table.empty() ? "none" : table) +
+         "\nfast_paths=" + on_names(served.runner->levers().fast_paths) +
+         "\nexplain=" + c->explain;
+}
+
+/// Bench only (bench/torch_ops_bench.py): host microseconds per call over `iters` back-to-back
+/// calls. mode "runner": MoeRunner::run alone with one preallocated workspace, i.e. the bare
+/// launch of the layer's kernels; mode "op": the op's whole C++ path (checks, conversions,
+/// output and workspace from the caching allocator, launch). Neither waits for the GPU.
+double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
+                        at::Tensor const& w2, at::Tensor const& topk_weights,
+                        at::Tensor const& topk_ids, std::string const& activation,
+                        std::string const& config, int64_t iters, std::string const& mode) {
+  char const* op = "moetune._host_us_per_call";
+  TORCH_CHECK_VALUE(mode == "runner" || mode == "op", op, ": mode '", mode,
+                    "'; expected runner or op");
+  TORCH_CHECK_VALUE(iters >= 1, op, ": iters = ", iters, "; expected >= 1");
+  MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
+  using clock = std::chrono::steady_clock;
+  if (mode == "op") {
+    auto const t0 = clock::now();
+    for (int64_t i = 0; i < iters; ++i) {
+      at::Tensor out = at::empty_like(hidden_states);
+      run_into(op, t, activation, config, out);
+    }
+    return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / iters;
+  }
+  core::MoeProblem const p = check_moe_tensors(t, activation, op);
+  at::Device const dev = hidden_states.device();
+  void* stream = nullptr;
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+  std::optional<c10::cuda::CUDAGuard> guard;
+  if (dev.is_cuda()) {
+    guard.emplace(dev);
+    stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
+  }
+#endif
+  ServedRunner& served = runner_for(key_of(p, dev, config), op);
+  at::Tensor const ids = ids_as_int32(topk_ids);
+  at::Tensor const weights = weights_as_fp32(topk_weights);
+  at::Tensor out = at::empty_like(hidden_states);
+  // One workspace for every call, allocated by the first and handed out as is after it.
+  struct Fixed {
+    at::TensorOptions options;
+    at::Tensor held;
+    static void* alloc(void* ctx, size_t bytes) {
+      auto* f = static_cast<Fixed*>(ctx);
+      if (!f->held.defined() || f->held.numel() < static_cast<int64_t>(bytes)) {
+        f->held = at::empty({static_cast<int64_t>(bytes)}, f->options.dtype(at::kByte));
+      }
+      return f->held.data_ptr();
+    }
+  } fixed{.options = hidden_states.options(), .held = {}};
+  RunArgs const args{.stream = stream,
+                     .x = hidden_states.data_ptr(),
+                     .topk_ids = ids.data_ptr<int32_t>(),
+                     .topk_weights = weights.data_ptr<float>(),
+                     .w1 = w1.data_ptr(),
+                     .w2 = w2.data_ptr(),
+                     .out = out.data_ptr(),
+                     .m = p.num_tokens,
+                     .workspace = {.alloc = &Fixed::alloc, .ctx = &fixed}};
+  auto const t0 = clock::now();
+  for (int64_t i = 0; i < iters; ++i) {
+    core::Status const s = served.runner->run(args, served.knobs);
+    if (!s.ok()) raise(op, s.error());
+  }
+  return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / iters;
+}
+
+void set_tables_root_op(std::string const& root) { set_tables_root(root); }
+
+std::string build_info() {
+  return std::string("torch=") + MOETUNE_TORCH_VERSION + " cuda=" + MOETUNE_TORCH_CUDA;
+}
+
+}  // namespace
+}  // namespace moetune::python
+
+TORCH_LIBRARY(moetune, m) {
+  m.def(
+      "fused_moe(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
+      "Tensor topk_ids, str activation=\"silu\", str config=\"\") -> Tensor");
+  m.def(
+      "fused_moe_(Tensor(a!) hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
+      "Tensor topk_ids, str activation=\"silu\", str config=\"\") -> ()");
+  m.def(
+      "explain(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, Tensor topk_ids, "
+      "str activation=\"silu\", str config=\"\") -> str",
+      &moetune::python::explain);
+  m.def("set_tables_root(str root) -> ()", &moetune::python::set_tables_root_op);
+  m.def("build_info() -> str", &moetune::python::build_info);
+  m.def(
+      "_host_us_per_call(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
+      "Tensor topk_ids, str activation, str config, int iters, str mode) -> float",
+      &moetune::python::host_us_per_call);
+}
+
+TORCH_LIBRARY_IMPL(moetune, CPU, m) {
+  m.impl("fused_moe", &moetune::python::fused_moe);
+  m.impl("fused_moe_", &moetune::python::fused_moe_);
+}
+
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+TORCH_LIBRARY_IMPL(moetune, CUDA, m) {
+  m.impl("fused_moe", &moetune::python::fused_moe);
+  m.impl("fused_moe_", &moetune::python::fused_moe_);
+}
+#endif

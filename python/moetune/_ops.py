@@ -1,0 +1,114 @@
+"""Loads the torch ops library and exposes the ops with Python signatures.
+
+The ops themselves are C++ (python/csrc/torch_ops.cpp), registered as torch.ops.moetune.*; this
+module checks that the installed torch is the one the library was built against, loads it,
+registers the fake implementations torch.compile traces with, and turns the `config` argument
+into the string the op takes.
+"""
+
+import json
+import os
+
+import torch
+
+from . import _build_info
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+library_path = os.path.join(_HERE, "_moetune_torch.so")
+
+
+def _base(version):
+    return version.split("+")[0]
+
+
+def _check_torch():
+    have, have_cuda = _base(torch.__version__), torch.version.cuda or ""
+    want, want_cuda = _base(_build_info.torch_version), _build_info.torch_cuda
+    if have != want or have_cuda != want_cuda:
+        raise ImportError(
+            f"moetune was built against torch {want} (CUDA {want_cuda or 'none'}) but torch {have} "
+            f"(CUDA {have_cuda or 'none'}) is installed; rebuild moetune against this torch: "
+            "pip install --force-reinstall --no-deps .")
+
+
+def _tables_root():
+    root = os.environ.get("MOETUNE_TABLES")
+    if root is not None:
+        return root
+    shipped = os.path.join(_HERE, "tables")
+    return shipped if os.path.isdir(shipped) else ""
+
+
+_check_torch()
+if not os.path.exists(library_path):
+    raise ImportError(f"moetune: {library_path} is missing; reinstall the package (pip install .)")
+torch.ops.load_library(library_path)
+torch.ops.moetune.set_tables_root(_tables_root())
+
+
+@torch.library.register_fake("moetune::fused_moe")
+def _fused_moe_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu", config=""):
+    return hidden_states.new_empty(hidden_states.shape)
+
+
+@torch.library.register_fake("moetune::fused_moe_")
+def _fused_moe_inplace_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu",
+                            config=""):
+    return None
+
+
+def _config_arg(config):
+    """The op's config string: "" (tables, cache, default), "auto", JSON, or a directory."""
+    if config is None:
+        return ""
+    if isinstance(config, dict):
+        return json.dumps(config, sort_keys=True)
+    if isinstance(config, (str, os.PathLike)):
+        text = os.fspath(config)
+        if text == "":
+            raise ValueError("moetune: config: an empty string; expected None, \"auto\", a dict "
+                             "or a tables directory")
+        return text
+    raise TypeError(f"moetune: config: {type(config).__name__} seen; expected None, \"auto\", a "
+                    "dict of a MoeConfig or a tables directory (str or os.PathLike)")
+
+
+def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", inplace=False,
+              config=None):
+    """The fused MoE layer: out[m] = sum_j topk_weights[m, j] * expert_{topk_ids[m, j]}(x[m]).
+
+    Layouts (vLLM's fused_experts): hidden_states [M, K]; w1 [E, 2I, K] (gate rows, then up rows)
+    for activation "silu", [E, I, K] for "relu2", "gelu", "gelu_tanh"; w2 [E, K, I]; topk_weights
+    [M, top_k] float32 or the hidden dtype; topk_ids [M, top_k] int32 or int64. bfloat16 on CUDA
+    (sm_90a), bfloat16 or float32 on the CPU. Returns [M, K] in the hidden dtype; with
+    inplace=True the result overwrites hidden_states, which is returned.
+
+    config: None (the shipped table for this device and shape, else the knob cache, else the
+    default rule), "auto" (tune this shape once per bucket and cache the winner; refused during
+    CUDA graph capture), a dict (one MoeConfig, validated), or a tables directory.
+
+    CUDA calls run on the current stream with workspace from torch's caching allocator and never
+    synchronise; topk_ids are not range-checked on the GPU (that check would synchronise).
+    """
+    c = "" if config is None else _config_arg(config)
+    if inplace:
+        torch.ops.moetune.fused_moe_(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+        return hidden_states
+    return torch.ops.moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+
+
+def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None):
+    """Which config fused_moe would run for these tensors, and the rule that chose it.
+
+    Returns a dict: rule ("explicit", "cache", "table", "default", "auto"), config, table,
+    fast_paths, and explain (the runner's sentence, as `moetune run` prints it).
+    """
+    c = "" if config is None else _config_arg(config)
+    text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+    return dict(line.split("=", 1) for line in text.split("\n"))
+
+
+def build_info():
+    """What the loaded ops library was built against, and its commit."""
+    return {"torch": _build_info.torch_version, "cuda": _build_info.torch_cuda,
+            "cuda_backend": _build_info.cuda_backend, "commit": _build_info.commit}

@@ -1,0 +1,30 @@
+"""Checks shared by the engine drop-ins: every engine argument moetune does not serve is refused
+with a ValueError that names it, never ignored."""
+
+# Engine activation names -> moetune's, where the math is the same: vLLM and SGLang "silu" is
+# silu(gate) * up over [gate; up] rows (moetune "silu"); their "relu2_no_mul" and the
+# "*_no_mul" GELUs are non-gated.
+ACTIVATIONS = {
+    "silu": "silu",
+    "relu2_no_mul": "relu2",
+    "gelu_no_mul": "gelu",
+    "gelu_tanh_no_mul": "gelu_tanh",
+}
+
+
+def activation_name(activation, where):
+    name = getattr(activation, "value", activation)
+    if name not in ACTIVATIONS:
+        raise ValueError(f"{where}: activation {name!r} is not served by moetune; served: "
+                         f"{', '.join(sorted(ACTIVATIONS))}")
+    return ACTIVATIONS[name]
+
+
+def refuse_if_set(where, **args):
+    """Raises for the first argument that is set (not None / False / -1 / 0)."""
+    for name, value in args.items():
+        if value is None or value is False or (isinstance(value, int) and value in (-1, 0)
+                                               and not isinstance(value, bool)):
+            continue
+        raise ValueError(f"{where}: {name}={value!r} is not served by moetune (bf16 experts, "
+                         "all local, router weight applied after GEMM2); use the engine's path")

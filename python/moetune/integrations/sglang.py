@@ -1,0 +1,81 @@
+"""SGLang drop-in: `fused_moe` with the signature of SGLang 0.5.23's
+`sglang.srt.layers.moe.moe_runner.triton_utils.fused_moe.fused_moe` (checked by
+tests/python/test_engine_signatures.py), served by moetune.fused_moe.
+
+topk_output is SGLang's StandardTopKOutput (topk_weights, topk_ids, router_logits) or any
+3-sequence in that order; moe_runner_config is read for activation, is_gated,
+apply_router_weight_on_input, inplace, no_combine and routed_scaling_factor. Served: bf16, all
+local experts, silu-gated (or a non-gated served activation), no biases, no quantisation; with
+`inplace` the result overwrites hidden_states, as SGLang's. Anything else raises ValueError.
+
+Routing SGLang to it:
+
+    import moetune.integrations.sglang as mt_sgl
+    mt_sgl.install()
+
+What has been run: the signature check against the released wheel, and this function in
+moetune's tests. Not run: an SGLang server with it installed.
+"""
+
+import moetune
+
+from ._engine_args import activation_name, refuse_if_set
+
+_WHERE = "moetune.integrations.sglang.fused_moe"
+
+
+class _DefaultRunnerConfig:
+    """Stands in for SGLang's MoeRunnerConfig() default when SGLang is not installed."""
+
+    activation = "silu"
+    is_gated = True
+    apply_router_weight_on_input = False
+    inplace = False
+    no_combine = False
+    routed_scaling_factor = None
+    num_experts = None
+    num_local_experts = None
+
+
+def _activation(cfg):
+    name = getattr(cfg, "activation", "silu")
+    gated = getattr(cfg, "is_gated", True)
+    if not gated and not str(name).endswith("_no_mul"):
+        name = f"{name}_no_mul"
+    return activation_name(name, _WHERE)
+
+
+def fused_moe(hidden_states, w1, w2, topk_output, moe_runner_config=None, b1=None, b2=None,
+              use_fp8_w8a8=False, use_int8_w8a8=False, use_int8_w8a16=False,
+              use_int4_w4a16=False, per_channel_quant=False, w1_scale=None, w2_scale=None,
+              w1_zp=None, w2_zp=None, a1_scale=None, a2_scale=None, block_shape=None):
+    cfg = moe_runner_config if moe_runner_config is not None else _DefaultRunnerConfig()
+    act = _activation(cfg)
+    refuse_if_set(_WHERE, b1=b1, b2=b2, use_fp8_w8a8=use_fp8_w8a8, use_int8_w8a8=use_int8_w8a8,
+                  use_int8_w8a16=use_int8_w8a16, use_int4_w4a16=use_int4_w4a16,
+                  per_channel_quant=per_channel_quant, w1_scale=w1_scale, w2_scale=w2_scale,
+                  w1_zp=w1_zp, w2_zp=w2_zp, a1_scale=a1_scale, a2_scale=a2_scale,
+                  block_shape=block_shape,
+                  apply_router_weight_on_input=getattr(cfg, "apply_router_weight_on_input", False),
+                  no_combine=getattr(cfg, "no_combine", False))
+    local = getattr(cfg, "num_local_experts", None)
+    total = getattr(cfg, "num_experts", None)
+    if total is not None and local is not None and total != local:
+        raise ValueError(f"{_WHERE}: moe_runner_config has {local} of {total} experts local; "
+                         "expert parallelism is not served here")
+    topk_weights, topk_ids = topk_output[0], topk_output[1]
+    out = moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation=act,
+                            inplace=bool(getattr(cfg, "inplace", False)))
+    scale = getattr(cfg, "routed_scaling_factor", None)
+    if scale is not None and scale != 1.0:
+        out.mul_(scale)
+    return out
+
+
+def install():
+    """Points SGLang's Triton fused_moe at this one (returns the replaced function)."""
+    from sglang.srt.layers.moe.moe_runner.triton_utils import fused_moe as mod
+
+    previous = mod.fused_moe
+    mod.fused_moe = fused_moe
+    return previous

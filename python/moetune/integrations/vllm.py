@@ -1,0 +1,56 @@
+"""vLLM drop-in: `fused_experts` with the signature of vLLM 0.33's
+`vllm.model_executor.layers.fused_moe.fused_experts` (tests/python/test_engine_signatures.py
+compares them), served by moetune.fused_moe.
+
+Served: bf16 experts, all local (global_num_experts -1 or E, no expert_map), activation "silu"
+(and the non-gated "*_no_mul" forms), router weights applied after GEMM2, no quantisation
+(quant_config None or unquantised). Anything else raises ValueError naming the argument.
+
+Routing vLLM to it (the module-level function, as model code and tests import it):
+
+    import moetune.integrations.vllm as mt_vllm
+    mt_vllm.install()
+
+What has been run: the signature check against the released wheel, and this function on CPU and
+GPU tensors in moetune's tests. Not run: a vLLM server with it installed (vLLM cannot be
+installed where moetune is tested), and vLLM's modular-kernel path (TritonExperts), which
+`install` does not touch.
+"""
+
+import moetune
+
+from ._engine_args import activation_name, refuse_if_set
+
+_WHERE = "moetune.integrations.vllm.fused_experts"
+
+
+def _check_quant(quant_config):
+    if quant_config is None:
+        return
+    for name in ("use_fp8_w8a8", "use_int8_w8a8", "use_int8_w8a16", "use_int4_w4a16",
+                 "ocp_mx_scheme", "w1_bias", "w2_bias"):
+        refuse_if_set(_WHERE, **{f"quant_config.{name}": getattr(quant_config, name, None)})
+
+
+def fused_experts(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu",
+                  apply_router_weight_on_input=False, global_num_experts=-1, expert_map=None,
+                  quant_config=None):
+    act = activation_name(activation, _WHERE)
+    refuse_if_set(_WHERE, apply_router_weight_on_input=apply_router_weight_on_input,
+                  expert_map=expert_map)
+    if global_num_experts not in (-1, w1.shape[0]):
+        raise ValueError(f"{_WHERE}: global_num_experts={global_num_experts} but w1 holds "
+                         f"{w1.shape[0]} experts; expert parallelism is not served here")
+    _check_quant(quant_config)
+    return moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation=act)
+
+
+def install():
+    """Points vLLM's module-level fused_experts at this one (returns the replaced function)."""
+    from vllm.model_executor.layers import fused_moe as pkg
+    from vllm.model_executor.layers.fused_moe import fused_moe as mod
+
+    previous = mod.fused_experts
+    mod.fused_experts = fused_experts
+    pkg.fused_experts = fused_experts
+    return previous
