@@ -1,0 +1,383 @@
+"""vLLM's own Triton fused-MoE kernel (bf16, unquantised), run outside vLLM for benchmarks.
+
+    sys.path.insert(0, "bench/peers"); import vllm_triton
+    layer = vllm_triton.VllmTritonMoe(w1, w2, top_k, "silu")   # w1 [E, N1, K], w2 [E, K, I]
+    config, source = layer.config_for(M)        # source: "table:<file>" or "default"
+    prepared = layer.prepare(topk_ids)          # vLLM's expert assignment; time it apart
+    out = layer.run(x, topk_weights, topk_ids, prepared)   # [M, K]; CUDA-graph capturable
+
+Nothing of vLLM's is in this repository: scripts/fetch_engine_kernels.py extracts the released
+wheel's files into .engines/vllm-0.33.0/, and load() executes chosen top-level functions of that
+source (found with `ast`, compiled under their real file names, so Triton reads the kernel's source
+from the file) in namespaces whose few outside names come from vllm_shims.py. What runs is vLLM's:
+  fused_moe_kernel (+ write_zeros_to_output), dispatch_fused_moe_kernel and
+  invoke_fused_moe_triton_kernel (grid, EM, strides, SPLIT_K, SWAP_AB, USE_TD as vLLM sets them),
+  try_get_optimal_moe_config / get_moe_configs / get_config_file_name / get_default_config
+  (vLLM's table lookup, nearest-M row and default rule; VLLM_TUNED_CONFIG_FOLDER is honoured),
+  _prepare_expert_assignment (including vLLM's align-free "naive" path when
+  M * top_k * 4 <= E) and moe_align_block_size's Python wrapper (buffer sizes, hence the grid).
+What is mirrored rather than executed, from fused_experts_impl of vLLM 0.33.0:
+  the align CUDA op (vllm_shims.moe_align_block_size, torch ops, same outputs);
+  the activation: silu -> silu(gate) * up in bf16 (vLLM's silu_and_mul CUDA op rounds silu to
+  bf16, then the product); relu2 -> vLLM's own torch code for "relu2_no_mul";
+  moe_sum -> torch.sum(dim=1) (vLLM's CUDA op adds in bf16 step by step; torch accumulates in
+  fp32 and rounds once: equal for top_k <= 2, within an ulp otherwise).
+The cache buffers are allocated per call as vLLM does (cache1 and cache3 share one buffer).
+Covered by tests/python/test_vllm_peer.py (CPU, Triton interpreter; and a GPU twin).
+"""
+
+import ast
+import builtins
+import functools
+import json
+import os
+import re
+import symtable
+import sys
+import types
+import typing
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import vllm_shims  # noqa: E402  (the sibling module; bench/peers is not a package)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+DEFAULT_ENGINE_DIR = ".engines/vllm-0.33.0"
+FETCH = "scripts/fetch_engine_kernels.py"
+kManifestSchema = 1
+_FM = "vllm/model_executor/layers/fused_moe/"
+# Namespace -> (file in the engine dir, top-level names executed from it), in load order.
+EXTRACT = [
+    ("math_utils", "vllm/utils/math_utils.py", ["cdiv", "next_power_of_2", "round_up"]),
+    ("platform_utils", "vllm/utils/platform_utils.py", ["get_device_name_as_file_name"]),
+    ("moe_utils", _FM + "utils.py", ["enable_swap_ab", "resolve_moe_use_td",
+                                     "_warned_moe_use_td_ineffective",
+                                     "warn_if_moe_use_td_ineffective"]),
+    ("moe_align_block_size", _FM + "moe_align_block_size.py", ["moe_align_block_size"]),
+    ("fused_moe", _FM + "fused_moe.py", [
+        "write_zeros_to_output", "fused_moe_kernel", "invoke_fused_moe_triton_kernel",
+        "dispatch_fused_moe_kernel", "get_config_file_name", "get_moe_configs",
+        "should_moe_wna16_use_cuda", "get_default_config", "try_get_optimal_moe_config",
+        "_weights_host_resident", "_prepare_expert_assignment"]),
+]
+# Names the executed functions use only on branches a bf16 unquantised launch never takes.
+UNREACHED = {"invoke_fused_moe_wna16_cuda_kernel", "invoke_fused_moe_wna16_triton_kernel"}
+_LOADED = {}
+
+
+class ConfigChoice(typing.NamedTuple):
+    """The config row vLLM uses for M tokens and where it came from."""
+    config: dict  # BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, num_stages[, SPLIT_K]
+    source: str  # "table:<file name>" or "default" (vLLM's get_default_config)
+    path: typing.Optional[str]  # the table file read, or None
+
+
+class Prepared(typing.NamedTuple):
+    """vLLM's expert assignment for one topk_ids; sorted_token_ids is None on the naive path."""
+    sorted_token_ids: typing.Optional[torch.Tensor]  # [max_num_tokens_padded] int32
+    expert_ids: torch.Tensor  # [num blocks] int32 (naive path: topk_ids.view(-1))
+    num_tokens_post_padded: torch.Tensor  # [1] int32
+    config: dict
+    num_tokens: int
+
+
+def _resolve(engine_dir):
+    return engine_dir if os.path.isabs(engine_dir) else os.path.join(REPO, engine_dir)
+
+
+def _select(tree, names, path):
+    """The top-level statements defining names (the last non-@overload def of each)."""
+    picked = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
+            if any(isinstance(d, ast.Name) and d.id == "overload" for d in node.decorator_list):
+                continue
+            picked[node.name] = node
+        elif isinstance(node, ast.Assign):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id in names:
+                    picked[t.id] = node
+    missing = [n for n in names if n not in picked]
+    if missing:
+        raise RuntimeError(f"{path}: vllm_triton.load: {missing} not found at top level; the "
+                           f"harness mirrors vLLM 0.33.0; run {FETCH} --force")
+    return sorted({id(n): n for n in picked.values()}.values(), key=lambda n: n.lineno)
+
+
+def _free_names(source, path, names):
+    """Global names each function in names reads (nested functions and lambdas included)."""
+    out = {}
+
+    def walk(table, acc):
+        for sym in table.get_symbols():
+            if sym.is_global() and sym.is_referenced():
+                acc.add(sym.get_name())
+        for child in table.get_children():
+            walk(child, acc)
+
+    for table in symtable.symtable(source, path, "exec").get_children():
+        if table.get_name() in names and table.get_type() == "function":
+            acc = out.setdefault(table.get_name(), set())
+            walk(table, acc)
+    return out
+
+
+def _exec_file(engine_dir, key, rel, names, env):
+    """Executes the named top-level statements of one vLLM file in a fresh module namespace."""
+    path = os.path.join(engine_dir, rel)
+    with open(path) as f:
+        source = f.read()
+    tree = ast.parse(source, path)
+    mod = types.ModuleType(f"moetune_vllm_peer.{key}")
+    mod.__file__ = path  # get_moe_configs finds configs/ beside its __file__, as in vLLM
+    mod.__dict__.update(env)
+    code = compile(ast.Module(body=_select(tree, names, path), type_ignores=[]), path, "exec")
+    exec(code, mod.__dict__)  # line numbers are the file's: Triton reads the kernel from it
+    for fn, used in _free_names(source, path, names).items():
+        unknown = sorted(n for n in used if n not in mod.__dict__ and not hasattr(builtins, n)
+                         and n not in UNREACHED)
+        if unknown:
+            raise RuntimeError(f"{path}: {fn} uses {unknown}, which vllm_triton/vllm_shims do not "
+                               f"provide; the harness mirrors vLLM 0.33.0's fused_moe.py")
+    return mod
+
+
+def _read_manifest(engine_dir):
+    path = os.path.join(engine_dir, "manifest.json")
+    if not os.path.isdir(engine_dir) or not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{engine_dir}: vLLM's extracted kernel is not there (no manifest.json); run "
+            f"{FETCH} on a machine that reaches PyPI (or {FETCH} --wheel vllm-0.33.0-*.whl) and "
+            f"carry .engines/ to the device")
+    with open(path) as f:
+        manifest = json.load(f)
+    seen = (manifest.get("schema_version"), manifest.get("engine"), manifest.get("version"))
+    if seen != (kManifestSchema, "vllm", "0.33.0"):
+        raise RuntimeError(f"{path}: schema/engine/version {seen}, expected "
+                           f"({kManifestSchema}, 'vllm', '0.33.0'); run {FETCH} --force")
+    return manifest
+
+
+def patch_triton_interpreter():
+    """Makes Triton 3.6's interpreter (TRITON_INTERPRET=1) run this kernel; returns what it did.
+
+    Three process-wide patches, each applied only where the installed Triton still has the gap:
+    - "numpy24": the interpreter converts 1-element arrays with int(), which numpy >= 2.4 refuses
+      ("only 0-dimensional arrays can be converted to Python scalars"); the kernel's
+      `range(tl.cdiv(K, BLOCK_SIZE_K))` hits it. Upstream fix triton-lang/triton#9172 (#9171).
+    - "bf16_dot": the interpreter stores bf16 as uint16 and its tl.dot multiplies those bit
+      patterns (triton-lang/triton#11584; bf16 is unsupported there). bf16 operands are widened to
+      fp32 first, exactly, which is what the GPU's bf16 MMA with fp32 accumulation computes up to
+      summation order.
+    - "bf16_round": the interpreter casts fp32 -> bf16 by truncating the mantissa; the GPU
+      (cvt.rn.bf16.f32) rounds to nearest even, which the patch does (NaN stays NaN).
+    """
+    import inspect
+
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    def needs(fn, gap):  # the installed Triton still has the gap, and it is not patched yet
+        return not getattr(fn, "_moetune_patch", False) and gap in inspect.getsource(fn)
+
+    applied = []
+    patch_tensor = interpreter._patch_lang_tensor
+    if needs(patch_tensor, "int(self.handle.data))"):
+
+        def patched_tensor(tensor, scope):
+            patch_tensor(tensor, scope)
+            scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+        patched_tensor._moetune_patch = True
+        interpreter._patch_lang_tensor = patched_tensor
+        applied.append("numpy24")
+    builder = interpreter.InterpreterBuilder
+    create_dot = builder.create_dot
+    if not getattr(create_dot, "_moetune_patch", False) and \
+            "bfloat16" not in inspect.getsource(create_dot):
+
+        def widen(h):
+            if h.dtype != tl.bfloat16:
+                return h
+            return interpreter.TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32),
+                                            tl.float32)
+
+        def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+            return create_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+
+        patched_dot._moetune_patch = True
+        builder.create_dot = patched_dot
+        applied.append("bf16_dot")
+    cast_impl = builder.cast_impl
+    if needs(cast_impl, "_convert_float(src.data, src_element_type, dst_element_type, None)"):
+
+        def patched_cast(self, src, dst_type):
+            if src.dtype.scalar != tl.float32 or dst_type.scalar != tl.bfloat16:
+                return cast_impl(self, src, dst_type)
+            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
+            nearest_even = ((bits >> 16) & 1) + 0x7FFF
+            out = np.where(np.isnan(src.data), np.uint32(0x7FC00000), bits + nearest_even)
+            return interpreter.TensorHandle((out >> 16).astype(np.uint16), tl.bfloat16)
+
+        patched_cast._moetune_patch = True
+        builder.cast_impl = patched_cast
+        applied.append("bf16_round")
+    return applied
+
+
+def load(engine_dir=DEFAULT_ENGINE_DIR):
+    """Loads vLLM's fused-MoE functions from engine_dir (relative paths: to the repo root).
+
+    Returns the fused_moe namespace (a module object) with vLLM's functions, plus: platform (the
+    shim current_platform), manifest, engine_dir and interpreter_patches. Cached per directory
+    and Triton mode (TRITON_INTERPRET is read when the kernel is decorated); in interpreter mode
+    it first applies patch_triton_interpreter. Fails naming the fetch script when the directory
+    is missing, and naming the file when vLLM's source is not what this harness mirrors.
+    """
+    import triton
+    import triton.language as tl
+
+    engine_dir = os.path.realpath(_resolve(engine_dir))
+    key = (engine_dir, bool(triton.knobs.runtime.interpret))
+    if key in _LOADED:
+        return _LOADED[key]
+    manifest = _read_manifest(engine_dir)
+    patches = patch_triton_interpreter() if key[1] else []
+    platform = vllm_shims.Platform()
+    vllm_shims.install_modules(platform)
+    env = {"torch": torch, "triton": triton, "tl": tl, "functools": functools, "json": json,
+           "os": os, "cache": functools.cache,
+           "re": re,  # vLLM imports the `regex` package as re; stdlib re is the same for [\s/]+
+           "Any": typing.Any, "Literal": typing.Literal,
+           "envs": vllm_shims.Envs(), "logger": vllm_shims.OnceLogger("moetune.peers.vllm"),
+           "current_platform": platform, "ops": vllm_shims.Ops,
+           "set_triton_allocator": vllm_shims.set_triton_allocator}
+    mods = {}
+    for ns, rel, names in EXTRACT:
+        mods[ns] = _exec_file(engine_dir, ns, rel, names, env)
+        env.update({n: getattr(mods[ns], n) for n in names})
+    fm = mods["fused_moe"]
+    fm.platform, fm.manifest, fm.engine_dir = platform, manifest, engine_dir
+    fm.interpreter_patches = patches
+    _LOADED[key] = fm
+    return fm
+
+
+def _act_silu(out, h):
+    # vLLM's silu_and_mul: silu(gate) rounded to the dtype, times up, rounded (rows [gate; up]).
+    n = h.size(-1) // 2
+    torch.mul(torch.nn.functional.silu(h[:, :n]), h[:, n:], out=out)
+
+
+def _act_relu2(out, h):
+    # vLLM's "relu2_no_mul" branch of apply_moe_activation, as it is written there.
+    torch.nn.functional.relu(h, inplace=True)
+    torch.square(h, out=out)
+
+
+ACTIVATIONS = {"silu": (True, _act_silu), "relu2": (False, _act_relu2)}
+
+
+class VllmTritonMoe:
+    """One MoE layer run the way vLLM 0.33.0's fused_experts runs it for bf16 weights.
+
+    w1 [E, N1, K] (silu: rows [gate; up], N1 = 2I; relu2: N1 = I), w2 [E, K, I], both bf16 with
+    unit last stride. device_name: the name vLLM's table lookup sees (default: the weights'
+    CUDA device, torch.cuda.get_device_name; on the CPU none, so vLLM's default rule).
+    """
+
+    def __init__(self, w1, w2, top_k, activation="silu", device_name=None, engine=None):
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"VllmTritonMoe: activation {activation!r}; expected one of "
+                             f"{sorted(ACTIVATIONS)}")
+        gated, self._act = ACTIVATIONS[activation]
+        if w1.dim() != 3 or w2.dim() != 3 or w1.dtype != torch.bfloat16 or w2.dtype != w1.dtype:
+            raise ValueError(f"VllmTritonMoe: w1 {tuple(w1.shape)} {w1.dtype}, w2 "
+                             f"{tuple(w2.shape)} {w2.dtype}; expected 3-D bf16 [E, N1, K], "
+                             f"[E, K, I]")
+        E, N1, K = w1.shape
+        inter = w2.size(2)
+        if w2.size(0) != E or w2.size(1) != K or N1 != (2 * inter if gated else inter):
+            raise ValueError(f"VllmTritonMoe: w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)} do not "
+                             f"form one {activation} layer (w1 [E, {'2I' if gated else 'I'}, K], "
+                             f"w2 [E, K, I])")
+        self.w1, self.w2, self.top_k, self.activation = w1, w2, int(top_k), activation
+        self.engine = engine if engine is not None else load()
+        if device_name is None and w1.is_cuda:
+            device_name = torch.cuda.get_device_name(w1.device)
+        self.device_name = device_name
+        self.capability = torch.cuda.get_device_capability(w1.device) if w1.is_cuda else None
+        self._choices = {}
+
+    def config_for(self, M):
+        """vLLM's config for M tokens: its table row nearest M, else its default rule."""
+        M = int(M)
+        if M in self._choices:
+            return self._choices[M]
+        eng = self.engine
+        eng.platform.device_name, eng.platform.capability = self.device_name, self.capability
+        # vLLM caches the device name and the table by (E, N, dtype), once per process (one
+        # device); a harness may hold layers for several names, so both are looked up afresh.
+        eng.get_device_name_as_file_name.cache_clear()
+        eng.get_moe_configs.cache_clear()
+        E, _, N = self.w2.shape
+        # dtype None: vLLM's _get_config_dtype_str for bf16 unquantised.
+        config = eng.try_get_optimal_moe_config(self.w1.size(), self.w2.size(), self.top_k, None,
+                                                M, block_shape=None)
+        source, path = "default", None
+        if eng.get_moe_configs(E, N, None, 0, 0):  # the lookup try_get_... just made (cached)
+            name = eng.get_config_file_name(E, N, None, None)
+            folders = [eng.envs.VLLM_TUNED_CONFIG_FOLDER,
+                       os.path.join(os.path.dirname(eng.__file__), "configs")]
+            path = next((os.path.join(d, name) for d in folders
+                         if d is not None and os.path.exists(os.path.join(d, name))), None)
+            source = f"table:{name}"
+        choice = ConfigChoice(dict(config), source, path)
+        self._choices[M] = choice
+        return choice
+
+    def prepare(self, topk_ids):
+        """vLLM's _prepare_expert_assignment for topk_ids [M, top_k]: align, or the naive path."""
+        M, top_k = topk_ids.shape
+        if top_k != self.top_k:
+            raise ValueError(f"VllmTritonMoe.prepare: topk_ids {tuple(topk_ids.shape)}, "
+                             f"expected top_k = {self.top_k}")
+        config = self.config_for(M).config
+        sorted_ids, expert_ids, post_padded = self.engine._prepare_expert_assignment(
+            topk_ids, config, M, top_k, self.w1.size(0), None, ignore_invalid_experts=True,
+            weights_host_resident=self.engine._weights_host_resident(self.w1, self.w2))
+        return Prepared(sorted_ids, expert_ids, post_padded, config, M)
+
+    def run(self, x, topk_weights, topk_ids, prepared):
+        """out [M, K] = sum_j topk_weights[m, j] * w2[e] @ act(w1[e] @ x[m]); no host sync."""
+        eng, w1, w2 = self.engine, self.w1, self.w2
+        M, top_k = topk_ids.shape
+        if x.size(0) != M or prepared.num_tokens != M or topk_weights.shape != topk_ids.shape:
+            raise ValueError(f"VllmTritonMoe.run: x {tuple(x.shape)}, topk_weights "
+                             f"{tuple(topk_weights.shape)}, topk_ids {tuple(topk_ids.shape)}, "
+                             f"prepared for M = {prepared.num_tokens}; all must share M")
+        if x.dtype != w1.dtype or not x.is_contiguous() or x.size(1) != w1.size(2):
+            raise ValueError(f"VllmTritonMoe.run: x {tuple(x.shape)} {x.dtype} contiguous="
+                             f"{x.is_contiguous()}; expected contiguous [M, {w1.size(2)}] "
+                             f"{w1.dtype}")
+        _, N, _ = w1.shape
+        K = w2.size(1)
+        # As fused_experts_impl: cache1 and cache3 share memory, cache2 is apart.
+        cache13 = torch.empty(M * top_k * max(N, K), device=x.device, dtype=x.dtype)
+        cache1 = cache13[: M * top_k * N].view(M, top_k, N)
+        cache3 = cache13[: M * top_k * K].view(M, top_k, K)
+        cache2 = torch.empty((M * top_k, w2.size(2)), device=x.device, dtype=x.dtype)
+        out = torch.empty_like(x)
+        launch = dict(compute_type=eng.tl.bfloat16, use_fp8_w8a8=False, use_int8_w8a8=False,
+                      use_int8_w8a16=False, use_int4_w4a16=False, per_channel_quant=False,
+                      block_shape=None)
+        ids = (prepared.sorted_token_ids, prepared.expert_ids, prepared.num_tokens_post_padded)
+        eng.dispatch_fused_moe_kernel(x, w1, cache1, None, None, None, topk_weights, *ids,
+                                      False, top_k, prepared.config, B_bias=None, **launch)
+        self._act(cache2, cache1.view(-1, N))
+        eng.dispatch_fused_moe_kernel(cache2, w2, cache3, None, None, None, topk_weights, *ids,
+                                      True, 1, prepared.config, B_bias=None, **launch)
+        torch.sum(cache3, dim=1, out=out)  # vLLM's ops.moe_sum(cache3, out)
+        return out
