@@ -1,19 +1,20 @@
 #!/usr/bin/env python3
-"""Turns a moetune_sm90_bench CSV (bench/results/<date>-<commit>.csv) into a recipe whose pinned
-rows are the measured winners, each with the measurement behind it. Then
+"""Turns a moetune_sm90_bench CSV (<date>-<commit>.csv, under the run's OUT) into a recipe whose
+pinned rows are the measured winners, each with the measurement behind it. Then
 `moetune materialize --recipe recipes/h200.json --out tables/NVIDIA_H200` writes the tables
 without a GPU, and `moetune check` keeps them honest.
 
 usage: bench/csv_to_recipe.py [--command "DEVICE COMMAND"] CSV [CSV...] > recipes/h200.json
 --command: the device command that wrote the CSV, as each row's source records it (default: the
-recipe re-time `bash bench/run_h200.sh --recipe recipes/h200.json`); the conversion is appended.
+recipe re-time `bash bench/run_h200.sh --recipe recipes/h200.json`); the conversion is appended,
+naming each row's run by its id (<date>-<commit>, from the CSV's columns), not by a file path.
 With several CSVs (e.g. a sweep per schedule), each point takes the fastest row among them; re-time
 that recipe in one run (bench/run_h200.sh --recipe) and convert the re-time CSV alone, so every
 pinned number comes from one run.
 Warns on stderr (the recipe is written all the same) where the row-or-default choice rests on a low
 clock: the row and the default within 2% of each other at a point whose SM clock sample is below
 90% of the highest sample of its CSV (a throttled run once shipped the default at two points where
-five earlier runs had the row faster: bench/results/2026-12-01-3a299d0-protocol/). Re-time those.
+five earlier runs had the row faster). Re-time those.
 """
 import csv
 import json
@@ -47,6 +48,11 @@ def kernel_config(short):
     if launch:
         cfg["launch"] = launch
     return cfg
+
+
+def run_id(row):
+    """The run a CSV row comes from: <date>-<commit>, the name the bench gives its CSV."""
+    return row["date"] + "-" + row["commit"]
 
 
 CLOSE = 0.02       # row and default this close (relative) ...
@@ -136,7 +142,7 @@ def main():
                                  "rel_err": float(r["rel_err"]),
                                  "sm_clock_mhz": float(r["sm_clock_mhz"])}, **numbers_extra),
                 "digest": r["digest"],
-                "command": command + " (device), then bench/csv_to_recipe.py " + r["_csv"],
+                "command": command + " (device), then bench/csv_to_recipe.py on run " + run_id(r),
             }}
     recipe = {"recipe_version": 1, "name": "h200-bf16", "shapes": list(shapes.values())}
     json.dump(recipe, sys.stdout, indent=2)

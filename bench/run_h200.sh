@@ -5,7 +5,7 @@
 # Usage: bench/run_h200.sh [--tests-only] [bench options...]
 set -uo pipefail
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-build/results}
 mkdir -p "$OUT"
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw,power.limit \

@@ -15,7 +15,7 @@
 # Knobs: BIN, OUT, BENCH_M (1,16,256,2048), AB_M (16,256), REPEATS (20), ROUNDS (3).
 set -uo pipefail
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-build/results}
 BENCH_M=${BENCH_M:-1,16,256,2048}
 AB_M=${AB_M:-16,256}
 REPEATS=${REPEATS:-20}

@@ -32,7 +32,7 @@ flip=0
 [ "$FIRST" = B ] && flip=1
 recipe_args=(--recipe "$RECIPE")
 [ "$RECIPE" = none ] && recipe_args=()
-OUT=${OUT:-bench/results/$(date +%F)-bin-ab}
+OUT=${OUT:-build/results/$(date +%F)-bin-ab}
 work=$(mktemp -d)
 mkdir -p "$OUT" "$work/runs"
 status=0

@@ -5,7 +5,7 @@
 # Usage: bench/run_h200_compare.sh [M list] ; env: SCHED (tma_ws), SHAPES (S1,S2,S3), SWEEP_M.
 set -uo pipefail
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-build/results}
 M=${1:-1024,2048,4096,8192,16384}
 SCHED=${SCHED:-tma_ws}
 SHAPES=${SHAPES:-S1,S2,S3}

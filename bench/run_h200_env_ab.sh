@@ -28,7 +28,7 @@ LIMIT_S=${LIMIT_S:-150}
 EXTRA=${EXTRA-}
 recipe_args=(--recipe "$RECIPE")
 [ "$RECIPE" = none ] && recipe_args=()
-OUT=${OUT:-bench/results/$(date +%F)-env-ab}
+OUT=${OUT:-build/results/$(date +%F)-env-ab}
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-$(mktemp -d)}
 work=$(mktemp -d)
 mkdir -p "$OUT" "$work/runs"

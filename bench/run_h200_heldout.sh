@@ -10,7 +10,7 @@
 #   LIMIT_S: seconds for the bench (default 540)
 set -uo pipefail
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-build/results}
 mkdir -p "$OUT"
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 # Qwen3-235B-A22B, DeepSeek-V2-Lite, gpt-oss-120b (K = I = 2880: multiples of 64, not 128),

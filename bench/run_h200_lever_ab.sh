@@ -12,7 +12,7 @@
 set -uo pipefail
 BIN=${BIN:-.devbin}
 LEVER=${LEVER:?name the lever, e.g. LEVER=decode_l2_prefetch}
-OUT=${OUT:-bench/results/$(date +%F)-lever-$LEVER}
+OUT=${OUT:-build/results/$(date +%F)-lever-$LEVER}
 AB_M=${AB_M:-1,4}
 REPEATS=${REPEATS:-50}
 ROUNDS=${ROUNDS:-4}

@@ -17,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results/$(date +%F)-ncu}
+OUT=${OUT:-build/results/$(date +%F)-ncu}
 POINTS=${POINTS:-S1:4096,S2:2048,S2:8192,S3:512}
 KERNELS=${KERNELS:-gemm}
 LIMIT_S=${LIMIT_S:-150}

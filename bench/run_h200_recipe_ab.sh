@@ -20,7 +20,7 @@ B=$2
 shift 2
 BIN=${BIN:-.devbin}
 BIN_B=${BIN_B:-$BIN}
-OUT=${OUT:-bench/results/$(date +%F)-recipe-ab}
+OUT=${OUT:-build/results/$(date +%F)-recipe-ab}
 RUN_S=${RUN_S:-60}
 for f in "$A" "$B"; do
   [ -r "$f" ] || { echo "run_h200_recipe_ab: cannot read recipe $f" >&2; exit 2; }

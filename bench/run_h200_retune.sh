@@ -16,7 +16,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 RECIPE=${1:?usage: bench/run_h200_retune.sh TUNE_RECIPE}
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results/$(date +%F)-retune}
+OUT=${OUT:-build/results/$(date +%F)-retune}
 TUNE_S=${TUNE_S:-240}
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 mkdir -p "$OUT"

@@ -8,13 +8,12 @@
 #   bench/recipe_variant.py recipes/h200.json --set gemm1.launch.cluster_m=2 \
 #     --where gemm1.launch.schedule=tma_ws --shapes S3 --min-m 1024 --max-m 4096 > bench/v.json
 #   RECIPE=bench/v.json bash bench/run_h200_round.sh   (then bench/csv_to_recipe.py on its CSV)
-# The decode sweep (bench/results/raw/2026-11-29-c35ea3c-decode-sweep.csv, made by this script's
-# first form, run_h200_decode.sh):
+# The decode sweep:
 #   SWEEP_ARGS="--m 1,4 --sweep-decode-only" RECIPE_ARGS="--m 1,4" bash bench/run_h200_round.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results/$(date +%F)-round}
+OUT=${OUT:-build/results/$(date +%F)-round}
 mkdir -p "$OUT/sweep" "$OUT/recipe"
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,power.draw --format=csv > "$OUT/gpu.csv" 2>&1

@@ -12,7 +12,7 @@
 # runtime_cuda_tests.log, run.jsonl, run.log, knobs.json (the knob cache the runs filled).
 set -uo pipefail
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-build/results}
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 mkdir -p "$OUT"
 start=$(date +%s)

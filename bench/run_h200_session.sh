@@ -8,7 +8,7 @@
 # Binaries from scripts/build_device.sh (.devbin/). Knobs: TEST_S, BENCH_S, RUNTIME_S, AB_S.
 set -uo pipefail
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results}
+OUT=${OUT:-build/results}
 export MOETUNE_CACHE_DIR=${MOETUNE_CACHE_DIR:-/tmp/moetune-cache}
 mkdir -p "$OUT/final" "$OUT/runtime" "$OUT/ab"
 timeout "${TEST_S:-150}" "$BIN/cuda_kernel_tests" > "$OUT/gpu_tests.log" 2>&1

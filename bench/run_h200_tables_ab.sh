@@ -5,7 +5,7 @@
 # rounds of fresh processes; then, when STAGE_M is set, the kernel bench of recipe A and recipe B
 # at STAGE_M (per-stage times: align, GEMM1, GEMM2, combine). Everything lands under $OUT
 # (tables_ab.log, gpu_tests.log, the A/B folder, stages.tgz); the summary prints last.
-# Usage: TABLES_B=bench/results/DIR/variant-tables RECIPE_B=bench/results/DIR/variant-recipe.json \
+# Usage: TABLES_B=build/results/DIR/variant-tables RECIPE_B=build/results/DIR/variant-recipe.json \
 #          AB_M=512,1024 STAGE_M=512 OUT=$OUT bench/run_h200_tables_ab.sh
 # Knobs: BIN (.devbin), OUT, TABLES_A (tables/NVIDIA_H200), RECIPE_A (recipes/h200.json), AB_M,
 # REPEATS (30), ROUNDS (4), TEST_FILTER (empty: no tests), DIGESTS (any: the arms may differ in
@@ -13,10 +13,10 @@
 set -uo pipefail
 BIN=${BIN:-.devbin}
 TABLES_A=${TABLES_A:-tables/NVIDIA_H200}
-TABLES_B=${TABLES_B:?name the variant tables, e.g. TABLES_B=bench/results/DIR/variant-tables}
+TABLES_B=${TABLES_B:?name the variant tables, e.g. TABLES_B=build/results/DIR/variant-tables}
 RECIPE_A=${RECIPE_A:-recipes/h200.json}
 RECIPE_B=${RECIPE_B-}
-OUT=${OUT:-bench/results/$(date +%F)-tables-ab}
+OUT=${OUT:-build/results/$(date +%F)-tables-ab}
 AB_M=${AB_M:-512,1024,2048,4096}
 REPEATS=${REPEATS:-30}
 ROUNDS=${ROUNDS:-4}

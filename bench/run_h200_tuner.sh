@@ -4,7 +4,7 @@
 #   a. a full S1 table (recipes/h200-s1-tune.json: S1's 12 buckets, nothing pinned) tuned from a
 #      cold cubin cache, compiles included, with its wall time (target <= 300 s), run as a user
 #      would (no --repeat; TUNER_A_REPEAT=N adds --repeat N, the final round N more times, whose
-#      cost then counts against a: at 4 it was about 70 s of S1 16384's 106 s on 2026-11-29);
+#      cost then counts against a: at 4 it was about 70 s of S1 16384's 106 s on the H200);
 #      --budget-min (the target less 15 s) ends it before the hard limit (target + 30 s), so it
 #      writes its table even when slow (candidates it then leaves out are counted as not run, and
 #      target a is not met);
@@ -31,7 +31,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-.devbin}
-OUT=${OUT:-bench/results/$(date +%F)-tuner-targets}
+OUT=${OUT:-build/results/$(date +%F)-tuner-targets}
 RECIPE=${TUNER_RECIPE:-recipes/h200-s1-tune.json}
 EXH_BUCKETS=${TUNER_EXH_BUCKETS-16,256,4096}
 ONLY_C=${TUNER_ONLY_C:-0}
@@ -141,7 +141,7 @@ fi
 
 # c. repeated full tunes (fresh store, warm cubin cache) while the budget lasts; a tune is started
 # only when the time left covers the previous warm tune plus 10% (a tune cut short counts only the
-# buckets it finished, with a store killed mid-bucket: 99e77cf's fifth tune got 83 of ~93 s).
+# buckets it finished, with a store killed mid-bucket: a fifth tune once got 83 of ~93 s).
 last_s=0
 for k in $(seq "$C_FROM" "$C_TO"); do
   limit=$(( $(left) - 20 ))

@@ -1,20 +1,19 @@
 // moetune_sm90_bench: the kernel benchmark of the cuda backend (issue: Hopper fused-MoE kernels).
-// In one run: measures the ceilings (copy bandwidth, cuBLAS bf16 matmul rate), then for each
-// shape and M: prepares uniform routing (top-k of softmax(randn), seed = M), finds the best config
-// of a sweep per GEMM, kept only if its layer beats the default's (sweep_best), or takes the
-// config given by --config-file or the --recipe's row, checks it against the fp32
-// GPU reference (sampled tokens) with poisoned outputs, times the whole layer (graph replay, L2
-// flushed before each replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median; interleaved
-// with the default config's timing where the row is not the default: time_point) and each
-// stage, and writes bench/results-style CSV plus the winners as JSON. Prints a short table last.
-// A point whose preparation, check or timing fails is named (POINT FAILED shape M: what) and left
-// out of the CSV, and the run goes on to the next point. Exit 1: a point or a setup step failed
-// (the messages name them); 2: the --out folder cannot be written (checked before anything is
-// measured). Fast paths: the lever table's defaults at the H200 deployment; MOETUNE_LEVER_<NAME>
-// = on|off forces one (e.g. to time a lever per stage), and the run logs the set it used.
-// Shapes: S1-S3 (--shapes; none skips them) and any --shape NAME=E,K,I,TOPK,ACT (held-out models:
-// bench/run_h200_heldout.sh). --sweep-log FILE keeps every candidate the sweep timed, for
-// bench/fit_defaults.py.
+// In one run: measures the ceilings (copy bandwidth, cuBLAS bf16 matmul rate), then for each shape
+// and M: prepares uniform routing (top-k of softmax(randn), seed = M), finds the best config of a
+// sweep per GEMM, kept only if its layer beats the default's (sweep_best), or takes the config
+// given by --config-file or the --recipe's row, checks it against the fp32 GPU reference (sampled
+// tokens) with poisoned outputs, times the whole layer (graph replay, L2 flushed before each
+// replay, 3 warm-ups, reps = clamp(30 ms / t, 10, 200), median; interleaved with the default
+// config's timing where the row is not the default: time_point) and each stage, and writes
+// <OUT>/<date>-<commit>.csv plus the winners as JSON. Prints a short table last. A point whose
+// preparation, check or timing fails is named (POINT FAILED shape M: what) and left out of the CSV,
+// and the run goes on to the next point. Exit 1: a point or a setup step failed (the messages name
+// them); 2: the --out folder cannot be written (checked before anything is measured). Fast paths:
+// the lever table's defaults at the H200 deployment; MOETUNE_LEVER_<NAME> = on|off forces one (e.g.
+// to time a lever per stage), and the run logs the set it used. Shapes: S1-S3 (--shapes; none skips
+// them) and any --shape NAME=E,K,I,TOPK,ACT (held-out models: bench/run_h200_heldout.sh).
+// --sweep-log FILE keeps every candidate the sweep timed, for bench/fit_defaults.py.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -137,7 +136,7 @@ std::string cfg_json(core::KernelConfig const& k) {
 }
 
 struct Options {
-  std::string out_dir = "bench/results";
+  std::string out_dir = "build/results";
   std::string shapes = "S1,S2,S3";
   std::string ms = "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
   bool sweep = true;
@@ -267,8 +266,7 @@ std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& 
 // block_m space whose two winners run the whole layer fastest wins, if faster than the default
 // config's layer timed the same way, and again in an interleaved re-time against it (unrestricted
 // sweeps). NOTE: without the default as the incumbent, per-GEMM winners that made a slower layer
-// were picked (S3 M=4096: 5397.5 us against the default's 4578.3;
-// bench/results/2026-12-01-swap-wide-boxes/sweep/).
+// were picked (S3 M=4096: 5397.5 us against the default's 4578.3).
 //
 // sweep_log (--sweep-log): one line per timed candidate, "shape,M,pairs_per_expert,space_block_m,
 // gemm,config,us" (us empty when the timing failed), for fitting the default rule offline.
@@ -343,10 +341,10 @@ core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps,
       best = pair;
     }
   }
-  // The winner against the default once more, interleaved (default, winner, winner, default),
-  // where the two single timings above were minutes apart: at the 700 W cap a compute-bound layer
-  // moves 5-7% with the clock between them (S3 M=2048's pick ran 2565 us against the default's
-  // 2396 in the point's own timing; bench/results/2026-12-01-sweep-incumbent/).
+  // The winner against the default once more, interleaved (default, winner, winner, default), where
+  // the two single timings above were minutes apart: at the 700 W cap a compute-bound layer moves
+  // 5-7% with the clock between them (S3 M=2048's pick ran 2565 us against the default's 2396 in
+  // the point's own timing).
   if (incumbent && !(best == dflt)) {
     double sum[2] = {0, 0};  // [0] the default, [1] the winner
     for (int i : {0, 1, 1, 0}) {
@@ -381,10 +379,10 @@ void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
 // default config at the same point (a tuned row must beat it to ship), checked first, then timed
 // interleaved with the row (row, default, default, row: half the reps per block, at least 5, one
 // warm-up per block after the first's three; each config's median over its pooled samples), then
-// each stage alone. Interleaved since the 21st session: timed one after the other (the row, then
-// the default after its check) the two ran in different clock states at the 700 W cap, and the
-// protocol shipped the default at S1 M=16384 (3375.5 vs 3535.6 us) where 8 interleaved runs per
-// config had the row faster in every round (bench/results/2026-12-01-s1-rows/).
+// each stage alone. Interleaved because, timed one after the other (the row, then the default after
+// its check), the two ran in different clock states at the 700 W cap, and the protocol shipped the
+// default at S1 M=16384 (3375.5 vs 3535.6 us) where 8 interleaved runs per config had the row
+// faster in every round.
 void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
                 core::MoeConfig const& best, core::MoeConfig const& dflt) {
   bool with_default = false;

@@ -5,7 +5,7 @@
 //   choose/none   MoeRunner::choose: the lookup plus a copy of the Choice (strings: allocates)
 //   explicit      MoeRunner::choose with an explicit config: can_implement every call
 //   cold/none     a fresh runner's first lookup per M (table resolve + explain text), for scale
-// Median and spread over rounds; writes bench/results/<date>-<commit>-resolve.csv (or --out).
+// Median and spread over rounds; writes build/results/<date>-<commit>-resolve.csv (or --out).
 // Usage: moetune_resolve_bench [--out FILE] [--rounds N] [--iters N]
 #include <algorithm>
 #include <chrono>
@@ -81,7 +81,7 @@ std::string default_out() {
   char date[16];
   std::time_t const t = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&t));
-  return std::string(MOETUNE_SOURCE_DIR) + "/bench/results/" + date + "-" + head_commit() +
+  return std::string(MOETUNE_SOURCE_DIR) + "/build/results/" + date + "-" + head_commit() +
          "-resolve.csv";
 }
 

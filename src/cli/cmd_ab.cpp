@@ -29,7 +29,7 @@ struct AbCmdArgs {
   int rounds = 5;
   double margin = 0.01;
   std::string digests = "equal";
-  std::string out_dir = "bench/results";
+  std::string out_dir = "build/results";
   double timeout_s = 600;
 };
 

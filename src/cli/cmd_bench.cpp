@@ -24,7 +24,7 @@ namespace {
 
 struct BenchCmdArgs {
   BenchArgs series;
-  std::string out_dir = "bench/results";
+  std::string out_dir = "build/results";
   int ceiling_mib = 128;
   bool arm_worker = false;
 };
@@ -134,7 +134,7 @@ void setup_bench(CLI::App& app, int& exit_code) {
   app.add_option("--cooldown", args->series.cooldown_s,
                  "seconds to sleep between series (default: 1 on cuda, 0 on cpu)");
   app.add_option("--out", args->out_dir,
-                 "where the dated run folder is written (default bench/results)");
+                 "where the dated run folder is written (default build/results)");
   app.add_option("--ceiling-mib", args->ceiling_mib,
                  "cpu: MiB copied to measure memory bandwidth (default 128)")
       ->check(CLI::Range(1, 65536));

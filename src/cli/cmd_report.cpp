@@ -43,7 +43,7 @@ void setup_report(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ReportArgs>();
   app.add_option("paths", args->paths,
                  "one or more folders written by bench or ab, or bench CSVs (bench.csv or the "
-                 "kernel benchmark's bench/results/*.csv); several are drawn on one page")
+                 "kernel benchmark's <date>-<commit>.csv); several are drawn on one page")
       ->required();
   app.add_option("--out", args->out,
                  "the HTML file to write (default with one input: DIR/report.html, or the CSV's "

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """The bench's recipe tools against the shipped H200 recipe, tables and CSV (ctest runs this from
-the source tree): bench/csv_to_recipe.py must turn the CSV a pinned row names back into
-recipes/h200.json (and warn where a row-or-default choice rests on a low clock sample), and
-bench/recipe_variant.py --from-tables must see no change between the
-recipe and its own tables, and recipe_variant.py's FIELD_DEFAULTS must be the C++ reader's (with
-the moetune binary ctest names in RECIPE_TOOLS_MOETUNE_BIN). Each check has a twin that corrupts
-one value and must be caught."""
+the source tree): bench/csv_to_recipe.py must turn the run the pinned rows name (kept as the result
+of record bench/results/h200-recipe-rows.csv) back into recipes/h200.json (and warn where a
+row-or-default choice rests on a low clock sample), and bench/recipe_variant.py --from-tables must
+see no change between the recipe and its own tables, and recipe_variant.py's FIELD_DEFAULTS must
+be the C++ reader's (with the moetune binary ctest names in RECIPE_TOOLS_MOETUNE_BIN). Each check
+has a twin that corrupts one value and must be caught."""
 import csv
 import glob
 import json
@@ -19,7 +19,8 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RECIPE = os.path.join(ROOT, "recipes", "h200.json")
 TABLES = os.path.join(ROOT, "tables", "NVIDIA_H200")
-SEP = " (device), then bench/csv_to_recipe.py "
+SEP = " (device), then bench/csv_to_recipe.py on run "
+RECORD = os.path.join("bench", "results", "h200-recipe-rows.csv")  # the run the rows name
 
 
 def run(*args):
@@ -31,14 +32,23 @@ def load(path):
         return json.load(f)
 
 
+def run_ids(path):
+    """The runs (<date>-<commit>) whose rows a bench CSV holds."""
+    with open(os.path.join(ROOT, path), newline="") as f:
+        return {r["date"] + "-" + r["commit"] for r in csv.DictReader(f)}
+
+
 def shipped_command_and_csv():
-    """The device command and the CSV the shipped rows record (one CSV for all of them)."""
+    """The device command the shipped rows record and the CSV of record of the run they name (one
+    run for all of them)."""
     recipe = load(RECIPE)
     sources = {row["source"]["command"] for shape in recipe["shapes"]
                for row in shape["pinned_rows"].values()}
     assert len(sources) == 1, "the pinned rows name several commands: %s" % sorted(sources)
-    command, csv_path = sources.pop().split(SEP)
-    return recipe, command, csv_path
+    command, run = sources.pop().split(SEP)
+    assert run_ids(RECORD) == {run}, "%s holds runs %s, the rows name %s" % (
+        RECORD, sorted(run_ids(RECORD)), run)
+    return recipe, command, RECORD
 
 
 def convert_rows(command, rows):
@@ -53,6 +63,21 @@ def convert_rows(command, rows):
 
 
 class CsvToRecipe(unittest.TestCase):
+    def test_the_rows_name_their_run_by_id_and_another_run_is_told_apart(self):
+        _, _, record = shipped_command_and_csv()
+        with open(os.path.join(ROOT, record), newline="") as f:
+            rows = list(csv.DictReader(f))
+        run = rows[0]["date"] + "-" + rows[0]["commit"]
+        self.assertIn("on run " + run, convert_rows("cmd", rows).stdout)
+        rows[0]["commit"] = "0" * 12  # the twin: one row from another run
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "run.csv")
+            with open(path, "w", newline="") as f:
+                w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+                w.writeheader()
+                w.writerows(rows)
+            self.assertEqual(run_ids(path), {run, rows[0]["date"] + "-" + "0" * 12})
+
     def test_the_shipped_recipe_is_what_csv_to_recipe_makes_of_its_csv(self):
         recipe, command, csv_path = shipped_command_and_csv()
         r = run("bench/csv_to_recipe.py", "--command", command, csv_path)
