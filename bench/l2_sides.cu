@@ -13,10 +13,9 @@
 // both sides; by plain loads, cp.async and bulk copies (the TMA unit).
 // Part C, how long the copy lasts: 16 side-0 readers read the region, 0-48 MiB stream through L2,
 // and the readers read the region again (reread_kernel).
-// Found on the H200 (bench/results/2026-12-02-l2-sides/): the reading side keeps a copy, so a far
-// line crosses once per side that reads it, by every kind of load; the copy outlasts 4 MiB of other
-// traffic, 80% of it 16 MiB, none 48 MiB. The map differs from chip to chip (pairs of SMs; 64 / 68
-// or 66 / 66 SMs per side).
+// Found on the H200: the reading side keeps a copy, so a far line crosses once per side that reads
+// it, by every kind of load; the copy outlasts 4 MiB of other traffic, 80% of it 16 MiB, none 48
+// MiB. The map differs from chip to chip (pairs of SMs; 64 / 68 or 66 / 66 SMs per side).
 //
 // Build: the CMake target moetune_l2_sides, or
 //   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_sides bench/l2_sides.cu

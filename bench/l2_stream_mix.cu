@@ -9,13 +9,13 @@
 // per DRAM byte. Pair 2: clusters of two CTAs share their token rows by multicast, so L2 serves
 // half of them. Printed per r and pair: time, the weight stream's GB/s, the GB/s into the SMs'
 // shared memory and the GB/s L2 serves.
-// First, the weights as a GEMM walks them (walk_kernel: each CTA its row blocks' k-tiles in
-// order), as stored (TMA boxes of 128 rows x 128 bytes) or packed per k-tile (contiguous), at
-// r = 0, 0.75, 1.33: stored 2-3% slower at r = 0, the same from 0.75 up (call12/); a consumer that
-// holds each stage until the next lands, as the GEMMs' do, moved it 4% either way (call13/).
-// Found on the H200 (bench/results/2026-12-02-l2-sides/call10/): alone, 4.46 TB/s at r = 0, 4.11
-// at 1.0, 3.59 at 1.5, 3.03 at 2.0 (into the SMs ~9.1 TB/s at most); pairs 4.32 at 1.0, 4.23 at
-// 1.5, 4.07 at 2.0. The GEMMs did not follow (call 11): fewer re-reads left their time as it was.
+// First, the weights as a GEMM walks them (walk_kernel: each CTA its row blocks' k-tiles in order),
+// as stored (TMA boxes of 128 rows x 128 bytes) or packed per k-tile (contiguous), at r = 0, 0.75,
+// 1.33: stored 2-3% slower at r = 0, the same from 0.75 up; a consumer that holds each stage until
+// the next lands, as the GEMMs' do, moved it 4% either way.
+// Found on the H200: alone, 4.46 TB/s at r = 0, 4.11 at 1.0, 3.59 at 1.5, 3.03 at 2.0 (into the SMs
+// ~9.1 TB/s at most); pairs 4.32 at 1.0, 4.23 at 1.5, 4.07 at 2.0. The GEMMs did not follow: fewer
+// re-reads left their time as it was.
 //
 // Build: the CMake target moetune_l2_stream_mix, or
 //   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_stream_mix
@@ -101,8 +101,8 @@ __global__ void mix_kernel(const char* w, long long tiles, const char* a, long l
   }
   const long long pair_id = blockIdx.x / kPair;
   if (threadIdx.x == 0) {  // producer
-    // The token rows' offset walks the region from a start of the pair's (no division per
-    // stage: a 64-bit modulo there capped 8 KiB stages at ~2.9 TB/s in call 8).
+    // The token rows' offset walks the region from a start of the pair's (no division per stage: a
+    // 64-bit modulo there capped 8 KiB stages at ~2.9 TB/s).
     const long long span = a_region - a_bytes;
     long long off = a_bytes > 0 ? pair_id * 7919 * 128 % (span + 1) / 128 * 128 : 0;
     for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -129,8 +129,8 @@ __global__ void mix_kernel(const char* w, long long tiles, const char* a, long l
       acc += ring.first_word();
       mbar_arrive(ring.empty_bar(ring.stage));
       // The peer's multicast writes here too: it waits for this release. NOTE: released at CTA
-      // scope as the GEMMs do (mbar_arrive_cluster); with .release.cluster (call 9's file) the
-      // pairs streamed at 2.5 TB/s even with no shared rows.
+      // scope as the GEMMs do (mbar_arrive_cluster); with .release.cluster the pairs streamed at
+      // 2.5 TB/s even with no shared rows.
       if (kPair == 2) mbar_arrive_cluster(ring.empty_bar(ring.stage), rank ^ 1);
       ring.advance();
     }

@@ -7,7 +7,7 @@ time inside the k loop), ptxas may close the group at the merge with an empty HG
 (`HGMMA.64x8x16.F16 RZ, gdesc[URZ], RZ, !UPT, gsb0`); `WARPGROUP.DEPBAR.LE gsb0, 0x1` then waits for
 the k-tile just issued, so the tensor pipe drains every k-tile. ptxas prints no warning for it.
 Found in the swap-AB kernel on the H200 (full tiles 1.5-1.8x slower than they are with the width
-chosen per tile: bench/results/2026-12-01-swap-wide-boxes/).
+chosen per tile).
 
 usage: bench/sass_wgmma_groups.py [--cuobjdump PATH] INPUT [INPUT...]
   INPUT: a cubin cache folder (MOETUNE_CACHE_DIR or its cubin/ folder: every MOETUNE-CUBIN file in

@@ -116,10 +116,9 @@ inline constexpr int kExhaustiveGemm1Top = 3;
 /// earliest in search order of the rest (so every run carries the one the final round's rule
 /// prefers among equivalent configs). The final round gets the cross product of stage 1's top
 /// GEMM1s with stage 2's top GEMM2s (at most 5 x 5 a group; new pairs are checked like every
-/// candidate before they may enter). On the H200 (3b87923's stores, S1 M = 8192 and 16384) five
-/// GEMM1 configs lay within 1.5% and a config moved 1-3% against another between rounds seconds
-/// apart: with the fastest's own margin and three carried, one tune in five lacked the config the
-/// other four named.
+/// candidate before they may enter). On the H200 (S1 M = 8192 and 16384) five GEMM1 configs lay
+/// within 1.5% and a config moved 1-3% against another between rounds seconds apart: with the
+/// fastest's own margin and three carried, one tune in five lacked the config the other four named.
 inline constexpr double kStageTieMargin = 2.0;
 inline constexpr int kStageTiesNearest = 3;
 inline constexpr int kStageTiesCarried = kStageTiesNearest + 1;
@@ -145,16 +144,16 @@ struct SearchOptions {
   /// final_reps). The reference the tuned result is compared with (bench/tuner_targets.py).
   bool exhaustive = false;
   /// Per GEMM, halving: stage 2 searches GEMM2 under stage 1's fastest GEMM1 and, when above 1,
-  /// under its nearest near ties too (stage_ties' nearest first), up to this many GEMM1 configs
-  /// in all (1..kMaxStage2Gemm1s), all in one halving. A GEMM2's whole-layer time depends on the
-  /// GEMM1 before it (PDL overlaps them): on the H200 (412c799, S1 M = 4) the GEMM2 four tunes
-  /// named ranked 11th of 15 in a fifth tune's stage 2, run under an equally fast other GEMM1.
+  /// under its nearest near ties too (stage_ties' nearest first), up to this many GEMM1 configs in
+  /// all (1..kMaxStage2Gemm1s), all in one halving. A GEMM2's whole-layer time depends on the GEMM1
+  /// before it (PDL overlaps them): on the H200 (S1 M = 4) the GEMM2 four tunes named ranked 11th
+  /// of 15 in a fifth tune's stage 2, run under an equally fast other GEMM1.
   int stage2_gemm1s = 1;
-  /// Final rounds: a challenger beats another finalist only when it also wins the paired test
-  /// over the passes both were timed in (tuner::paired_passes_beat: the Student-t interval of its
+  /// Final rounds: a challenger beats another finalist only when it also wins the paired test over
+  /// the passes both were timed in (tuner::paired_passes_beat: the Student-t interval of its
   /// per-pass ratio below 1 - margin), not by the intervals of the pooled samples alone; settling
-  /// rounds add their passes. On by default since the H200 run of 1e2989a, the first to meet all
-  /// three tuner targets (docs/tuner.md); tune --no-paired-passes turns it off (in the tune hash).
+  /// rounds add their passes. On by default: with it the H200 tunes met all three tuner targets
+  /// (docs/tuner.md); tune --no-paired-passes turns it off (in the tune hash).
   bool paired_passes = true;
   /// The worker compiles a batch in the background while it answers the batch's checks (all
   /// checks first, then the cheap timings, so nothing is timed beside a compile); false: the

@@ -57,11 +57,11 @@ std::string_view to_string(Verdict v);  ///< "incumbent_faster", "challenger_win
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin);
 /// Paired over the passes both were timed in: r_p = challenger / incumbent of pass p's medians (a
 /// drift common to the pass cancels in the ratio), and the upper bound of the 95% Student-t
-/// interval of their mean, mean(r) + t(0.975, n - 1) sd(r) / sqrt(n), below 1 - margin. The
-/// passes are the replicates: on the H200 (d190aaf, S1 M = 8192) one finalist's pass medians in a
-/// final spanned 12% (1899-2127 us) and the pooled intervals still separated it from the winner
-/// (1972-2072 against 1887-1906 us), a win, while the per-pass ratio's interval (0.896-1.004) did
-/// not; the other four tunes had the two in the other order.
+/// interval of their mean, mean(r) + t(0.975, n - 1) sd(r) / sqrt(n), below 1 - margin. The passes
+/// are the replicates: on the H200 (S1 M = 8192) one finalist's pass medians in a final spanned 12%
+/// (1899-2127 us) and the pooled intervals still separated it from the winner (1972-2072 against
+/// 1887-1906 us), a win, while the per-pass ratio's interval (0.896-1.004) did not; the other four
+/// tunes had the two in the other order.
 bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
                         std::vector<double> const& challenger_pass_us, double margin);
 /// A tie that more data may settle: `decide` says tie, yet the challenger's median sits below the
@@ -72,8 +72,8 @@ bool needs_settling(TimingStats const& incumbent, TimingStats const& challenger,
 /// Successive halving's cut over `ranked` (fastest median first): the first `keep` survive, and so
 /// does each next one that the last survivor does not beat by `decide` (beyond both intervals and
 /// `margin`), up to `cap` in all (at least `keep`, at most ranked.size()). A candidate tied with
-/// the cut line is then not dropped on noise: on the H200 (99e77cf's stores) a fifth tune dropped
-/// the config four tunes named at M = 4 where its median equalled the last survivor's.
+/// the cut line is then not dropped on noise: on the H200 a fifth tune dropped the config four
+/// tunes named at M = 4 where its median equalled the last survivor's.
 size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap, double margin);
 /// halving_keep's `cap` for a round of `alive` candidates that keeps `keep`: half as many again,
 /// but `slack` fewer than alive (1: every round of three or more shrinks; 2 where the incumbent

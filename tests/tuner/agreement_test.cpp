@@ -1,16 +1,15 @@
 // Issue 4's target (c) in simulation: repeated tunes of one bucket name one config as winner or
 // declared tie (bench/tuner_targets.py's rule). The cpu backend's real spaces and checks, with
 // timings from a cost model whose landscape has a family of near-equal configs per GEMM (within 1%,
-// as the H200 tunes showed: group_m 1 or 8, 4 or 5 stages) and noise of the sizes in the H200
-// stores of bench/results/2026-11-29-968810a-tuner-targets: 0.4% per sample, a per-tune offset of
-// each config (0.4%: one config's final median moved 0.1-0.8% between tunes of one device call,
-// at most 1.6%) and a slow drift over the requests. Under this model the rule agrees in every
-// bucket; on the H200 it agreed in 6 of 12: the model's tunes declare 15-19 ties (the cpu family's
-// block_m groups each send finalists), the H200's 2-6, so this test guards the tie rule under
-// noise but does not reproduce the device's disagreement (docs/tuner.md). A second model adds each
-// timing request's own offset of its config, which does reproduce one way tunes disagreed on the
-// device (a stage's order flipping between rounds). The negative twin shows the measurement can
-// fail.
+// as the H200 tunes showed: group_m 1 or 8, 4 or 5 stages) and noise of the sizes in the stores of
+// four H200 tunes of S1: 0.4% per sample, a per-tune offset of each config (0.4%: one config's
+// final median moved 0.1-0.8% between tunes of one device call, at most 1.6%) and a slow drift over
+// the requests. Under this model the rule agrees in every bucket; on the H200 it agreed in 6 of 12:
+// the model's tunes declare 15-19 ties (the cpu family's block_m groups each send finalists), the
+// H200's 2-6, so this test guards the tie rule under noise but does not reproduce the device's
+// disagreement (docs/tuner.md). A second model adds each timing request's own offset of its config,
+// which does reproduce one way tunes disagreed on the device (a stage's order flipping between
+// rounds). The negative twin shows the measurement can fail.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -126,8 +125,8 @@ Noise h200_noise(double request_sd = 0) {
   return {.sample_sd = 0.004, .offset_sd = 0.004, .drift_sd = 0.002, .request_sd = request_sd};
 }
 
-/// paired_passes: the final's paired test over passes (the tuner's default since 31b40cd); off
-/// here unless a test asks for it, so the tests written before it keep checking the pooled rule.
+/// paired_passes: the final's paired test over passes (the tuner's default); off here unless a test
+/// asks for it, so the tests written before it keep checking the pooled rule.
 Agreement simulate(int landscapes, int tunes, Noise noise, double margin,
                    bool paired_passes = false) {
   Agreement a;
@@ -168,10 +167,10 @@ TEST(Agreement, FiveTunesUnderModelledH200NoiseNameOneConfigInEveryBucket) {
 
 TEST(Agreement, FiveTunesWhoseRequestsMoveConfigsApartNameOneConfigInEveryBucket) {
   // Each timing request also moves its config by its own 2% (sd): on the H200 a pair of configs
-  // moved 1-3% against each other between halving rounds seconds apart (40f23b3's stores), so a
+  // moved 1-3% against each other between halving rounds seconds apart (in a tune's store), so a
   // stage's last round alone put the config other tunes named out of the final round. With a
-  // stage's ties judged over all its halving rounds (stage_ties) every bucket agrees; judged on
-  // the last round alone, 5 of these 8 did (1 of 8 at 3%).
+  // stage's ties judged over all its halving rounds (stage_ties) every bucket agrees; judged on the
+  // last round alone, 5 of these 8 did (1 of 8 at 3%).
   Agreement const a = simulate(8, 5, h200_noise(0.02), 0.01);
   ASSERT_EQ(a.buckets, 8);
   EXPECT_GE(a.agreeing, 8) << a.agreeing << " of " << a.buckets << " buckets agree";
@@ -179,8 +178,8 @@ TEST(Agreement, FiveTunesWhoseRequestsMoveConfigsApartNameOneConfigInEveryBucket
 
 TEST(Agreement, WithPairedPassesFiveTunesAgreeWhereRequestsMoveConfigsBy4Percent) {
   // Requests moving their config by 4% (sd): on the H200 one config's pass medians in a final
-  // spanned 12% (d190aaf, S1 M = 8192). With the paired test over passes (the default) a
-  // lead that the passes do not all show is a tie, and every bucket agrees.
+  // spanned 12% (S1 M = 8192). With the paired test over passes (the default) a lead that the
+  // passes do not all show is a tie, and every bucket agrees.
   Agreement const a = simulate(8, 5, h200_noise(0.04), 0.01, /*paired_passes=*/true);
   ASSERT_EQ(a.buckets, 8);
   EXPECT_GE(a.agreeing, 8) << a.agreeing << " of " << a.buckets << " buckets agree";

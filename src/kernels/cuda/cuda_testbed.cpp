@@ -121,8 +121,8 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                                   core::RoutingProfile const& routing, uint64_t seed) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
   // The weights are kept only where they are the ones this seed draws (Testbed::prepare: every
-  // input from `seed` alone). NOTE: until 2026-12-02 they were kept for any seed of the same
-  // shape, so a bench point's weights, and its digest, came from the first point of its M list.
+  // input from `seed` alone). NOTE: kept for any seed of the same shape, a bench point's weights,
+  // and its digest, would come from the first point of its M list.
   const bool same_weights = w1_ && w_seed_ == seed && problem_.num_experts == problem.num_experts &&
                             problem_.hidden_size == problem.hidden_size &&
                             problem_.intermediate_size == problem.intermediate_size &&

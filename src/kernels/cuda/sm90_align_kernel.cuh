@@ -16,17 +16,16 @@
 // Pair order inside an expert follows shared-memory atomics and may vary between runs: every
 // row's GEMM result is independent of its position, so the layer's output bits do not (tests
 // assert equal digests across runs).
-// NOTE: the register path (twenty-ninth session, bench/results/2026-12-02-combine-align/ call 1)
-// took the align stage from 6.5 to 5.4 us at S1 M=4, 6.8 to 5.7 at S2 M=16, 7.1 to 5.6 at S3
-// M=512 (1024 pairs), 8.4 to 8.0 at S1 M=256 (1536), but 8.7 to 9.1 at S2 M=256 (2048 pairs: the
-// pairs' scattered stores; the layer there 306.4 vs 306.6 us). Same bits in the layer.
-// NOTE, tried on the H200 and left out of the 1-CTA kernel (bench/results/raw/2026-11-29-
-// {375e5fc,ad4784f,32a8e28,e2feeee}-*): ids loaded into registers before the first atomic (16 per
-// thread: ~2 us slower at tiny M, S1 M=4 7.0 vs 5.0 us, and no faster at 4096 pairs; the register
-// path above holds 2 per thread and also keeps each pair's slot, which drops a pass);
-// warp-aggregated atomics with match.any (1.5-2.4x slower: S2 M=2048 19 -> 46 us); -1 written by
-// one thread per expert (strided stores: S2 M=1024 14.5 -> 22 us). The multi-CTA kernels keep
-// their ids in registers (8 per thread) and fill padding one warp per expert.
+// NOTE: the register path took the align stage from 6.5 to 5.4 us at S1 M=4, 6.8 to 5.7 at S2 M=16,
+// 7.1 to 5.6 at S3 M=512 (1024 pairs), 8.4 to 8.0 at S1 M=256 (1536), but 8.7 to 9.1 at S2 M=256
+// (2048 pairs: the pairs' scattered stores; the layer there 306.4 vs 306.6 us). Same bits in the
+// layer.
+// NOTE, tried on the H200 and left out of the 1-CTA kernel: ids loaded into registers before the
+// first atomic (16 per thread: ~2 us slower at tiny M, S1 M=4 7.0 vs 5.0 us, and no faster at 4096
+// pairs; the register path above holds 2 per thread and also keeps each pair's slot, which drops a
+// pass); warp-aggregated atomics with match.any (1.5-2.4x slower: S2 M=2048 19 -> 46 us); -1
+// written by one thread per expert (strided stores: S2 M=1024 14.5 -> 22 us). The multi-CTA kernels
+// keep their ids in registers (8 per thread) and fill padding one warp per expert.
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
@@ -83,12 +82,11 @@ MOETUNE_DEVICE void load_ids(const int* ids, int first, int stride, int n, int e
   }
 }
 
-/// sorted_pairs = -1 on the padding rows of each expert's last block only (the scatter writes
-/// every other row): offsets [E + 1], counts [E] (pairs per expert). One warp per expert, so the
-/// stores coalesce. NOTE: one thread per expert (strided stores) made the align at S2
-/// M=1024 14.5 -> 22 us on the H200 (32a8e28's run).
-/// Warps first_warp, first_warp + warp_stride, ... take the experts in turn (one CTA: its own
-/// warps; the multi-CTA place kernel: the grid's).
+/// sorted_pairs = -1 on the padding rows of each expert's last block only (the scatter writes every
+/// other row): offsets [E + 1], counts [E] (pairs per expert). One warp per expert, so the stores
+/// coalesce. NOTE: one thread per expert (strided stores) made the align at S2 M=1024 14.5 -> 22 us
+/// on the H200. Warps first_warp, first_warp + warp_stride, ... take the experts in turn (one CTA:
+/// its own warps; the multi-CTA place kernel: the grid's).
 MOETUNE_DEVICE void fill_padding(int* sorted_pairs, const int* offsets, const int* counts,
                                  int num_experts, int first_warp, int warp_stride) {
   const int lane = threadIdx.x & 31;
@@ -277,13 +275,12 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
   write_sub_blocks<kBlockM, kSubM>(p, counts, offsets, sub_offsets, tid, blockDim.x);
   __syncthreads();
   // Up to kAlignStagePairs pairs the list is built in shared memory, each expert's pairs packed
-  // from cursor[e] (the unpadded offsets), and then written out in order: consecutive threads
-  // write consecutive rows of sorted_pairs and sorted_weights. NOTE: scattered straight to global
-  // memory, the two stores of each pair from this one CTA cost S2 M=512 (4096 pairs) 14.1 us of
-  // align on the H200, against 10.5 with sorted_pairs alone (bench/results/2026-11-30-4f83cd3-
-  // align-weights/); staged, 11.1 us (S1 M=512, 3072 pairs: 11.8 -> 9.6), but up to 1 us more
-  // below ~1500 pairs, where the extra scan and barrier outweigh the scatter
-  // (bench/results/2026-11-30-790fc77-align-staged/).
+  // from cursor[e] (the unpadded offsets), and then written out in order: consecutive threads write
+  // consecutive rows of sorted_pairs and sorted_weights. NOTE: scattered straight to global memory,
+  // the two stores of each pair from this one CTA cost S2 M=512 (4096 pairs) 14.1 us of align on
+  // the H200, against 10.5 with sorted_pairs alone; staged, 11.1 us (S1 M=512, 3072 pairs: 11.8 ->
+  // 9.6), but up to 1 us more below ~1500 pairs, where the extra scan and barrier outweigh the
+  // scatter.
   if (p.num_pairs <= kAlignStagePairs) {
     padded_offsets_warp0<1>(counts, cursor, p.num_experts);
     __syncthreads();
@@ -327,9 +324,8 @@ __global__ void __launch_bounds__(1024) moe_align_kernel(AlignParams p) {
 //        and the chunks before its own: its first slot per expert), builds the padded offsets
 //        itself, places its own pairs from those bases (smem atomics inside the chunk), and writes
 //        its share, grid-strided, of block_expert, the -1 padding rows and the sub-blocks.
-// NOTE: until this session (2026-12-02) a third launch between them, one CTA of 1024 threads, did
-// the scan and rewrote hist as bases; under ncu it took 6.2-6.7 us at S1 M=4096 / S2 M=2048
-// (bench/results/2026-12-01-align-permute-ncu/), a latency chain on one SM.
+// NOTE: a third launch between them, one CTA of 1024 threads doing the scan and rewriting hist as
+// bases, took 6.2-6.7 us under ncu at S1 M=4096 / S2 M=2048: a latency chain on one SM.
 constexpr int kAlignChunkThreads = 256;
 constexpr int kAlignChunkIds = 8;    // per thread, at most
 constexpr int kAlignHistBatch = 16;  // hist loads in flight per thread

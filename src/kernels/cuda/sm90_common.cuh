@@ -45,10 +45,9 @@ MOETUNE_DEVICE void cp_async_16(moe_u32 dst, const void* src, int src_bytes) {
 /// A gathered row's 16 bytes: the 16-byte async copy where the row has a source (valid), else
 /// zeros stored into shared memory directly, so that no global request is sent for a padding row.
 /// NOTE: the tma_ws GEMM1 gather's copies of src-size 0, every padding chunk to one fixed address,
-/// cost that GEMM1 4-8% on the H200 at S1 M=8192, S2 M=4096/8192 and S3 M=1024-8192 (same bits
-/// both ways); in the cp.async main loop, where every thread loads between MMAs, these stores
-/// made the layer 1-4% slower, so it keeps cp_async_16 of src-size 0
-/// (bench/results/2026-12-01-zero-fill/).
+/// cost that GEMM1 4-8% on the H200 at S1 M=8192, S2 M=4096/8192 and S3 M=1024-8192 (same bits both
+/// ways); in the cp.async main loop, where every thread loads between MMAs, these stores made the
+/// layer 1-4% slower, so it keeps cp_async_16 of src-size 0.
 MOETUNE_DEVICE void cp_async_16_or_zero(moe_u32 dst, const void* src, bool valid) {
   if (valid) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));

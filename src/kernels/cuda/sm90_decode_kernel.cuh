@@ -101,11 +101,11 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
       for (int i = 0; i < kBlockM; ++i) acc[r][hh][i] = 0.0f;
     }
   }
-  // NOTE: issuing the next step's weight loads before this step's dot products (two steps in
-  // flight per warp, where that cost <= 32 registers; in GEMM2's dots too) kept the bits but made
-  // the layer slower at 12 of 16 points on the H200 (S1 M=1 1.27x, S2 M=1 1.18x, S2 M=4 1.14x,
-  // H1 M=1 1.12x; 1.00x where it did not apply; 62ae9ef, bench/results/2026-12-01-decode-pipe/):
-  // the decode stream is not bound by each warp's chain of round trips.
+  // NOTE: issuing the next step's weight loads before this step's dot products (two steps in flight
+  // per warp, where that cost <= 32 registers; in GEMM2's dots too) kept the bits but made the
+  // layer slower at 12 of 16 points on the H200 (S1 M=1 1.27x, S2 M=1 1.18x, S2 M=4 1.14x, H1 M=1
+  // 1.12x; 1.00x where it did not apply): the decode stream is not bound by each warp's chain of
+  // round trips.
   for (int v0 = 0; v0 < nvec; v0 += 32 * kVec) {
     uint4 wv[kRows][kHalves][kVec];
 #pragma unroll
@@ -322,9 +322,9 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
         }
       }
       // NOTE: loading every h vector of the step before the first dot (ncu at S1 M=1 had each h
-      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but
-      // the layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5;
-      // c688d51, bench/results/2026-11-30-c688d51-decode-h-hoist/, two builds A B in one call).
+      // load waiting behind the guarded dot before it) made this kernel 10-13% faster alone but the
+      // layer 2-5% slower on H200, same bits (S1 M=1 38.5 -> 40.3 us, S2 M=1 26.0 -> 26.5; two
+      // builds A B in one call).
 #pragma unroll
       for (int r = 0; r < kRows; ++r) {
 #pragma unroll
@@ -362,12 +362,11 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   if (p.stage_w2) decode_stage_w2<kBlockN, kWarps>(p, t, col0, staged);
   pdl_launch_dependents();
   // NOTE: each warp's first step of w2 loads issued before this wait (into the registers that step
-  // uses anyway; same bits) was a wash on the H200 in three two-build A/Bs at 14 decode points
-  // (bench/results/2026-12-02-decode-bulk-prefetch/, calls 3, 6, 7): S2 M=1 0.98-0.99x, H5 M=4
-  // 1.005-1.010x, the rest within +-0.5%; with the wait inside the step loop, H2 / H3 M=1
-  // 1.02-1.03x; a first step peeled out of the loop made ptxas spill 6-8 bytes in unshipped
-  // candidates. Two or three steps before the wait, GEMM1's first step held through its pair
-  // gather, and L2 prefetches of either GEMM's weights (bulk or by line) were slower (calls 1-2).
+  // uses anyway; same bits) was a wash on the H200 in three two-build A/Bs at 14 decode points: S2
+  // M=1 0.98-0.99x, H5 M=4 1.005-1.010x, the rest within +-0.5%; with the wait inside the step
+  // loop, H2 / H3 M=1 1.02-1.03x; a first step peeled out of the loop made ptxas spill 6-8 bytes in
+  // unshipped candidates. Two or three steps before the wait, GEMM1's first step held through its
+  // pair gather, and L2 prefetches of either GEMM's weights (bulk or by line) were slower.
   pdl_wait();  // h from GEMM1
   if (p.stage_w2) {
     cp_async_wait<0>();

@@ -12,7 +12,7 @@ namespace moetune::kernels::cuda {
 
 // Default rule, per regime of pairs per expert p = M * top_k / E. Fitted on H200 to every
 // candidate the per-GEMM sweep timed on eight shapes, S1-S3 and five held-out models
-// (bench/results/2026-11-30-heldout-sweep-log/sweep-log.csv.gz, bench/fit_defaults.py): each
+// (bench/fit_defaults.py over the sweep's --sweep-log): each
 // regime's pair is the one with the lowest geomean of (GEMM1 + GEMM2) / (best GEMM1 + best GEMM2)
 // over the points in it; over the 82 points outside decode that geomean went from 1.065 (the
 // rule before) to 1.027, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
@@ -22,12 +22,11 @@ namespace moetune::kernels::cuda {
 //             n4 1.039 against n8's 1.090, GEMM2 1.027; at p = 1, S3 and Mixtral-8x22B at M = 4,
 //             mma.sync below ran the layer 8-10% faster than decode)
 //   p <= 1    GEMM1 16x64xBK group 8, 4 warps, 3 stages; GEMM2 16x128xBK group 8, 4 warps, 3 stages
-//             (16x32x64 on 2 warps lost 7% of the layer at Mixtral-8x22B M = 4, 4% at S3 M = 4;
-//             bench/results/2026-11-30-p1-band-ab/)
+//             (16x32x64 on 2 warps lost 7% of the layer at Mixtral-8x22B M = 4, 4% at S3 M = 4)
 //   p <= 4    GEMM1 as above; GEMM2 16x64xBK group 8, 4 warps, 5 stages
 //   p <= 12   both 16x64x64, 4 warps, 5 stages (the fit's runner-up by 0.1% of geomean, 1.03
 //             against 1.10 at its worst point; with GEMM1 16x64x128 the layer lost 9% at M = 64 of
-//             the E = 40 shape in the A/B, bench/results/2026-11-30-default-rule-ab/)
+//             the E = 40 shape in the A/B)
 //   p <= 24   GEMM1 32x128xBK 8 warps 3 stages; GEMM2 32x64xBK 4 warps 4 stages
 //   p <= 48   both TMA + warp-specialised wgmma (tma_ws) 64x128x64, one MMA warpgroup, 5 stages
 //             (the mma.sync 32/64-row tiles before lost 15-29% here)
@@ -39,29 +38,27 @@ namespace moetune::kernels::cuda {
 //             4 stages): the sweep's pick at all three such points it timed, Mixtral-8x7B (S3)
 //             and Mixtral-8x22B at M = 512 and gpt-oss-120b at M = 4096 (layer 3.6-5% faster),
 //             and slower at the three with a narrower I (S2 and Qwen3-235B at M = 2048, where
-//             GEMM1's copy of x in sorted order costs more next to the weights;
-//             bench/results/2026-11-30-tile192/); out of sample, DBRX-like M = 512 and
-//             DeepSeek-V3-like M = 4096 ran 4-6% faster than the rule before. There GEMM1 runs
-//             swap-AB (sm90_swap_kernel.cuh, 192 pairs per tile, group_m 1): the layer 0.948-0.991x
-//             the 192-row tma_ws GEMM1 at S3, Mixtral-8x22B and DBRX-like M = 512 and
-//             gpt-oss-120b M = 4096, faster in both rounds of a two-build A/B at each
-//             (bench/results/2026-12-01-swap-default-rule/); the tma_ws pair stays next in line.
-//             The I bound was 16 p until 2026-12-01: at p = 128 the pair then ran 0.96-0.97x the
-//             rule's layer at Qwen3-235B (I = 1536, the held-out sweep's pick there),
-//             DeepSeek-V2-Lite (1408) and DeepSeek-V2-like (1536), 1.03x at S2 (768) and 1.05x at
-//             OLMoE (1024) (bench/results/2026-12-01-midm-swap-rule/c192*), so 10 p.
+//             GEMM1's copy of x in sorted order costs more next to the weights); out of sample,
+//             DBRX-like M = 512 and DeepSeek-V3-like M = 4096 ran 4-6% faster than the rule
+//             before. There GEMM1 runs swap-AB (sm90_swap_kernel.cuh, 192 pairs per tile,
+//             group_m 1): the layer 0.948-0.991x the 192-row tma_ws GEMM1 at S3, Mixtral-8x22B
+//             and DBRX-like M = 512 and gpt-oss-120b M = 4096, faster in both rounds of a
+//             two-build A/B at each; the tma_ws pair stays next in line. The I bound is 10 p, not
+//             16 p: at p = 128 the pair ran 0.96-0.97x the rule's layer at Qwen3-235B (I = 1536,
+//             the held-out sweep's pick there), DeepSeek-V2-Lite (1408) and DeepSeek-V2-like
+//             (1536), 1.03x at S2 (768) and 1.05x at OLMoE (1024).
 //   48 < p <= 104, I >= 1024: GEMM2 on swap-AB, 128 pairs x 192 columns, 12 warps, 5 stages
 //             (GEMM1 the tma_ws 128-row tile), where its tiles fill the 132 SMs' waves at least as
 //             well as the tma_ws GEMM2's 256-column ones, less 0.05 (wave_fill): the layer
 //             0.93-0.98x the rule before at S1, Qwen3-235B, gpt-oss-120b and Mixtral-8x22B at
 //             p = 64-96; refused by the conditions where it did not win: I = 704 / 768 (the E = 40
 //             gelu shape 1.05-1.06x, S2 0.99-1.00x), S3's 176 tiles in two waves (1.04-1.07x),
-//             DeepSeek-V2-Lite's 704 tiles (0.99-1.01x) (bench/results/2026-12-01-midm-swap-rule/)
+//             DeepSeek-V2-Lite's 704 tiles (0.99-1.01x)
 //   136 < p <= 224, K >= 2048: both GEMMs on swap-AB, 256 pairs per tile, 8 warps, 4 stages (an
 //             expert's pairs in one tile: its weights are read once): the layer 0.77-0.98x the
 //             rule before at all eight such points of S1-S3 and four held-out models; at K = 1536
 //             (the E = 40 gelu shape) 1.26x, so refused there. At p = 128 and 256 it won at one
-//             shape and lost at the others (same folder), so the band stops short of both.
+//             shape and lost at the others, so the band stops short of both.
 // A choice the shape or the fast paths refuse (block_n wider than the output, wgmma lever off)
 // falls through to the next in the list, ending in mma.sync tiles every shape takes.
 namespace {

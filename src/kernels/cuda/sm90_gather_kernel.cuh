@@ -65,8 +65,8 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
 
   // Group-M raster (as Triton's GROUP_SIZE_M): consecutive CTAs share the weight tile (pid_n).
   // NOTE: bulk L2 prefetches of the first tile's weight rows here, before pdl_wait, so weights
-  // would stream while align runs, moved no layer time on the H200 (0bf1fa1, bench/results/
-  // 2026-11-30-0bf1fa1-gemm1-l2-prefetch/: within 1% at S1-S3, M = 4..2048).
+  // would stream while align runs, moved no layer time on the H200 (within 1% at S1-S3,
+  // M = 4..2048).
   pdl_launch_dependents();
   pdl_wait();  // NOTE: align / GEMM1 outputs are visible only after this
   const int num_pid_n = (p.n_dim + kBlockN - 1) / kBlockN;
@@ -161,28 +161,26 @@ constexpr int kCombineRowsInFlight = 4;
 /// s ascending inside j). One thread per 8 columns (16-byte loads), its token's rows loaded
 /// kCombineRowsInFlight at a time (same order, same bits).
 ///
-/// NOTE: until the twenty-ninth session (2026-12-02) the j loop added each row as it arrived; the
-/// compiler unrolled it by 4 with a serial remainder (nvcc's PTX), so top_k = 2 took two round
-/// trips and 6 took three. Measured on the H200 (bench/results/2026-12-02-combine-align/, call 2,
-/// stage medians): 4 rows here 5.2-5.4 us at S1 / S2 M = 16-64 against 5.8-6.1, S1 M=16384 143 vs
+/// NOTE: a j loop that adds each row as it arrives is unrolled by 4 with a serial remainder
+/// (nvcc's PTX), so top_k = 2 takes two round trips and 6 takes three. Measured on the H200
+/// (stage medians): 4 rows here 5.2-5.4 us at S1 / S2 M = 16-64 against 5.8-6.1, S1 M=16384 143 vs
 /// 149, S3 16384 106 vs 109. 8 rows in flight (58 registers, four CTAs per SM) was 0.4 us faster at
 /// small M but 20% slower at S3's large M (133 vs 109 us: top_k = 2, where the CTAs are short and
 /// how many fit counts); 2 rows under the same bounds gained nothing.
 ///
 /// NOTE: fusing this into GEMM2 (a counter per token and n-tile, the warp that sees a token's last
 /// stored tile sums its rows in this order, bitwise equal) was correct on the H200 but slower
-/// everywhere it acted (4a36a70, bench/results/2026-11-30-4a36a70-fused-combine/: S2 M=2048 626
-/// vs 423 us, S1 M=4096 1203 vs 1052, S2 M=256 325 vs 314): the tma_ws producer warps that did
-/// it (56 registers, 3 rows of y in flight per lane) keep a few KB in flight per SM, where this
-/// kernel streams y at 3.6 TB/s; the mma.sync CTAs that did it inline lost 2-3% at small M.
+/// everywhere it acted (S2 M=2048 626 vs 423 us, S1 M=4096 1203 vs 1052, S2 M=256 325 vs 314): the
+/// tma_ws producer warps that did it (56 registers, 3 rows of y in flight per lane) keep a few KB
+/// in flight per SM, where this kernel streams y at 3.6 TB/s; the mma.sync CTAs that did it inline
+/// lost 2-3% at small M.
 ///
 /// NOTE: GEMM2 adding weight x rows into fp32 sums [M, K] with 16-byte red instead of writing y
 /// (lever atomic_combine, nondeterministic; align's extra CTAs zeroed the sums, this kernel only
-/// converted them) was in band but slower at 11 of 12 points on the H200 (a6a4308,
-/// bench/results/2026-12-01-atomic-combine/: S2 M=4096 811 vs 670 us, its tma_ws GEMM2 366 vs
-/// 230; S2 2048 486 vs 432; S1 4096 1087 vs 1000): the reds move twice y's bytes through L2's
-/// atomic units, slower than y's store and this kernel's read together, and the zeroing did not
-/// hide under align.
+/// converted them) was in band but slower at 11 of 12 points on the H200 (S2 M=4096 811 vs 670 us,
+/// its tma_ws GEMM2 366 vs 230; S2 2048 486 vs 432; S1 4096 1087 vs 1000): the reds move twice y's
+/// bytes through L2's atomic units, slower than y's store and this kernel's read together, and the
+/// zeroing did not hide under align.
 __global__ void __launch_bounds__(256, 6) moe_combine_kernel(CombineParams p) {
   pdl_wait();
   const int vec_per_row = p.k_dim / 8;

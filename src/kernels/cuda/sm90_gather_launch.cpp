@@ -46,12 +46,11 @@ int align_threads_per_expert(int64_t num_experts) {
 constexpr int64_t kAlignSmallChunkPairs = 32768;  // sm90_align_chunks
 // Above this the multi-CTA align's launches run (its cost is shared-memory atomics, which one CTA
 // does in turn). NOTE: on the H200 with chunks of 2048 pairs, handing over at 1024 or 2048 pairs
-// instead of 4096 ran the layer at 0.978-1.015x, no gain (bench/results/2026-12-02-align-place/
-// call2/); with the smaller chunks of sm90_align_chunks the align stage at 3072-4096 pairs took
-// 8.1-8.4 us against 9.9-11.3 in one CTA (S1 / S2 M=512, S3 M=2048), and the same at 1536-2048
-// (bench/results/2026-12-02-align-chunks/call2/). Up to here the one-CTA kernel holds the pairs in
-// registers (sm90_align_kernel.cuh's kAlignRegIds x 1024 threads); above, with the lever off, it
-// stages up to kAlignStagePairs (4096) in shared memory.
+// instead of 4096 ran the layer at 0.978-1.015x, no gain; with the smaller chunks of
+// sm90_align_chunks the align stage at 3072-4096 pairs took 8.1-8.4 us against 9.9-11.3 in one CTA
+// (S1 / S2 M=512, S3 M=2048), and the same at 1536-2048. Up to here the one-CTA kernel holds the
+// pairs in registers (sm90_align_kernel.cuh's kAlignRegIds x 1024 threads); above, with the lever
+// off, it stages up to kAlignStagePairs (4096) in shared memory.
 constexpr int kSingleCtaAlignPairs = 2048;
 struct GemmParams {
   const void* a;
@@ -114,8 +113,7 @@ struct WsGemmParams {
 // NOTE: the offsets are asserted exactly (the device struct's, by hand: NVRTC has no offsetof): the
 // device's TmaDescriptor is 64-byte aligned, the host's CUtensorMap 128, so a field added before
 // tma_a_wide can move it on one side only (448 on the device, 512 here: every swap-AB launch failed
-// with cudaErrorIllegalInstruction on the H200,
-// bench/results/2026-12-01-swap-gather/call2-failed/). Add fields after the last map.
+// with cudaErrorIllegalInstruction on the H200). Add fields after the last map.
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
                   offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 352 &&
                   offsetof(WsGemmParams, tail_split) == 364 &&
@@ -244,12 +242,11 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
 /// 512 at E = 8), of at least kAlignChunkIdsMin ids per thread; above, kAlignChunkIdsMax ids per
 /// thread (2048 pairs a chunk). Smaller chunks shorten the place CTAs' chains of shared-memory
 /// atomics; more chunks than one batch lengthen every CTA's histogram sum.
-/// NOTE: on the H200 (bench/results/2026-12-02-align-chunks/) the align stage at 2 ids per thread
-/// against 8: S1 M=2048 9.5 vs 13.5 us, S2 1024 8.8 vs 11.9, S2 4096 11.5 vs 13.3, but at 256
-/// chunks (S2 M=16384) 32.9 vs 16.5; the layer 0.987-0.996x at S1 M = 512-2048 and S2 512 in every
-/// round. At S1 M=8192 (49152 pairs, 6 ids per thread) the align stage ran 0.5 us faster but the
-/// layer 1.012-1.023x in two calls (7 rounds, cause not found), so above kAlignSmallChunkPairs
-/// the chunks stay at 2048 pairs.
+/// NOTE: on the H200 the align stage at 2 ids per thread against 8: S1 M=2048 9.5 vs 13.5 us, S2
+/// 1024 8.8 vs 11.9, S2 4096 11.5 vs 13.3, but at 256 chunks (S2 M=16384) 32.9 vs 16.5; the layer
+/// 0.987-0.996x at S1 M = 512-2048 and S2 512 in every round. At S1 M=8192 (49152 pairs, 6 ids per
+/// thread) the align stage ran 0.5 us faster but the layer 1.012-1.023x in two calls (7 rounds,
+/// cause not found), so above kAlignSmallChunkPairs the chunks stay at 2048 pairs.
 int sm90_align_chunks(int64_t pairs, int64_t num_experts) {
   const int64_t max_chunks = int64_t{kAlignHistBatch} * align_threads_per_expert(num_experts);
   const int64_t want =

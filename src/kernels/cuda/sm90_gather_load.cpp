@@ -33,14 +33,14 @@ std::map<cudaKernel_t, int> g_smem_limit;  // the MaxDynamicSharedMemorySize set
 
 /// Lets `f` launch with `bytes` of dynamic shared memory. A kernel handle is shared by every config
 /// and problem whose module has the same name expressions (g_libraries), and what one needs can
-/// differ (the decode GEMM2's top_k x block_n partials: 128 bytes at S2, 32 at S3), so the limit
-/// is set at a kernel's first load and after that only ever rises. NOTE: setting it to each
-/// loader's own need made a second problem's launch of a shared kernel fail
-/// (cudaErrorInvalidValue) on the H200: S3's M = 1 row lowered the decode GEMM2's limit to 32
-/// bytes, then S3's default, served S2's cached 128-byte geometry, asked for 128. NOTE: skipping
-/// the attribute up to 48 KB of dynamic memory failed the same way (375e5fc's device run): the
-/// 48 KB without opt-in include the kernel's static shared memory, so a mma.sync config with
-/// exactly 48 KB of stages (m32n64k64, 4 stages) could not launch.
+/// differ (the decode GEMM2's top_k x block_n partials: 128 bytes at S2, 32 at S3), so the limit is
+/// set at a kernel's first load and after that only ever rises. NOTE: setting it to each loader's
+/// own need made a second problem's launch of a shared kernel fail (cudaErrorInvalidValue) on the
+/// H200: S3's M = 1 row lowered the decode GEMM2's limit to 32 bytes, then S3's default, served
+/// S2's cached 128-byte geometry, asked for 128. NOTE: skipping the attribute up to 48 KB of
+/// dynamic memory failed the same way on the device: the 48 KB without opt-in include the kernel's
+/// static shared memory, so a mma.sync config with exactly 48 KB of stages (m32n64k64, 4 stages)
+/// could not launch.
 core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
   std::lock_guard<std::mutex> lock(g_attr_mutex);
   auto it = g_smem_limit.find(f);

@@ -15,10 +15,9 @@ namespace moetune::kernels::cuda {
 std::vector<int> sm90_block_m_candidates(core::MoeProblem const& p) {
   const double per_expert = pairs_per_expert(p);
   if (per_expert <= 2) return {16, 64};  // 64: wgmma tiles sized to spread weights over all SMs
-  // No block sized to the experts' pairs (e.g. 48 at 32 +- 5 pairs): mma.sync runs it (c99661d)
-  // and tables may name it, but on the H200 it lost to the best power of two at all six buckets
-  // it was offered at, by 2-22% (bench/results/2026-12-03-self-route/, call 3), in 28% of
-  // their tunes' measurements.
+  // No block sized to the experts' pairs (e.g. 48 at 32 +- 5 pairs): mma.sync runs it and tables
+  // may name it, but on the H200 it lost to the best power of two at all six buckets it was offered
+  // at, by 2-22%, in 28% of their tunes' measurements.
   if (per_expert <= 16) return {16, 32};
   if (per_expert <= 48) return {32, 64};
   return {64, 128};
@@ -122,13 +121,12 @@ void add_tma_ws(core::MoeProblem const& p, int block_m, bool is_gemm1,
 }
 
 /// CTA pairs (cluster 2x1: the weight tile multicast to both m-blocks of one expert) of the tma_ws
-/// configs so far at stages 4 and 5, where an expert has at least two 128-row blocks. Measured
-/// on H200 (bench/results/raw/2026-11-29-1560042-cluster-*-ab.txt): GEMM1 on pairs 2-3% faster at
-/// S3 M 1024-4096 in every run, parity within the run-to-run spread at S1 and S2.
+/// configs so far at stages 4 and 5, where an expert has at least two 128-row blocks. Measured on
+/// H200: GEMM1 on pairs 2-3% faster at S3 M 1024-4096 in every run, parity within the run-to-run
+/// spread at S1 and S2.
 /// NOTE: GEMM2 pairs over n-tiles (cluster 1x2, the h rows multicast) are not offered: correct on
-/// the H200 but slower or equal at every point of an A/B against the shipped tables (1e2989a, S1
-/// M=4096 GEMM2 516 -> 553 us, S3 M=512 299 -> 315, S2 M=2048 as tma_ws 155 -> 186 against
-/// pingpong; bench/results/2026-11-30-cluster-n/).
+/// the H200 but slower or equal at every point of an A/B against the shipped tables (S1 M=4096
+/// GEMM2 516 -> 553 us, S3 M=512 299 -> 315, S2 M=2048 as tma_ws 155 -> 186 against pingpong).
 void add_cluster_pairs(core::MoeProblem const& p, int block_m, bool is_gemm1,
                        std::vector<core::KernelConfig>& out) {
   if (block_m != 128 || pairs_per_expert(p) < 256) return;
@@ -145,8 +143,7 @@ void add_cluster_pairs(core::MoeProblem const& p, int block_m, bool is_gemm1,
 }
 
 /// Pingpong GEMM2 at block_m 128 x 128 (two consumer warpgroups on alternate whole tiles: stores
-/// under the other's main loop). Measured on H200
-/// (bench/results/raw/2026-11-29-2a21e8b-pingpong-*): in the layer it beat tma_ws GEMM2 at S2 (K =
+/// under the other's main loop). Measured on H200: in the layer it beat tma_ws GEMM2 at S2 (K =
 /// 768) by 1.6-4.2% at M 2048-16384 in two A/B pairs, and lost 3-6% at S1 16384 and S3; pingpong
 /// GEMM1 lost at every point alone (S1 16384 2884 vs 1679 us, S3 14865 vs 12606 us: a warpgroup's
 /// own 64- or 128-row tile reloads the weight tile more often) and 64-row pingpong GEMM2 won alone
@@ -204,14 +201,12 @@ void add_swap_gemms(core::MoeProblem const& p, int block_m, int warps, int stage
   }
 }
 
-/// GEMM2 at 256 rows under a tma_ws GEMM1 of 128-row sub-blocks, where an expert's rows fill
-/// one to three 128-row blocks: a 256-row GEMM2 tile multiplies only its 64-row halves with
-/// rows, and an expert of up to 256 pairs loads each weight tile once. Measured on the H200
-/// (bench/results/2026-11-30-tile256/a3c598f-gemm2-256-subblocks/, moetune ab, 4 rounds x 30):
-/// 5.2% faster at S3 M=512, 3.9% at S1 M=4096, slower at S1 1024-8192, S2 1024-16384, S3
-/// 1024-2048; a tma_ws GEMM1 at 256 rows was 1.5-2.2x slower everywhere (its producer gathers 256
-/// x rows a stage: bench/results/2026-11-30-tile256/f36674c-both-256/), so it is not searched; a
-/// swap-AB GEMM1 at 256 pairs per tile is (below).
+/// GEMM2 at 256 rows under a tma_ws GEMM1 of 128-row sub-blocks, where an expert's rows fill one to
+/// three 128-row blocks: a 256-row GEMM2 tile multiplies only its 64-row halves with rows, and an
+/// expert of up to 256 pairs loads each weight tile once. Measured on the H200 (moetune ab, 4
+/// rounds x 30): 5.2% faster at S3 M=512, 3.9% at S1 M=4096, slower at S1 1024-8192, S2 1024-16384,
+/// S3 1024-2048; a tma_ws GEMM1 at 256 rows was 1.5-2.2x slower everywhere (its producer gathers
+/// 256 x rows a stage), so it is not searched; a swap-AB GEMM1 at 256 pairs per tile is (below).
 void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out) {
   const double pe = pairs_per_expert(p);
   if (pe < 96 || pe > 320) return;
@@ -222,9 +217,9 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
     }
   }
   // GEMM1 on swap-AB at 256 pairs per tile (two consumer warpgroups, m64 x N256): with its wgmma
-  // width chosen per tile (abafbb9) it ran at parity with the tma_ws GEMM1 at S1 M=4096 (566.8
-  // vs 567.9 us) and faster at S3 M=1024 (856.1 vs 886.4) in stage times on the H200
-  // (bench/results/2026-12-01-swap-wide-boxes/call3/); the tuner keeps it only where it wins.
+  // width chosen per tile it ran at parity with the tma_ws GEMM1 at S1 M=4096 (566.8 vs 567.9 us)
+  // and faster at S3 M=1024 (856.1 vs 886.4) in stage times on the H200; the tuner keeps it only
+  // where it wins.
   add_swap_gemms(p, 256, 8, 4, true, s.gemm1);
   for (int bn : {64, 128}) {
     for (int stages : {3, 4}) {
@@ -236,10 +231,9 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
     }
   }
   const size_t tma_ws_gemm2s = s.gemm2.size();
-  // GEMM2 on swap-AB at 256 pairs per tile: with the epilogue through shared memory (a05410d)
-  // the layer's best GEMM2 at S1 M=4096 (both GEMMs swap-AB: 994 vs 1053 us) and S2 M=2048
-  // (under the tma_ws GEMM1's sub-blocks: 422 vs 428) in a recipe A/B on the H200
-  // (bench/results/2026-12-01-swap-smem-epilogue/call2/); slower at S2 M=4096 and S3 M=1024.
+  // GEMM2 on swap-AB at 256 pairs per tile: with the epilogue through shared memory the layer's
+  // best GEMM2 at S1 M=4096 (both GEMMs swap-AB: 994 vs 1053 us) and S2 M=2048 (under the tma_ws
+  // GEMM1's sub-blocks: 422 vs 428) in a recipe A/B on the H200; slower at S2 M=4096 and S3 M=1024.
   add_swap_gemms(p, 256, 8, 4, false, s.gemm2);
   if (!s.gemm1.empty() && tma_ws_gemm2s > 0) {
     // GEMM2 256 x 128, 4 stages: the last tma_ws one (the swap-AB ones come after it).
@@ -248,15 +242,14 @@ void add_group_256(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
   }
 }
 
-/// Both GEMMs at 192 rows (tma_ws, three warpgroups of 64 rows), where an expert holds 96 to
-/// 192 pairs: its rows then fit one 192-row tile, where 128-row tiles give about half the experts
-/// a nearly empty extra tile that reloads the weight tile (S2 M=2048 and S3 M=512: 128 +- 11
-/// pairs per expert). Accumulators <= 96 registers: gated GEMM1 block_n 64 or 96, others
-/// 64..192. Measured on the H200 (bench/results/2026-11-30-tile192/): the layer's best at S3 and
-/// Mixtral-8x22B M=512 and gpt-oss-120b M=4096 (p = 128, wide gated I), slower at S2 and
-/// Qwen3-235B M=2048, and 1.1-1.4x slower at the points of 64 or 256 pairs per expert it was
-/// offered at first (S2 M=1024/4096, S3 and Mixtral-8x22B M=1024, Qwen3-235B M=4096), so the
-/// group starts above 96 and ends at 192.
+/// Both GEMMs at 192 rows (tma_ws, three warpgroups of 64 rows), where an expert holds 96 to 192
+/// pairs: its rows then fit one 192-row tile, where 128-row tiles give about half the experts a
+/// nearly empty extra tile that reloads the weight tile (S2 M=2048 and S3 M=512: 128 +- 11 pairs
+/// per expert). Accumulators <= 96 registers: gated GEMM1 block_n 64 or 96, others 64..192.
+/// Measured on the H200: the layer's best at S3 and Mixtral-8x22B M=512 and gpt-oss-120b M=4096 (p
+/// = 128, wide gated I), slower at S2 and Qwen3-235B M=2048, and 1.1-1.4x slower at the points of
+/// 64 or 256 pairs per expert it was offered at first (S2 M=1024/4096, S3 and Mixtral-8x22B M=1024,
+/// Qwen3-235B M=4096), so the group starts above 96 and ends at 192.
 void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out) {
   const double pe = pairs_per_expert(p);
   if (pe <= 96 || pe > 192) return;
@@ -281,10 +274,10 @@ void add_group_192(core::MoeProblem const& p, std::vector<core::GemmSpace>& out)
       }
     }
   }
-  // GEMM1 on swap-AB (sm90_swap_kernel.cuh: the tile's pairs as wgmma's N, 16-column granules),
-  // at 192 pairs per tile: the layer's best at S3 M=512 under the 192-row GEMM2 (0.950x in a
-  // recipe A/B, 841-855 against 877-893 us in four protocol runs), slower at S1 M=2048 and S2
-  // M=1024/2048 (bench/results/2026-12-01-swap-ab/), which the tuner then drops.
+  // GEMM1 on swap-AB (sm90_swap_kernel.cuh: the tile's pairs as wgmma's N, 16-column granules), at
+  // 192 pairs per tile: the layer's best at S3 M=512 under the 192-row GEMM2 (0.950x in a recipe
+  // A/B, 841-855 against 877-893 us in four protocol runs), slower at S1 M=2048 and S2 M=1024/2048,
+  // which the tuner then drops.
   add_swap_gemms(p, 192, 12, 4, true, s.gemm1);
   if (!s.gemm1.empty() && !s.gemm2.empty()) {
     // The base GEMM1: the last tma_ws one (the swap-AB ones come after it).
@@ -301,9 +294,8 @@ std::vector<core::KernelConfig> sm90_gemm_candidates(core::MoeProblem const& p, 
                                                      bool is_gemm1) {
   std::vector<core::KernelConfig> out;
   // Compute-bound M (>= 96 pairs per expert): the warp-specialised kernels only (tma_ws, and
-  // pingpong GEMM2). Every H200 winner from M = 1024 up was tma_ws
-  // (bench/results/2026-11-29-9935045bdc85.csv); the mma.sync and cooperative tiles there only
-  // cost the tuner compile and check time.
+  // pingpong GEMM2). Every H200 sweep winner from M = 1024 up was tma_ws; the mma.sync and
+  // cooperative tiles there only cost the tuner compile and check time.
   const bool ws_only = pairs_per_expert(p) >= 96;
   add_mma_sync(p, block_m, is_gemm1, ws_only, out);
   if (block_m != 64 && block_m != 128) return out;
@@ -381,10 +373,9 @@ std::vector<core::GemmSpace> sm90_gemm_search_space(core::MoeProblem const& p) {
     b2.pipeline = {.num_warps = 4, .num_stages = 4, .split_k = 1};
     if (!gemm_geometry(p, b2, false).ok()) b2 = s.gemm2.front();
     s.base = {.gemm1 = s.gemm1.front(), .gemm2 = b2};
-    // GEMM2 on swap-AB at 128 pairs per tile (three consumer warpgroups, 5 stages) where an
-    // expert holds 48 to 160 pairs: with the epilogue through shared memory (a05410d) the layer's
-    // best GEMM2 at S1 M=2048 (728 vs 746 us) and S2 M=1024 (341 vs 344) in a recipe A/B on the
-    // H200 (bench/results/2026-12-01-swap-smem-epilogue/call2/).
+    // GEMM2 on swap-AB at 128 pairs per tile (three consumer warpgroups, 5 stages) where an expert
+    // holds 48 to 160 pairs: with the epilogue through shared memory the layer's best GEMM2 at S1
+    // M=2048 (728 vs 746 us) and S2 M=1024 (341 vs 344) in a recipe A/B on the H200.
     const double pe = pairs_per_expert(p);
     if (bm == 128 && pe >= 48 && pe <= 160) add_swap_gemms(p, 128, 12, 5, false, s.gemm2);
     out.push_back(std::move(s));

@@ -13,12 +13,11 @@
 // sectors, instead of 16 bytes in 4-byte pieces; columns past the last 32 as before. Same values,
 // same bits.
 // NOTE: the transpose is most of this epilogue's instructions (per thread of a 128 x 256 GEMM2
-// tile: 192 SEL, 64 SHFL; 13.5% of the consumer warps' stall samples at S2 M=8192, ncu in
-// bench/results/2026-11-30-c13ba0f-epilogue-rows/ncu/). Staging each warp's rows in shared memory
-// with stmatrix and storing whole 128-byte row segments instead (44b5102, 2304 bytes per consumer
-// warp) kept the bits but gained nothing consistent on the H200 in one call: GEMM2 S2 M=8192 409
-// -> 398 us, S1 8192 861 -> 893, the layer within the rounds' spread everywhere
-// (bench/results/2026-11-30-44b5102-staged-epilogue/).
+// tile: 192 SEL, 64 SHFL; 13.5% of the consumer warps' stall samples at S2 M=8192 under ncu).
+// Staging each warp's rows in shared memory with stmatrix and storing whole 128-byte row segments
+// instead (2304 bytes per consumer warp) kept the bits but gained nothing consistent on the H200 in
+// one call: GEMM2 S2 M=8192 409 -> 398 us, S1 8192 861 -> 893, the layer within the rounds' spread
+// everywhere.
 // Limits: output column counts are multiples of 8 on the 16-byte path (K and I are multiples of
 // block_k), even otherwise (bf16x2 stores). Covered by sm90_gather_test.cpp.
 #pragma once

@@ -26,10 +26,9 @@
 //     then each CTA's next tile from the GEMM's counter (p.sched), except the block_m 64 GEMM1,
 //     which walks statically.
 // NOTE: CTA pairs (clusters of two on column tiles 2u, 2u + 1) that multicast a shared align
-// block's token rows (b372400, reverted) gave the same bits and no gain on the H200: layer
-// 0.986-1.017x (S1 M=4096 1.017), ncu at S1 M=4096 14-16% fewer L2-to-SM sectors at the same GEMM1
-// time; so re-reading the token rows is not what bounds these GEMMs
-// (bench/results/2026-12-02-l2-sides/).
+// block's token rows gave the same bits and no gain on the H200: layer 0.986-1.017x (S1 M=4096
+// 1.017), ncu at S1 M=4096 14-16% fewer L2-to-SM sectors at the same GEMM1 time; so re-reading the
+// token rows is not what bounds these GEMMs.
 // Deterministic: each output element is one wgmma accumulation chain over k in order; no float
 // atomics (the walk's counter only decides which CTA computes a tile, not its bits).
 // Not bitwise equal to the tma_ws kernel (the MMA's operand roles differ); within the bf16 band of
@@ -46,10 +45,10 @@ namespace moetune_dev {
 
 /// Calls body(IntConst<kN>{}) with kN the smallest multiple of 16 >= n (n <= kMaxN): the tile's
 /// wgmma N, chosen once per tile so that its whole k loop is one wgmma width. NOTE: chosen per
-/// k-tile instead (the branches inside the k loop), ptxas closed each k-tile's wgmma group with
-/// an empty one at the merge, so wait<1> waited for the k-tile just issued and the tensor pipe
-/// drained every k-tile (full 256-pair tiles ran 1.5-1.8x slower than the tma_ws kernel at large
-/// M on the H200: bench/results/2026-12-01-swap-wide-boxes/).
+/// k-tile instead (the branches inside the k loop), ptxas closed each k-tile's wgmma group with an
+/// empty one at the merge, so wait<1> waited for the k-tile just issued and the tensor pipe drained
+/// every k-tile (full 256-pair tiles ran 1.5-1.8x slower than the tma_ws kernel at large M on the
+/// H200).
 template <int kN, int kMaxN, typename Body>
 MOETUNE_DEVICE void swap_dispatch_n(int n, Body&& body) {
   if constexpr (kN < kMaxN) {
@@ -100,10 +99,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // sorted-row order (moe_permute_rows_kernel), like GEMM2's h. NOTE: the gather at 128 and 192
   // made GEMM1 1.4-1.8x slower on the H200 (S1 M=2048 479 vs 407 us, S3 M=512 984 vs 549: 12
   // cp.async per producer thread and stage starve the consumers), the copy's pass made it 3-8%
-  // slower at 64 (S1 M=256 324 vs 314 us) (bench/results/2026-12-01-swap-ab/). Re-measured after
-  // the wgmma group fix: the gather 1.6-2.4x slower (S1 M=4096 GEMM1 956 vs 487 us); the copy
-  // written beside the GEMM by the three producer warps that issue no TMA (per-block counts, the
-  // pass only for the first wave) no faster (492 vs 484 us); bench/results/2026-12-01-swap-gather/.
+  // slower at 64 (S1 M=256 324 vs 314 us). Re-measured with the k loop at one wgmma width: the
+  // gather 1.6-2.4x slower (S1 M=4096 GEMM1 956 vs 487 us); the copy written beside the GEMM by the
+  // three producer warps that issue no TMA (per-block counts, the pass only for the first wave) no
+  // faster (492 vs 484 us).
   constexpr bool kGather = kIsGemm1 && kBlockM == 64;
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
   // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
@@ -175,8 +174,8 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     int stage = 0, phase = 0;
     for (int t = blockIdx.x; t < total;) {
       // The tile after this one, read after this one's loads so that its round trip runs under
-      // them. NOTE: read at once (call4 in bench/results/2026-12-01-swap-smem-epilogue/), GEMM2
-      // at S2 M=1024/2048 ran 3-4% slower than under the static walk.
+      // them. NOTE: read at once, GEMM2 at S2 M=1024/2048 ran 3-4% slower than under the static
+      // walk.
       int fetched = 0;
       if (sched != nullptr && lane == 0)
         fetched = atomicAdd(sched, 1) + static_cast<int>(gridDim.x);
@@ -215,8 +214,7 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
           if (!kGather) {
             // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
             // 16-row boxes alone took 16 at block_m 256 (the same time on the H200: suspected of
-            // the full tiles' slowness, they were not its cause; bench/results/2026-12-01-swap-
-            // wide-boxes/call1).
+            // the full tiles' slowness, they were not its cause).
             const int wide = boxes / 4;
             for (int b = 0; b < wide; ++b) {
               tma_load_2d<kTmaActL2>(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
@@ -352,10 +350,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     // Stores through shared memory, 32 tokens per pass: stmatrix .trans turns each warp's
     // accumulator fragments (weight rows x tokens) into token rows of its output columns, then
     // every thread stores 16-byte pieces of whole token rows (a warpgroup's 64 or 32 columns: 128
-    // or 64 contiguous bytes, whole 32-byte sectors). Same values and bits as storing each
-    // element from its accumulator. NOTE: the 2-byte transposed stores before (abafbb9) left
-    // half of every sector written by one instruction (ncu: 49% of GEMM2's global sectors
-    // excessive, bench/results/2026-12-01-swap-wide-boxes/ncu/).
+    // or 64 contiguous bytes, whole 32-byte sectors). Same values and bits as storing each element
+    // from its accumulator. NOTE: 2-byte transposed stores leave half of every sector written by
+    // one instruction (ncu: 49% of GEMM2's global sectors excessive).
     using Epi = SwapEpilogue<kGated>;
     moe_bf16* out = reinterpret_cast<moe_bf16*>(g.out);
     const moe_u32 epi = smem_u32(&s_epi[c][0]);

@@ -68,12 +68,12 @@ MOETUNE_DEVICE void cp_async_mbar_arrive_noinc(moe_u32 bar) {
 
 // L2 eviction priority of the persistent GEMMs' operand loads: kHint 0 no hint (what ships), 1
 // evict_first, 2 evict_last. The kernels pass kTmaWeightL2 for weight tiles and kTmaActL2 for token
-// rows (h and x's sorted copy by TMA, x by the tma_ws GEMM1's cp.async gather); both are 0 unless
-// a developer A/B sets MOETUNE_TMA_WEIGHT_L2 / MOETUNE_TMA_ACT_L2 through
-// MOETUNE_DEV_NVRTC_DEFINES (jit.hpp). NOTE: measured on the H200 (bench/results/2026-12-02-swap-
-// l2/call5, 15 points of S1-S3 at M 512-8192, same bits): weights evict_first 0.98 (S2 M=512) to
-// 1.10x (S2 4096) the layer's time, token rows evict_last 0.98-1.01x; neither moved the bytes that
-// cross the L2 fabric, the busiest L2 unit under the mid-M GEMMs (ncu: 81-92%), so neither ships.
+// rows (h and x's sorted copy by TMA, x by the tma_ws GEMM1's cp.async gather); both are 0 unless a
+// developer A/B sets MOETUNE_TMA_WEIGHT_L2 / MOETUNE_TMA_ACT_L2 through MOETUNE_DEV_NVRTC_DEFINES
+// (jit.hpp). NOTE: measured on the H200 (15 points of S1-S3 at M 512-8192, same bits): weights
+// evict_first 0.98 (S2 M=512) to 1.10x (S2 4096) the layer's time, token rows evict_last
+// 0.98-1.01x; neither moved the bytes that cross the L2 fabric, the busiest L2 unit under the mid-M
+// GEMMs (ncu: 81-92%), so neither ships.
 #ifndef MOETUNE_TMA_WEIGHT_L2
 #define MOETUNE_TMA_WEIGHT_L2 0
 #endif
@@ -179,10 +179,8 @@ MOETUNE_DEVICE int cluster_cta_rank() {
 /// One arrival on the mbarrier at `bar`'s shared-memory offset in cluster CTA `cta`, with the
 /// default semantics (release at CTA scope), as CUTLASS's ClusterBarrier::arrive(cta_id) does.
 /// NOTE: `.release.cluster` here made every clustered GEMM 1.15-2.4x slower on H200 (S3 M=1024
-/// GEMM2 474 -> 1123 us;
-/// bench/results/raw/2026-11-29-071af96-cluster-release-cluster-scope-ab.txt): a cluster-scope
-/// release waits for the thread's outstanding memory operations, in the consumer that is the wgmma
-/// still in flight, so the k-loop lost its overlap.
+/// GEMM2 474 -> 1123 us): a cluster-scope release waits for the thread's outstanding memory
+/// operations, in the consumer that is the wgmma still in flight, so the k-loop lost its overlap.
 MOETUNE_DEVICE void mbar_arrive_cluster(moe_u32 bar, int cta) {
   asm volatile(
       "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"

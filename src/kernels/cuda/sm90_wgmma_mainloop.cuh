@@ -90,8 +90,7 @@ struct WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
       }
       cp_async_commit();
       // NOTE: no data-dependent branch around the wgmma: skipping all-padding warpgroups this way
-      // cost 15-20% at large M on H200
-      // (bench/results/raw/2026-11-29-c9e8108-wg-skip-regression.csv).
+      // cost 15-20% at large M on H200.
       fence_all();
       wgmma_fence();
       compute_stage(smem, kt % kStages);

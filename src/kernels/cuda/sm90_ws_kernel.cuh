@@ -37,14 +37,13 @@
 //     clusters): after its first tile a CTA takes the next one from a global counter (fetched a
 //     tile ahead by the producer, handed to the consumers in the stage it fills first), so the
 //     tiles in flight stay a window of consecutive raster tiles however long each one runs (off:
-//     within +-1.6% of the static walk on the H200, bench/results/2026-11-30-dynamic-tiles/). A
+//     within +-1.6% of the static walk on the H200). A
 //     GEMM1 under a GEMM2 of larger block_m (g.m_sub > 1) walks the sub-blocks align listed
 //     (those that hold pairs), each m-tile's first row read from g.sub_row0.
-//   - NOTE: a walk that keeps tiles sharing operands on the SMs beside one L2 partition (7e1a7a6,
-//     reverted: tile ranges per side, two counters, this and the swap-AB kernel's dynamic walks)
-//     gave the same bits and no gain on the H200: layer 0.99-1.05x at S1/S2/S3 M=512-8192, L2
-//     fabric sectors 0-8% fewer (bench/results/2026-12-02-l2-sides/). So the mid-M GEMMs' fabric
-//     traffic is not the two sides reading the same lines.
+//   - NOTE: a walk that keeps tiles sharing operands on the SMs beside one L2 partition (tile
+//     ranges per side, two counters, this and the swap-AB kernel's dynamic walks) gave the same
+//     bits and no gain on the H200: layer 0.99-1.05x at S1/S2/S3 M=512-8192, L2 fabric sectors
+//     0-8% fewer. So the mid-M GEMMs' fabric traffic is not the two sides reading the same lines.
 // Full barrier of a stage: 1 arrival (expect_tx) + 128 cp.async arrivals for GEMM1, 1 otherwise.
 // Empty barrier: one arrival per consumer warpgroup of the tile. Phases flip every kStages
 // k-tiles. Same wgmma sequence per 64-row half as schedule cooperative, so the three give
@@ -157,34 +156,32 @@ constexpr int ws_consumers() {
 }
 
 /// kSplitK: GEMM2 split over K (g.split_k parts, fp32 partials); a separate instantiation so the
-/// unsplit kernels carry no split arithmetic or epilogue branch. kPingpong: schedule pingpong
-/// (two consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
+/// unsplit kernels carry no split arithmetic or epilogue branch. kPingpong: schedule pingpong (two
+/// consumer warpgroups on alternate whole tiles; kSplitN 1, no split-K). kClusterM 2:
 /// launch.cluster_m = 2 (tma_ws only): a pair of CTAs takes m-blocks 2j and 2j+1 of one n-tile;
 /// when both belong to one expert, rank 0 loads the weight tile once for both (TMA multicast).
 /// kClusterN 2: launch.cluster_n = 2 (tma_ws GEMM2 only): a pair of CTAs takes n-tiles 2i and
 /// 2i + 1 of one m-block, and rank 0 loads the h rows once for both (TMA multicast), which cuts
 /// the L2-to-SM traffic of a tile by its A share (a third at 128 x 256, two thirds at 256 x 128).
-/// On the H200 it was slower or equal in the layer (bench/results/2026-11-30-cluster-n/), so no
-/// table or search space uses it.
+/// On the H200 it was slower or equal in the layer, so no table or search space uses it.
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
           bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
   constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
   // GEMM1 gathers its x rows with cp.async in the producer warpgroup, except at block_m 192 and
-  // 256, where they come by TMA from the copy of x in sorted-row order that
-  // moe_permute_rows_kernel wrote (g.a; 256 gathered rows per stage starved the consumers:
-  // bench/results/2026-11-30-gemm1-256-ncu/; at 192 the gather made GEMM1 1.3-1.85x slower than
-  // 128-row tiles on the H200, S3 M=512 794 vs 612 us: bench/results/2026-11-30-tile192/).
+  // 256, where they come by TMA from the copy of x in sorted-row order that moe_permute_rows_kernel
+  // wrote (g.a; 256 gathered rows per stage starved the consumers under ncu; at 192 the gather made
+  // GEMM1 1.3-1.85x slower than 128-row tiles on the H200, S3 M=512 794 vs 612 us).
   // NOTE: at block_m 128, A by TMA from that copy was slower or equal at every benchmark point,
   // equal at S3 M=16384 where the pass is under 1% of GEMM1 (12379 vs 12362 us): the gather does
-  // not limit this GEMM (bench/results/2026-12-01-swap-gather/call3).
+  // not limit this GEMM.
   // GEMM2's A (h rows) is always loaded by TMA.
   constexpr bool kGather = kIsGemm1 && kBlockM != 256 && kBlockM != 192;
   // A by TMA in 64-row granules, only those that hold pairs, at block_m 192 and 256 (not on 1x2
-  // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the
-  // H200 (M=4096 236 vs 228 us; bench/results/2026-11-30-b4035fb-a-granules/), where a 128-row
-  // tile saves at most one granule and the producer reads two pair ids per tile for it.
+  // clusters: multicast). NOTE: at block_m 128 too it made S2's pingpong GEMM2 slower on the H200
+  // (M=4096 236 vs 228 us), where a 128-row tile saves at most one granule and the producer reads
+  // two pair ids per tile for it.
   constexpr bool kGranules = !kGather && kClusterN == 1 && (kBlockM == 256 || kBlockM == 192);
   constexpr int kConsumers = ws_consumers<kBlockM, kSplitN, kPingpong>();
   constexpr int kCluster = kClusterM * kClusterN;  // CTAs per cluster: 1 or 2
@@ -207,7 +204,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
   // Lever half_tile_skip's path, where it leaves the kernel spill-free: not beside the exact-gelu
   // epilogue (erf) with 128 accumulator registers, which it pushed over the 168-register cap that
-  // ptxas allocates under (a 4-byte spill at b0237af; the compile test refuses any).
+  // ptxas allocates under (a 4-byte spill; the compile test refuses any).
   constexpr bool kHalfSkip = kBlockM == 128 && !kPingpong && kSplitN == 1 &&
                              !(kIsGemm1 && kAct == kActGelu && kWgBRows / 2 >= 128);
   // Lever tail_split's path (same exclusion): a tile of <= 64 rows runs as 64 rows x kTailN0
@@ -297,11 +294,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   const int ctas = gridDim.x / kCluster;
   int* const sched = kCluster == 1 && !kPingpong ? p.sched : nullptr;  // lever dynamic_tiles
   // Rank 0 multicasts the weight tile when both blocks of the pair exist and share the expert.
-  // NOTE: pairing an expert's own blocks instead (38a9bc9: align listed each pair's blocks, the
-  // odd last blocks paired with each other after all the experts' own pairs) was slower on the
-  // H200 where it changed the pairs, same bits: S2 M=4096 640 -> 694 us, S3 M=1024 1246 -> 1349,
-  // S3 2048 +3% (bench/results/2026-11-30-expert-pairs/); the likely cause is that an expert's
-  // odd last block then ran long after its other blocks, its weight tile back from DRAM.
+  // NOTE: pairing an expert's own blocks instead (align listing each pair's blocks, the odd last
+  // blocks paired with each other after all the experts' own pairs) was slower on the H200 where it
+  // changed the pairs, same bits: S2 M=4096 640 -> 694 us, S3 M=1024 1246 -> 1349, S3 2048 +3%; the
+  // likely cause is that an expert's odd last block then ran long after its other blocks, its
+  // weight tile back from DRAM.
   auto pair_shares_b = [&](int pm) {
     return kClusterM == 2 && pm * 2 + 1 < num_m &&
            g.block_expert[pm * 2] == g.block_expert[pm * 2 + 1];
@@ -631,22 +628,18 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         idle_tile();
         continue;
       }
-      // NOTE: lever half_tile_skip (above) is off: in one call on the H200 (81ee58f, moetune ab,
-      // 3 rounds x 20 repeats, bench/results/2026-11-30-dynamic-tiles/) it was slower under the
-      // static walk (S1 M=4096 1193 vs 1029 us, as at b0237af), and with dynamic_tiles, which
-      // removes that loss (1042 us), still no faster: the MMA it saves moves GEMM1 onto L2
-      // throughput (ncu at S1 M=4096: SM 76% -> 62%, L2 84% -> 93%).
+      // NOTE: lever half_tile_skip (above) is off: in one call on the H200 (moetune ab, 3 rounds x
+      // 20 repeats) it was slower under the static walk (S1 M=4096 1193 vs 1029 us), and with
+      // dynamic_tiles, which removes that loss (1042 us), still no faster: the MMA it saves moves
+      // GEMM1 onto L2 throughput (ncu at S1 M=4096: SM 76% -> 62%, L2 84% -> 93%).
       // NOTE: lever tail_split (above) is off: beside dynamic_tiles ~1% faster at S1 M=2048/4096
-      // but ~1% slower at S2 M=2048 and S3 M=1024, and 6-14% slower alone at S1 M=4096/8192
-      // (5a7b964, bench/results/2026-11-30-tail-split/). Its first version (no lever) was
-      // correct but slower in the layer on H200: S3 M=512 1019/1024
-      // -> 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (bench/results/raw/
-      // 2026-11-29-99dd5cf-tail-split-ab-*.log, A B A B in one call): at mid M the tile's cost is
-      // its weight-tile load, not its MMA.
-      // NOTE: an earlier try (e98ef0d) loaded the pair ids at tile start and the routing weights
-      // topk_weights[pair] after the first wgmma, which waits there on the pair id; measured
-      // across calls GEMM2 was 2-3% slower (bench/results/raw/2026-11-29-e98ef0d-recipe-epilogue-
-      // preload.csv vs the 9935045 CSV). The loads above depend on nothing.
+      // but ~1% slower at S2 M=2048 and S3 M=1024, and 6-14% slower alone at S1 M=4096/8192. Its
+      // first version (no lever) was correct but slower in the layer on H200: S3 M=512 1019/1024 ->
+      // 1068/1065 us, GEMM1 623 -> 688 us, S2 2048-4096 +1-2% (A B A B in one call): at mid M the
+      // tile's cost is its weight-tile load, not its MMA.
+      // NOTE: loading the pair ids at tile start and the routing weights topk_weights[pair] after
+      // the first wgmma, which waits there on the pair id, made GEMM2 2-3% slower across calls. The
+      // loads above depend on nothing.
 #pragma unroll
       for (int i = 0; i < kHalves * Acc::kHalfRegs; ++i) ml.acc[i] = 0.0f;
       if (kHalves == 1 || half1) {

@@ -1,8 +1,7 @@
 // The multi-CTA align's chunking (sm90_align_chunks, sm90_gather_launch.cpp): every pair lands in
 // a chunk of at most 8 ids per thread of 256 (what the kernels hold in registers), the chunk count
 // stays within one batch of histogram loads per place CTA up to 32768 pairs, and the benchmark
-// points get the counts measured on the H200 (bench/results/2026-12-02-align-chunks/). Host-only
-// (no GPU, no NVRTC).
+// points get the counts measured best on the H200. Host-only (no GPU, no NVRTC).
 #include <gtest/gtest.h>
 
 #include <cstdint>

@@ -132,7 +132,7 @@ TEST(Sm90DefaultRule, RunsBothGemmsAt192RowsGemm1SwapAbForGatedExpertsWithIAtLea
   const core::MoeProblem h4 = moe_shape(8, 6144, 16384, 2, Activation::kSiluGated, 512);
   EXPECT_EQ(sm90_default_config(h4).gemm2.tile.block_n, 192);
   EXPECT_TRUE(sm90_can_implement(h4, sm90_default_config(h4)).ok());
-  // Qwen3-235B at p = 128: I = 1536 >= 10 p (16 p refused it before 2026-12-01).
+  // Qwen3-235B at p = 128: I = 1536 >= 10 p (a 16 p bound would refuse it).
   EXPECT_EQ(sm90_default_config(moe_shape(128, 4096, 1536, 8, Activation::kSiluGated, 2048))
                 .gemm1.tile.block_m,
             192);

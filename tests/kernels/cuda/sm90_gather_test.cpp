@@ -410,8 +410,6 @@ TEST_F(Sm90Gather, SwapAbMatchesFp64OnOddShapesAndTheGpuReferenceOnBenchmarkShap
 //   - odd shapes (E not a power of two, so pairs that straddle two experts; odd block counts, so
 //     ghost CTAs past the last block) against fp64, element by element, block_m 64 and 128;
 //   - S1-S3 at M = 1000 and 4096: the bits of cooperative (the same wgmma sequence per tile).
-// Passed on the H200 at 071af96 and 1560042 (run alone under a timeout, then enabled)
-// (bench/results/raw/2026-11-29-{071af96,1560042}-cluster-gpu-test.log).
 TEST_F(Sm90Gather, ClusterPairsMatchFp64AndGiveTheBitsOfCooperative) {
   on_odd_cluster_shapes(*tb_, 7, 11, [&](MoeProblem const& p, std::vector<double> const& ref) {
     for (int bm : {64, 128}) {
@@ -586,9 +584,9 @@ TEST_F(Sm90Gather, ConfigsSharingKernelsAcrossProblemsKeepTheirOwnLaunches) {
     ASSERT_TRUE(k.ok()) << k.error().to_string();
     EXPECT_EQ((*k)->g2.split_k, parts);
   }
-  // Exactly 48 KB of mma.sync stages ((32 + 64) x 64 x 2 bytes x 4) plus the kernel's static
-  // row tables: over the limit a launch has without the attribute (375e5fc's device run failed
-  // here with cudaErrorInvalidValue, the S1-S3 defaults at M = 128..512 among them).
+  // Exactly 48 KB of mma.sync stages ((32 + 64) x 64 x 2 bytes x 4) plus the kernel's static row
+  // tables: over the limit a launch has without the attribute (a launch that skipped it failed here
+  // on the device with cudaErrorInvalidValue, the S1-S3 defaults at M = 128..512 among them).
   MoeConfig at48 = wgmma(32, 64, 64, 4, 4, 8, core::Schedule::kAuto);
   big.num_tokens = 256;
   ASSERT_TRUE(tb_->prepare(big, {}, 1).ok());
