@@ -4,8 +4,8 @@ default_us = sm90_default_config at the same point, same run, same data).
 
 usage: bench/defaults_table.py RUN.csv [LATER.csv ...] > docs/defaults-h200.md
 (RUN.csv: the CSV of a result of record, e.g. bench/results/h200-protocol-s1s3.csv)
-With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (the session bench,
-then re-times of the rows a later commit changed); each point's run is in the table. Where the
+With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (a full run, then
+re-times of the rows a later commit changed); each point's run is in the table. Where the
 rule has changed since the run (bench/fit_defaults.py's default_pair, the rule's mirror, gives
 another config than the CSV's default_config), the row says so: when the rule now gives the recipe
 row itself, its default time is the row's; otherwise the new default is named, not timed.

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a variant of a recipe for an A/B on the device: the pinned rows that match get one or
 more config fields set, everything else stays (the rows keep their old numbers, so re-time the
-variant before quoting it). This session's A/Bs (pingpong GEMM2, the cluster pair) were made so.
+variant before quoting it).
 
 usage: bench/recipe_variant.py RECIPE (--set GEMM.FIELD=VALUE [--set ...] | --from-tables DIR)
                                [--where GEMM.FIELD=VALUE ...] [--shapes S2,S3] [--min-m M]

@@ -6,8 +6,7 @@
 # runs; B's config where it differs from A's).
 #   OUT=$OUT bash bench/run_h200_recipe_ab.sh recipes/h200.json /tmp/variant.json \
 #     --shapes S2,S3 --m 512,1024,2048,4096
-# How this session's pingpong-GEMM2 and tail-split A/Bs were run (by hand); the variant recipe
-# comes from bench/recipe_variant.py. BIN_B (default $BIN) runs arm B with other binaries, for a
+# The variant recipe comes from bench/recipe_variant.py. BIN_B (default $BIN) runs arm B with other binaries, for a
 # kernel change with the same recipe: BIN_B=.devbin-new bash ... recipes/h200.json recipes/h200.json
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
