@@ -283,8 +283,7 @@ TEST_F(BenchCli, ReportOfSeveralInputsNeedsOutAndStopsAtABadOne) {
 }
 
 TEST_F(BenchCli, ReportReadsTheKernelBenchmarksCsv) {
-  std::string const csv =
-      std::string(MOETUNE_SOURCE_DIR) + "/bench/results/h200-protocol-s1s3.csv";
+  std::string const csv = std::string(MOETUNE_SOURCE_DIR) + "/bench/results/h200-protocol-s1s3.csv";
   auto r = run({"report", csv, "--out", "k.html"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "wrote k.html (36 points, 0 arm points, 0 A/B comparisons)\n");
