@@ -173,8 +173,18 @@ def floor_us(shape, m, ids, copy_gbs, tflops):
     return (bw_us, "bw") if bw_us >= mm_us else (mm_us, "compute"), hit
 
 
+def other_device_tables():
+    """The H200 tables' directory when the package ships none for this device, else None."""
+    root = os.environ.get("MOETUNE_TABLES", os.path.join(os.path.dirname(moetune.__file__),
+                                                         "tables"))
+    mine = os.path.join(root, torch.cuda.get_device_name().replace(" ", "_"))
+    h200 = os.path.join(root, "NVIDIA_H200")
+    return h200 if not os.path.isdir(mine) and os.path.isdir(h200) else None
+
+
 def bench_shape(shape, ms, copy_gbs, tflops, flush, use_vllm, rows):
     s = SHAPES[shape]
+    other_tables = other_device_tables()
     w1, w2 = make_weights(shape)
     peers = {"grouped_mm": grouped_mm_layer(w1, w2, s["act"], s["E"])}
     notes = {}
@@ -189,6 +199,10 @@ def bench_shape(shape, ms, copy_gbs, tflops, flush, use_vllm, rows):
         ref = reference_fp32(x, w1, w2, tw, ids, s["act"])
         systems = {"moetune": (lambda: moetune.fused_moe(x, w1, w2, tw, ids, activation=s["act"]),
                                moetune.explain(x, w1, w2, tw, ids, activation=s["act"])["rule"])}
+        if other_tables:  # no table for this device ships: also the H200 tables served here
+            systems["moetune_h200_tables"] = (
+                lambda: moetune.fused_moe(x, w1, w2, tw, ids, activation=s["act"],
+                                          config=other_tables), "table:NVIDIA_H200")
         systems["grouped_mm"] = (lambda: peers["grouped_mm"](x, tw, ids), "")
         if "vllm_triton" in peers:
             v = peers["vllm_triton"]
@@ -282,16 +296,17 @@ def summary(rows, copy_gbs, tflops):
     layer = [r for r in rows if r["section"] == "layer" and "median_us" in r]
     for shape in SHAPES:
         pts = [r for r in layer if r["shape"] == shape]
-        for system in ("moetune", "vllm_triton", "grouped_mm"):
+        for system in ("moetune", "moetune_h200_tables", "vllm_triton", "grouped_mm"):
             mine = [r for r in pts if r["system"] == system]
             if not mine:
                 continue
             gm = math.exp(sum(math.log(r["t_floor"]) for r in mine) / len(mine))
             wins = ""
-            if system == "moetune":
+            if system.startswith("moetune"):
                 n = 0
                 for r in mine:
-                    others = [o["median_us"] for o in pts if o["m"] == r["m"] and o is not r]
+                    others = [o["median_us"] for o in pts if o["m"] == r["m"]
+                              and not o["system"].startswith("moetune")]
                     n += bool(others) and r["median_us"] < min(others)
                 wins = f"{n} / {len(mine)}"
             lines.append(f"| {shape} | {system} | {gm:.3f} | {wins} |")
@@ -300,6 +315,17 @@ def summary(rows, copy_gbs, tflops):
             lines.append(f"{r['section']} {r['shape']} M={r['m']} {r['system']}: "
                          f"{r['median_us']:.2f} us {r.get('note', '')}")
     return "\n".join(lines)
+
+
+def write_csv(path, rows):
+    with open(path + ".tmp", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(path + ".tmp", path)
 
 
 def main():
@@ -320,20 +346,16 @@ def main():
     rows = [dict(section="ceiling", system="copy_gbs", median_us=copy_gbs),
             dict(section="ceiling", system="matmul_tflops", median_us=tflops)]
     flush_buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    flush_out = torch.empty(1, dtype=torch.int64, device="cuda")
-    flush = lambda: torch.sum(flush_buf, dtype=torch.int64, out=flush_out)
+    flush = lambda: flush_buf.sum()
+    path = os.path.join(a.out, "torch_ops.csv")
     host_overhead(rows)
-    for shape in shapes:
-        bench_shape(shape, ms, copy_gbs, tflops, flush, not a.no_vllm, rows)
+    write_csv(path, rows)
     if not a.no_hf:
         hf_block(rows)
-    path = os.path.join(a.out, "torch_ops.csv")
-    with open(path + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
-    os.replace(path + ".tmp", path)
+        write_csv(path, rows)
+    for shape in shapes:
+        bench_shape(shape, ms, copy_gbs, tflops, flush, not a.no_vllm, rows)
+        write_csv(path, rows)  # after each shape, so a run cut short keeps what it measured
     print(summary(rows, copy_gbs, tflops))
 
 

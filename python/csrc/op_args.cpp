@@ -27,7 +27,7 @@ void check_rank(char const* op, char const* name, at::Tensor const& t, int64_t r
 }
 
 void check_shape(char const* op, char const* name, at::Tensor const& t,
-                 std::vector<int64_t> const& want, char const* layout) {
+                 std::initializer_list<int64_t> want, char const* layout) {
   TORCH_CHECK_VALUE(t.sizes() == at::IntArrayRef(want), op, ": ", name, " has shape ", sizes_of(t),
                     "; expected ", at::IntArrayRef(want), " (", layout, ")");
 }

@@ -84,10 +84,17 @@ ServedRunner create(RunnerKey const& key, char const* op) {
 }  // namespace
 
 ServedRunner& runner_for(RunnerKey const& key, char const* op) {
+  // A layer called again from the same thread (the common case) skips the lock and the hash.
+  // Entries are never erased, so the pointers stay valid.
+  thread_local RunnerKey const* last_key = nullptr;
+  thread_local ServedRunner* last = nullptr;
+  if (last_key != nullptr && *last_key == key) return *last;
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_runners.find(key);
-  if (it != g_runners.end()) return it->second;
-  return g_runners.emplace(key, create(key, op)).first->second;
+  if (it == g_runners.end()) it = g_runners.emplace(key, create(key, op)).first;
+  last_key = &it->first;
+  last = &it->second;
+  return it->second;
 }
 
 void set_tables_root(std::string root) {

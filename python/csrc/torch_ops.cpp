@@ -13,6 +13,7 @@
 #include <chrono>
 
 #if defined(MOETUNE_TORCH_HAS_CUDA)
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -23,15 +24,24 @@
 namespace moetune::python {
 namespace {
 
-/// Scratch for one call from torch's caching allocator: stream-ordered, and inside a CUDA graph
-/// capture it comes from the graph's private pool.
+/// Scratch for one call from torch's caching allocator: stream-ordered (freed blocks are reused
+/// only by work queued after this call on the same stream), and inside a CUDA graph capture it
+/// comes from the graph's private pool. Raw blocks, not tensors: no TensorImpl per call.
 struct TorchWorkspace {
-  at::TensorOptions options;
-  at::Tensor held;
+  void* stream = nullptr;
+  void* ptr = nullptr;
   static void* alloc(void* ctx, size_t bytes) {
     auto* w = static_cast<TorchWorkspace*>(ctx);
-    w->held = at::empty({static_cast<int64_t>(bytes)}, w->options.dtype(at::kByte));
-    return w->held.data_ptr();
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+    w->ptr = c10::cuda::CUDACachingAllocator::raw_alloc_with_stream(
+        bytes, static_cast<cudaStream_t>(w->stream));
+#endif
+    return w->ptr;
+  }
+  ~TorchWorkspace() {
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+    if (ptr != nullptr) c10::cuda::CUDACachingAllocator::raw_delete(ptr);
+#endif
   }
 };
 
@@ -72,7 +82,7 @@ void run_into(char const* op, MoeTensors const& t, std::string const& activation
   ServedRunner& served = runner_for(key_of(p, dev, config), op);
   at::Tensor const ids = ids_as_int32(t.topk_ids);
   at::Tensor const weights = weights_as_fp32(t.topk_weights);
-  TorchWorkspace ws{.options = t.hidden_states.options(), .held = {}};
+  TorchWorkspace ws{.stream = stream, .ptr = nullptr};
   RunArgs const args{.stream = stream,
                      .x = t.hidden_states.data_ptr(),
                      .topk_ids = ids.data_ptr<int32_t>(),
@@ -89,7 +99,7 @@ void run_into(char const* op, MoeTensors const& t, std::string const& activation
 at::Tensor fused_moe(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
                      at::Tensor const& topk_weights, at::Tensor const& topk_ids,
                      std::string const& activation, std::string const& config) {
-  at::Tensor out = at::empty_like(hidden_states, at::MemoryFormat::Contiguous);
+  at::Tensor out = at::empty(hidden_states.sizes(), hidden_states.options());
   run_into("moetune.fused_moe", {hidden_states, w1, w2, topk_weights, topk_ids}, activation, config,
            out);
   return out;
@@ -100,7 +110,7 @@ at::Tensor fused_moe(at::Tensor const& hidden_states, at::Tensor const& w1, at::
 void fused_moe_(at::Tensor& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
                 at::Tensor const& topk_weights, at::Tensor const& topk_ids,
                 std::string const& activation, std::string const& config) {
-  at::Tensor out = at::empty_like(hidden_states, at::MemoryFormat::Contiguous);
+  at::Tensor out = at::empty(hidden_states.sizes(), hidden_states.options());
   run_into("moetune.fused_moe_", {hidden_states, w1, w2, topk_weights, topk_ids}, activation,
            config, out);
   hidden_states.copy_(out);
@@ -145,7 +155,7 @@ double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
   if (mode == "op") {
     auto const t0 = clock::now();
     for (int64_t i = 0; i < iters; ++i) {
-      at::Tensor out = at::empty_like(hidden_states);
+      at::Tensor out = at::empty(hidden_states.sizes(), hidden_states.options());
       run_into(op, t, activation, config, out);
     }
     return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / iters;

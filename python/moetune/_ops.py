@@ -44,6 +44,14 @@ if not os.path.exists(library_path):
     raise ImportError(f"moetune: {library_path} is missing; reinstall the package (pip install .)")
 torch.ops.load_library(library_path)
 torch.ops.moetune.set_tables_root(_tables_root())
+# The overloads themselves: .default skips the packet's overload resolution, and in eager mode
+# their C++ callables (_op) skip OpOverload.__call__'s Python frame. torch.compile traces the
+# OpOverloads, which it knows.
+_fused_moe = torch.ops.moetune.fused_moe.default
+_fused_moe_inplace = torch.ops.moetune.fused_moe_.default
+_fused_moe_eager = _fused_moe._op
+_fused_moe_inplace_eager = _fused_moe_inplace._op
+_is_compiling = torch.compiler.is_compiling
 
 
 @torch.library.register_fake("moetune::fused_moe")
@@ -91,10 +99,13 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     synchronise; topk_ids are not range-checked on the GPU (that check would synchronise).
     """
     c = "" if config is None else _config_arg(config)
+    eager = not _is_compiling()
     if inplace:
-        torch.ops.moetune.fused_moe_(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+        op = _fused_moe_inplace_eager if eager else _fused_moe_inplace
+        op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
         return hidden_states
-    return torch.ops.moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+    op = _fused_moe_eager if eager else _fused_moe
+    return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
 
 
 def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None):

@@ -1,8 +1,11 @@
-// moetune prewarm --tables DIR: make every config the tables name ready before serving (cuda:
-// NVRTC into the cubin cache, no GPU needed; cpu: validated), so serving never compiles.
+// moetune prewarm --tables DIR | --problem P --m LIST: make every config the tables name (or the
+// default rule's config of a problem at each M) ready before serving (cuda: NVRTC into the cubin
+// cache, no GPU needed; cpu: validated), so serving never compiles.
 #include <iostream>
 #include <memory>
 
+#include "cli/bench_args.hpp"
+#include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "runtime/bundle.hpp"
 
@@ -26,13 +29,28 @@ void print_prewarm(runtime::PrewarmReport const& r, bool quiet) {
 
 void setup_prewarm(CLI::App& app, int& exit_code) {
   auto tables = std::make_shared<std::string>();
+  auto problem = std::make_shared<std::string>();
+  auto ms = std::make_shared<std::string>();
   auto quiet = std::make_shared<bool>(false);
-  app.add_option("--tables", *tables, "tables directory")->required();
-  app.add_flag("--quiet", *quiet, "print only the summary line");
-  app.callback([tables, quiet, &exit_code] {
-    print_prewarm(unwrap(runtime::prewarm_tables(*tables)), *quiet);
+  auto* t = app.add_option("--tables", *tables, "tables directory");
+  auto* p = app.add_option("--problem", *problem,
+                           "a problem whose default-rule configs to prewarm (with --m)");
+  app.add_option("--m", *ms, "token counts for --problem, e.g. 1,16,256")->needs(p);
+  t->excludes(p);
+  app.callback([tables, problem, ms, quiet, &exit_code] {
+    if (tables->empty() == problem->empty()) {
+      throw CliExit{kExitBadInput, "give --tables DIR, or --problem P with --m LIST"};
+    }
+    if (!tables->empty()) {
+      print_prewarm(unwrap(runtime::prewarm_tables(*tables)), *quiet);
+    } else {
+      if (ms->empty()) throw CliExit{kExitBadInput, "--problem needs --m LIST, e.g. --m 1,16,256"};
+      auto parsed = parse_problem_or_exit(*problem);
+      print_prewarm(unwrap(runtime::prewarm_defaults(parsed, parse_m_list(*ms))), *quiet);
+    }
     exit_code = kExitOk;
   });
+  app.add_flag("--quiet", *quiet, "print only the summary line");
 }
 
 }  // namespace moetune::cli

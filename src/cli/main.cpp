@@ -52,6 +52,11 @@ std::vector<EnvVarSpec> const& env_var_table() {
       {"MOETUNE_DEMO_RECIPE", "recipes/demo.json (recipes/demo-h200.json with a GPU)",
        "scripts/demo.sh: the recipe the demo tunes"},
       {"MOETUNE_CI_FORMAT", "unset (report)", "ci: strict fails on clang-format drift"},
+      {"MOETUNE_TABLES", "the Python package's shipped tables",
+       "python: the tables root the torch ops serve from (<root>/<device>/)"},
+      {"MOETUNE_PYTHON", "ON when torch is importable",
+       "scripts: OFF builds and tests without the Python package"},
+      {"MOETUNE_TORCH_VERSION", "2.11.0", "scripts/setup.sh: the torch it pip-installs"},
   };
   return table;
 }

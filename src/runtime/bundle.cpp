@@ -18,6 +18,8 @@ namespace moetune::runtime {
 /// Compiles (or finds in the cubin cache) one config's kernels; fills outcome/cubins/compile_ms.
 core::Status prewarm_cuda_config(core::MoeProblem const& p, core::MoeConfig const& c,
                                  PrewarmItem& item);
+/// The cuda backend's default config (the default rule under the default fast paths).
+core::MoeConfig cuda_default_config(core::MoeProblem const& p);
 #endif
 
 namespace {
@@ -81,6 +83,43 @@ core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir) {
       MOETUNE_RETURN_IF_ERROR(prewarm_row(*t, f, bucket, row.config, item));
       report.items.push_back(std::move(item));
     }
+  }
+  return report;
+}
+
+core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
+                                             std::vector<int64_t> const& ms) {
+  MOETUNE_RETURN_IF_ERROR(core::validate(problem));
+  PrewarmReport report;
+  bool const cpu = problem.arch == "cpu";
+  for (int64_t m : ms) {
+    problem.num_tokens = m;
+    std::string const where = "--problem at M=" + std::to_string(m);
+    core::MoeConfig config;
+    if (cpu) {
+      config = kernels::cpu::CpuBackend{}.default_config(problem);
+    } else {
+#if defined(MOETUNE_HAVE_CUDA)
+      config = cuda_default_config(problem);
+#else
+      return core::make_error(core::ErrorCode::kUnsupported, where,
+                              "arch " + problem.arch + " needs the cuda backend, which this " +
+                                  "moetune was built without; rebuild with nvcc on PATH");
+#endif
+    }
+    PrewarmItem item{.table = "default", .bucket = m, .config = core::short_string(config),
+                     .outcome = "", .cubins = {}, .compile_ms = 0};
+    if (cpu) {
+      core::Status s = kernels::cpu::cpu_tiled_can_implement(problem, config);
+      if (!s.ok()) return bad(where, s.error().message);
+      item.outcome = "validated";
+    } else {
+#if defined(MOETUNE_HAVE_CUDA)
+      core::Status s = prewarm_cuda_config(problem, config, item);
+      if (!s.ok()) return core::make_error(s.error().code, where, s.error().message);
+#endif
+    }
+    report.items.push_back(std::move(item));
   }
   return report;
 }

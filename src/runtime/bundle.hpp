@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/problem.hpp"
 #include "core/result.hpp"
 
 namespace moetune::runtime {
@@ -38,6 +39,11 @@ struct PrewarmReport {
 /// on a table that does not load, lacks K/top_k/activation in its manifest, a row its family
 /// cannot implement, a compile error, or a cuda table in a build without CUDA.
 core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir);
+
+/// Prewarms the default rule's config of `problem` at each M of `ms` (cuda: NVRTC into the cubin
+/// cache; cpu: validated), for serving shapes no table covers. The report names table "default".
+core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
+                                             std::vector<int64_t> const& ms);
 
 /// Prewarms `tables_dir`, then writes the bundle into `out_dir` (created; files written
 /// atomically). Returns the prewarm report.

@@ -28,6 +28,10 @@ core::Status prewarm_cuda_config(core::MoeProblem const& p, core::MoeConfig cons
   return core::Status::Ok();
 }
 
+core::MoeConfig cuda_default_config(core::MoeProblem const& p) {
+  return kernels::cuda::CudaBackend{core::DeviceInfo{}}.default_config(p);
+}
+
 }  // namespace moetune::runtime
 
 #endif  // MOETUNE_HAVE_CUDA

@@ -84,7 +84,8 @@ std::vector<std::string> const& project_env_vars() {
   static std::vector<std::string> const names = {
       "MOETUNE_BACKEND",   "MOETUNE_CACHE_DIR",   "MOETUNE_CACHE",    "MOETUNE_DEV_NVRTC_DEFINES",
       "MOETUNE_TEST_SEED", "MOETUNE_BUILD_DIR",   "MOETUNE_CUDA",     "MOETUNE_JOBS",
-      "MOETUNE_DEMO_OUT",  "MOETUNE_DEMO_RECIPE", "MOETUNE_CI_FORMAT"};
+      "MOETUNE_DEMO_OUT",  "MOETUNE_DEMO_RECIPE", "MOETUNE_CI_FORMAT", "MOETUNE_TABLES",
+      "MOETUNE_PYTHON",    "MOETUNE_TORCH_VERSION"};
   return names;
 }
 

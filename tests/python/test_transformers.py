@@ -49,12 +49,31 @@ def _greedy(model, prompt):
     return out[:, prompt.shape[1]:], logits, experts
 
 
+def _stock_margins(model, prompt, stock_tokens):
+    """The stock model's top-1 minus top-2 logit before each of its generated tokens."""
+    with torch.no_grad():
+        logits = model(torch.cat([prompt, stock_tokens], dim=1)).logits.float()
+    top2 = logits[:, prompt.shape[1] - 1:-1].topk(2, dim=-1).values
+    return top2[..., 0] - top2[..., 1]
+
+
+def _first_divergences(tokens, stock_tokens):
+    """(row, position) of each row's first token that differs from the stock one."""
+    out = []
+    for row in range(tokens.shape[0]):
+        diff = (tokens[row] != stock_tokens[row]).nonzero()
+        if diff.numel():
+            out.append((row, int(diff[0])))
+    return out
+
+
 def _compare(make_config, device, seed):
     model = _build(make_config(), device, seed)
     prompt = torch.randint(1, 256, (2, 12), generator=torch.Generator().manual_seed(seed))
     prompt = prompt.to(device)
     model.set_experts_implementation("eager")
     stock_tokens, stock_logits, stock_experts = _greedy(model, prompt)
+    margins = _stock_margins(model, prompt, stock_tokens)
     mt_hf.enable(model)
     assert model.config._experts_implementation == "moetune"
     tokens, logits, experts = _greedy(model, prompt)
@@ -62,23 +81,34 @@ def _compare(make_config, device, seed):
     assert stock_experts.keys() == experts.keys() and experts
     for name, want in stock_experts.items():
         check_close(experts[name], want, torch.bfloat16, name)
-    assert torch.equal(tokens, stock_tokens), f"greedy tokens differ:\n{tokens}\n{stock_tokens}"
     # bf16 band: every layer rounds to bf16; the logits may differ by a few bf16 ulps of their
     # scale, never by more than 2% of the logits' spread.
     band = 0.02 * (stock_logits.max() - stock_logits.min()).item()
     worst = (logits - stock_logits).abs().max().item()
     assert worst <= band, f"logits differ by {worst:.4g} > {band:.4g}"
+    # Greedy tokens: the same 32, except that a sequence may part from the stock one at a token
+    # the stock model chose by a near-tie, a top-2 margin within twice the logit difference the
+    # two implementations show on the prompt (bf16 rounding decides such a tie, not the kernel).
+    for row, pos in _first_divergences(tokens, stock_tokens):
+        margin = margins[row, pos].item()
+        assert margin <= 2 * worst, (
+            f"row {row} parts from the stock tokens at {pos} where the stock margin is "
+            f"{margin:.4g} > 2 x {worst:.4g}:\n{tokens}\n{stock_tokens}")
+    return _first_divergences(tokens, stock_tokens)
 
 
 @pytest.mark.parametrize("make_config", [_qwen3_moe, _mixtral], ids=["qwen3_moe", "mixtral"])
 def test_cpu_swapped_model_generates_the_stock_tokens(make_config):
-    _compare(make_config, "cpu", seed=1)
+    # Exact on the CI machine's CPU; another CPU's bf16 matmuls may round a near-tie the other way.
+    parted = _compare(make_config, "cpu", seed=1)
+    print(f"CPU {make_config.__name__}: sequences parting from the stock at a near-tie: {parted}")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("make_config", [_qwen3_moe, _mixtral], ids=["qwen3_moe", "mixtral"])
 def test_gpu_swapped_model_generates_the_stock_tokens(make_config):
-    _compare(make_config, "cuda", seed=2)
+    parted = _compare(make_config, "cuda", seed=2)
+    print(f"GPU {make_config.__name__}: sequences parting from the stock at a near-tie: {parted}")
 
 
 def test_refuses_experts_it_cannot_serve():
