@@ -8,13 +8,13 @@
 #include "bench/csv.hpp"
 #include "core/atomic_file.hpp"
 #include "core/json_text.hpp"
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 namespace moetune::bench {
 namespace {
 
-using tuner::json_double;
-using tuner::json_string;
+using core::json_double;
+using core::json_string;
 
 std::string num(double v) {
   std::ostringstream out;

@@ -5,13 +5,13 @@
 
 #include "core/build_info.hpp"
 #include "core/names.hpp"
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 namespace moetune::bench {
 namespace {
 
-using tuner::FlatJson;
-using tuner::json_string;
+using core::FlatJson;
+using core::json_string;
 
 const std::vector<std::string> kArmItems = {"default", "tables", "levers", "binary"};
 
@@ -72,10 +72,10 @@ std::string arm_point_json(BenchPoint const& p) {
          ", \"digest\": " + json_string(p.digest) +
          ", \"deterministic\": " + (p.deterministic ? "true" : "false") +
          ", \"check_ok\": " + (p.check_ok ? "true" : "false") +
-         ", \"rel_err\": " + tuner::json_double(p.rel_err) +
+         ", \"rel_err\": " + core::json_double(p.rel_err) +
          ", \"config\": " + json_string(core::short_string(p.config)) +
          ", \"rule\": " + json_string(p.rule) + ", \"fast_paths\": " + json_string(p.fast_paths) +
-         ", \"samples_us\": " + tuner::json_doubles(p.samples_us) + "}";
+         ", \"samples_us\": " + core::json_doubles(p.samples_us) + "}";
 }
 
 namespace {
@@ -118,7 +118,7 @@ core::Result<ArmPoint> read_arm_point(FlatJson const& obj, std::string const& li
       !config.ok() || !rule.ok() || !fp.ok() || !obj.has("samples_us")) {
     return core::make_error(core::ErrorCode::kParse, at, "a point line lacks a field: " + line);
   }
-  auto samples = tuner::parse_doubles(obj.raw("samples_us"), at);
+  auto samples = core::parse_doubles(obj.raw("samples_us"), at);
   if (!samples.ok()) return samples.error();
   ArmPoint p;
   p.series = *series;

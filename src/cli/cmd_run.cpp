@@ -15,7 +15,7 @@
 #include "core/json_text.hpp"
 #include "moetune/moe_runner.hpp"
 #include "runtime/checked_run.hpp"
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 extern char** environ;
 
@@ -53,7 +53,7 @@ Knobs parse_knobs_or_exit(std::string const& spec) {
 
 /// {"origin", "deployment", "on", "levers": [{"name", "on", "decided_by", "rule"}]}.
 std::string levers_json(RunnerLevers const& lv) {
-  using tuner::json_string;
+  using core::json_string;
   std::string out = "{\"origin\": " + json_string(lv.origin) + ", \"deployment\": " +
                     (lv.deployment ? json_string(core::to_string(*lv.deployment)) : "null") +
                     ", \"on\": " + json_string(on_names(lv.fast_paths)) + ", \"levers\": [";
@@ -68,7 +68,7 @@ std::string levers_json(RunnerLevers const& lv) {
 }
 
 void print_json(MoeRunner const& runner, runtime::CheckedRun const& r) {
-  using tuner::json_string;
+  using core::json_string;
   Choice const& c = r.choice;
   std::cout << "{\"m\": " << c.m << ", \"bucket\": " << c.bucket
             << ", \"rule\": " << json_string(to_string(c.rule))
@@ -82,7 +82,7 @@ void print_json(MoeRunner const& runner, runtime::CheckedRun const& r) {
             << ", \"table\": " << json_string(runner.table_path())
             << ", \"levers\": " << levers_json(runner.levers())
             << ", \"executed_by\": " << json_string(r.executed_by)
-            << ", \"rel_l2_error\": " << tuner::json_double(r.check.rel_l2_error)
+            << ", \"rel_l2_error\": " << core::json_double(r.check.rel_l2_error)
             << ", \"digest\": " << json_string(r.check.digest)
             << ", \"passed\": " << (r.passed ? "true" : "false") << ", \"warnings\": [";
   auto const w = runner.warnings();

@@ -1,6 +1,6 @@
 #include "cli/json_out.hpp"
 
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -15,10 +15,10 @@ std::string join(std::vector<std::string> const& items, std::string const& sep) 
   return out;
 }
 
-// One escaping and number rule for every JSON line moetune writes (tuner/flat_json.hpp).
-std::string json_quote(std::string_view s) { return tuner::json_string(s); }
+// One escaping and number rule for every JSON line moetune writes (core/flat_json.hpp).
+std::string json_quote(std::string_view s) { return core::json_string(s); }
 
-std::string json_number(double v) { return tuner::json_double(v); }
+std::string json_number(double v) { return core::json_double(v); }
 
 std::string table_json_text(core::Table const& table, std::string const& path) {
   std::vector<std::string> rows;

@@ -10,7 +10,7 @@
 #include "core/lint.hpp"
 #include "core/table.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 namespace moetune::runtime {
 
@@ -128,13 +128,13 @@ core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
 std::string cubin_list(std::vector<std::string> const& cubins) {
   std::string out;
   for (size_t i = 0; i < cubins.size(); ++i) {
-    out += (i ? ", " : "") + tuner::json_string("cubin/" + fs::path(cubins[i]).filename().string());
+    out += (i ? ", " : "") + core::json_string("cubin/" + fs::path(cubins[i]).filename().string());
   }
   return out;
 }
 
 std::string format_bundle_manifest(PrewarmReport const& report, std::string const& tables_dir) {
-  using tuner::json_string;
+  using core::json_string;
   std::string out = "{\n  \"bundle_version\": " + std::to_string(kBundleVersion) +
                     ",\n  \"commit\": " + json_string(core::git_commit()) +
                     ",\n  \"tables_from\": " + json_string(tables_dir) + ",\n  \"configs\": [";

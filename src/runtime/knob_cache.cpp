@@ -10,13 +10,13 @@
 
 #include "core/atomic_file.hpp"
 #include "core/json_text.hpp"
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 namespace moetune::runtime {
 namespace {
 
-using tuner::FlatJson;
-using tuner::json_string;
+using core::FlatJson;
+using core::json_string;
 
 core::Error parse_error(std::string const& where, std::string message) {
   return core::make_error(core::ErrorCode::kParse, where, std::move(message));

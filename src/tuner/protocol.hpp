@@ -33,10 +33,16 @@
 #include "core/result.hpp"
 #include "core/routing.hpp"
 #include "kernels/testbed.hpp"
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 #include "tuner/outcome.hpp"
 
 namespace moetune::tuner {
+
+using core::FlatJson;
+using core::json_double;
+using core::json_doubles;
+using core::json_string;
+using core::parse_doubles;
 
 /// Bumped when a message changes; hello answers it and the parent refuses a mismatch.
 inline constexpr int kProtocolVersion = 3;

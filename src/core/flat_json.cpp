@@ -1,11 +1,11 @@
 // FlatJson and the JSON number/string helpers; see flat_json.hpp.
-#include "tuner/flat_json.hpp"
+#include "core/flat_json.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
-namespace moetune::tuner {
+namespace moetune::core {
 namespace {
 
 core::Error parse_error(std::string const& where, std::string message) {
@@ -91,7 +91,7 @@ std::string json_doubles(std::vector<double> const& v) {
   return out + "]";
 }
 
-core::Result<std::vector<double>> parse_doubles(std::string_view raw, std::string const& where) {
+Result<std::vector<double>> parse_doubles(std::string_view raw, std::string const& where) {
   auto items = FlatJson::split_array(raw, where);
   if (!items.ok()) return items.error();
   std::vector<double> out;
@@ -110,7 +110,7 @@ core::Result<std::vector<double>> parse_doubles(std::string_view raw, std::strin
   return out;
 }
 
-core::Result<FlatJson> FlatJson::parse(std::string_view t, std::string const& where) {
+Result<FlatJson> FlatJson::parse(std::string_view t, std::string const& where) {
   FlatJson out;
   out.where_ = where;
   size_t i = skip_ws(t, 0);
@@ -142,7 +142,7 @@ core::Result<FlatJson> FlatJson::parse(std::string_view t, std::string const& wh
   }
 }
 
-core::Result<std::vector<std::string>> FlatJson::split_array(std::string_view t,
+Result<std::vector<std::string>> FlatJson::split_array(std::string_view t,
                                                              std::string const& where) {
   std::vector<std::string> out;
   size_t i = skip_ws(t, 0);
@@ -163,7 +163,7 @@ core::Result<std::vector<std::string>> FlatJson::split_array(std::string_view t,
   }
 }
 
-core::Result<std::string> FlatJson::unquote(std::string_view raw, std::string const& where) {
+Result<std::string> FlatJson::unquote(std::string_view raw, std::string const& where) {
   if (raw.size() < 2 || raw.front() != '"' || raw.back() != '"') {
     return parse_error(where, "expected a string, saw " + std::string(raw.substr(0, 40)));
   }
@@ -208,12 +208,12 @@ core::Error FlatJson::missing(std::string const& key) const {
   return parse_error(where_, "missing field '" + key + "'");
 }
 
-core::Result<std::string> FlatJson::string(std::string const& key) const {
+Result<std::string> FlatJson::string(std::string const& key) const {
   if (!has(key)) return missing(key);
   return unquote(raw(key), where_ + ": " + key);
 }
 
-core::Result<double> FlatJson::number(std::string const& key) const {
+Result<double> FlatJson::number(std::string const& key) const {
   if (!has(key)) return missing(key);
   std::string const& text = raw(key);
   if (text == "null") return NAN;
@@ -225,11 +225,11 @@ core::Result<double> FlatJson::number(std::string const& key) const {
   return v;
 }
 
-core::Result<bool> FlatJson::boolean(std::string const& key) const {
+Result<bool> FlatJson::boolean(std::string const& key) const {
   if (!has(key)) return missing(key);
   if (raw(key) == "true") return true;
   if (raw(key) == "false") return false;
   return parse_error(where_, "field '" + key + "' is '" + raw(key) + "', not true or false");
 }
 
-}  // namespace moetune::tuner
+}  // namespace moetune::core

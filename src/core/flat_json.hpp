@@ -1,5 +1,5 @@
-// FlatJson: a scanner for the flat JSON objects of the worker protocol and the store's sample
-// arrays. Each member is kept as raw text; nested values go to core's strict parse_*_json (STYLE 3:
+// FlatJson: a scanner for the flat JSON objects of the worker protocol, the knob cache and the
+// store's sample arrays. Each member is kept as raw text; nested values go to core's strict parse_*_json (STYLE 3:
 // no JSON library outside core/json_io).
 #pragma once
 
@@ -10,7 +10,7 @@
 
 #include "core/result.hpp"
 
-namespace moetune::tuner {
+namespace moetune::core {
 
 /// A JSON string literal (quotes, backslashes and control characters escaped).
 std::string json_string(std::string_view s);
@@ -19,26 +19,26 @@ std::string json_double(double v);
 /// A JSON array of numbers.
 std::string json_doubles(std::vector<double> const& v);
 /// Parses json_doubles' text (null elements read as NaN).
-core::Result<std::vector<double>> parse_doubles(std::string_view raw, std::string const& where);
+Result<std::vector<double>> parse_doubles(std::string_view raw, std::string const& where);
 
 /// The members of one flat JSON object, each kept as its raw text (a scanner, not a parser of
 /// nested values: those go to core's parse_*_json).
 class FlatJson {
  public:
   /// Fails (kParse) on anything but one object with unique string keys.
-  static core::Result<FlatJson> parse(std::string_view text, std::string const& where);
+  static Result<FlatJson> parse(std::string_view text, std::string const& where);
   /// The elements of a JSON array's raw text, each raw.
-  static core::Result<std::vector<std::string>> split_array(std::string_view raw,
+  static Result<std::vector<std::string>> split_array(std::string_view raw,
                                                             std::string const& where);
   /// A JSON string literal's value (escapes decoded).
-  static core::Result<std::string> unquote(std::string_view raw, std::string const& where);
+  static Result<std::string> unquote(std::string_view raw, std::string const& where);
 
   bool has(std::string const& key) const { return fields_.count(key) > 0; }
   std::string const& raw(std::string const& key) const { return fields_.at(key); }
-  core::Result<std::string> string(std::string const& key) const;
+  Result<std::string> string(std::string const& key) const;
   /// A number; null reads as NaN (json_number writes non-finite values as null).
-  core::Result<double> number(std::string const& key) const;
-  core::Result<bool> boolean(std::string const& key) const;
+  Result<double> number(std::string const& key) const;
+  Result<bool> boolean(std::string const& key) const;
 
  private:
   core::Error missing(std::string const& key) const;
@@ -46,4 +46,4 @@ class FlatJson {
   std::string where_;
 };
 
-}  // namespace moetune::tuner
+}  // namespace moetune::core
