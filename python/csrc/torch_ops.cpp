@@ -138,30 +138,21 @@ std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::T
          "\nexplain=" + c->explain;
 }
 
-/// Bench only (bench/torch_ops_bench.py): host microseconds per call over `iters` back-to-back
-/// calls. mode "runner": MoeRunner::run alone with one preallocated workspace, i.e. the bare
-/// launch of the layer's kernels; mode "op": the op's whole C++ path (checks, conversions,
-/// output and workspace from the caching allocator, launch). Neither waits for the GPU.
-double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
-                        at::Tensor const& w2, at::Tensor const& topk_weights,
-                        at::Tensor const& topk_ids, std::string const& activation,
-                        std::string const& config, int64_t iters, std::string const& mode) {
-  char const* op = "moetune._host_us_per_call";
-  TORCH_CHECK_VALUE(mode == "runner" || mode == "op", op, ": mode '", mode,
-                    "'; expected runner or op");
-  TORCH_CHECK_VALUE(iters >= 1, op, ": iters = ", iters, "; expected >= 1");
-  MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
+/// Host microseconds per call of `body` over `iters` calls.
+template <class Body>
+double us_per_call(int64_t iters, Body&& body) {
   using clock = std::chrono::steady_clock;
-  if (mode == "op") {
-    auto const t0 = clock::now();
-    for (int64_t i = 0; i < iters; ++i) {
-      at::Tensor out = at::empty(hidden_states.sizes(), hidden_states.options());
-      run_into(op, t, activation, config, out);
-    }
-    return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / iters;
-  }
+  auto const t0 = clock::now();
+  for (int64_t i = 0; i < iters; ++i) body();
+  return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / iters;
+}
+
+/// MoeRunner::run alone with one workspace (allocated by the first call): the bare launch of the
+/// layer's kernels.
+double bare_runner_us(MoeTensors const& t, std::string const& activation,
+                      std::string const& config, int64_t iters, char const* op) {
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
-  at::Device const dev = hidden_states.device();
+  at::Device const dev = t.hidden_states.device();
   void* stream = nullptr;
 #if defined(MOETUNE_TORCH_HAS_CUDA)
   std::optional<c10::cuda::CUDAGuard> guard;
@@ -171,10 +162,9 @@ double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
   }
 #endif
   ServedRunner& served = runner_for(key_of(p, dev, config), op);
-  at::Tensor const ids = ids_as_int32(topk_ids);
-  at::Tensor const weights = weights_as_fp32(topk_weights);
-  at::Tensor out = at::empty_like(hidden_states);
-  // One workspace for every call, allocated by the first and handed out as is after it.
+  at::Tensor const ids = ids_as_int32(t.topk_ids);
+  at::Tensor const weights = weights_as_fp32(t.topk_weights);
+  at::Tensor out = at::empty(t.hidden_states.sizes(), t.hidden_states.options());
   struct Fixed {
     at::TensorOptions options;
     at::Tensor held;
@@ -185,25 +175,59 @@ double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
       }
       return f->held.data_ptr();
     }
-  } fixed{.options = hidden_states.options(), .held = {}};
+  } fixed{.options = t.hidden_states.options(), .held = {}};
   RunArgs const args{.stream = stream,
-                     .x = hidden_states.data_ptr(),
+                     .x = t.hidden_states.data_ptr(),
                      .topk_ids = ids.data_ptr<int32_t>(),
                      .topk_weights = weights.data_ptr<float>(),
-                     .w1 = w1.data_ptr(),
-                     .w2 = w2.data_ptr(),
+                     .w1 = t.w1.data_ptr(),
+                     .w2 = t.w2.data_ptr(),
                      .out = out.data_ptr(),
                      .m = p.num_tokens,
                      .workspace = {.alloc = &Fixed::alloc, .ctx = &fixed}};
-  auto const t0 = clock::now();
-  for (int64_t i = 0; i < iters; ++i) {
+  return us_per_call(iters, [&] {
     core::Status const s = served.runner->run(args, served.knobs);
     if (!s.ok()) raise(op, s.error());
+  });
+}
+
+/// Bench only (bench/torch_ops_bench.py): host microseconds per call over `iters` back-to-back
+/// calls, none waiting for the GPU. mode "runner": the bare launch (bare_runner_us); "op": the
+/// op's whole C++ path; "checks": its argument checks alone; "alloc": its output tensor and a 1 MiB
+/// workspace from the caching allocator.
+double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
+                        at::Tensor const& w2, at::Tensor const& topk_weights,
+                        at::Tensor const& topk_ids, std::string const& activation,
+                        std::string const& config, int64_t iters, std::string const& mode) {
+  char const* op = "moetune._host_us_per_call";
+  TORCH_CHECK_VALUE(iters >= 1, op, ": iters = ", iters, "; expected >= 1");
+  MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
+  at::TensorOptions const options = hidden_states.options();
+  if (mode == "runner") return bare_runner_us(t, activation, config, iters, op);
+  if (mode == "op") {
+    return us_per_call(iters, [&] {
+      at::Tensor out = at::empty(hidden_states.sizes(), options);
+      run_into(op, t, activation, config, out);
+    });
   }
-  return std::chrono::duration<double, std::micro>(clock::now() - t0).count() / iters;
+  if (mode == "checks") {
+    return us_per_call(iters, [&] { (void)check_moe_tensors(t, activation, op); });
+  }
+  TORCH_CHECK_VALUE(mode == "alloc", op, ": mode '", mode,
+                    "'; expected runner, op, checks or alloc");
+  return us_per_call(iters, [&] {
+    at::Tensor out = at::empty(hidden_states.sizes(), options);
+    TorchWorkspace ws{.stream = nullptr, .ptr = nullptr};
+    if (hidden_states.is_cuda()) TorchWorkspace::alloc(&ws, size_t{1} << 20);
+  });
 }
 
 void set_tables_root_op(std::string const& root) { set_tables_root(root); }
+
+/// Bench only: an op with fused_moe's arguments that does nothing, the floor of any such op's
+/// call from Python (argument parsing and one dispatch).
+void noop(at::Tensor const&, at::Tensor const&, at::Tensor const&, at::Tensor const&,
+          at::Tensor const&, std::string const&, std::string const&) {}
 
 std::string build_info() {
   return std::string("torch=") + MOETUNE_TORCH_VERSION + " cuda=" + MOETUNE_TORCH_CUDA;
@@ -226,18 +250,23 @@ TORCH_LIBRARY(moetune, m) {
   m.def("set_tables_root(str root) -> ()", &moetune::python::set_tables_root_op);
   m.def("build_info() -> str", &moetune::python::build_info);
   m.def(
+      "_noop(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, Tensor topk_ids, "
+      "str activation, str config) -> ()");
+  m.def(
       "_host_us_per_call(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
       "Tensor topk_ids, str activation, str config, int iters, str mode) -> float",
       &moetune::python::host_us_per_call);
 }
 
 TORCH_LIBRARY_IMPL(moetune, CPU, m) {
+  m.impl("_noop", &moetune::python::noop);
   m.impl("fused_moe", &moetune::python::fused_moe);
   m.impl("fused_moe_", &moetune::python::fused_moe_);
 }
 
 #if defined(MOETUNE_TORCH_HAS_CUDA)
 TORCH_LIBRARY_IMPL(moetune, CUDA, m) {
+  m.impl("_noop", &moetune::python::noop);
   m.impl("fused_moe", &moetune::python::fused_moe);
   m.impl("fused_moe_", &moetune::python::fused_moe_);
 }
