@@ -237,6 +237,7 @@ def host_overhead(rows, iters=200, rounds=7):
         op()
     torch.cuda.synchronize()
     loops = {"python_op": op,
+             "python_op_dispatched": lambda: torch.ops.moetune.fused_moe.default(*args),
              "python_noop_op": lambda: torch.ops.moetune._noop.default(*args)}
     cpp_modes = {"bare_runner": "runner", "cpp_op_path": "op", "cpp_checks": "checks",
                  "cpp_alloc": "alloc"}
@@ -253,7 +254,9 @@ def host_overhead(rows, iters=200, rounds=7):
             samples[name].append(torch.ops.moetune._host_us_per_call(*args, iters, mode))
     torch.cuda.synchronize()
     med = {k: statistics.median(v) for k, v in samples.items()}
-    notes = {"python_noop_op": "an op with the same arguments that does nothing: the dispatcher "
+    notes = {"python_op": "moetune.fused_moe: the eager entry point where it is built",
+             "python_op_dispatched": "the same op through torch's dispatcher",
+             "python_noop_op": "an op with the same arguments that does nothing: the dispatcher "
                                "floor from Python",
              "cpp_checks": "the op's argument checks alone",
              "cpp_alloc": "its output tensor and a 1 MiB workspace from the caching allocator"}

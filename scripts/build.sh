@@ -18,7 +18,8 @@ python_ops=${MOETUNE_PYTHON:-}
 if [ -z "$python_ops" ]; then
   if python3 -c "import torch" >/dev/null 2>&1; then python_ops=ON; else python_ops=OFF; fi
 fi
-extra+=(-DMOETUNE_BUILD_PYTHON="$python_ops" -DPython_EXECUTABLE="$(command -v python3)")
+python=$(python3 -c 'import sys; print(sys.executable)')  # the interpreter, not a shim
+extra+=(-DMOETUNE_BUILD_PYTHON="$python_ops" -DPython_EXECUTABLE="$python")
 if [ "$cuda" = ON ] && ! command -v nvcc >/dev/null; then
   extra+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
 fi

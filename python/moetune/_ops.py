@@ -52,6 +52,10 @@ _fused_moe_inplace = torch.ops.moetune.fused_moe_.default
 _fused_moe_eager = _fused_moe._op
 _fused_moe_inplace_eager = _fused_moe_inplace._op
 _is_compiling = torch.compiler.is_compiling
+try:  # one CPython call into the op's body for plain eager calls (python/csrc/eager_entry.cpp)
+    from ._moetune_eager import fused_moe as _fused_moe_fast
+except ImportError:  # built for another Python, or without Python's headers: dispatch the op
+    _fused_moe_fast = None
 
 
 @torch.library.register_fake("moetune::fused_moe")
@@ -100,6 +104,10 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     """
     c = "" if config is None else _config_arg(config)
     eager = not _is_compiling()
+    if eager and not inplace and _fused_moe_fast is not None:
+        out = _fused_moe_fast(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+        if out is not None:
+            return out
     if inplace:
         op = _fused_moe_inplace_eager if eager else _fused_moe_inplace
         op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
