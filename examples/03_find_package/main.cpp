@@ -37,8 +37,12 @@ float value(uint16_t b) {
 
 int main() {
   constexpr int64_t M = 5, K = 64, I = 32, E = 4, top_k = 2;
-  moetune::core::MoeProblem problem{.num_tokens = 0, .hidden_size = K, .intermediate_size = I,
-                                    .num_experts = E, .top_k = top_k, .arch = "cpu"};
+  moetune::core::MoeProblem problem{.num_tokens = 0,
+                                    .hidden_size = K,
+                                    .intermediate_size = I,
+                                    .num_experts = E,
+                                    .top_k = top_k,
+                                    .arch = "cpu"};
   auto runner = moetune::MoeRunner::create(problem, "cpu", {.max_tokens = 64});
   if (!runner.ok()) {
     std::fprintf(stderr, "consumer: %s\n", runner.error().to_string().c_str());
@@ -71,8 +75,8 @@ int main() {
             g += value(w1[(e * 2 * I + i) * K + c]) * value(x[m * K + c]);
             u += value(w1[(e * 2 * I + I + i) * K + c]) * value(x[m * K + c]);
           }
-          want += weights[m * top_k + j] * value(w2[(e * K + k) * I + i]) * g /
-                  (1 + std::exp(-g)) * u;
+          want +=
+              weights[m * top_k + j] * value(w2[(e * K + k) * I + i]) * g / (1 + std::exp(-g)) * u;
         }
       }
       err += std::pow(value(out[m * K + k]) - want, 2);

@@ -22,11 +22,13 @@
 namespace {
 
 /// Keys that mean something other than this op's CPU/CUDA kernel would run on the tensor.
-c10::DispatchKeySet const kDeclined{c10::DispatchKey::Python, c10::DispatchKey::PythonTLSSnapshot,
+c10::DispatchKeySet const kDeclined{c10::DispatchKey::Python,
+                                    c10::DispatchKey::PythonTLSSnapshot,
                                     c10::DispatchKey::Functionalize,
                                     c10::DispatchKey::FuncTorchBatched,
                                     c10::DispatchKey::FuncTorchGradWrapper,
-                                    c10::DispatchKey::Conjugate, c10::DispatchKey::Negative,
+                                    c10::DispatchKey::Conjugate,
+                                    c10::DispatchKey::Negative,
                                     c10::DispatchKey::ZeroTensor};
 
 bool plain(at::Tensor const& t, bool grad_mode) {
@@ -60,8 +62,8 @@ PyObject* fused_moe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   }
   std::string activation, config;
   if (!as_string(args[5], activation) || !as_string(args[6], config)) Py_RETURN_NONE;
-  return THPVariable_Wrap(moetune::python::fused_moe_out_of_place(*t[0], *t[1], *t[2], *t[3],
-                                                                  *t[4], activation, config));
+  return THPVariable_Wrap(moetune::python::fused_moe_out_of_place(*t[0], *t[1], *t[2], *t[3], *t[4],
+                                                                  activation, config));
   END_HANDLE_TH_ERRORS
 }
 
@@ -70,8 +72,15 @@ PyMethodDef methods[] = {
      METH_FASTCALL, "moetune.fused_moe's eager fast path; None where the op must dispatch"},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef module = {PyModuleDef_HEAD_INIT, "_moetune_eager", nullptr, -1, methods,
-                      nullptr, nullptr, nullptr, nullptr};
+PyModuleDef module = {PyModuleDef_HEAD_INIT,
+                      "_moetune_eager",
+                      nullptr,
+                      -1,
+                      methods,
+                      nullptr,
+                      nullptr,
+                      nullptr,
+                      nullptr};
 
 }  // namespace
 

@@ -34,8 +34,8 @@ void check_shape(char const* op, char const* name, at::Tensor const& t,
 
 void check_contiguous(char const* op, char const* name, at::Tensor const& t) {
   TORCH_CHECK_VALUE(t.is_contiguous(), op, ": ", name, " is not contiguous (strides ",
-                    strides_of(t), " for shape ", sizes_of(t),
-                    "); pass a row-major tensor, e.g. ", name, ".contiguous()");
+                    strides_of(t), " for shape ", sizes_of(t), "); pass a row-major tensor, e.g. ",
+                    name, ".contiguous()");
 }
 
 void check_device(char const* op, char const* name, at::Tensor const& t, at::Device want) {
@@ -78,8 +78,8 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   for (auto [name, w] : {std::pair{"w1", &t.w1}, std::pair{"w2", &t.w2}}) {
     check_device(op, name, *w, dev);
     TORCH_CHECK_TYPE(w->scalar_type() == t.hidden_states.scalar_type(), op, ": ", name,
-                     " has dtype ", w->scalar_type(), "; expected ",
-                     t.hidden_states.scalar_type(), " (the dtype of hidden_states)");
+                     " has dtype ", w->scalar_type(), "; expected ", t.hidden_states.scalar_type(),
+                     " (the dtype of hidden_states)");
   }
   check_device(op, "topk_weights", t.topk_weights, dev);
   check_device(op, "topk_ids", t.topk_ids, dev);

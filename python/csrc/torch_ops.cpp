@@ -2,9 +2,9 @@
 // one dispatcher hop (no Python in the op itself):
 //   moetune::fused_moe  (out of place)   moetune::fused_moe_ (hidden_states overwritten)
 //   moetune::explain    (which config serves this call, and the rule that chose it)
-// Layouts are vLLM's fused_experts' (op_args.hpp). A CUDA call runs on torch's current stream, takes
-// its workspace from torch's caching allocator and never synchronises the host, so it is safe in
-// CUDA graph capture once each M has run eagerly; python/moetune/_ops.py registers the fake
+// Layouts are vLLM's fused_experts' (op_args.hpp). A CUDA call runs on torch's current stream,
+// takes its workspace from torch's caching allocator and never synchronises the host, so it is safe
+// in CUDA graph capture once each M has run eagerly; python/moetune/_ops.py registers the fake
 // (meta) implementations torch.compile traces with. Tested by tests/python/.
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -77,22 +77,37 @@ void raise(char const* op, core::Error const& e) {
   TORCH_CHECK(false, op, ": ", e.to_string());
 }
 
+/// The call's device made current for a scope, and torch's current stream on it (nullptr on the
+/// CPU). A build without CUDA refuses CUDA tensors here.
+class DeviceScope {
+ public:
+  DeviceScope(at::Device dev, char const* op) {
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+    if (dev.is_cuda()) {
+      guard_.emplace(dev);
+      stream_ = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
+    }
+#else
+    TORCH_CHECK_VALUE(!dev.is_cuda(), op, ": hidden_states is on ", dev,
+                      " but this build of moetune has no CUDA backend (built without nvcc)");
+#endif
+  }
+  void* stream() const { return stream_; }
+
+ private:
+#if defined(MOETUNE_TORCH_HAS_CUDA)
+  std::optional<c10::cuda::CUDAGuard> guard_;
+#endif
+  void* stream_ = nullptr;
+};
+
 /// Runs the layer into `out` ([M, K], hidden_states' dtype and device).
 void run_into(char const* op, MoeTensors const& t, std::string const& activation,
               std::string const& config, at::Tensor& out) {
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
   at::Device const dev = t.hidden_states.device();
-  void* stream = nullptr;
-#if defined(MOETUNE_TORCH_HAS_CUDA)
-  std::optional<c10::cuda::CUDAGuard> guard;
-  if (dev.is_cuda()) {
-    guard.emplace(dev);
-    stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
-  }
-#else
-  TORCH_CHECK_VALUE(!dev.is_cuda(), op, ": hidden_states is on ", dev,
-                    " but this build of moetune has no CUDA backend (built without nvcc)");
-#endif
+  DeviceScope const scope(dev, op);
+  void* const stream = scope.stream();
   ServedRunner& served = runner_for(key_of(p, dev, config), op);
   at::Tensor const ids = ids_as_int32(t.topk_ids);
   at::Tensor const weights = weights_as_fp32(t.topk_weights);
@@ -128,10 +143,7 @@ std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::T
   MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
   at::Device const dev = hidden_states.device();
-#if defined(MOETUNE_TORCH_HAS_CUDA)
-  std::optional<c10::cuda::CUDAGuard> guard;
-  if (dev.is_cuda()) guard.emplace(dev);
-#endif
+  DeviceScope const scope(dev, op);
   ServedRunner& served = runner_for(key_of(p, dev, config), op);
   auto c = served.runner->choose(p.num_tokens, served.knobs);
   if (!c.ok()) raise(op, c.error());
@@ -139,8 +151,7 @@ std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::T
   // One "key=value" line per field (no value holds a newline); moetune.explain makes a dict.
   return std::string("rule=") + to_string(c->rule) + "\nconfig=" + core::short_string(c->config) +
          "\ntable=" + (table.empty() ? "none" : table) +
-         "\nfast_paths=" + on_names(served.runner->levers().fast_paths) +
-         "\nexplain=" + c->explain;
+         "\nfast_paths=" + on_names(served.runner->levers().fast_paths) + "\nexplain=" + c->explain;
 }
 
 /// Host microseconds per call of `body` over `iters` calls.
@@ -154,18 +165,12 @@ double us_per_call(int64_t iters, Body&& body) {
 
 /// MoeRunner::run alone with one workspace (allocated by the first call): the bare launch of the
 /// layer's kernels.
-double bare_runner_us(MoeTensors const& t, std::string const& activation,
-                      std::string const& config, int64_t iters, char const* op) {
+double bare_runner_us(MoeTensors const& t, std::string const& activation, std::string const& config,
+                      int64_t iters, char const* op) {
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
   at::Device const dev = t.hidden_states.device();
-  void* stream = nullptr;
-#if defined(MOETUNE_TORCH_HAS_CUDA)
-  std::optional<c10::cuda::CUDAGuard> guard;
-  if (dev.is_cuda()) {
-    guard.emplace(dev);
-    stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
-  }
-#endif
+  DeviceScope const scope(dev, op);
+  void* const stream = scope.stream();
   ServedRunner& served = runner_for(key_of(p, dev, config), op);
   at::Tensor const ids = ids_as_int32(t.topk_ids);
   at::Tensor const weights = weights_as_fp32(t.topk_weights);
@@ -200,10 +205,10 @@ double bare_runner_us(MoeTensors const& t, std::string const& activation,
 /// calls, none waiting for the GPU. mode "runner": the bare launch (bare_runner_us); "op": the
 /// op's whole C++ path; "checks": its argument checks alone; "alloc": its output tensor and a 1 MiB
 /// workspace from the caching allocator.
-double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1,
-                        at::Tensor const& w2, at::Tensor const& topk_weights,
-                        at::Tensor const& topk_ids, std::string const& activation,
-                        std::string const& config, int64_t iters, std::string const& mode) {
+double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
+                        at::Tensor const& topk_weights, at::Tensor const& topk_ids,
+                        std::string const& activation, std::string const& config, int64_t iters,
+                        std::string const& mode) {
   char const* op = "moetune._host_us_per_call";
   TORCH_CHECK_VALUE(iters >= 1, op, ": iters = ", iters, "; expected >= 1");
   MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
@@ -240,9 +245,10 @@ std::string build_info() {
 
 }  // namespace
 
-at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
-                     at::Tensor const& topk_weights, at::Tensor const& topk_ids,
-                     std::string const& activation, std::string const& config) {
+at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor const& w1,
+                                  at::Tensor const& w2, at::Tensor const& topk_weights,
+                                  at::Tensor const& topk_ids, std::string const& activation,
+                                  std::string const& config) {
   at::Tensor out = new_output(hidden_states);
   run_into("moetune.fused_moe", {hidden_states, w1, w2, topk_weights, topk_ids}, activation, config,
            out);

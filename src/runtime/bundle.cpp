@@ -7,10 +7,10 @@
 #include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
 #include "core/config.hpp"
+#include "core/flat_json.hpp"
 #include "core/lint.hpp"
 #include "core/table.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
-#include "core/flat_json.hpp"
 
 namespace moetune::runtime {
 

@@ -20,6 +20,15 @@ namespace {
 
 namespace kc = kernels::cuda;
 
+kc::MoeArgs moe_args(LayerArgs const& a) {
+  return {.x = a.x,
+          .topk_ids = a.topk_ids,
+          .topk_weights = a.topk_weights,
+          .w1 = a.w1,
+          .w2 = a.w2,
+          .out = a.out};
+}
+
 class CudaDeviceOps final : public DeviceOps {
  public:
   explicit CudaDeviceOps(kernels::FastPaths fp) : fast_paths_(fp) {}
@@ -68,12 +77,7 @@ class CudaDeviceOps final : public DeviceOps {
                                   std::to_string(bytes_) + " are held; raise max_tokens");
     }
     auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
-    kc::MoeArgs args{.x = a.x,
-                     .topk_ids = a.topk_ids,
-                     .topk_weights = a.topk_weights,
-                     .w1 = a.w1,
-                     .w2 = a.w2,
-                     .out = a.out};
+    kc::MoeArgs const args = moe_args(a);
     return kc::launch_sm90_gather(*k, p, args, workspace_, bytes_,
                                   static_cast<cudaStream_t>(stream), kc::kStageAll, fast_paths_);
   }
@@ -95,12 +99,7 @@ class CudaDeviceOps final : public DeviceOps {
       MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws, 0, kc::kWorkspaceZeroBytes, cs));
     }
     auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
-    kc::MoeArgs args{.x = a.x,
-                     .topk_ids = a.topk_ids,
-                     .topk_weights = a.topk_weights,
-                     .w1 = a.w1,
-                     .w2 = a.w2,
-                     .out = a.out};
+    kc::MoeArgs const args = moe_args(a);
     return kc::launch_sm90_gather(*k, p, args, ws, bytes, cs, kc::kStageAll, fast_paths_);
   }
   bool stream_capturing(void* stream) const override {

@@ -94,7 +94,8 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "moetune levers: environment: MOETUNE_CACHEDIR is not a moetune variable; expected a lever "
        "knob MOETUNE_LEVER_<NAME> or one of MOETUNE_BACKEND, MOETUNE_CACHE_DIR, MOETUNE_CACHE, "
        "MOETUNE_DEV_NVRTC_DEFINES, MOETUNE_TEST_SEED, MOETUNE_BUILD_DIR, MOETUNE_CUDA, "
-       "MOETUNE_JOBS, MOETUNE_DEMO_OUT, MOETUNE_DEMO_RECIPE, MOETUNE_CI_FORMAT, MOETUNE_TABLES, MOETUNE_PYTHON, "
+       "MOETUNE_JOBS, MOETUNE_DEMO_OUT, MOETUNE_DEMO_RECIPE, MOETUNE_CI_FORMAT, MOETUNE_TABLES, "
+       "MOETUNE_PYTHON, "
        "MOETUNE_TORCH_VERSION; unset it; did you "
        "mean 'MOETUNE_CACHE_DIR'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
