@@ -5,7 +5,7 @@
         [--ms 1,4,...] [--no-vllm] [--no-hf]
 
 Per shape (S1-S3 of shared/anchors/h200-baseline.md) and M: moetune.fused_moe, vLLM's Triton
-fused-MoE kernel (bench/peers/vllm_triton.py, when .engines/ holds it; align precomputed, as the
+fused-MoE kernel (moetune.engines.vllm_triton, when .engines/ holds it; align precomputed, as the
 anchors do) and a torch._grouped_mm pipeline (sort, gather, two grouped GEMMs, activation,
 weighted combine, prep included). Each pipeline is captured in one CUDA graph; L2 is flushed
 before every timed replay; the median of clamp(30 ms / t, 10, 200) replays is reported. Every
@@ -134,8 +134,8 @@ def grouped_mm_layer(w1, w2, act, num_experts):
 
 
 def vllm_layer(w1, w2, top_k, act):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "peers"))
-    import vllm_triton  # bench/peers: vLLM's own kernel, extracted by scripts/fetch_engine_kernels.py
+    # vLLM's own kernel, read from .engines/ (scripts/fetch_engine_kernels.py) or an installed vllm
+    from moetune.engines import vllm_triton
 
     vllm_triton.load()
     return vllm_triton.VllmTritonMoe(w1, w2, top_k, act)

@@ -28,14 +28,15 @@ void check_backend_name(std::string const& name, std::string const& where) {
   for (auto const& known : kBackendNames) {
     if (name == known) return;
   }
-  throw CliExit{kExitBadInput, where + ": unknown backend '" + name + "'; expected cpu or cuda" +
+  throw CliExit{kExitBadInput, where + ": unknown backend '" + name +
+                                   "'; expected cpu, cuda or triton" +
                                    core::did_you_mean(name, kBackendNames)};
 }
 
 void add_backend_option(CLI::App& app, std::string* backend) {
   app.add_option("--backend", *backend,
-                 "kernel backend: cuda or cpu (default: $MOETUNE_BACKEND, else cuda when a GPU "
-                 "is visible, else cpu)");
+                 "kernel backend: cuda, cpu or triton (default: $MOETUNE_BACKEND, else cuda "
+                 "when a GPU is visible, else cpu)");
 }
 
 std::unique_ptr<core::Backend> backend_or_exit(std::string const& name) {
@@ -94,7 +95,8 @@ core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::str
 }
 
 std::string backend_for_family(std::string const& family) {
-  return family == "cpu_tiled" ? "cpu" : "cuda";
+  if (family == "cpu_tiled") return "cpu";
+  return family == "triton_vllm" ? "triton" : "cuda";
 }
 
 std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key,

@@ -17,8 +17,8 @@
 
 namespace moetune::cli {
 
-/// The backends a build may know.
-inline const std::vector<std::string> kBackendNames = {"cpu", "cuda"};
+/// The backends a build may know (triton: vLLM's Triton kernel in a Python worker).
+inline const std::vector<std::string> kBackendNames = {"cpu", "cuda", "triton"};
 
 /// The default for --backend: $MOETUNE_BACKEND when set, else kernels::default_backend_name().
 std::string default_backend();
@@ -26,7 +26,7 @@ std::string default_backend();
 /// Adds `--backend cuda|cpu` to `app`, writing into *backend (left empty when not given, so a
 /// command can tell "chosen" from "default").
 void add_backend_option(CLI::App& app, std::string* backend);
-/// Checks a backend name: "cpu" or "cuda"; otherwise CliExit(2) with "did you mean".
+/// Checks a backend name: "cpu", "cuda" or "triton"; otherwise CliExit(2) with "did you mean".
 void check_backend_name(std::string const& name, std::string const& where);
 /// make_backend(name), or CliExit(2) with the reason (e.g. no GPU).
 std::unique_ptr<core::Backend> backend_or_exit(std::string const& name);
@@ -51,7 +51,8 @@ core::Table load_table_or_exit(std::string const& path);
 /// the key lacks a size the default needs (a plain vLLM file) and no --problem was given.
 core::MoeProblem problem_from_key(core::TableKey const& key, int64_t m, std::string const& file);
 
-/// The backend name for a kernel family: "cpu_tiled" -> "cpu", everything else -> "cuda".
+/// The backend name for a kernel family: "cpu_tiled" -> "cpu", "triton_vllm" -> "triton",
+/// everything else -> "cuda".
 std::string backend_for_family(std::string const& family);
 /// The backend that serves a table's family (its default config), or CliExit(2) naming the file,
 /// the family and why that backend is unavailable here.

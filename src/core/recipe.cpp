@@ -87,10 +87,10 @@ Status parse_shape(Json const& j, JsonAt const& at0, RecipeShape* s) {
   }
   MOETUNE_RETURN_IF_ERROR(r->required("device", &s->device));
   MOETUNE_RETURN_IF_ERROR(r->required("backend", &s->backend));
-  if (s->backend != "cuda" && s->backend != "cpu") {
+  if (s->backend != "cuda" && s->backend != "cpu" && s->backend != "triton") {
     return at_error(at.field("backend"), "unknown backend '" + s->backend +
-                                             "'; expected cuda or cpu" +
-                                             did_you_mean(s->backend, {"cuda", "cpu"}));
+                                             "'; expected cuda, cpu or triton" +
+                                             did_you_mean(s->backend, {"cuda", "cpu", "triton"}));
   }
   MOETUNE_RETURN_IF_ERROR(r->required("family", &s->family));
   MOETUNE_RETURN_IF_ERROR(r->optional("family_version", &s->family_version));

@@ -1,4 +1,5 @@
-// Backend and testbed registry: "cpu" always, "cuda" when built with nvcc (MOETUNE_HAVE_CUDA).
+// Backend and testbed registry: "cpu" always, "cuda" when built with nvcc (MOETUNE_HAVE_CUDA),
+// "triton" (vLLM's Triton kernel: config logic here, its testbed a Python worker) always.
 #include <memory>
 #include <string>
 #include <vector>
@@ -7,6 +8,7 @@
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_testbed.hpp"
 #include "kernels/testbed.hpp"
+#include "kernels/triton/triton_vllm_backend.hpp"
 #if defined(MOETUNE_HAVE_CUDA)
 #include "kernels/cuda_factory.hpp"
 #endif
@@ -17,9 +19,9 @@ namespace {
 constexpr char kWhere[] = "backend registry";
 
 core::Error unknown_backend(std::string_view name) {
-  std::vector<std::string> const known = {"cpu", "cuda"};
+  std::vector<std::string> const known = {"cpu", "cuda", "triton"};
   return core::make_error(core::ErrorCode::kInvalidArgument, kWhere,
-                          "unknown backend '" + std::string(name) + "' (known: cpu, cuda)" +
+                          "unknown backend '" + std::string(name) + "' (known: cpu, cuda, triton)" +
                               core::did_you_mean(name, known));
 }
 
@@ -37,6 +39,9 @@ core::Result<std::unique_ptr<core::Backend>> make_backend(std::string_view name)
   if (name == "cpu") {
     return std::unique_ptr<core::Backend>(std::make_unique<cpu::CpuBackend>());
   }
+  if (name == "triton") {
+    return std::unique_ptr<core::Backend>(std::make_unique<triton::TritonVllmBackend>());
+  }
   if (name == "cuda") {
 #if defined(MOETUNE_HAVE_CUDA)
     return make_cuda_backend();
@@ -50,6 +55,12 @@ core::Result<std::unique_ptr<core::Backend>> make_backend(std::string_view name)
 core::Result<std::unique_ptr<Testbed>> make_testbed(std::string_view name) {
   if (name == "cpu") {
     return std::unique_ptr<Testbed>(std::make_unique<cpu::CpuTestbed>());
+  }
+  if (name == "triton") {
+    return core::make_error(core::ErrorCode::kUnsupported, kWhere,
+                            "backend 'triton' runs in a Python worker "
+                            "(python -m moetune.tuner.triton_worker, started by `moetune worker "
+                            "--backend triton`), not in this process; tune it with `moetune tune`");
   }
   if (name == "cuda") {
 #if defined(MOETUNE_HAVE_CUDA)

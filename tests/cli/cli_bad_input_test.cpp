@@ -144,9 +144,10 @@ TEST_F(CliBadInput, ProblemThatDoesNotMatchTheTableIsRejected) {
 TEST_F(CliBadInput, UnknownBackendSuggestsTheClosestOneVerbatim) {
   RunResult r = run({"tune", "--recipe", "recipe.json", "--out", "tables", "--backend", "cpuu"});
   expect_bad(r, {});
-  EXPECT_EQ(r.err,
-            "moetune tune: --backend: unknown backend 'cpuu'; expected cpu or cuda; did you mean "
-            "'cpu'?\n");
+  EXPECT_EQ(
+      r.err,
+      "moetune tune: --backend: unknown backend 'cpuu'; expected cpu, cuda or triton; did you "
+      "mean 'cpu'?\n");
 }
 
 TEST_F(CliBadInput, BadBucketListIsRejectedVerbatim) {

@@ -1,4 +1,4 @@
-"""bench/peers/vllm_triton.py: vLLM 0.33.0's own Triton fused-MoE kernel, run outside vLLM.
+"""moetune.engines.vllm_triton: vLLM 0.33.0's own Triton fused-MoE kernel, run outside vLLM.
 
 CPU tests run the kernel under Triton's interpreter in one child process (TRITON_INTERPRET=1 is
 set there before triton is imported, so this pytest process keeps compiled Triton for any GPU
@@ -9,7 +9,7 @@ exists, vLLM's default rule elsewhere. The `gpu` test runs the compiled kernel a
 replay. All need .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py); they skip without it.
 
 What the interpreter cannot check: Triton's code generation, the num_warps/num_stages of a row
-and the GPU's summation order inside tl.dot (it is numpy, fp32); bench/peers/vllm_triton.py's
+and the GPU's summation order inside tl.dot (it is numpy, fp32); vllm_triton's
 patch_triton_interpreter lists the three interpreter gaps it closes for bf16.
 
 Seed: MOETUNE_TEST_SEED (default 0), printed in every failure.
@@ -30,7 +30,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(REPO, "bench", "peers"))
 from moe_reference import check_close, make_layer, reference  # noqa: E402
 
 SEED = int(os.environ.get("MOETUNE_TEST_SEED", "0"))
@@ -85,7 +84,7 @@ def _corrupt(kind, name, x, w1, w2, tw, ids):
 def _child(out_path):
     """Runs every case and twin under the interpreter; saves the outputs for the parent."""
     assert os.environ.get("TRITON_INTERPRET") == "1", "the child runs under TRITON_INTERPRET=1"
-    import vllm_triton
+    from moetune.engines import vllm_triton
 
     started = time.monotonic()
     eng = vllm_triton.load()
@@ -153,7 +152,7 @@ def test_naive_assignment_only_where_vllm_skips_align(interpreted):
 @needs_engine
 def test_align_reproduces_vllm_docstring_example():
     """moe_align_block_size's own example (its ids 1..4, so E = 5 here), through vLLM's wrapper."""
-    import vllm_triton
+    from moetune.engines import vllm_triton
 
     eng = vllm_triton.load()
     ids = torch.tensor([[2, 3, 4], [1, 2, 4], [1, 3, 4], [1, 2, 3]], dtype=torch.int32)
@@ -165,7 +164,7 @@ def test_align_reproduces_vllm_docstring_example():
 
 
 def _meta_layer(E, K, I, device_name, activation="silu"):
-    import vllm_triton
+    from moetune.engines import vllm_triton
 
     n1 = 2 * I if activation == "silu" else I
     w1 = torch.empty(E, n1, K, dtype=torch.bfloat16, device="meta")
@@ -204,7 +203,7 @@ def test_config_for_is_per_layer_device():
 
 
 def test_load_names_the_fetch_script_when_the_engine_is_missing(tmp_path):
-    import vllm_triton
+    from moetune.engines import vllm_triton
 
     with pytest.raises(FileNotFoundError, match="run scripts/fetch_engine_kernels.py"):
         vllm_triton.load(str(tmp_path / "vllm-0.33.0"))
@@ -215,7 +214,7 @@ def test_load_names_the_fetch_script_when_the_engine_is_missing(tmp_path):
 @pytest.mark.parametrize("M", [1, 4, 32])
 def test_compiled_kernel_matches_reference_and_replays_in_a_cuda_graph(M):
     """The H200 table's shape (E=128, I=768, top-8) at a small K; eager, then a graph replay."""
-    import vllm_triton
+    from moetune.engines import vllm_triton
 
     x, w1, w2, tw, ids = make_layer(M, 128, 768, 128, 8, device="cuda", seed=SEED + M)
     layer = vllm_triton.VllmTritonMoe(w1, w2, 8, "silu")

@@ -20,10 +20,11 @@ TEST(Registry, UnknownBackendSuggestsTheClosestName) {
   ASSERT_FALSE(backend.ok());
   EXPECT_EQ(backend.error().code, core::ErrorCode::kInvalidArgument);
   EXPECT_EQ(backend.error().message,
-            "unknown backend 'cpuu' (known: cpu, cuda); did you mean 'cpu'?");
+            "unknown backend 'cpuu' (known: cpu, cuda, triton); did you mean 'cpu'?");
   auto testbed = make_testbed("gpu");
   ASSERT_FALSE(testbed.ok());
-  EXPECT_EQ(testbed.error().message.rfind("unknown backend 'gpu' (known: cpu, cuda)", 0), 0u);
+  EXPECT_EQ(testbed.error().message.rfind("unknown backend 'gpu' (known: cpu, cuda, triton)", 0),
+            0u);
 }
 
 #if !defined(MOETUNE_HAVE_CUDA)

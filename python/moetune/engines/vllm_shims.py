@@ -1,6 +1,6 @@
 """The few stand-ins vLLM's extracted Triton fused-MoE code needs to run outside vLLM.
 
-bench/peers/vllm_triton.py executes chosen functions of vLLM's own source (from .engines/, see
+moetune/engines/vllm_triton.py executes chosen functions of vLLM's own source (from .engines/, see
 scripts/fetch_engine_kernels.py) in namespaces built here. Each stand-in replaces one thing those
 functions reach for that lives in vLLM's compiled extension or in modules whose imports would pull
 in all of vLLM; each says what it stands for:
@@ -179,7 +179,7 @@ def install_modules(platform):
                  "vllm.model_executor.layers.fused_moe"):
         mod = sys.modules.get(name)
         if mod is None:
-            mod = types.ModuleType(name, "moetune stand-in (bench/peers/vllm_shims.py)")
+            mod = types.ModuleType(name, "moetune stand-in (moetune/engines/vllm_shims.py)")
             setattr(mod, _MARK, True)
             mod.__path__ = []  # a package, so the dotted children resolve
             sys.modules[name] = mod

@@ -1,15 +1,19 @@
-"""vLLM's own Triton fused-MoE kernel (bf16, unquantised), run outside vLLM for benchmarks.
+"""vLLM's own Triton fused-MoE kernel (bf16, unquantised), run outside vLLM.
 
-    sys.path.insert(0, "bench/peers"); import vllm_triton
+    from moetune.engines import vllm_triton
     layer = vllm_triton.VllmTritonMoe(w1, w2, top_k, "silu")   # w1 [E, N1, K], w2 [E, K, I]
-    config, source = layer.config_for(M)        # source: "table:<file>" or "default"
+    config, source, path = layer.config_for(M)  # source: "table:<file>" or "default"
     prepared = layer.prepare(topk_ids)          # vLLM's expert assignment; time it apart
     out = layer.run(x, topk_weights, topk_ids, prepared)   # [M, K]; CUDA-graph capturable
+    prepared = layer.prepare(topk_ids, config=row)         # any row instead of vLLM's choice
 
-Nothing of vLLM's is in this repository: scripts/fetch_engine_kernels.py extracts the released
-wheel's files into .engines/vllm-0.33.0/, and load() executes chosen top-level functions of that
-source (found with `ast`, compiled under their real file names, so Triton reads the kernel's source
-from the file) in namespaces whose few outside names come from vllm_shims.py. What runs is vLLM's:
+Nothing of vLLM's is in this repository. find_engine() says where its source comes from, first
+found wins: the engine_dir argument, the installed vllm package (its files are read, never
+imported), .engines/vllm-0.33.0/ at the repository root (or in the current directory), which
+scripts/fetch_engine_kernels.py extracts from the released wheel. load() executes chosen
+top-level functions of that source (found with `ast`, compiled under their real file names, so
+Triton reads the kernel's source from the file) in namespaces whose few outside names come from
+vllm_shims.py. What runs is vLLM's:
   fused_moe_kernel (+ write_zeros_to_output), dispatch_fused_moe_kernel and
   invoke_fused_moe_triton_kernel (grid, EM, strides, SPLIT_K, SWAP_AB, USE_TD as vLLM sets them),
   try_get_optimal_moe_config / get_moe_configs / get_config_file_name / get_default_config
@@ -23,7 +27,8 @@ What is mirrored rather than executed, from fused_experts_impl of vLLM 0.33.0:
   moe_sum -> torch.sum(dim=1) (vLLM's CUDA op adds in bf16 step by step; torch accumulates in
   fp32 and rounds once: equal for top_k <= 2, within an ulp otherwise).
 The cache buffers are allocated per call as vLLM does (cache1 and cache3 share one buffer).
-Covered by tests/python/test_vllm_peer.py (CPU, Triton interpreter; and a GPU twin).
+Covered by tests/python/test_vllm_peer.py (CPU, Triton interpreter; and a GPU twin); the tuner's
+triton family (moetune.tuner.triton_worker) runs every candidate through it.
 """
 
 import ast
@@ -39,13 +44,14 @@ import typing
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import vllm_shims  # noqa: E402  (the sibling module; bench/peers is not a package)
+from . import vllm_shims
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+# The checkout this file lives in (python/moetune/engines/, also through build/python's links).
+REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", ".."))
 DEFAULT_ENGINE_DIR = ".engines/vllm-0.33.0"
 FETCH = "scripts/fetch_engine_kernels.py"
 kManifestSchema = 1
+kMirroredVersion = "0.33.0"  # the vLLM release whose fused_moe.py this harness mirrors
 _FM = "vllm/model_executor/layers/fused_moe/"
 # Namespace -> (file in the engine dir, top-level names executed from it), in load order.
 EXTRACT = [
@@ -82,8 +88,37 @@ class Prepared(typing.NamedTuple):
     num_tokens: int
 
 
-def _resolve(engine_dir):
-    return engine_dir if os.path.isabs(engine_dir) else os.path.join(REPO, engine_dir)
+class Engine(typing.NamedTuple):
+    """Where vLLM's source comes from: a directory holding vllm/model_executor/..."""
+    path: str  # absolute
+    origin: str  # "argument", "installed vllm", ".engines"
+
+
+def _installed_vllm_root():
+    """The directory holding an installed vllm package (site-packages), without importing it."""
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec("vllm")  # sys.path only, never sys.modules
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    root = os.path.dirname(os.path.realpath(list(spec.submodule_search_locations)[0]))
+    return root if os.path.isfile(os.path.join(root, EXTRACT[-1][1])) else None
+
+
+def find_engine(engine_dir=None):
+    """The vLLM source load() reads: engine_dir (relative: to the repository root), else the
+    installed vllm package, else .engines/vllm-0.33.0 at the repository root or in the current
+    directory. Never fails: a missing directory is load()'s to report."""
+    if engine_dir is not None:
+        path = engine_dir if os.path.isabs(engine_dir) else os.path.join(REPO, engine_dir)
+        return Engine(os.path.realpath(path), "argument")
+    installed = _installed_vllm_root()
+    if installed is not None:
+        return Engine(installed, "installed vllm")
+    for root in (REPO, os.getcwd()):
+        if os.path.isdir(os.path.join(root, DEFAULT_ENGINE_DIR)):
+            return Engine(os.path.realpath(os.path.join(root, DEFAULT_ENGINE_DIR)), ".engines")
+    return Engine(os.path.join(REPO, DEFAULT_ENGINE_DIR), ".engines")
 
 
 def _select(tree, names, path):
@@ -143,19 +178,27 @@ def _exec_file(engine_dir, key, rel, names, env):
     return mod
 
 
-def _read_manifest(engine_dir):
+def _read_manifest(engine):
+    """The extracted tree's manifest.json (its schema, engine and version checked), or for an
+    installed vllm one made from its package metadata."""
+    engine_dir = engine.path
+    if engine.origin == "installed vllm":
+        import importlib.metadata
+
+        return {"schema_version": kManifestSchema, "engine": "vllm", "files": {},
+                "version": importlib.metadata.version("vllm"), "wheel": "installed"}
     path = os.path.join(engine_dir, "manifest.json")
     if not os.path.isdir(engine_dir) or not os.path.isfile(path):
         raise FileNotFoundError(
             f"{engine_dir}: vLLM's extracted kernel is not there (no manifest.json); run "
             f"{FETCH} on a machine that reaches PyPI (or {FETCH} --wheel vllm-0.33.0-*.whl) and "
-            f"carry .engines/ to the device")
+            f"carry .engines/ to the device, or install vllm")
     with open(path) as f:
         manifest = json.load(f)
     seen = (manifest.get("schema_version"), manifest.get("engine"), manifest.get("version"))
-    if seen != (kManifestSchema, "vllm", "0.33.0"):
+    if seen != (kManifestSchema, "vllm", kMirroredVersion):
         raise RuntimeError(f"{path}: schema/engine/version {seen}, expected "
-                           f"({kManifestSchema}, 'vllm', '0.33.0'); run {FETCH} --force")
+                           f"({kManifestSchema}, 'vllm', '{kMirroredVersion}'); run {FETCH} --force")
     return manifest
 
 
@@ -227,11 +270,12 @@ def patch_triton_interpreter():
     return applied
 
 
-def load(engine_dir=DEFAULT_ENGINE_DIR):
-    """Loads vLLM's fused-MoE functions from engine_dir (relative paths: to the repo root).
+def load(engine_dir=None):
+    """Loads vLLM's fused-MoE functions from find_engine(engine_dir).
 
     Returns the fused_moe namespace (a module object) with vLLM's functions, plus: platform (the
-    shim current_platform), manifest, engine_dir and interpreter_patches. Cached per directory
+    shim current_platform), manifest, engine_dir, engine (find_engine's answer) and
+    interpreter_patches. Cached per directory
     and Triton mode (TRITON_INTERPRET is read when the kernel is decorated); in interpreter mode
     it first applies patch_triton_interpreter. Fails naming the fetch script when the directory
     is missing, and naming the file when vLLM's source is not what this harness mirrors.
@@ -239,11 +283,12 @@ def load(engine_dir=DEFAULT_ENGINE_DIR):
     import triton
     import triton.language as tl
 
-    engine_dir = os.path.realpath(_resolve(engine_dir))
+    engine = find_engine(engine_dir)
+    engine_dir = engine.path
     key = (engine_dir, bool(triton.knobs.runtime.interpret))
     if key in _LOADED:
         return _LOADED[key]
-    manifest = _read_manifest(engine_dir)
+    manifest = _read_manifest(engine)
     patches = patch_triton_interpreter() if key[1] else []
     platform = vllm_shims.Platform()
     vllm_shims.install_modules(platform)
@@ -259,7 +304,7 @@ def load(engine_dir=DEFAULT_ENGINE_DIR):
         mods[ns] = _exec_file(engine_dir, ns, rel, names, env)
         env.update({n: getattr(mods[ns], n) for n in names})
     fm = mods["fused_moe"]
-    fm.platform, fm.manifest, fm.engine_dir = platform, manifest, engine_dir
+    fm.platform, fm.manifest, fm.engine_dir, fm.engine = platform, manifest, engine_dir, engine
     fm.interpreter_patches = patches
     _LOADED[key] = fm
     return fm
@@ -338,20 +383,28 @@ class VllmTritonMoe:
         self._choices[M] = choice
         return choice
 
-    def prepare(self, topk_ids):
-        """vLLM's _prepare_expert_assignment for topk_ids [M, top_k]: align, or the naive path."""
+    def prepare(self, topk_ids, config=None):
+        """vLLM's _prepare_expert_assignment for topk_ids [M, top_k]: align, or the naive path.
+
+        config: the row to run (BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, num_stages), as vLLM
+        would hand it to the kernel; None = vLLM's own choice, config_for(M).
+        """
         M, top_k = topk_ids.shape
         if top_k != self.top_k:
             raise ValueError(f"VllmTritonMoe.prepare: topk_ids {tuple(topk_ids.shape)}, "
                              f"expected top_k = {self.top_k}")
-        config = self.config_for(M).config
+        config = self.config_for(M).config if config is None else dict(config)
         sorted_ids, expert_ids, post_padded = self.engine._prepare_expert_assignment(
             topk_ids, config, M, top_k, self.w1.size(0), None, ignore_invalid_experts=True,
             weights_host_resident=self.engine._weights_host_resident(self.w1, self.w2))
         return Prepared(sorted_ids, expert_ids, post_padded, config, M)
 
-    def run(self, x, topk_weights, topk_ids, prepared):
-        """out [M, K] = sum_j topk_weights[m, j] * w2[e] @ act(w1[e] @ x[m]); no host sync."""
+    def run(self, x, topk_weights, topk_ids, prepared, poison=None):
+        """out [M, K] = sum_j topk_weights[m, j] * w2[e] @ act(w1[e] @ x[m]); no host sync.
+
+        poison: a value the intermediate buffers are filled with first (a check passes NaN, so an
+        element no kernel wrote reaches the output as NaN); None, as vLLM, leaves them as found.
+        """
         eng, w1, w2 = self.engine, self.w1, self.w2
         M, top_k = topk_ids.shape
         if x.size(0) != M or prepared.num_tokens != M or topk_weights.shape != topk_ids.shape:
@@ -370,6 +423,9 @@ class VllmTritonMoe:
         cache3 = cache13[: M * top_k * K].view(M, top_k, K)
         cache2 = torch.empty((M * top_k, w2.size(2)), device=x.device, dtype=x.dtype)
         out = torch.empty_like(x)
+        if poison is not None:
+            cache13.fill_(poison)
+            cache2.fill_(poison)
         launch = dict(compute_type=eng.tl.bfloat16, use_fp8_w8a8=False, use_int8_w8a8=False,
                       use_int8_w8a16=False, use_int4_w4a16=False, per_channel_quant=False,
                       block_shape=None)

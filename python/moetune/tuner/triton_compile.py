@@ -1,0 +1,136 @@
+"""Compiles the rows of a triton_vllm table with vLLM's own kernel for a GPU arch, on any machine
+(Triton's compiler and its bundled ptxas; no GPU needed), and checks each fits the arch's shared
+memory. The tuner's rows pass triton_rules.feasible (a rule) before they are written; this is
+the compiler's word on the same rows.
+
+    python -m moetune.tuner.triton_compile TABLE.json [--arch sm_90a]
+
+Each row is compiled twice, as vLLM launches it for the table's shape at that row's M: GEMM1
+(x @ w1^T) and GEMM2 (act @ w2^T with the routed weights), with the argument specialization a
+real launch gets (strides of 1 as constants, values divisible by 16 marked so). Exit 0 when every
+row compiles within the limit, 1 otherwise (one line per failing row), 2 on bad input.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+from . import triton_rules
+
+_POINTERS = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "topk_weights_ptr": "*fp32",
+             "sorted_token_ids_ptr": "*i32", "expert_ids_ptr": "*i32",
+             "num_tokens_post_padded_ptr": "*i32"}
+
+
+def launch_args(problem, row, gemm):
+    """The integer arguments and constexprs vLLM's invoke_fused_moe_triton_kernel passes."""
+    M, K, I = problem["num_tokens"], problem["hidden_size"], problem["intermediate_size"]
+    E, top_k = problem["num_experts"], problem["top_k"]
+    n1 = triton_rules.gemm1_n(problem)
+    bm, pairs = row["BLOCK_SIZE_M"], M * top_k
+    naive = pairs * 4 <= E  # vLLM's align-free path: one block per (token, expert) pair
+    if naive:
+        em = pairs * bm
+    else:  # moe_align_block_size's buffer, then invoke_fused_moe_triton_kernel's small-M cut
+        em = pairs + E * (bm - 1)
+        if pairs < E:
+            em = min(pairs * bm, em)
+        if M < bm:
+            em = min(em, pairs * bm)
+    n, k = (n1, K) if gemm == 1 else (K, I)
+    ints = dict(N=n, K=k, EM=em, num_valid_tokens=M * top_k, stride_am=k, stride_ak=1,
+                stride_be=n * k, stride_bk=1, stride_bn=k, stride_cm=n, stride_cn=1,
+                stride_asm=0, stride_ask=0, stride_bse=0, stride_bsk=0, stride_bsn=0,
+                stride_bbe=0, stride_bbn=0)
+    constexprs = dict(group_n=0, group_k=0, naive_block_assignment=naive, SPLIT_K=1,
+                      MUL_ROUTED_WEIGHT=gemm == 2, top_k=top_k if gemm == 1 else 1,
+                      use_fp8_w8a8=False, use_int8_w8a8=False, use_int8_w8a16=False,
+                      per_channel_quant=False, HAS_BIAS=False, SWAP_AB=False, USE_TD=False,
+                      b_bias_ptr=None, a_scale_ptr=None, b_scale_ptr=None,
+                      BLOCK_SIZE_M=row["BLOCK_SIZE_M"], BLOCK_SIZE_N=row["BLOCK_SIZE_N"],
+                      BLOCK_SIZE_K=row["BLOCK_SIZE_K"], GROUP_SIZE_M=row["GROUP_SIZE_M"])
+    return ints, constexprs
+
+
+def compile_row(engine, problem, row, gemm, capability):
+    """Compiles one launch; returns the kernel's shared memory in bytes (raises on failure)."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    kernel = engine.fused_moe_kernel
+    ints, constexprs = launch_args(problem, row, gemm)
+    constexprs["compute_type"] = tl.bfloat16
+    signature, attrs = {}, {}
+    for i, name in enumerate(kernel.arg_names):
+        if name in constexprs:
+            signature[name] = "constexpr"
+        elif name in _POINTERS:
+            signature[name] = _POINTERS[name]
+            attrs[(i,)] = [["tt.divisibility", 16]]  # torch's allocations are 256-byte aligned
+        elif ints[name] == 1:  # Triton specializes an int argument of 1 to a constant
+            signature[name] = "constexpr"
+            constexprs[name] = 1
+        else:
+            signature[name] = "i32" if ints[name] < 2 ** 31 else "i64"
+            if ints[name] % 16 == 0:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    src = ASTSource(fn=kernel, signature=signature, attrs=attrs,
+                    constexprs={(kernel.arg_names.index(n),): v for n, v in constexprs.items()})
+    out = triton.compile(src, target=GPUTarget("cuda", capability, 32),
+                         options={"num_warps": row["num_warps"], "num_stages": row["num_stages"]})
+    return out.metadata.shared
+
+
+def check_table(path, arch):
+    """[(M, message)] for every row that does not compile within arch's limit."""
+    from moetune.engines import vllm_triton
+
+    with open(path) as f:
+        rows = {int(m): r for m, r in json.load(f).items() if m.isdigit()}
+    with open(path + ".moetune") as f:
+        key = json.load(f)["key"]
+    problem = {"hidden_size": key["hidden_size"], "intermediate_size": key["intermediate_size"],
+               "num_experts": key["num_experts"], "top_k": key["top_k"],
+               "activation": key["activation"], "dtype": key["dtype"], "arch": arch}
+    engine = vllm_triton.load()
+    capability = int(arch[3:5])
+    limit = triton_rules.kSmemLimitBytes[arch]
+    failures = []
+    for m, row in sorted(rows.items()):
+        p = dict(problem, num_tokens=m)
+        for gemm in (1, 2):
+            try:
+                shared = compile_row(engine, p, row, gemm, capability)
+            except Exception as e:  # noqa: BLE001  (a compile failure is this row's finding)
+                failures.append((m, f"GEMM{gemm} does not compile: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[-1] if str(e) else ''}"))
+                continue
+            if shared > limit:
+                failures.append((m, f"GEMM{gemm} needs {shared} bytes of shared memory, over "
+                                    f"{arch}'s {limit}"))
+    return failures
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("table", help="a vLLM table file with its .moetune manifest beside it")
+    ap.add_argument("--arch", default="sm_90a", choices=sorted(a for a in triton_rules.
+                                                               kSmemLimitBytes if a != "cpu"))
+    a = ap.parse_args(argv)
+    if not os.path.isfile(a.table) or not os.path.isfile(a.table + ".moetune"):
+        print(f"triton_compile: {a.table}: needs the table and its .moetune manifest",
+              file=sys.stderr)
+        return 2
+    failures = check_table(a.table, a.arch)
+    for m, why in failures:
+        print(f"{a.table}: row {m}: {why}")
+    if not failures:
+        print(f"{a.table}: every row compiles for {a.arch} within its shared memory")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""The triton family's testbed: one MoE problem run the way vLLM runs it, through vLLM's own kernel
+(moetune.engines.vllm_triton), checked against a reference and timed.
+
+Modes: "cuda" (compiled Triton on GPU 0) or "interpreter" (TRITON_INTERPRET=1 on the CPU: Triton
+runs each program in numpy; chosen when the environment sets it or no GPU is visible, and fixed
+for the process, since Triton reads it when the kernel is decorated).
+
+  prepare  x ~ N(0,1) [M, K], w1 ~ N(0,1)/sqrt(K) [E, N1, K], w2 ~ N(0,1)/sqrt(I) [E, K, I], bf16,
+           from the seed; routing from the profile (same kinds as core/routing.hpp, drawn with
+           torch's generator: the same distributions, not the C++ workers' bits); the reference
+           (fp64 on the CPU, fp32 per expert on the GPU).
+  run      vLLM's layer for one row: align (vLLM's wrapper, computed once per BLOCK_SIZE_M and
+           kept out of the timings, as the anchors time vLLM), GEMM1, activation, GEMM2 with the
+           routed weights, top-k sum.
+  check    one run with the intermediate buffers poisoned (NaN), compared with the reference;
+           digest = FNV-1a of the output's bits (the winner's recheck compares it).
+  time     interpreter: wall time per run; cuda: one CUDA graph of the run, replayed `reps`
+           times with L2 flushed before each replay, CUDA events around each replay.
+  compile  cuda: vLLM's two launches traced with warmup=True under Triton's AsyncCompileMode (a
+           thread pool), so the kernels of a batch compile together; the interpreter has nothing
+           to compile.
+"""
+
+import math
+import os
+
+import torch
+
+from . import triton_rules
+
+kFlushFactor = 2  # the L2 flush writes this many times the L2's size
+
+
+class Failure(Exception):
+    """A request's failure class (a tuner Outcome name) and why."""
+
+    def __init__(self, outcome, message):
+        super().__init__(message)
+        self.outcome = outcome
+        self.message = message
+
+
+def fnv1a(data):
+    """core's fnv1a_digest: 16 hex digits of FNV-1a 64 over the bytes."""
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return f"{h:016x}"
+
+
+def _digest(out):
+    data = out.detach().contiguous().view(torch.int16).cpu().numpy().tobytes()
+    if len(data) <= 1 << 16:
+        return fnv1a(data)
+    import hashlib  # pure-Python FNV is too slow for a large M: blake2b, marked as such
+
+    return "b2" + hashlib.blake2b(data, digest_size=7).hexdigest()
+
+
+def make_routing(profile, M, E, top_k, device):
+    """topk_ids [M, top_k] int32 and topk_weights [M, top_k] fp32 (softmax probabilities of the
+    chosen experts, not renormalised) for a core RoutingProfile JSON object."""
+    kind = profile.get("kind", "uniform")
+    g = torch.Generator().manual_seed(int(profile.get("seed", 0)))
+    probs = torch.softmax(torch.randn(M, E, generator=g, dtype=torch.float64), dim=-1)
+    if kind == "uniform":
+        ids = torch.topk(probs, top_k, dim=-1).indices
+    elif kind == "balanced":
+        ids = (torch.arange(M * top_k) % E).view(M, top_k)
+    elif kind == "single_expert":
+        forced = probs.clone()
+        forced[:, 0] = 2.0
+        ids = torch.topk(forced, top_k, dim=-1).indices
+    elif kind == "zipf":
+        w = 1.0 / torch.arange(1, E + 1, dtype=torch.float64) ** float(profile.get("zipf_s", 1.2))
+        ids = torch.multinomial(w.expand(M, E), top_k, replacement=False, generator=g)
+    elif kind == "block_permutation":
+        block = int(profile.get("block", 64))
+        perms = [torch.randperm(E, generator=g)[:top_k] for _ in range(max(1, -(-M // block)))]
+        ids = torch.stack([perms[t // block] for t in range(M)]) if M else \
+            torch.zeros(0, top_k, dtype=torch.long)
+    elif kind == "trace":
+        ids = _trace_ids(profile.get("trace_path", ""), M, E, top_k)
+    else:
+        raise Failure("launch_failed", f"routing kind '{kind}' is not known to the triton worker")
+    weights = probs.gather(1, ids.long())
+    return (ids.to(torch.int32).contiguous().to(device),
+            weights.to(torch.float32).contiguous().to(device))
+
+
+def _trace_ids(path, M, E, top_k):
+    import json
+
+    with open(path) as f:
+        text = f.read()
+    rows = json.loads(text) if text.lstrip().startswith("[") else \
+        [[int(v) for v in line.split()] for line in text.splitlines() if line.strip()]
+    if not rows:
+        raise Failure("launch_failed", f"{path}: an empty routing trace")
+    for i, row in enumerate(rows):
+        if len(row) != top_k or len(set(row)) != top_k or max(row) >= E or min(row) < 0:
+            raise Failure("launch_failed", f"{path}: row {i} is {row}; expected {top_k} distinct "
+                          f"expert ids below E={E}")
+    return torch.tensor([rows[t % len(rows)] for t in range(M)], dtype=torch.long)
+
+
+class Testbed:
+    """One problem at a time; see the module docstring."""
+
+    def __init__(self, interpret):
+        self.interpret = interpret
+        self.device = "cpu" if interpret else "cuda"
+        self.engine = None
+        self.data = None
+        self.problem = None
+        self._assignments = {}  # BLOCK_SIZE_M -> vLLM's Prepared
+        self._executor = None
+        self._pending = {}  # short(row) -> [FutureKernel]: a background compile's kernels
+
+    # ---- setup ----
+
+    def load(self):
+        from moetune.engines import vllm_triton
+
+        self.engine = vllm_triton.load()
+        return self.engine
+
+    def smem_limit(self):
+        """The device's shared memory per block (None in the interpreter: the arch's rule)."""
+        if self.interpret:
+            return None
+        return torch.cuda.get_device_properties(0).shared_memory_per_block_optin
+
+    def default_row(self, problem):
+        """vLLM's own get_default_config for bf16 at M = num_tokens."""
+        p = problem
+        row = self.engine.get_default_config(p["num_tokens"], p["num_experts"],
+                                             p["intermediate_size"], p["hidden_size"], p["top_k"],
+                                             None, None)
+        # VLLM_BATCH_INVARIANT leaves warps and stages to Triton's defaults (4 and 3).
+        return {f: row.get(f, {"num_warps": 4, "num_stages": 3}.get(f)) for f in
+                triton_rules.ROW_FIELDS}
+
+    def prepare(self, problem, routing, seed):
+        from moetune.engines import vllm_triton
+
+        self.stop()
+        self.data, self.problem, self._assignments = None, None, {}
+        reason = triton_rules.unsupported_problem(problem)
+        if reason:
+            raise Failure("launch_failed", reason)
+        M, K, I = problem["num_tokens"], problem["hidden_size"], problem["intermediate_size"]
+        E, top_k, act = problem["num_experts"], problem["top_k"], problem["activation"]
+        n1 = triton_rules.gemm1_n(problem)
+        dev = self.device
+        g = torch.Generator(device=dev).manual_seed(int(seed))
+        x = torch.randn(M, K, generator=g, device=dev).to(torch.bfloat16)
+        # Expert by expert: an fp32 draw of all of w1 at once would need 4x the bf16 weights.
+        w1 = torch.empty(E, n1, K, dtype=torch.bfloat16, device=dev)
+        w2 = torch.empty(E, K, I, dtype=torch.bfloat16, device=dev)
+        for e in range(E):
+            w1[e] = torch.randn(n1, K, generator=g, device=dev) / math.sqrt(K)
+            w2[e] = torch.randn(K, I, generator=g, device=dev) / math.sqrt(I)
+        ids, tw = make_routing(routing, M, E, top_k, dev)
+        layer = vllm_triton.VllmTritonMoe(w1, w2, top_k, act, engine=self.engine)
+        ref = self._reference(x, w1, w2, tw, ids, act)
+        self.data = dict(x=x, w1=w1, w2=w2, tw=tw, ids=ids, layer=layer, ref=ref,
+                         ref_norm=float(ref.double().norm()))
+        self.problem = problem
+
+    def _reference(self, x, w1, w2, tw, ids, act):
+        """sum_j tw[m, j] * w2[e] @ act(w1[e] @ x[m]) per expert: fp64 on the CPU, fp32 on GPU."""
+        dt = torch.float64 if self.interpret else torch.float32
+        out = torch.zeros(x.shape, dtype=dt, device=x.device)
+        flat = ids.long().flatten()
+        inter = w2.shape[2]
+        for e in flat.unique().tolist():
+            pairs = (flat == e).nonzero().flatten()
+            rows = pairs // ids.shape[1]
+            h = x[rows].to(dt) @ w1[e].to(dt).T
+            a = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:] if act == "silu" else \
+                torch.relu(h).square()
+            y = a @ w2[e].to(dt).T
+            out.index_add_(0, rows, y * tw.flatten()[pairs].to(dt).unsqueeze(1))
+        return out
+
+    def _need(self):
+        if self.data is None:
+            raise Failure("launch_failed", "no prepare before this request")
+        return self.data
+
+    def _assignment(self, row):
+        """vLLM's expert assignment for the row (align once per BLOCK_SIZE_M), carrying the row."""
+        d = self._need()
+        bm = row["BLOCK_SIZE_M"]
+        if bm not in self._assignments:
+            self._assignments[bm] = d["layer"].prepare(d["ids"], config=row)
+        return self._assignments[bm]._replace(config=dict(row))
+
+    def _run(self, row, poison=None):
+        d = self._need()
+        return d["layer"].run(d["x"], d["tw"], d["ids"], self._assignment(row), poison=poison)
+
+    # ---- compile ----
+
+    def _trace(self, row, collected):
+        """vLLM's two launches for row with warmup=True: compiles (or, under AsyncCompileMode,
+        queues the compile of) both kernels without launching them."""
+        eng = self.engine
+        real = eng.fused_moe_kernel
+
+        class Warm:
+            def __getitem__(self, grid):
+                def launch(*args, **kwargs):
+                    collected.append(real.run(*args, grid=grid, warmup=True, **kwargs))
+                return launch
+
+        eng.fused_moe_kernel = Warm()
+        try:
+            self._run(row)
+        finally:
+            eng.fused_moe_kernel = real
+
+    def compile(self, rows):
+        """Compiles rows now, together; one Failure or None per row."""
+        started = self._start(rows)
+        return [self._finish(key) for key in started]
+
+    def compile_in_background(self, rows):
+        """Starts compiling rows; a row's check waits for its own (wait_for)."""
+        self._start(rows)
+
+    def _start(self, rows):
+        keys = [triton_rules.short(r) for r in rows]
+        if self.interpret:
+            return keys
+        from concurrent.futures import ThreadPoolExecutor
+
+        from triton.runtime import _async_compile
+
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max(1, min(16, (os.cpu_count() or 2) - 1)))
+        mode = _async_compile.AsyncCompileMode(self._executor)
+        mode.__enter__()
+        try:
+            for key, row in zip(keys, rows):
+                collected = []
+                try:
+                    self._trace(row, collected)
+                except Exception as e:  # noqa: BLE001  (a frontend error is this row's own)
+                    collected = [e]
+                self._pending[key] = collected
+        finally:
+            _async_compile.active_mode.set(None)  # leave without waiting: compiles go on
+        return keys
+
+    def _finish(self, key):
+        """Waits for key's kernels (finalizing them into Triton's cache); its Failure or None."""
+        for item in self._pending.pop(key, []):
+            try:
+                if isinstance(item, Exception):
+                    raise item
+                if hasattr(item, "result"):
+                    item.result()
+            except Exception as e:  # noqa: BLE001
+                return Failure("compile_failed", f"{type(e).__name__}: {e}"[:2000])
+        return None
+
+    def wait_for(self, row):
+        failure = self._finish(triton_rules.short(row))
+        if failure is not None:
+            raise failure
+
+    def stop(self):
+        """Cancels compiles not started yet and waits for the running ones (no timing shares
+        the host with a compile)."""
+        for items in self._pending.values():
+            for item in items:
+                if hasattr(item, "future"):
+                    item.future.cancel()
+        for key in list(self._pending):
+            self._finish(key)
+
+    # ---- check and time ----
+
+    def check(self, row, corrupt=None):
+        """The gate's inputs for one run of row; corrupt "wrong" / "nan" writes 1e4 / NaN into
+        output element 0 after the run (test only: the gate must catch it)."""
+        d = self._need()
+        if not self.interpret:
+            self.wait_for(row)
+            failure = self.compile([row])[0]
+            if failure is not None:
+                raise failure
+        out = self._run(row, poison=float("nan"))
+        if corrupt == "wrong":
+            out.view(-1)[0] = 1.0e4
+        elif corrupt == "nan":
+            out.view(-1)[0] = float("nan")
+        if not self.interpret:
+            torch.cuda.synchronize()
+        flat = out.double().flatten()
+        finite = torch.isfinite(flat)
+        all_finite = bool(finite.all())
+        first_bad = -1
+        if not all_finite:
+            first_bad = int((~finite).nonzero()[0])
+            rel = math.inf
+        else:
+            err = flat - d["ref"].double().flatten()
+            norm = d["ref_norm"]
+            rel = float(err.norm()) / norm if norm > 0 else (0.0 if float(err.norm()) == 0 else
+                                                             math.inf)
+            if rel > 1e-2:  # tolerance_for(bf16): say where it is worst
+                first_bad = int(err.abs().argmax())
+        return {"rel_l2_error": rel, "all_finite": all_finite, "all_written": all_finite,
+                "digest": _digest(out), "first_bad": first_bad}
+
+    def time(self, row, warmup, reps):
+        """Samples in microseconds, one per run (see the module docstring)."""
+        import time
+
+        if self.interpret:
+            for _ in range(warmup):
+                self._run(row)
+            samples = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                self._run(row)
+                samples.append((time.perf_counter() - t0) * 1e6)
+            return samples
+        self.wait_for(row)
+        self._run(row)  # compiled and loaded before the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            self._run(row)
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        flush = torch.empty(kFlushFactor * l2, dtype=torch.uint8, device="cuda")
+        for _ in range(warmup):
+            graph.replay()
+        events = []
+        for _ in range(reps):
+            flush.zero_()
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            graph.replay()
+            end.record()
+            events.append((start, end))
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) * 1e3 for s, e in events]
+        del graph
+        return samples

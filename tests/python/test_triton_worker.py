@@ -1,0 +1,201 @@
+"""moetune.tuner: the triton family's rules (triton_rules) and its worker (triton_worker), on the CPU.
+
+The rules answer the cases tests/kernels/triton/triton_vllm_cases.json holds (the C++ mirror
+answers the same ones, word for word), and their default rule is vLLM's own get_default_config.
+The worker is driven over its two pipes as `moetune tune` drives it, under Triton's interpreter:
+hello, space, feasible, prepare, check, time, and every fault it injects (a wrong or NaN output
+must show in the check it answers; crash must end the process by SIGSEGV; hang must not answer).
+tests/tuner/triton_demo_test.py runs the whole tuner through it. Engine-dependent tests skip
+without .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py).
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from moetune.tuner import triton_rules
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
+with open(os.path.join(REPO, "tests", "kernels", "triton", "triton_vllm_cases.json")) as f:
+    CASES = json.load(f)
+needs_engine = pytest.mark.skipif(
+    not os.path.isfile(os.path.join(ENGINE, "manifest.json")),
+    reason=".engines/vllm-0.33.0 is absent: run scripts/fetch_engine_kernels.py")
+TINY = {"num_tokens": 4, "hidden_size": 64, "intermediate_size": 32, "num_experts": 8,
+        "top_k": 2, "activation": "silu", "dtype": "bf16", "arch": "cpu"}
+
+
+@pytest.mark.parametrize("case", CASES["feasible"], ids=lambda c: c["what"])
+def test_feasible_gives_the_shared_reason(case):
+    assert triton_rules.feasible(case["problem"], case["config"]) == case["reason"]
+
+
+def test_default_rule_gives_the_shared_rows():
+    for case in CASES["default"]:
+        assert triton_rules.default_row(case["problem"]) == case["row"], case["problem"]
+
+
+def test_space_has_the_shared_size_ends_and_feasible_count():
+    for case in CASES["space"]:
+        p = case["problem"]
+        space = triton_rules.space(p)
+        assert (len(space), space[0], space[-1]) == (case["size"], case["first"], case["last"]), p
+        feasible = sum(not triton_rules.feasible(p, triton_rules.config_of_row(r)) for r in space)
+        assert feasible == case["feasible_sm90"], p
+
+
+def test_space_drops_only_equivalent_group_sizes():
+    """At M = 1 (vLLM's naive path, 8 M-blocks) GROUP_SIZE_M 16, 32 and 64 order the same
+    programs: one of them stays; at M = 4096 all four differ."""
+    p = dict(TINY, hidden_size=2048, intermediate_size=768, num_experts=128, top_k=8,
+             arch="sm_90a", num_tokens=1)
+    assert triton_rules.num_m_blocks(p, 64) == 8
+    assert {r["GROUP_SIZE_M"] for r in triton_rules.space(p)} == {1, 16}
+    p["num_tokens"] = 4096
+    assert {r["GROUP_SIZE_M"] for r in triton_rules.space(p)} == {1, 16, 32, 64}
+
+
+def test_row_and_config_round_trip():
+    row = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 16,
+           "num_warps": 8, "num_stages": 3}
+    config = triton_rules.config_of_row(row)
+    assert triton_rules.row_of(config) == row and config["gemm1"] == config["gemm2"]
+    assert triton_rules.moe_config({"gemm1": config["gemm1"]}) == config  # gemm2 absent = gemm1
+
+
+@needs_engine
+def test_default_rule_is_vllms_own_get_default_config():
+    from moetune.engines import vllm_triton
+
+    eng = vllm_triton.load()
+    for E in (8, 64, 256):
+        for M in (1, 2, 31, 32, 33, 64, 65, 96, 97, 128, 129, 512, 513, 8192, 65536):
+            got = eng.get_default_config(M, E, 768, 2048, 8, None, None)
+            want = triton_rules.default_row(dict(TINY, num_tokens=M, num_experts=E))
+            assert {k: got[k] for k in triton_rules.ROW_FIELDS} == want, (M, E, got)
+            assert got["SPLIT_K"] == 1
+
+
+class Worker:
+    """python -m moetune.tuner.triton_worker on two pipes, as `moetune worker` execs it."""
+
+    def __init__(self):
+        r_in, self.w_in = os.pipe()
+        self.r_out, w_out = os.pipe()
+        env = dict(os.environ, TRITON_INTERPRET="1")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "moetune.tuner.triton_worker", "--fd-in", str(r_in),
+             "--fd-out", str(w_out)], pass_fds=(r_in, w_out), env=env)
+        os.close(r_in)
+        os.close(w_out)
+        self.out = os.fdopen(self.r_out)
+
+    def ask(self, request, timeout=60):
+        import select
+
+        os.write(self.w_in, (json.dumps(request) + "\n").encode())
+        ready, _, _ = select.select([self.out], [], [], timeout)
+        if not ready:
+            return None
+        line = self.out.readline()
+        return json.loads(line) if line else None
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        os.close(self.w_in)
+        self.out.close()
+
+
+@pytest.fixture
+def worker():
+    w = Worker()
+    yield w
+    w.close()
+
+
+def _prepared(worker):
+    hello = worker.ask({"op": "hello"})
+    assert hello["ok"] and hello["family"] == "triton_vllm" and hello["backend"] == "triton", hello
+    assert hello["protocol_version"] == 3 and hello["device"]["arch"] == "cpu", hello
+    space = worker.ask({"op": "space", "problem": TINY})
+    assert space["gemm_spaces"] == [] and len(space["configs"]) == len(triton_rules.space(TINY))
+    assert worker.ask({"op": "prepare", "problem": TINY, "routing": {"kind": "uniform", "seed": 3},
+                       "seed": 3}) == {"ok": True}
+    return space
+
+
+@needs_engine
+def test_worker_checks_times_and_reports_each_fault_as_the_tuner_expects(worker):
+    space = _prepared(worker)
+    config = space["configs"][0]
+    feasible = worker.ask({"op": "feasible", "problem": TINY,
+                           "configs": [config, {"gemm1": {"tile": {"block_m": 24}}}]})
+    assert feasible["reasons"][0] == "" and "block_m = 24" in feasible["reasons"][1], feasible
+    good = worker.ask({"op": "check", "config": config, "fault": ""})
+    assert good["ok"] and good["rel_l2_error"] < 1e-2 and good["first_bad"] == -1, good
+    again = worker.ask({"op": "check", "config": config, "fault": ""})
+    assert again["digest"] == good["digest"]  # the winner's recheck compares it
+    timed = worker.ask({"op": "time", "config": config, "fault": "", "warmup": 0, "reps": 2})
+    assert len(timed["samples_us"]) == 2 and min(timed["samples_us"]) > 0, timed
+    wrong = worker.ask({"op": "check", "config": config, "fault": "wrong"})
+    assert wrong["rel_l2_error"] > 1e-2 and wrong["first_bad"] == 0, wrong
+    nan = worker.ask({"op": "check", "config": config, "fault": "nan"})
+    assert nan["all_finite"] is False and nan["rel_l2_error"] is None, nan
+    fast = worker.ask({"op": "time", "config": config, "fault": "wrong", "warmup": 0, "reps": 2})
+    assert max(fast["samples_us"]) < min(timed["samples_us"]) / 10, (fast, timed)
+    for fault, outcome in (("compile", "compile_failed"), ("launch", "launch_failed"),
+                           ("oom", "oom")):
+        failed = worker.ask({"op": "check", "config": config, "fault": fault})
+        assert failed == {"ok": False, "outcome": outcome,
+                          "message": f"injected {fault} fault (test-only --inject-fault)"}
+    pre = worker.ask({"op": "precompile", "configs": space["configs"][:2],
+                      "faults": ["compile", ""]})
+    assert pre["outcomes"] == ["compile_failed", "ok"], pre
+
+
+@needs_engine
+def test_worker_crash_fault_is_a_real_sigsegv(worker):
+    space = _prepared(worker)
+    assert worker.ask({"op": "check", "config": space["configs"][0], "fault": "crash"}) is None
+    assert worker.proc.wait(timeout=30) == -signal.SIGSEGV
+
+
+@needs_engine
+def test_worker_hang_fault_never_answers(worker):
+    space = _prepared(worker)
+    assert worker.ask({"op": "time", "config": space["configs"][0], "fault": "hang",
+                       "warmup": 0, "reps": 1}, timeout=3) is None
+    assert worker.proc.poll() is None  # still there: the parent's timeout must kill it
+
+
+def test_worker_without_the_engine_fails_hello_naming_the_fetch_script(tmp_path):
+    """No vLLM source anywhere: hello answers launch_failed, which the tuner reports."""
+    probe = ("import json, sys; from moetune.engines import vllm_triton as v; "
+             "v.find_engine = lambda d=None, f=v.find_engine: f(d or sys.argv[1]); "
+             "from moetune.tuner import triton_worker as w; "
+             "print(w.Worker(True).respond(json.dumps({'op': 'hello'})))")
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    out = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "none")], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    answer = json.loads(out.splitlines()[-1])
+    assert answer["ok"] is False and answer["outcome"] == "launch_failed", answer
+    assert "scripts/fetch_engine_kernels.py" in answer["message"], answer
+
+
+def test_find_engine_prefers_the_argument_then_an_installed_vllm_then_engines(tmp_path):
+    from moetune.engines import vllm_triton
+
+    assert vllm_triton.find_engine(str(tmp_path)) == (os.path.realpath(tmp_path), "argument")
+    found = vllm_triton.find_engine()
+    if vllm_triton._installed_vllm_root() is None:
+        assert found.origin == ".engines" and found.path.endswith(".engines/vllm-0.33.0"), found
+    else:
+        assert found.origin == "installed vllm", found
