@@ -52,13 +52,25 @@ int exec_python_worker(std::string const& backend, int fd_in, int fd_out) {
   std::string const module = "moetune.tuner." + backend + "_worker";
   std::string const python = python_executable();
   put_package_on_path();
+  // The package is entered without running its __init__, which loads the torch ops library the
+  // worker never uses: the checkout's python/ on PYTHONPATH is then enough (a device machine).
+  size_t const dot = module.rfind('.');
+  std::string const launcher =
+      "import importlib.util as u, sys\n"
+      "spec = u.find_spec('moetune')\n"
+      "if spec is None: sys.exit('moetune worker: the Python package moetune is not importable; "
+      "put its folder (python/ of the checkout, or build/python) on PYTHONPATH')\n"
+      "sys.modules['moetune'] = u.module_from_spec(spec)\n"
+      "from " +
+      module.substr(0, dot) + " import " + module.substr(dot + 1) + " as worker\n" +
+      "sys.exit(worker.main(sys.argv[1:]))\n";
   std::vector<std::string> args = {
-      python, "-m", module, "--fd-in", std::to_string(fd_in), "--fd-out", std::to_string(fd_out)};
+      python, "-c", launcher, "--fd-in", std::to_string(fd_in), "--fd-out", std::to_string(fd_out)};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());
-  std::cerr << "moetune worker --backend " << backend << ": cannot run " << python << " -m "
+  std::cerr << "moetune worker --backend " << backend << ": cannot run " << python << " for "
             << module << ": " << std::strerror(errno)
             << "; install python3 with torch and triton, or build with MOETUNE_BUILD_PYTHON\n";
   return 127;

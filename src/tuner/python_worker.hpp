@@ -1,9 +1,10 @@
 // Workers of kernel families that live in Python. `moetune worker --backend triton` (what
-// WorkerClient starts, worker.hpp) replaces itself with `python3 -m moetune.tuner.triton_worker`
-// by exec: same process, same pipes on fds 3 and 4, same PDEATHSIG and core limit, so the parent's
-// isolation, timeouts and outcomes (a SIGSEGV in Triton is crashed(SIGSEGV)) hold unchanged.
-// The interpreter is the one this build's Python package was built with (else python3 on PATH);
-// the build tree's package (build/python) goes first on PYTHONPATH when it is there.
+// WorkerClient starts, worker.hpp) replaces itself by exec with python3 running
+// moetune.tuner.triton_worker's main: same process, same pipes on fds 3 and 4, same PDEATHSIG and
+// core limit, so the parent's isolation, timeouts and outcomes (a SIGSEGV in Triton is
+// crashed(SIGSEGV)) hold unchanged. The interpreter is the one this build's Python package was
+// built with (else python3 on PATH); the build tree's package (build/python) goes first on
+// PYTHONPATH when it is there. The package's __init__ (it loads the torch ops library) is not run.
 #pragma once
 
 #include <string>

@@ -162,6 +162,13 @@ def test_worker_checks_times_and_reports_each_fault_as_the_tuner_expects(worker)
 
 
 @needs_engine
+def test_interpreter_worker_refuses_a_gpu_recipe_instead_of_interpreting_its_space(worker):
+    assert worker.ask({"op": "hello"})["ok"]
+    answer = worker.ask({"op": "space", "problem": dict(TINY, arch="sm_90a")})
+    assert answer["ok"] is False and "tune it on that GPU" in answer["message"], answer
+
+
+@needs_engine
 def test_worker_crash_fault_is_a_real_sigsegv(worker):
     space = _prepared(worker)
     assert worker.ask({"op": "check", "config": space["configs"][0], "fault": "crash"}) is None

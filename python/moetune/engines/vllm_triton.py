@@ -38,7 +38,6 @@ import json
 import os
 import re
 import symtable
-import sys
 import types
 import typing
 

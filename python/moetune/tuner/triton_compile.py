@@ -124,6 +124,10 @@ def main(argv=None):
         print(f"triton_compile: {a.table}: needs the table and its .moetune manifest",
               file=sys.stderr)
         return 2
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        print("triton_compile: TRITON_INTERPRET=1 is set; the interpreter compiles nothing: unset "
+              "it", file=sys.stderr)
+        return 2
     failures = check_table(a.table, a.arch)
     for m, why in failures:
         print(f"{a.table}: row {m}: {why}")

@@ -49,12 +49,21 @@ def fnv1a(data):
 
 
 def _digest(out):
-    data = out.detach().contiguous().view(torch.int16).cpu().numpy().tobytes()
-    if len(data) <= 1 << 16:
-        return fnv1a(data)
-    import hashlib  # pure-Python FNV is too slow for a large M: blake2b, marked as such
-
-    return "b2" + hashlib.blake2b(data, digest_size=7).hexdigest()
+    """16 hex digits of the output's bits: FNV-1a (core's) for small outputs; for large ones a
+    linear hash on the device, sum_i (bits_i + 2^16) * (i + 1) * 0x9E3779B97F4A7C15 mod 2^64
+    (integer sums are exact in any order, so equal bits give equal digests)."""
+    bits = out.detach().contiguous().view(torch.int16).flatten()
+    if bits.numel() <= 1 << 15:
+        return fnv1a(bits.cpu().numpy().tobytes())
+    golden = -0x61C8864680B583EB  # 0x9E3779B97F4A7C15 as a signed 64-bit integer
+    total = torch.zeros((), dtype=torch.int64, device=bits.device)
+    step = 1 << 24
+    for start in range(0, bits.numel(), step):
+        chunk = bits[start:start + step].to(torch.int64) + 65536
+        index = torch.arange(start + 1, start + 1 + chunk.numel(), dtype=torch.int64,
+                             device=bits.device)
+        total += (chunk * (index * golden)).sum()  # wraps mod 2^64, as intended
+    return "h" + f"{int(total) & 0xFFFFFFFFFFFFFFFF:016x}"[1:]
 
 
 def make_routing(profile, M, E, top_k, device):

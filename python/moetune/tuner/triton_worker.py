@@ -92,6 +92,11 @@ class Worker:
                     "device": self.device()}
         if op == "space":
             problem = req["problem"]
+            if bed.interpret and problem.get("arch") != "cpu":
+                raise self.tb.Failure(
+                    "launch_failed", f"problem.arch = {problem.get('arch')} is a GPU's, but this "
+                    "worker runs Triton's interpreter (no GPU visible, or TRITON_INTERPRET=1); "
+                    "tune it on that GPU, or give the recipe arch cpu (recipes/demo-triton.json)")
             default = bed.default_row(problem)
             return {"default_config": rules.config_of_row(default),
                     "configs": [rules.config_of_row(r) for r in rules.space(problem, default)],

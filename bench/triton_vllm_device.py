@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Issue 52 on the device: vLLM's own Triton fused-MoE kernel tuned by `moetune tune` (the triton
+family), then vLLM's layer timed with (a) our file, (b) the file vLLM ships for this GPU, (c)
+vLLM's default rule, at S1-S3 x 12 M (bf16). Prints a short table last; writes CSVs to --out.
+
+    python3 bench/triton_vllm_device.py --out DIR [--phase tune|time|all] [--shapes S1,S2,S3]
+        [--moetune .devbin/moetune] [--agreement S2 --agreement-tunes 3] [--budget-min 5]
+
+Needs: .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py here, then carry .engines), a moetune
+binary (scripts/build_device.sh: .devbin/moetune; carry .devbin), torch and triton (the device's
+python3). The checkout's python/ is the package (its torch ops library is not needed: the worker
+and this script enter the package without its __init__). Device tool, one shape per call keeps
+each call under its 10 minutes:
+    carry [".engines", ".devbin"], command
+    "PYTHONUNBUFFERED=1 python3 bench/triton_vllm_device.py --out $OUT --shapes S2 --phase all"
+
+tune  per shape: a recipe (device = this GPU's name, arch sm_90a, the 12 buckets, routing uniform),
+      `moetune tune --store` into DIR/tables (the vLLM file + manifest), wall time from a cold
+      Triton cache (TRITON_CACHE_DIR fresh under DIR unless --warm-cache); --agreement S adds
+      --agreement-tunes more tunes of S into DIR/agree-K/.
+time  per shape and M: vLLM's layer (moetune.engines.vllm_triton: vLLM's launch, align
+      precomputed as the anchors do) for each config, checked against an fp32 reference first,
+      then one CUDA graph per config replayed with L2 flushed before each replay, in 4
+      interleaved passes (a b c, c b a, c b a, a b c); median and a bootstrap 95% interval of the
+      median per system. (a) = vLLM's lookup with VLLM_TUNED_CONFIG_FOLDER=DIR/tables, (b) = its
+      lookup without (the shipped file; where none exists for this GPU, vLLM's default, marked),
+      (c) = get_default_config. With --agreement, the agreement tunes' winners for that shape are
+      timed in the same passes with (a): a bucket agrees when every tune's winner (a's
+      included) is within 1% of the fastest of them (pooled measurements).
+Targets (issue 52): tune <= 300 s per shape; geomean(c / a) >= 1.15; no M where a is slower than b
+beyond the intervals; agreement >= 95% of buckets.
+"""
+
+import argparse
+import csv
+import json
+import math
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+# S1-S3 as bench/torch_ops_bench.py (shared/anchors/h200-baseline.md) has them.
+SHAPES = {
+    "S1": dict(E=128, K=2688, I=1856, top_k=6, act="relu2"),
+    "S2": dict(E=128, K=2048, I=768, top_k=8, act="silu"),
+    "S3": dict(E=8, K=4096, I=14336, top_k=2, act="silu"),
+}
+MS = [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+kPasses = ("abc", "cba", "cba", "abc")
+
+
+def package():
+    """moetune.engines / moetune.tuner from the checkout's python/, without the package's __init__
+    (it loads the torch ops library, which these do not use)."""
+    import importlib.util
+
+    sys.path.insert(0, os.path.join(REPO, "python"))
+    spec = importlib.util.find_spec("moetune")
+    sys.modules["moetune"] = importlib.util.module_from_spec(spec)
+    from moetune.engines import vllm_triton
+    from moetune.tuner import triton_rules
+    return vllm_triton, triton_rules
+
+
+def table_name(shape, device_name):
+    """vLLM's file name for a shape on this GPU (get_config_file_name's rule, bf16)."""
+    dev = device_name.replace(" ", "_")
+    dev = "NVIDIA_H200" if "H200" in dev.split("_") else dev
+    return f"E={SHAPES[shape]['E']},N={SHAPES[shape]['I']},device_name={dev}.json"
+
+
+def write_recipe(path, shape, device_name):
+    s = SHAPES[shape]
+    recipe = {"recipe_version": 1, "name": f"triton-vllm-{shape}", "shapes": [{
+        "name": shape,
+        "problem": {"hidden_size": s["K"], "intermediate_size": s["I"], "num_experts": s["E"],
+                    "top_k": s["top_k"], "activation": s["act"], "dtype": "bf16",
+                    "arch": "sm_90a"},
+        "device": device_name, "backend": "triton", "family": "triton_vllm",
+        "family_version": 1, "buckets": MS, "routing": {"kind": "uniform", "seed": 0}}]}
+    with open(path, "w") as f:
+        json.dump(recipe, f, indent=2)
+
+
+def tune(a, shape, out_dir, store, log):
+    import torch
+
+    os.makedirs(out_dir, exist_ok=True)
+    recipe = os.path.join(a.out, f"recipe-{shape}.json")
+    write_recipe(recipe, shape, torch.cuda.get_device_name(0))
+    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
+    if not a.warm_cache:
+        env["TRITON_CACHE_DIR"] = os.path.join(a.out, f"triton-cache-{shape}-{time.time_ns()}")
+    cmd = [a.moetune, "tune", "--recipe", recipe, "--out", out_dir, "--store", store, "--json"]
+    if a.budget_min:
+        cmd += ["--budget-min", str(a.budget_min)]
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    seconds = time.monotonic() - started
+    with open(log, "a") as f:
+        f.write(f"+ {' '.join(cmd)}\nexit {proc.returncode} after {seconds:.1f} s\n{proc.stderr}\n")
+    print(f"tune {shape}: exit {proc.returncode} in {seconds:.1f} s -> {out_dir}", flush=True)
+    if proc.returncode != 0:
+        print(proc.stderr[-3000:], flush=True)
+    return seconds, proc.returncode
+
+
+def make_layer(vt, shape, seed=1234):
+    import torch
+
+    s = SHAPES[shape]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    n1 = 2 * s["I"] if s["act"] == "silu" else s["I"]
+    w1 = torch.empty(s["E"], n1, s["K"], dtype=torch.bfloat16, device="cuda")
+    w2 = torch.empty(s["E"], s["K"], s["I"], dtype=torch.bfloat16, device="cuda")
+    for e in range(s["E"]):
+        w1[e] = torch.randn(n1, s["K"], generator=g, device="cuda") / math.sqrt(s["K"])
+        w2[e] = torch.randn(s["K"], s["I"], generator=g, device="cuda") / math.sqrt(s["I"])
+    return vt.VllmTritonMoe(w1, w2, s["top_k"], s["act"])
+
+
+def inputs(shape, m, seed):
+    import torch
+
+    s = SHAPES[shape]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(m, s["K"], device="cuda", generator=g).to(torch.bfloat16)
+    probs = torch.softmax(torch.randn(m, s["E"], device="cuda", generator=g), dim=-1)
+    tw, ids = torch.topk(probs, s["top_k"], dim=-1)
+    return x, tw.float().contiguous(), ids.to(torch.int32).contiguous()
+
+
+def reference(layer, x, tw, ids):
+    import torch
+
+    out = torch.zeros(x.shape, device="cuda", dtype=torch.float32)
+    flat = ids.long().flatten()
+    inter = layer.w2.shape[2]
+    for e in flat.unique().tolist():
+        pairs = (flat == e).nonzero().flatten()
+        rows = pairs // ids.shape[1]
+        h = x[rows].float() @ layer.w1[e].float().T
+        act = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:] \
+            if layer.activation == "silu" else torch.relu(h).square()
+        out.index_add_(0, rows, (act @ layer.w2[e].float().T) * tw.flatten()[pairs, None])
+    return out
+
+
+def graph_of(layer, x, tw, ids, row):
+    import torch
+
+    prepared = layer.prepare(ids, config=row)
+    out = layer.run(x, tw, ids, prepared)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        layer.run(x, tw, ids, prepared)
+    return graph, out
+
+
+def boot_ci(samples, reps=1000, seed=0):
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(samples, k=len(samples))) for _ in range(reps))
+    return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
+
+
+def time_shape(a, shape, vt, rules, rows_out):
+    import torch
+
+    layer = make_layer(vt, shape)
+    eng = layer.engine
+    tables = os.path.join(a.out, "tables")
+    agree_dirs = [os.path.join(a.out, f"agree-{k}") for k in range(a.agreement_tunes)] \
+        if a.agreement == shape else []
+    name = table_name(shape, torch.cuda.get_device_name(0))
+    flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size, dtype=torch.uint8,
+                        device="cuda")
+    summary = []
+    for m in MS:
+        x, tw, ids = inputs(shape, m, seed=m)
+        os.environ["VLLM_TUNED_CONFIG_FOLDER"] = tables
+        ours = layer.config_for(m)
+        os.environ.pop("VLLM_TUNED_CONFIG_FOLDER")
+        layer._choices.clear()
+        shipped = layer.config_for(m)
+        layer._choices.clear()
+        s = SHAPES[shape]
+        default = eng.get_default_config(m, s["E"], s["I"], s["K"], s["top_k"], None, None)
+        systems = {"a": (ours.config, ours.source), "b": (shipped.config, shipped.source),
+                   "c": (default, "default")}
+        if ours.path is None or not ours.path.startswith(tables):
+            systems["a"] = (ours.config, f"NOT OURS: {ours.source}")
+        for k, d in enumerate(agree_dirs):  # the agreement tunes' rows, in the same passes
+            with open(os.path.join(d, name)) as f:
+                t = {int(key): r for key, r in json.load(f).items() if key.isdigit()}
+            systems[f"t{k}"] = (t[min(t, key=lambda q: abs(q - m))], d)
+        want = reference(layer, x, tw, ids)
+        graphs = {}
+        for sys_name, (row, _) in systems.items():
+            graph, out = graph_of(layer, x, tw, ids, {f: row[f] for f in rules.ROW_FIELDS})
+            err = float((out.float() - want).norm() / want.norm())
+            assert err < 1e-2, f"{shape} M={m} {sys_name} {row}: rel_l2 {err:.3g}"
+            graphs[sys_name] = graph
+        est = time.perf_counter()
+        graphs["c"].replay()
+        torch.cuda.synchronize()
+        reps = max(10, min(200, int(0.03 / max(time.perf_counter() - est, 1e-5))))
+        samples = {k: [] for k in graphs}
+        order = list(graphs)
+        for p in kPasses:
+            seq = order if p == "abc" else order[::-1]
+            for k in seq:
+                events = []
+                for _ in range(reps):
+                    flush.zero_()
+                    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                    start.record()
+                    graphs[k].replay()
+                    end.record()
+                    events.append((start, end))
+                torch.cuda.synchronize()
+                samples[k] += [st.elapsed_time(en) * 1e3 for st, en in events]
+        stats = {}
+        for k, v in samples.items():
+            lo, hi = boot_ci(v)
+            stats[k] = (statistics.median(v), lo, hi)
+            rows_out.append(dict(shape=shape, m=m, system=k, config=rules.short(
+                {f: systems[k][0][f] for f in rules.ROW_FIELDS}), source=systems[k][1],
+                median_us=f"{stats[k][0]:.2f}", ci_low_us=f"{lo:.2f}", ci_high_us=f"{hi:.2f}"))
+        tuned = [stats[k][0] for k in stats if k == "a" or k.startswith("t")]
+        agree = (max(tuned) <= 1.01 * min(tuned)) if len(tuned) > 1 else None
+        summary.append((m, stats, systems, agree))
+        del graphs
+        torch.cuda.empty_cache()
+    return summary
+
+
+def print_table(shape, summary, tune_s):
+    print(f"\n{shape}  (tune {tune_s})")
+    print(f"{'M':>6} {'a us':>9} {'b us':>9} {'c us':>9} {'c/a':>6} {'b/a':>6}  a vs b   b source")
+    ca, ba, worse = [], [], []
+    for m, st, systems, agree in summary:
+        a, b, c = st["a"], st["b"], st["c"]
+        ca.append(c[0] / a[0])
+        ba.append(b[0] / a[0])
+        verdict = "slower" if a[1] > b[2] else "faster" if a[2] < b[1] else "tie"
+        if verdict == "slower":
+            worse.append(m)
+        extra = "" if agree is None else ("  agree" if agree else "  DISAGREE")
+        print(f"{m:>6} {a[0]:9.1f} {b[0]:9.1f} {c[0]:9.1f} {c[0] / a[0]:6.3f} {b[0] / a[0]:6.3f}"
+              f"  {verdict:7} {systems['b'][1]}{extra}")
+    g = lambda v: math.exp(sum(map(math.log, v)) / len(v))  # noqa: E731
+    print(f"geomean c/a {g(ca):.3f} (target >= 1.15), b/a {g(ba):.3f}; M where a is slower than "
+          f"b beyond the intervals: {worse or 'none'}")
+    agrees = [x[3] for x in summary if x[3] is not None]
+    if agrees:
+        print(f"agreement: {sum(agrees)}/{len(agrees)} buckets within 1% (target >= 95%)")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--phase", choices=["tune", "time", "all"], default="all")
+    ap.add_argument("--shapes", default="S1,S2,S3")
+    ap.add_argument("--moetune", default=next((p for p in (".devbin/moetune", "build/moetune")
+                                               if os.path.exists(os.path.join(REPO, p))),
+                                              "moetune"))
+    ap.add_argument("--agreement", default="", help="a shape tuned --agreement-tunes more times")
+    ap.add_argument("--agreement-tunes", type=int, default=2)
+    ap.add_argument("--budget-min", type=float, default=0)
+    ap.add_argument("--warm-cache", action="store_true", help="keep Triton's default cache")
+    a = ap.parse_args()
+    a.moetune = os.path.abspath(os.path.join(REPO, a.moetune)) if os.sep in a.moetune else a.moetune
+    os.makedirs(a.out, exist_ok=True)
+    shapes = a.shapes.split(",")
+    vt, rules = package()
+    import torch
+
+    print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, engine "
+          f"{vt.find_engine()}", flush=True)
+    tune_s = {}
+    log = os.path.join(a.out, "tune.log")
+    if a.phase in ("tune", "all"):
+        for shape in shapes:
+            secs, rc = tune(a, shape, os.path.join(a.out, "tables"),
+                            os.path.join(a.out, f"tune-{shape}.sqlite"), log)
+            tune_s[shape] = f"{secs:.0f} s" + ("" if rc == 0 else f", exit {rc}")
+        if a.agreement:
+            for k in range(a.agreement_tunes):
+                tune(a, a.agreement, os.path.join(a.out, f"agree-{k}"),
+                     os.path.join(a.out, f"agree-{k}.sqlite"), log)
+        with open(os.path.join(a.out, "tune-seconds.json"), "w") as f:
+            json.dump(tune_s, f)
+    if a.phase == "tune":
+        return 0
+    rows = []
+    summaries = {shape: time_shape(a, shape, vt, rules, rows) for shape in shapes}
+    with open(os.path.join(a.out, "triton_vllm.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    if not tune_s and os.path.exists(os.path.join(a.out, "tune-seconds.json")):
+        with open(os.path.join(a.out, "tune-seconds.json")) as f:
+            tune_s = json.load(f)
+    for shape in shapes:
+        print_table(shape, summaries[shape], tune_s.get(shape, "not in this run"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
