@@ -1,4 +1,4 @@
-"""moetune.tuner: the triton family's rules (triton_rules) and its worker (triton_worker), on the CPU.
+"""moetune.tuner: the triton family's rules (triton_rules) and worker (triton_worker), on the CPU.
 
 The rules answer the cases tests/kernels/triton/triton_vllm_cases.json holds (the C++ mirror
 answers the same ones, word for word), and their default rule is vLLM's own get_default_config.

@@ -197,7 +197,8 @@ def _read_manifest(engine):
     seen = (manifest.get("schema_version"), manifest.get("engine"), manifest.get("version"))
     if seen != (kManifestSchema, "vllm", kMirroredVersion):
         raise RuntimeError(f"{path}: schema/engine/version {seen}, expected "
-                           f"({kManifestSchema}, 'vllm', '{kMirroredVersion}'); run {FETCH} --force")
+                           f"({kManifestSchema}, 'vllm', '{kMirroredVersion}'); run {FETCH} "
+                           f"--force")
     return manifest
 
 
