@@ -10,14 +10,16 @@ Needs: .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py here, then carry .e
 binary (scripts/build_device.sh: .devbin/moetune; carry .devbin), torch and triton (the device's
 python3). The checkout's python/ is the package (its torch ops library is not needed: the worker
 and this script enter the package without its __init__). Device tool, one shape per call keeps
-each call under its 10 minutes:
-    carry [".engines", ".devbin"], command
-    "PYTHONUNBUFFERED=1 python3 bench/triton_vllm_device.py --out $OUT --shapes S2 --phase all"
+each call under its 10 minutes (--out outlives the call while the machine stays warm; a fresh
+machine needs DIR carried back: unpack a call's triton-run.tgz into it here):
+    carry [".engines", ".devbin"], command "PYTHONUNBUFFERED=1 python3
+    bench/triton_vllm_device.py --out build/triton-device --report-to $OUT --shapes S2"
 
 tune  per shape: a recipe (device = this GPU's name, arch sm_90a, the 12 buckets, routing uniform),
       `moetune tune --store` into DIR/tables (the vLLM file + manifest), wall time from a cold
-      Triton cache (TRITON_CACHE_DIR fresh under DIR unless --warm-cache); --agreement S adds
-      --agreement-tunes more tunes of S into DIR/agree-K/.
+      Triton cache (a fresh TRITON_CACHE_DIR under /tmp unless --warm-cache); --agreement S adds
+      --agreement-tunes more tunes of S into DIR/agree-K/; DIR/triton-run.tgz holds the tables,
+      stores and recipes (the device tool brings no file back whose name holds '=' or ',').
 time  per shape and M: vLLM's layer (moetune.engines.vllm_triton: vLLM's launch, align
       precomputed as the anchors do) for each config, checked against an fp32 reference first,
       then one CUDA graph per config replayed with L2 flushed before each replay, in 4
@@ -93,8 +95,8 @@ def tune(a, shape, out_dir, store, log):
     recipe = os.path.join(a.out, f"recipe-{shape}.json")
     write_recipe(recipe, shape, torch.cuda.get_device_name(0))
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
-    if not a.warm_cache:
-        env["TRITON_CACHE_DIR"] = os.path.join(a.out, f"triton-cache-{shape}-{time.time_ns()}")
+    if not a.warm_cache:  # cold: a fresh cache (outside --out, which should stay small)
+        env["TRITON_CACHE_DIR"] = f"/tmp/moetune-triton-cache-{shape}-{time.time_ns()}"
     cmd = [a.moetune, "tune", "--recipe", recipe, "--out", out_dir, "--store", store, "--json"]
     if a.budget_min:
         cmd += ["--budget-min", str(a.budget_min)]
@@ -273,6 +275,8 @@ def main():
     ap.add_argument("--agreement-tunes", type=int, default=2)
     ap.add_argument("--budget-min", type=float, default=0)
     ap.add_argument("--warm-cache", action="store_true", help="keep Triton's default cache")
+    ap.add_argument("--report-to", default="",
+                    help="also copy the results (csv, logs, triton-run.tgz) here, e.g. $OUT")
     a = ap.parse_args()
     a.moetune = os.path.abspath(os.path.join(REPO, a.moetune)) if os.sep in a.moetune else a.moetune
     os.makedirs(a.out, exist_ok=True)
@@ -295,7 +299,12 @@ def main():
                      os.path.join(a.out, f"agree-{k}.sqlite"), log)
         with open(os.path.join(a.out, "tune-seconds.json"), "w") as f:
             json.dump(tune_s, f)
+        # vLLM's file names hold '=' and ',', which the device tool does not bring back by name.
+        subprocess.run(["tar", "czf", os.path.join(a.out, "triton-run.tgz"), "-C", a.out] +
+                       [n for n in os.listdir(a.out) if n == "tables" or n.startswith("agree-")
+                        or n.endswith(".sqlite") or n.startswith("recipe-")], check=False)
     if a.phase == "tune":
+        report(a)
         return 0
     rows = []
     summaries = {shape: time_shape(a, shape, vt, rules, rows) for shape in shapes}
@@ -308,7 +317,21 @@ def main():
             tune_s = json.load(f)
     for shape in shapes:
         print_table(shape, summaries[shape], tune_s.get(shape, "not in this run"))
+    report(a)
     return 0
+
+
+def report(a):
+    """Copies the results to --report-to (the device tool empties $OUT before every command, so
+    --out is best a folder of the checkout that lives as long as the machine)."""
+    if not a.report_to:
+        return
+    import shutil
+
+    os.makedirs(a.report_to, exist_ok=True)
+    for name in ("triton_vllm.csv", "tune.log", "tune-seconds.json", "triton-run.tgz"):
+        if os.path.exists(os.path.join(a.out, name)):
+            shutil.copy(os.path.join(a.out, name), a.report_to)
 
 
 if __name__ == "__main__":
