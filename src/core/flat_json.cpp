@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/json_bytes.hpp"
+#include "core/names.hpp"
+
 namespace moetune::core {
 namespace {
 
@@ -103,7 +106,7 @@ Result<std::vector<double>> parse_doubles(std::string_view raw, std::string cons
     char* end = nullptr;
     double const v = std::strtod(item.c_str(), &end);
     if (end != item.c_str() + item.size()) {
-      return parse_error(where, "array element '" + item + "' is not a number");
+      return parse_error(where, "array element '" + clip(item) + "' is not a number");
     }
     out.push_back(v);
   }
@@ -111,6 +114,7 @@ Result<std::vector<double>> parse_doubles(std::string_view raw, std::string cons
 }
 
 Result<FlatJson> FlatJson::parse(std::string_view t, std::string const& where) {
+  MOETUNE_RETURN_IF_ERROR(check_json_bytes(t, where));  // BOM, NUL, depth: as every reader
   FlatJson out;
   out.where_ = where;
   size_t i = skip_ws(t, 0);
@@ -125,12 +129,13 @@ Result<FlatJson> FlatJson::parse(std::string_view t, std::string const& where) {
     auto key = unquote(t.substr(i, key_end - i), where);
     if (!key.ok()) return key.error();
     i = skip_ws(t, key_end);
-    if (i >= t.size() || t[i] != ':') return parse_error(where, "expected ':' after " + *key);
+    if (i >= t.size() || t[i] != ':') return parse_error(where, "expected ':' after " + clip(*key));
     i = skip_ws(t, i + 1);
     size_t const end = value_end(t, i);
-    if (end == std::string_view::npos) return parse_error(where, "malformed value of " + *key);
+    if (end == std::string_view::npos)
+      return parse_error(where, "malformed value of " + clip(*key));
     if (!out.fields_.emplace(*key, std::string(t.substr(i, end - i))).second) {
-      return parse_error(where, "duplicate key '" + *key + "'");
+      return parse_error(where, "duplicate key '" + clip(*key) + "'");
     }
     i = skip_ws(t, end);
     if (i < t.size() && t[i] == ',') {
@@ -220,7 +225,7 @@ Result<double> FlatJson::number(std::string const& key) const {
   char* end = nullptr;
   double const v = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size()) {
-    return parse_error(where_, "field '" + key + "' is '" + text + "', not a number");
+    return parse_error(where_, "field '" + clip(key) + "' is '" + clip(text) + "', not a number");
   }
   return v;
 }
@@ -229,7 +234,8 @@ Result<bool> FlatJson::boolean(std::string const& key) const {
   if (!has(key)) return missing(key);
   if (raw(key) == "true") return true;
   if (raw(key) == "false") return false;
-  return parse_error(where_, "field '" + key + "' is '" + raw(key) + "', not true or false");
+  return parse_error(where_,
+                     "field '" + clip(key) + "' is '" + clip(raw(key)) + "', not true or false");
 }
 
 }  // namespace moetune::core

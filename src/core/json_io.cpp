@@ -11,9 +11,9 @@
 namespace moetune::core {
 
 JsonAt JsonAt::field(std::string_view name) const {
-  if (path.empty()) return JsonAt{file, std::string(name)};
+  if (path.empty()) return JsonAt{file, clip(name)};
   char const sep = path.back() == ')' ? ' ' : '.';
-  return JsonAt{file, path + sep + std::string(name)};
+  return JsonAt{file, path + sep + clip(name)};
 }
 
 JsonAt JsonAt::index(int64_t i) const { return JsonAt{file, path + "[" + std::to_string(i) + "]"}; }
@@ -28,33 +28,6 @@ Error json_error(ErrorCode code, JsonAt const& at, std::string message) {
   return make_error(code, at.where(), std::move(message));
 }
 
-Result<Json> parse_json(std::string_view text, std::string const& file) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (nlohmann::json::parse_error const& e) {
-    // Turn the byte offset into line:column so a person can open the spot.
-    size_t const byte = std::min<size_t>(e.byte == 0 ? 0 : e.byte - 1, text.size());
-    int64_t line = 1;
-    size_t line_start = 0;
-    for (size_t i = 0; i < byte; ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        line_start = i + 1;
-      }
-    }
-    std::string what = e.what();
-    // nlohmann prefixes "[json.exception.parse_error.101] parse error at line 1, column 2: ".
-    size_t const colon = what.find(": ");
-    if (colon != std::string::npos) what = what.substr(colon + 2);
-    return make_error(ErrorCode::kParse,
-                      (file.empty() ? std::string("<json>") : file) + ":" + std::to_string(line),
-                      "malformed JSON at column " + std::to_string(byte - line_start + 1) + ": " +
-                          what + "; fix the syntax");
-  } catch (std::exception const& e) {
-    return make_error(ErrorCode::kParse, file, std::string("malformed JSON: ") + e.what());
-  }
-}
-
 std::string print_json(Json const& j, int indent) {
   try {
     return j.dump(indent) + "\n";
@@ -64,8 +37,28 @@ std::string print_json(Json const& j, int indent) {
   }
 }
 
+namespace {
+
+/// The JSON text of `j`, cut after about `max` characters: containers are walked element by
+/// element and stop early, so a huge value costs no more than a small one.
+std::string preview(Json const& j, size_t max) {
+  auto plain = [](Json const& v) {
+    return v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  if (!j.is_structured()) return plain(j);
+  std::string out = j.is_array() ? "[" : "{";
+  for (auto it = j.begin(); it != j.end() && out.size() <= max; ++it) {
+    if (out.size() > 1) out += ",";
+    if (j.is_object()) out += plain(Json(it.key())) + ":";
+    out += it->is_structured() ? (it->is_array() ? "[...]" : "{...}") : plain(*it);
+  }
+  return out + (j.is_array() ? "]" : "}");
+}
+
+}  // namespace
+
 std::string describe_json(Json const& j) {
-  std::string text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = preview(j, 40);
   if (text.size() > 40) text = text.substr(0, 37) + "...";
   switch (j.type()) {
     case Json::value_t::null: return "null";
@@ -192,7 +185,7 @@ Result<ObjectReader> ObjectReader::open(Json const& j, JsonAt at, std::vector<st
     std::string list;
     for (auto const& f : fields) list += (list.empty() ? "" : ", ") + f;
     return json_error(ErrorCode::kParse, at,
-                      "unknown field '" + it.key() + "'; expected one of " + list +
+                      "unknown field '" + clip(it.key()) + "'; expected one of " + list +
                           did_you_mean(it.key(), fields));
   }
   return ObjectReader(&j, std::move(at));

@@ -44,13 +44,23 @@ struct JsonAt {
 /// An error at `at` with the given code and message.
 Error json_error(ErrorCode code, JsonAt const& at, std::string message);
 
-/// Parses JSON text. Malformed text -> kParse with where = "file:line" and the column in the
-/// message. Never throws.
-Result<Json> parse_json(std::string_view text, std::string const& file);
+/// What a reader does with a key given twice in one object.
+enum class DuplicateKeys {
+  kError,     ///< our formats (recipes, manifests, lever tables, caches): an error naming both
+  kLastWins,  ///< vLLM's files: the later value wins, as Python's json.load has it
+};
+
+/// Parses JSON text (json_parse.cpp). Malformed text -> kParse with where = "file:line" and the
+/// column in the message; a BOM, a NUL byte or nesting deeper than kMaxJsonDepth -> kParse
+/// (json_bytes.hpp); a duplicate key -> kParse naming the object's path and the key, unless
+/// `dup` is kLastWins. Never throws; linear in the text.
+Result<Json> parse_json(std::string_view text, std::string const& file,
+                        DuplicateKeys dup = DuplicateKeys::kError);
 /// Prints JSON with `indent` spaces (vLLM's save_configs uses 4) and a trailing newline.
 std::string print_json(Json const& j, int indent);
 
 /// A short description of a JSON value's type for messages: "string \"16\"", "number 1.5", ...
+/// At most ~40 characters of the value, whatever its size.
 std::string describe_json(Json const& j);
 
 // ---- scalars --------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ Status enum_from_names(Json const& j, JsonAt const& at, E* out, std::vector<E> c
   for (auto const& n : names) list += (list.empty() ? "" : ", ") + n;
   return json_error(
       ErrorCode::kParse, at,
-      "unknown value '" + text + "'; expected one of " + list + did_you_mean(text, names));
+      "unknown value '" + clip(text) + "'; expected one of " + list + did_you_mean(text, names));
 }
 
 template <class T>
@@ -172,7 +172,7 @@ Status from_json(Json const& j, JsonAt const& at, Source* out) {
     std::vector<std::string> kinds(std::begin(kSourceKinds), std::end(kSourceKinds));
     if (std::find(kinds.begin(), kinds.end(), out->kind) == kinds.end()) {
       return json_error(ErrorCode::kParse, at.field("kind"),
-                        "unknown source kind '" + out->kind +
+                        "unknown source kind '" + clip(out->kind) +
                             "'; expected one of measured, tuned, default, imported, e2e" +
                             did_you_mean(out->kind, kinds));
     }

@@ -45,4 +45,12 @@ std::string did_you_mean(std::string_view name, std::vector<std::string> const& 
   return "; did you mean '" + best + "'?";
 }
 
+std::string clip(std::string_view value, size_t max_bytes) {
+  if (value.size() <= max_bytes) return std::string(value);
+  size_t cut = max_bytes;
+  // Back up over UTF-8 continuation bytes (10xxxxxx) so the cut falls between characters.
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(value.substr(0, cut)) + "... (" + std::to_string(value.size()) + " bytes)";
+}
+
 }  // namespace moetune::core

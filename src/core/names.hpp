@@ -1,4 +1,5 @@
-// Name helpers shared by every parser: edit distance and "did you mean".
+// Name helpers shared by every parser: edit distance, "did you mean", and clipping a value a
+// message echoes.
 #pragma once
 
 #include <string>
@@ -16,5 +17,9 @@ std::string closest_name(std::string_view name, std::vector<std::string> const& 
 
 /// "; did you mean 'x'?" when closest_name finds one, else "". Meant to be appended to a message.
 std::string did_you_mean(std::string_view name, std::vector<std::string> const& candidates);
+
+/// `value` as a message may echo it: unchanged up to `max_bytes`, else its first bytes (never
+/// half a UTF-8 character) and "... (N bytes)", so a 100 KB argument costs a message one line.
+std::string clip(std::string_view value, size_t max_bytes = 64);
 
 }  // namespace moetune::core

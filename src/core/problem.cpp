@@ -49,7 +49,7 @@ Result<Activation> parse_activation(std::string_view text) {
     names.emplace_back(a.name);
   }
   return make_error(ErrorCode::kInvalidArgument, "activation",
-                    "unknown activation '" + std::string(text) +
+                    "unknown activation '" + clip(text) +
                         "'; expected one of silu, relu2, gelu, gelu_tanh" +
                         did_you_mean(text, names));
 }
@@ -68,7 +68,7 @@ Result<DType> parse_dtype(std::string_view text) {
     names.emplace_back(d.name);
   }
   return make_error(ErrorCode::kInvalidArgument, "dtype",
-                    "unknown dtype '" + std::string(text) + "'; expected one of bf16, fp16, fp32" +
+                    "unknown dtype '" + clip(text) + "'; expected one of bf16, fp16, fp32" +
                         did_you_mean(text, names));
 }
 
@@ -148,12 +148,13 @@ Result<std::map<std::string, std::string>> problem_spec_items(std::string_view s
     size_t const eq = item.find('=');
     if (eq == std::string_view::npos) {
       return make_error(ErrorCode::kInvalidArgument, where,
-                        "item '" + std::string(item) + "' has no '='; expected KEY=VALUE");
+                        "item '" + clip(item) + "' has no '='; expected KEY=VALUE");
     }
     std::string key(item.substr(0, eq));
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return make_error(ErrorCode::kInvalidArgument, where,
-                        "unknown key '" + key + "'; expected E, K, I, topk, act, dtype, M, arch" +
+                        "unknown key '" + clip(key) +
+                            "'; expected E, K, I, topk, act, dtype, M, arch" +
                             did_you_mean(key, kKeys));
     }
     if (values.count(key) != 0) {
@@ -167,7 +168,7 @@ Result<std::map<std::string, std::string>> problem_spec_items(std::string_view s
 }  // namespace
 
 Result<MoeProblem> parse_problem_spec(std::string_view spec) {
-  std::string const where = "problem '" + std::string(spec) + "'";
+  std::string const where = "problem '" + clip(spec, 120) + "'";
   auto items = problem_spec_items(spec, where);
   if (!items.ok()) return items.error();
   std::map<std::string, std::string>& values = *items;
@@ -184,7 +185,7 @@ Result<MoeProblem> parse_problem_spec(std::string_view spec) {
     auto const [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
     if (ec != std::errc() || ptr != text.data() + text.size() || text.empty()) {
       return make_error(ErrorCode::kInvalidArgument, where,
-                        std::string(key) + "='" + text + "' is not an integer");
+                        std::string(key) + "='" + clip(text) + "' is not an integer");
     }
     return Status::Ok();
   };

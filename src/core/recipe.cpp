@@ -48,7 +48,7 @@ Status parse_pinned_rows(Json const& j, JsonAt const& at, std::map<int64_t, Pinn
     char* end = nullptr;
     int64_t const m = std::strtoll(it.key().c_str(), &end, 10);
     if (it.key().empty() || *end != '\0' || m < 1 || m > kMaxTokens) {
-      return at_error(at, "key '" + it.key() + "' is not a token count in [1, 2^24]");
+      return at_error(at, "key '" + clip(it.key()) + "' is not a token count in [1, 2^24]");
     }
     JsonAt const row_at{at.file, at.path + "[" + it.key() + "]"};
     auto r = ObjectReader::open(it.value(), row_at, {"config", "source"});
@@ -73,7 +73,7 @@ Status parse_pinned_rows(Json const& j, JsonAt const& at, std::map<int64_t, Pinn
 Status parse_shape(Json const& j, JsonAt const& at0, RecipeShape* s) {
   JsonAt at = at0;
   if (j.is_object() && j.contains("name") && j["name"].is_string()) {
-    at.path += " (" + j["name"].get<std::string>() + ")";
+    at.path += " (" + clip(j["name"].get<std::string>()) + ")";
   }
   auto r = ObjectReader::open(j, at,
                               {"name", "problem", "device", "backend", "family", "family_version",
@@ -153,7 +153,7 @@ Result<Recipe> load_recipe(std::string const& path) {
     RecipeShape s;
     JsonAt const s_at = at.field("shapes").index(static_cast<int64_t>(i));
     MOETUNE_RETURN_IF_ERROR(parse_shape(shapes[i], s_at, &s));
-    JsonAt const named{path, s_at.path + " (" + s.name + ")"};
+    JsonAt const named{path, s_at.path + " (" + clip(s.name) + ")"};
     if (!names.insert(s.name).second) return at_error(named, "shape name used twice");
     if (!files.insert(vllm_file_name(table_key_for(s))).second) {
       return at_error(named, "writes the same table file as an earlier shape (" +

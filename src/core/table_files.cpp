@@ -47,7 +47,7 @@ Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
     return json_error(ErrorCode::kParse, at,
-                      "unknown field '" + it.key() +
+                      "unknown field '" + clip(it.key()) +
                           "'; expected BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, "
                           "num_warps, num_stages, SPLIT_K or a ROCm key" +
                           did_you_mean(it.key(), allowed));
@@ -78,7 +78,7 @@ Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
 std::string manifest_path(std::string const& vllm_path) { return vllm_path + ".moetune"; }
 
 Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
-  auto j = parse_json(text, file);
+  auto j = parse_json(text, file, DuplicateKeys::kLastWins);  // vLLM's file: json.load's rules
   if (!j.ok()) return j.error();
   JsonAt const at{file, ""};
   if (!j->is_object()) {
@@ -92,9 +92,9 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
     auto const m = parse_m(it.key());
     if (!m.has_value()) {
       if (it.value().is_object()) {
-        return json_error(
-            ErrorCode::kParse, at,
-            "key '" + it.key() + "' holds a row but is not a token count; keys are M as strings");
+        return json_error(ErrorCode::kParse, at,
+                          "key '" + clip(it.key()) +
+                              "' holds a row but is not a token count; keys are M as strings");
       }
       table.extra[it.key()] = it.value().dump();
       continue;
@@ -173,7 +173,7 @@ Result<Table> parse_manifest(std::string_view text, std::string const& file) {
     auto const m = parse_m(it.key());
     if (!m.has_value() || *m < 1) {
       return json_error(ErrorCode::kParse, rows_at,
-                        "key '" + it.key() + "' is not a token count >= 1");
+                        "key '" + clip(it.key()) + "' is not a token count >= 1");
     }
     JsonAt const row_at = rows_at.index(*m);
     auto rr = ObjectReader::open(it.value(), row_at, {"config", "source"});
