@@ -200,7 +200,11 @@ Status from_json(Json const& j, JsonAt const& at, RoutingProfile* out) {
   MOETUNE_RETURN_IF_ERROR(r->optional("seed", &out->seed));
   MOETUNE_RETURN_IF_ERROR(r->optional("zipf_s", &out->zipf_s));
   MOETUNE_RETURN_IF_ERROR(r->optional("block", &out->block));
-  return r->optional("trace_path", &out->trace_path);
+  MOETUNE_RETURN_IF_ERROR(r->optional("trace_path", &out->trace_path));
+  // The CLI's check (parse_routing) and this reader's are one: routing.hpp's validate.
+  if (Status st = validate(*out); !st.ok())
+    return json_error(st.error().code, at, st.error().message);
+  return Status::Ok();
 }
 
 Json to_json(ResolverPolicy const& p) {

@@ -146,7 +146,7 @@ std::string_view to_string(RoutingKind k) {
 }
 
 Result<RoutingProfile> parse_routing(std::string_view spec) {
-  std::string const where = "routing '" + std::string(spec) + "'";
+  std::string const where = "routing '" + clip(spec) + "'";
   RoutingProfile r;
   std::string_view body = spec;
   size_t const seed_pos = spec.rfind(",seed=");
@@ -155,7 +155,7 @@ Result<RoutingProfile> parse_routing(std::string_view spec) {
     auto [ptr, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), r.seed);
     if (ec != std::errc() || ptr != seed.data() + seed.size() || seed.empty()) {
       return make_error(ErrorCode::kInvalidArgument, where,
-                        "seed '" + std::string(seed) + "' is not a non-negative integer");
+                        "seed '" + clip(seed) + "' is not a non-negative integer");
     }
     body = spec.substr(0, seed_pos);
   }
@@ -169,7 +169,7 @@ Result<RoutingProfile> parse_routing(std::string_view spec) {
   }
   if (!found) {
     return make_error(ErrorCode::kInvalidArgument, where,
-                      "unknown routing '" + kind +
+                      "unknown routing '" + clip(kind) +
                           "'; expected uniform, balanced, block_permutation[:block=N], "
                           "zipf[:s=X], trace:PATH or single_expert" +
                           did_you_mean(kind, names));
@@ -192,23 +192,41 @@ Result<RoutingProfile> parse_routing(std::string_view spec) {
     char* end = nullptr;
     if (key == "s") {
       r.zipf_s = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(r.zipf_s >= 0)) {
+      if (value.empty() || *end != '\0' || !validate(r).ok()) {
         return make_error(ErrorCode::kInvalidArgument, where,
-                          "s='" + value + "' is not a number >= 0");
+                          "s='" + clip(value) + "' is not a finite number >= 0");
       }
     } else if (key == "block") {
       r.block = std::strtoll(value.c_str(), &end, 10);
       if (value.empty() || *end != '\0' || r.block < 1) {
         return make_error(ErrorCode::kInvalidArgument, where,
-                          "block='" + value + "' is not an integer >= 1");
+                          "block='" + clip(value) + "' is not an integer >= 1");
       }
     } else {
       return make_error(ErrorCode::kInvalidArgument, where,
-                        "unknown parameter '" + key + "'; expected s=X or block=N" +
+                        "unknown parameter '" + clip(key) + "'; expected s=X or block=N" +
                             did_you_mean(key, {"s", "block"}));
     }
   }
   return r;
+}
+
+Status validate(RoutingProfile const& r) {
+  if (!std::isfinite(r.zipf_s) || r.zipf_s < 0) {
+    return make_error(ErrorCode::kInvalidArgument, "routing",
+                      "zipf_s = " + format_double(r.zipf_s) +
+                          " is out of range; expected a finite number >= 0 (1.2 is typical)");
+  }
+  if (r.block < 1) {
+    return make_error(
+        ErrorCode::kInvalidArgument, "routing",
+        "block = " + std::to_string(r.block) + " is out of range; expected tokens per block >= 1");
+  }
+  if (r.kind == RoutingKind::kTrace && r.trace_path.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, "routing",
+                      "trace_path is empty; a trace routing names its file");
+  }
+  return Status::Ok();
 }
 
 std::string format_routing(RoutingProfile const& r) {
@@ -227,23 +245,30 @@ std::string format_routing(RoutingProfile const& r) {
 
 namespace {
 
-/// Zipf: top_k experts drawn in sequence without replacement, weights 1/rank^s (`zipf_w`).
+/// Zipf: top_k experts drawn in sequence without replacement, weights 1/rank^s (`zipf_w`). Only
+/// experts with a positive remaining weight are ever picked; when every remaining weight has
+/// underflowed to 0 (s in the hundreds), the best-ranked expert not yet chosen is taken, the
+/// distribution's limit as s grows. One uniform draw per pick either way (determinism).
 void zipf_ids(Rng& rng, std::vector<double> const& zipf_w, int64_t top_k,
               std::vector<int32_t>& ids) {
   std::vector<double> w = zipf_w;
+  std::vector<char> chosen(w.size(), 0);
   int64_t const num_experts = static_cast<int64_t>(w.size());
   ids.clear();
   for (int64_t j = 0; j < top_k; ++j) {
     double const total = std::accumulate(w.begin(), w.end(), 0.0);
     double x = rng.uniform() * total;
-    int64_t pick = 0;
-    for (; pick < num_experts - 1; ++pick) {
-      if (w[pick] > 0 && x < w[pick]) break;
-      x -= w[pick];
+    int64_t pick = -1;
+    for (int64_t e = 0; e < num_experts && total > 0; ++e) {
+      if (!(w[e] > 0)) continue;
+      pick = e;  // the last positive weight takes any rounding at the end of the range
+      if (x < w[e]) break;
+      x -= w[e];
     }
-    while (w[pick] == 0) --pick;  // rounding at the end of the range
+    if (pick < 0) pick = std::find(chosen.begin(), chosen.end(), 0) - chosen.begin();
     ids.push_back(static_cast<int32_t>(pick));
     w[pick] = 0;
+    chosen[pick] = 1;
   }
 }
 
@@ -286,6 +311,7 @@ Status trace_ids(std::vector<std::vector<int32_t>> const& trace, std::string con
 
 Result<Routing> generate_routing(RoutingProfile const& profile, int64_t num_tokens,
                                  int64_t num_experts, int64_t top_k) {
+  MOETUNE_RETURN_IF_ERROR(validate(profile));
   std::string const where = "routing " + format_routing(profile);
   if (num_tokens < 0 || num_tokens > kMaxTokens || num_experts < 1 || top_k < 1 ||
       top_k > num_experts || num_experts > INT32_MAX) {

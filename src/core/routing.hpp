@@ -33,6 +33,12 @@ struct RoutingProfile {
   bool operator==(RoutingProfile const&) const = default;
 };
 
+/// The one check of a profile's values, shared by parse_routing (the CLI) and the JSON readers
+/// (recipes): zipf_s finite and >= 0, block >= 1, a trace with a path. kInvalidArgument names
+/// the field, the value and the range.
+Status validate(RoutingProfile const& r);
+
+/// Parses a spec (the form above) and validates it.
 Result<RoutingProfile> parse_routing(std::string_view spec);
 std::string format_routing(RoutingProfile const& r);  ///< parse(format(r)) == r
 
@@ -45,7 +51,9 @@ struct Routing {
   std::vector<float> topk_weights;
 };
 
-/// Generates routing; the same (profile, M, E, top_k) gives bitwise the same result.
+/// Generates routing; the same (profile, M, E, top_k) gives bitwise the same result. Fails on an
+/// invalid profile (validate) or sizes. Every id is in [0, E) and distinct per token, whatever
+/// the profile (a zipf_s so large that every weight but the first underflows included).
 Result<Routing> generate_routing(RoutingProfile const& profile, int64_t num_tokens,
                                  int64_t num_experts, int64_t top_k);
 

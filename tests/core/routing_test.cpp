@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 
+#include "core/json_text.hpp"
 #include "core/routing.hpp"
 
 namespace moetune::core {
@@ -133,6 +134,44 @@ TEST(Routing, SpecFormatParseRoundTrips) {
 TEST(Routing, RejectsTopKAboveExperts) {
   EXPECT_FALSE(generate_routing(RoutingProfile{}, 4, 4, 5).ok());
   EXPECT_TRUE(generate_routing(RoutingProfile{}, 0, 4, 4)->topk_ids.empty());
+}
+
+// Issue 57: with s above ~1030 every weight but the first underflows to 0, and the sampler
+// walked below index 0 and wrote there (heap corruption). Now it takes the best-ranked expert
+// left, the distribution's limit as s grows: ids 0, 1, ..., top_k-1 for every token.
+TEST(Routing, ZipfWithAHugeExponentPicksTheBestRankedExpertsInOrder) {
+  // A moderate s keeps its seeded draws (these counts are the sampler's before the fix).
+  auto mild = generate_routing(*parse_routing("zipf:s=1.2,seed=5"), 200, 16, 4);
+  ASSERT_TRUE(mild.ok());
+  EXPECT_EQ(counts(*mild, 16), std::vector<int64_t>({180, 130, 90, 78, 51, 44, 36, 37, 33, 18, 13,
+                                                     20, 22, 21, 16, 11}));
+  for (double s : {1100.0, 1e308}) {
+    RoutingProfile const r{.kind = RoutingKind::kZipf, .seed = 7, .zipf_s = s, .trace_path = ""};
+    auto routing = generate_routing(r, 64, 8, 8);
+    ASSERT_TRUE(routing.ok()) << routing.error().to_string();
+    expect_distinct_per_token(*routing);
+    for (int64_t t = 0; t < 64; ++t) {
+      for (int64_t j = 0; j < 8; ++j) ASSERT_EQ(routing->topk_ids[t * 8 + j], j) << "s=" << s;
+    }
+  }
+}
+
+// One validation for the CLI's spec and the recipe's JSON: a negative, infinite or NaN zipf_s
+// and a block below 1 are refused by both, naming the value.
+TEST(Routing, SpecAndJsonShareOneValidation) {
+  for (char const* spec : {"zipf:s=-1", "zipf:s=inf", "zipf:s=nan", "block_permutation:block=0"}) {
+    EXPECT_FALSE(parse_routing(spec).ok()) << spec;
+  }
+  auto neg = parse_routing_profile_json(R"({"kind": "zipf", "zipf_s": -2})", "r.json");
+  ASSERT_FALSE(neg.ok());
+  EXPECT_EQ(neg.error().to_string(),
+            "r.json: zipf_s = -2 is out of range; expected a finite number >= 0 (1.2 is typical)");
+  EXPECT_FALSE(parse_routing_profile_json(R"({"kind": "zipf", "zipf_s": 1e400})", "r.json").ok());
+  EXPECT_FALSE(parse_routing_profile_json(R"({"block": 0})", "r.json").ok());
+  EXPECT_TRUE(parse_routing_profile_json(R"({"kind": "zipf", "zipf_s": 2000})", "r.json").ok());
+  EXPECT_FALSE(validate(RoutingProfile{.zipf_s = -0.5}).ok());
+  EXPECT_FALSE(
+      generate_routing(RoutingProfile{.kind = RoutingKind::kZipf, .zipf_s = -1}, 4, 8, 2).ok());
 }
 
 }  // namespace
