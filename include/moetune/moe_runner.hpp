@@ -130,7 +130,8 @@ struct RunnerOptions {
   std::string tables_dir;
   /// Knob cache file; "" = $MOETUNE_CACHE, else <cache home>/moetune/knobs-<role>.json.
   std::string cache_path;
-  /// Deployment role (one cache file per role when cache_path is defaulted).
+  /// Deployment role (one cache file per role when cache_path is defaulted): letters, digits,
+  /// '-', '_' and '.'; a path separator fails create() (kInvalidArgument).
   std::string role = "default";
   /// Routing profile the cache is scoped by and "auto" tunes on.
   core::RoutingProfile routing;

@@ -3,11 +3,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
+#include "core/device_info.hpp"
+#include "core/names.hpp"
+#include "kernels/cpu/moe_data.hpp"
 
 extern char** environ;
 
@@ -64,6 +68,19 @@ void attach_table(BenchArgs const& args, bench::BenchSeries& s) {
   s.table_note = note;
 }
 
+/// Every point's inputs are generated on the host: a size this machine cannot hold is bad
+/// input, refused before any file or process is made.
+void check_series_fit(std::vector<bench::BenchSeries> const& series) {
+  for (auto const& s : series) {
+    if (s.ms.empty()) continue;
+    core::MoeProblem p = s.problem;
+    p.num_tokens = *std::max_element(s.ms.begin(), s.ms.end());
+    unwrap(core::check_host_bytes(kernels::cpu::host_bytes_estimate(p), "--m",
+                                  "M=" + std::to_string(p.num_tokens) + " of series " + s.name,
+                                  "measure smaller M"));
+  }
+}
+
 }  // namespace
 
 std::vector<bench::BenchSeries> build_series(BenchArgs const& args, std::string const& backend) {
@@ -87,6 +104,7 @@ std::vector<bench::BenchSeries> build_series(BenchArgs const& args, std::string 
     s.ms = ms;
     attach_table(args, s);
     out.push_back(std::move(s));
+    check_series_fit(out);
     return out;
   }
   core::Recipe const recipe = load_recipe_or_exit(args.recipe);
@@ -105,6 +123,7 @@ std::vector<bench::BenchSeries> build_series(BenchArgs const& args, std::string 
     attach_table(args, s);
     out.push_back(std::move(s));
   }
+  check_series_fit(out);
   return out;
 }
 

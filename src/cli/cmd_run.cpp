@@ -12,10 +12,12 @@
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
+#include "core/device_info.hpp"
+#include "core/flat_json.hpp"
 #include "core/json_text.hpp"
+#include "kernels/cpu/moe_data.hpp"
 #include "moetune/moe_runner.hpp"
 #include "runtime/checked_run.hpp"
-#include "core/flat_json.hpp"
 
 extern char** environ;
 
@@ -95,6 +97,11 @@ int run_run(RunArgs const& args) {
   check_backend_name(backend, "--backend");
   core::MoeProblem const problem = parse_problem_or_exit(args.problem_spec);
   check_m(args.m, "--m");
+  core::MoeProblem at_m = problem;
+  at_m.num_tokens = args.m;
+  unwrap(core::check_host_bytes(kernels::cpu::host_bytes_estimate(at_m), "--m",
+                                "M=" + std::to_string(args.m) + " of " + core::to_string(problem),
+                                "use a smaller --m"));
   Knobs const knobs = parse_knobs_or_exit(args.knobs);
   RunnerOptions opts;
   opts.tables_dir = args.tables;

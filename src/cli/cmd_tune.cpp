@@ -20,7 +20,9 @@
 #include "cli/tune_report.hpp"
 #include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
+#include "core/device_info.hpp"
 #include "core/json_text.hpp"
+#include "kernels/cpu/moe_data.hpp"
 #include "tuner/search.hpp"
 #include "tuner/store.hpp"
 #include "tuner/worker.hpp"
@@ -177,6 +179,15 @@ ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t in
   plan.table.policy = shape.policy;
   plan.table.has_manifest = true;
   plan.buckets = args.buckets.empty() ? shape.buckets : parse_buckets(args.buckets);
+  if (!plan.buckets.empty()) {
+    // The worker generates each bucket's inputs on the host: refuse a size this machine cannot
+    // hold here, as bad input, before the worker dies of it.
+    core::MoeProblem largest = shape.problem;
+    largest.num_tokens = plan.buckets.back();
+    unwrap(core::check_host_bytes(kernels::cpu::host_bytes_estimate(largest), plan.where,
+                                  "bucket M=" + std::to_string(largest.num_tokens),
+                                  "tune smaller buckets (--buckets)"));
+  }
   plan.tune_hash = tune_hash(args, shape, plan.backend_name);
   return plan;
 }

@@ -1,6 +1,9 @@
 // The host CPU as a DeviceInfo: model name from /proc/cpuinfo, hardware threads, compiler.
 #include "core/device_info.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -67,6 +70,24 @@ DeviceInfo cpu_device_info() {
   d.l2_bytes = read_l2_bytes();
   d.smem_per_block_bytes = 0;
   return d;
+}
+
+double host_memory_bytes() {
+  long const pages = ::sysconf(_SC_PHYS_PAGES);
+  long const page_bytes = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_bytes <= 0) return 0;
+  return static_cast<double>(pages) * static_cast<double>(page_bytes);
+}
+
+Status check_host_bytes(double bytes, std::string const& where, std::string const& what,
+                        std::string const& advice) {
+  double const have = host_memory_bytes();
+  if (have <= 0 || bytes <= have) return Status::Ok();
+  char text[128];
+  std::snprintf(text, sizeof text,
+                " needs %.1f GiB of host memory, more than this machine's %.1f GiB; ",
+                bytes / 1073741824.0, have / 1073741824.0);
+  return make_error(ErrorCode::kInvalidArgument, where, what + text + advice);
 }
 
 }  // namespace moetune::core

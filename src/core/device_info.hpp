@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "core/result.hpp"
+
 namespace moetune::core {
 
 struct DeviceInfo {
@@ -19,5 +21,14 @@ struct DeviceInfo {
 
 /// The host CPU as a DeviceInfo (name from /proc/cpuinfo, threads, compiler version).
 DeviceInfo cpu_device_info();
+
+/// This machine's physical memory in bytes (sysconf), 0 when unknown.
+double host_memory_bytes();
+
+/// Refuses, before anything is allocated, a host buffer set of `bytes` (computed in double, so
+/// no size overflows) larger than this machine's memory: kInvalidArgument at `where`, naming
+/// `what`, both sizes in GiB and `advice`. Ok when the memory is unknown.
+Status check_host_bytes(double bytes, std::string const& where, std::string const& what,
+                        std::string const& advice);
 
 }  // namespace moetune::core

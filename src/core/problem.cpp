@@ -104,11 +104,15 @@ Status validate(MoeProblem const& p) {
     return bad_field("num_tokens (M)", p.num_tokens,
                      "0 <= M <= " + std::to_string(kMaxTokens) + " (2^24)");
   }
-  if (p.hidden_size < 1) return bad_field("hidden_size (K)", p.hidden_size, ">= 1");
-  if (p.intermediate_size < 1) {
-    return bad_field("intermediate_size (I)", p.intermediate_size, ">= 1");
+  if (p.hidden_size < 1 || p.hidden_size > kMaxHiddenSize) {
+    return bad_field("hidden_size (K)", p.hidden_size, "1 <= K <= 1048576 (2^20)");
   }
-  if (p.num_experts < 1) return bad_field("num_experts (E)", p.num_experts, ">= 1");
+  if (p.intermediate_size < 1 || p.intermediate_size > kMaxIntermediateSize) {
+    return bad_field("intermediate_size (I)", p.intermediate_size, "1 <= I <= 1048576 (2^20)");
+  }
+  if (p.num_experts < 1 || p.num_experts > kMaxExperts) {
+    return bad_field("num_experts (E)", p.num_experts, "1 <= E <= 65536 (2^16)");
+  }
   if (p.top_k < 1 || p.top_k > p.num_experts) {
     return bad_field("top_k", p.top_k,
                      "1 <= top_k <= num_experts (" + std::to_string(p.num_experts) + ")");

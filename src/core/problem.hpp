@@ -34,6 +34,12 @@ bool is_gated(Activation act);
 
 /// Largest token count any command accepts; beyond it a count is a typo, not a workload.
 inline constexpr int64_t kMaxTokens = int64_t{1} << 24;
+/// Largest expert count (models ship up to 512) and hidden / intermediate size (up to ~30k) any
+/// command accepts. With M <= 2^24 these keep every element count (M*top_k*K, E*2I*K) far
+/// inside int64, so sizes are computed exactly and checked before anything is allocated.
+inline constexpr int64_t kMaxExperts = int64_t{1} << 16;
+inline constexpr int64_t kMaxHiddenSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxIntermediateSize = int64_t{1} << 20;
 
 /// What is asked. Sizes are element counts. `num_tokens` (M) may be 0 (an empty batch).
 struct MoeProblem {
@@ -58,8 +64,8 @@ double flops(MoeProblem const& p);
 /// Bytes of one expert's weights (w1 and w2) in the problem's dtype.
 double expert_weight_bytes(MoeProblem const& p);
 
-/// Checks every field: sizes >= 1 (M >= 0), top_k <= E, M <= kMaxTokens. The error names the
-/// field, the value seen and what is allowed.
+/// Checks every field: sizes in [1, kMax*] (M in [0, kMaxTokens]), top_k <= E. The error names
+/// the field, the value seen and what is allowed.
 Status validate(MoeProblem const& p);
 
 /// "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=silu, dtype=bf16, arch=sm_90a)".

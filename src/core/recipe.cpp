@@ -70,6 +70,21 @@ Status parse_pinned_rows(Json const& j, JsonAt const& at, std::map<int64_t, Pinn
   return Status::Ok();
 }
 
+/// A recipe states every size of its problem: a missing one would take MoeProblem's default
+/// (top_k 1) and make a table for a problem nobody runs.
+Status check_problem_fields(Json const& j, JsonAt const& at) {
+  if (!j.is_object()) return Status::Ok();  // from_json names the wrong type
+  for (char const* f : {"num_experts", "hidden_size", "intermediate_size", "top_k"}) {
+    if (j.contains(f)) continue;
+    return at_error(at,
+                    std::string("missing field '") + f +
+                        "'; a recipe's problem states num_experts, hidden_size, "
+                        "intermediate_size and top_k (nothing defaults)",
+                    ErrorCode::kParse);
+  }
+  return Status::Ok();
+}
+
 Status parse_shape(Json const& j, JsonAt const& at0, RecipeShape* s) {
   JsonAt at = at0;
   if (j.is_object() && j.contains("name") && j["name"].is_string()) {
@@ -82,6 +97,7 @@ Status parse_shape(Json const& j, JsonAt const& at0, RecipeShape* s) {
   MOETUNE_RETURN_IF_ERROR(r->required("name", &s->name));
   if (s->name.empty()) return at_error(at.field("name"), "is empty; name the shape");
   MOETUNE_RETURN_IF_ERROR(r->required("problem", &s->problem));
+  MOETUNE_RETURN_IF_ERROR(check_problem_fields(j["problem"], at.field("problem")));
   if (Status st = validate(s->problem); !st.ok()) {
     return at_error(at.field("problem"), st.error().message);
   }

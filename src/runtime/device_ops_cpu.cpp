@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "core/device_info.hpp"
 #include "kernels/cpu/cpu_moe.hpp"
 #include "runtime/device_ops.hpp"
 
@@ -31,26 +32,29 @@ class CpuDeviceOps final : public DeviceOps {
     }
     size_t const pairs = static_cast<size_t>(max_tokens * p.top_k);
     size_t const padded = pairs + static_cast<size_t>(p.num_experts) * (block_m - 1);
+    size_t const cols = static_cast<size_t>(std::max(core::gemm1_n(p), p.hidden_size));
+    double const bytes = static_cast<double>(padded) * (4.0 + 4.0 * p.intermediate_size) +
+                         static_cast<double>(pairs) * 4.0 * p.hidden_size +
+                         (split_k > 1 ? 4.0 * split_k * padded * cols : 0.0);
+    MOETUNE_RETURN_IF_ERROR(core::check_host_bytes(
+        bytes, "MoeRunner", "the cpu workspace for max_tokens=" + std::to_string(max_tokens),
+        "lower max_tokens (the largest M served)"));
     std::lock_guard<std::mutex> lock(mu_);
-    ws_.expert_counts.reserve(p.num_experts);
-    ws_.expert_offsets.reserve(p.num_experts + 1);
-    ws_.sorted_pairs.reserve(padded);
-    size_t const inter = padded * static_cast<size_t>(p.intermediate_size);
-    if (p.dtype == core::DType::kBf16) {
-      ws_.inter_bf16.reserve(inter);
-    } else {
-      ws_.inter_f32.reserve(inter);
-    }
-    ws_.pair_out.reserve(pairs * static_cast<size_t>(p.hidden_size));
-    if (split_k > 1) {
-      size_t const cols = static_cast<size_t>(std::max(core::gemm1_n(p), p.hidden_size));
-      ws_.partials.reserve(static_cast<size_t>(split_k) * padded * cols);
+    try {
+      size_t const partials = split_k > 1 ? static_cast<size_t>(split_k) * padded * cols : 0;
+      reserve_buffers(p, padded, pairs, partials);
+    } catch (std::exception const& e) {  // bad_alloc, length_error: refused, not a crash
+      return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner",
+                              std::string("cannot allocate the cpu workspace for max_tokens=") +
+                                  std::to_string(max_tokens) + " (" + e.what() +
+                                  "); lower max_tokens");
     }
     bytes_ = ws_.sorted_pairs.capacity() * 4 + ws_.inter_bf16.capacity() * 2 +
              ws_.inter_f32.capacity() * 4 + ws_.pair_out.capacity() * 4 +
              ws_.partials.capacity() * 4;
     return core::Status::Ok();
   }
+
   core::Result<Launchable> prepare(core::MoeProblem const&, core::MoeConfig const&,
                                    bool* compiled) override {
     if (compiled) *compiled = false;
@@ -71,6 +75,20 @@ class CpuDeviceOps final : public DeviceOps {
   size_t workspace_bytes() const override { return bytes_; }
 
  private:
+  void reserve_buffers(core::MoeProblem const& p, size_t padded, size_t pairs, size_t partials) {
+    ws_.expert_counts.reserve(p.num_experts);
+    ws_.expert_offsets.reserve(p.num_experts + 1);
+    ws_.sorted_pairs.reserve(padded);
+    size_t const inter = padded * static_cast<size_t>(p.intermediate_size);
+    if (p.dtype == core::DType::kBf16) {
+      ws_.inter_bf16.reserve(inter);
+    } else {
+      ws_.inter_f32.reserve(inter);
+    }
+    ws_.pair_out.reserve(pairs * static_cast<size_t>(p.hidden_size));
+    ws_.partials.reserve(partials);
+  }
+
   kernels::FastPaths const fast_paths_;
   std::mutex mu_;
   kernels::cpu::CpuMoeWorkspace ws_;

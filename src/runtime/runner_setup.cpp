@@ -2,10 +2,12 @@
 // (scope-checked, one warning for stale entries), and the workspace sized for max_tokens.
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 
 #include "core/lever_io.hpp"
+#include "core/names.hpp"
 #include "kernels/fast_paths_from_levers.hpp"
 #include "kernels/testbed.hpp"
 #include "runtime/runner_impl.hpp"
@@ -99,8 +101,23 @@ std::string default_knob_cache_path(std::string const& role) {
   return home + "/moetune/knobs-" + (role.empty() ? "default" : role) + ".json";
 }
 
+/// A role names the knob cache file (knobs-<role>.json in the cache directory), so it is one
+/// file-name word: letters, digits, '-', '_' and '.' but not "." or ".." alone; "../x" would
+/// put the cache outside its directory.
+core::Status check_role(std::string const& role) {
+  bool ok = role != "." && role != ".." && role.size() <= 64;
+  for (char c : role) {
+    ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+  }
+  if (ok) return core::Status::Ok();
+  return setup_error("role '" + core::clip(role) +
+                     "' is not a file-name word (it names knobs-<role>.json in the cache "
+                     "directory); use letters, digits, '-', '_' or '.', e.g. prefill");
+}
+
 core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, RunnerOptions opts) {
   options = std::move(opts);
+  MOETUNE_RETURN_IF_ERROR(check_role(options.role));
   if (options.max_tokens < 1 || options.max_tokens > core::kMaxTokens) {
     return setup_error("max_tokens = " + std::to_string(options.max_tokens) + " is outside [1, " +
                        std::to_string(core::kMaxTokens) + "]");
@@ -176,10 +193,15 @@ core::Status RunnerImpl::reserve_known_workspace() {
     known.push_back(backend->default_config(at(m)));
     if (m == options.max_tokens) break;
   }
+  // Only configs that can run size it: a row outside the config ranges (split_k 65536) is never
+  // launched as it is, and sizing a workspace from it asked for terabytes.
+  auto add = [&](core::MoeConfig const& c) {
+    if (core::validate(c).ok()) known.push_back(c);
+  };
   if (table) {
-    for (auto const& [key, row] : table->rows) known.push_back(row.config);
+    for (auto const& [key, row] : table->rows) add(row.config);
   }
-  for (auto const& e : cache) known.push_back(e.config);
+  for (auto const& e : cache) add(e.config);
   return ops->reserve(problem, options.max_tokens, known);
 }
 

@@ -161,5 +161,30 @@ TEST(Recipe, CheckPassesWhenEqualAndCatchesAChangedRow) {
   EXPECT_EQ(diffs->at(0).what, "config differs: m16n64k64g1w4s2 vs m16n128k64g1w4s2");
 }
 
+// A recipe states every size of its problem: without top_k it used to write a table for
+// top_k 1 and lint clean.
+TEST(Recipe, AProblemWithoutTopKIsAnErrorNamingTheField) {
+  std::string text = recipe_text(pinned(64));
+  text.replace(text.find(", \"top_k\": 8"), 12, "");
+  auto r = load_text(text);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            r.error().where +
+                ": missing field 'top_k'; a recipe's problem states num_experts, "
+                "hidden_size, intermediate_size and top_k (nothing defaults)");
+  EXPECT_EQ(r.error().where.substr(r.error().where.size() - 24), "shapes[0] (demo) problem");
+}
+
+TEST(Recipe, SizesTooLargeToAllocateAreRefused) {
+  std::string text = recipe_text(pinned(64));
+  text.replace(text.find("\"num_experts\": 128"), 18, "\"num_experts\": 9223372036854775807");
+  auto r = load_text(text);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("num_experts (E) = 9223372036854775807 is out of range; "
+                                   "expected 1 <= E <= 65536 (2^16)"),
+            std::string::npos)
+      << r.error().to_string();
+}
+
 }  // namespace
 }  // namespace moetune::core

@@ -267,5 +267,63 @@ TEST(RuntimeBucket, IsTheNextPowerOfTwo) {
   EXPECT_EQ(runtime_bucket(9), 16);
 }
 
+// A role names the cache file knobs-<role>.json; "../../x" would have put it outside the cache
+// directory. Refused at create, naming the role; nothing is written.
+TEST_F(RunnerTest, ARoleWithAPathSeparatorIsRefused) {
+  for (char const* role : {"../../escape", "a/b", "..", "x\\y"}) {
+    RunnerOptions o = options(false);
+    o.cache_path = "";
+    o.role = role;
+    auto r = MoeRunner::create(demo_problem(), "cpu", o);
+    ASSERT_FALSE(r.ok()) << role;
+    EXPECT_EQ(r.error().code, core::ErrorCode::kInvalidArgument);
+    EXPECT_NE(r.error().message.find("is not a file-name word"), std::string::npos) << role;
+  }
+  RunnerOptions o = options(false);
+  o.role = "decode-2.tp8_x";
+  EXPECT_TRUE(MoeRunner::create(demo_problem(), "cpu", o).ok());
+}
+
+// Issue 57: a row with split_k 65536 that no M is served from still sized the workspace
+// (terabytes: bad_alloc, exit 3). Rows outside the config ranges never run, so they size nothing.
+TEST_F(RunnerTest, ARowOutsideTheConfigRangesDoesNotSizeTheWorkspace) {
+  core::Table t;
+  t.key = {.num_experts = 8,
+           .intermediate_size = 128,
+           .hidden_size = 256,
+           .top_k = 2,
+           .activation = core::Activation::kSiluGated,
+           .dtype = core::DType::kBf16,
+           .device_name = "cpu",
+           .family = "cpu_tiled",
+           .family_version = 1};
+  t.has_manifest = true;
+  t.rows[4096].config = tile_config(16, 32);
+  t.rows[4096].config.gemm1.pipeline.split_k = 65536;
+  t.rows[4096].config.gemm2.pipeline.split_k = 65536;
+  std::string const tables = dir_ + "/tables";
+  ASSERT_TRUE(core::save_table(t, tables).ok());
+  RunnerOptions o = options(false);
+  o.tables_dir = tables;
+  o.max_tokens = 4096;
+  auto r = MoeRunner::create(demo_problem(), "cpu", o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_LT((*r)->workspace_bytes(), size_t{1} << 30);
+}
+
+// A max_tokens whose workspace cannot fit this machine is refused before allocating, not a
+// bad_alloc.
+TEST_F(RunnerTest, AWorkspaceLargerThanTheMachineIsRefused) {
+  RunnerOptions o = options(false);
+  o.max_tokens = core::kMaxTokens;
+  auto big = *core::parse_problem_spec("E=4096,K=65536,I=65536,topk=64,act=silu,arch=cpu");
+  auto r = MoeRunner::create(big, "cpu", o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, core::ErrorCode::kInvalidArgument);
+  EXPECT_NE(r.error().message.find("GiB of host memory, more than this machine's"),
+            std::string::npos)
+      << r.error().to_string();
+}
+
 }  // namespace
 }  // namespace moetune

@@ -5,6 +5,7 @@
 #include <numbers>
 #include <string>
 
+#include "core/device_info.hpp"
 #include "kernels/cpu/bf16.hpp"
 
 namespace moetune::kernels::cpu {
@@ -61,6 +62,19 @@ void fill_normal(std::mt19937_64& rng, double scale, core::DType dtype,
   }
 }
 
+double host_bytes_estimate(core::MoeProblem const& p) {
+  double const m = static_cast<double>(p.num_tokens);
+  double const k = static_cast<double>(p.hidden_size);
+  double const pairs = m * static_cast<double>(p.top_k);
+  double const weights = static_cast<double>(p.num_experts) * k *
+                         static_cast<double>(core::gemm1_n(p) + p.intermediate_size);
+  double const float_and_bf16 = 4 + 2;
+  double const inputs = (m * k + weights) * float_and_bf16 + pairs * 8;
+  double const output_and_reference = m * k * (4 + 8);
+  double const pair_buffers = pairs * static_cast<double>(core::gemm1_n(p) + p.hidden_size) * 4;
+  return inputs + output_and_reference + pair_buffers;
+}
+
 core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
                                             core::RoutingProfile const& profile, uint64_t seed) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
@@ -69,6 +83,10 @@ core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
                             "problem.dtype = fp16 has no input generator yet (allowed: bf16, "
                             "fp32); use bf16 or fp32");
   }
+  MOETUNE_RETURN_IF_ERROR(core::check_host_bytes(
+      host_bytes_estimate(problem), "generate_moe_data",
+      "M=" + std::to_string(problem.num_tokens) + " of " + core::to_string(problem),
+      "use a smaller M or problem"));
   MoeHostData data;
   data.problem = problem;
   int64_t const m = problem.num_tokens;

@@ -40,10 +40,16 @@ std::pair<double, double> normal_pair(std::mt19937_64& rng);
 /// Fills `values` (its size is kept) with N(0, 1) * scale rounded to `dtype`.
 void fill_normal(std::mt19937_64& rng, double scale, core::DType dtype, std::vector<float>& values);
 
+/// Host bytes one checked run of `problem` holds at once: the inputs in float and in bf16, the
+/// routing, the output, the fp64 reference and the cpu backend's pair buffers. In double: a
+/// valid problem's sizes never overflow it.
+double host_bytes_estimate(core::MoeProblem const& problem);
+
 /// Generates x ~ N(0,1), w1 ~ N(0,1)/sqrt(K), w2 ~ N(0,1)/sqrt(I) (in that order, from one
 /// std::mt19937_64 seeded with `seed`) and routing from `profile` with its seed replaced by
 /// profile.seed + seed (seed 0 reproduces the profile's own routing). Fails when the problem is
-/// invalid, its dtype is fp16 (not generated yet: bf16 or fp32), or routing generation fails.
+/// invalid, its dtype is fp16 (not generated yet: bf16 or fp32), it needs more than this
+/// machine's memory (host_bytes_estimate, checked before allocating), or routing fails.
 core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
                                             core::RoutingProfile const& profile, uint64_t seed);
 
