@@ -192,7 +192,8 @@ core::Result<std::string> make_run_dir(std::string const& out_dir, RunEnv const&
   std::erase(hms, ':');
   std::string const base = out_dir + "/" + env.date + "-" + hms + "-" + env.commit + kind;
   std::string dir = base;
-  for (int i = 2; std::filesystem::exists(dir); ++i) dir = base + "-" + std::to_string(i);
+  std::error_code ec;
+  for (int i = 2; std::filesystem::exists(dir, ec); ++i) dir = base + "-" + std::to_string(i);
   MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(dir));
   return dir;
 }

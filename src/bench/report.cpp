@@ -113,9 +113,10 @@ core::Result<ReportData> load_report_data(std::string const& path) {
   namespace fs = std::filesystem;
   ReportData data;
   std::vector<std::string> files;
-  if (fs::is_directory(path)) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
     for (char const* name : {"bench.csv", "ab.csv"}) {
-      if (fs::exists(fs::path(path) / name)) files.push_back((fs::path(path) / name).string());
+      if (fs::exists(fs::path(path) / name, ec)) files.push_back((fs::path(path) / name).string());
     }
     auto env = core::read_file((fs::path(path) / "env.json").string());
     if (env.ok()) data.envs.emplace_back(fs::path(path).filename().string(), *env);

@@ -47,7 +47,8 @@ std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
       throw CliExit{kExitBadInput, "--arm " + text + ": the name '" + arm.name +
                                        "' is used twice; give every arm its own name"};
     }
-    if (!arm.tables.empty() && !std::filesystem::is_directory(arm.tables)) {
+    std::error_code ec;
+    if (!arm.tables.empty() && !std::filesystem::is_directory(arm.tables, ec)) {
       throw CliExit{kExitBadInput,
                     "--arm " + text + ": tables directory '" + arm.tables + "' does not exist"};
     }

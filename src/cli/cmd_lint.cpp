@@ -117,7 +117,8 @@ int run_lint(LintArgs const& args) {
   if (args.max_m < 0) check_m(args.max_m, "--max-m");
   std::optional<core::Recipe> recipe;
   if (!args.recipe_path.empty()) recipe = load_recipe_or_exit(args.recipe_path);
-  if (!std::filesystem::is_directory(args.tables_dir)) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(args.tables_dir, ec)) {
     throw CliExit{kExitBadInput, args.tables_dir +
                                      ": not a directory; pass the folder that holds "
                                      "the tables (e.g. --tables tables/cpu)"};

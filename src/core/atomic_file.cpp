@@ -82,10 +82,16 @@ Status write_file_atomic(std::string const& path, std::string_view content) {
 
 Result<std::string> read_file(std::string const& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  auto const status = std::filesystem::status(path, ec);
+  if (status.type() == std::filesystem::file_type::not_found) {
     return make_error(ErrorCode::kNotFound, path, "file not found");
   }
-  if (std::filesystem::is_directory(path, ec)) {
+  if (ec) {
+    return make_error(
+        ErrorCode::kIo, path,
+        "cannot read: " + ec.message() + "; fix or remove the path (a symlink loop?)");
+  }
+  if (status.type() == std::filesystem::file_type::directory) {
     return make_error(ErrorCode::kIo, path, "is a directory, expected a file");
   }
   std::ifstream in(path, std::ios::binary);

@@ -139,9 +139,11 @@ Result<std::vector<LintFinding>> lint_tables(std::string const& dir,
   std::vector<LintFinding> out;
   std::error_code ec;
   // Orphan manifests: a sidecar whose vLLM file is gone.
-  for (auto const& entry : fs::directory_iterator(dir, ec)) {
-    std::string const p = entry.path().string();
-    if (p.ends_with(".json.moetune") && !fs::exists(p.substr(0, p.size() - 8), ec)) {
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string const p = it->path().string();
+    std::error_code exists_ec;
+    if (p.ends_with(".json.moetune") && !fs::exists(p.substr(0, p.size() - 8), exists_ec) &&
+        !exists_ec) {
       out.push_back(finding(LintKind::kManifestMismatch, p, std::nullopt,
                             "manifest without its vLLM file; regenerate the pair with `moetune "
                             "materialize` or delete the stale manifest"));

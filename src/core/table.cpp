@@ -225,11 +225,14 @@ Result<std::vector<std::string>> list_table_files(std::string const& dir) {
     return make_error(ErrorCode::kNotFound, dir, "table directory not found");
   }
   std::vector<std::string> out;
-  for (auto const& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::string const name = entry.path().filename().string();
-    if (entry.is_regular_file() && name.ends_with(".json") && name.front() != '.') {
-      out.push_back(entry.path().string());
-    }
+  // error_code overloads throughout: a symlink loop or a vanished entry is a message, not an
+  // exception. An entry whose status cannot be read stays in the list, so reading it names it.
+  namespace fs = std::filesystem;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string const name = it->path().filename().string();
+    std::error_code status_ec;
+    if (!name.ends_with(".json") || name.front() == '.' || it->is_directory(status_ec)) continue;
+    out.push_back(it->path().string());
   }
   if (ec) return make_error(ErrorCode::kIo, dir, "cannot list directory: " + ec.message());
   std::sort(out.begin(), out.end());

@@ -285,5 +285,23 @@ TEST(AtomicFile, WriteReplacesAndMissingFileIsNotFound) {
   EXPECT_FALSE(write_file_atomic(dir + "/no/such/dir/a", "1").ok());
 }
 
+// A symlink loop among a directory's tables is an entry that cannot be read, named as such; it
+// is neither skipped silently nor an exception.
+TEST(Table, ASymlinkLoopIsAnUnreadableEntryNotAnException) {
+  std::string const dir = fresh_dir("loop");
+  std::filesystem::create_symlink("b.json", dir + "/a.json");
+  std::filesystem::create_symlink("a.json", dir + "/b.json");
+  auto files = list_table_files(dir);
+  ASSERT_TRUE(files.ok()) << files.error().to_string();
+  ASSERT_EQ(files->size(), 2u);
+  auto t = load_table(files->front());
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error().code, ErrorCode::kIo);
+  EXPECT_EQ(t.error().to_string(),
+            dir +
+                "/a.json: cannot read: Too many levels of symbolic links; fix or remove the "
+                "path (a symlink loop?)");
+}
+
 }  // namespace
 }  // namespace moetune::core
