@@ -33,7 +33,14 @@ Error io_error(std::string const& path, std::string const& step) {
 
 }  // namespace
 
-Status write_file_atomic(std::string const& path, std::string_view content) {
+std::string write_target(std::string const& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_symlink(path, ec)) return path;
+  std::filesystem::path const target = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : target.string();
+}
+
+Result<std::string> write_temp_beside(std::string const& path, std::string_view content) {
   std::string const dir = dir_of(path);
   std::string tmpl = dir + "/." + std::filesystem::path(path).filename().string() + ".tmp.XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
@@ -66,17 +73,28 @@ Status write_file_atomic(std::string const& path, std::string_view content) {
     ::unlink(tmp.c_str());
     return e;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = io_error(path, "rename of " + tmp);
-    ::unlink(tmp.c_str());
-    return e;
-  }
+  return tmp;
+}
+
+void sync_dir(std::string const& dir) {
   int const dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (dfd >= 0) {
     // NOTE: some filesystems refuse fsync on a directory (EINVAL); the file itself is durable.
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+Status write_file_atomic(std::string const& path_given, std::string_view content) {
+  std::string const path = write_target(path_given);
+  auto tmp = write_temp_beside(path, content);
+  if (!tmp.ok()) return tmp.error();
+  if (::rename(tmp->c_str(), path.c_str()) != 0) {
+    Error e = io_error(path, "rename of " + *tmp);
+    ::unlink(tmp->c_str());
+    return e;
+  }
+  sync_dir(dir_of(path));
   return Status::Ok();
 }
 

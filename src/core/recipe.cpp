@@ -1,12 +1,10 @@
 // Recipes: strict loading with errors that name file + field path, serialisation, and the two
-// GPU-free operations on them: materialize (pinned rows -> tables) and check (regenerate, diff).
+// GPU-free operations on them: materialize (pinned rows -> tables) and, in recipe_check.cpp, check.
 #include "core/recipe.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <set>
-
-#include <stdlib.h>
 
 #include "core/atomic_file.hpp"
 #include "core/json_io.hpp"
@@ -221,6 +219,9 @@ TableKey table_key_for(RecipeShape const& shape, std::string const& toolchain) {
 Result<std::vector<std::string>> materialize(Recipe const& recipe, std::string const& out_dir,
                                              bool merge) {
   MOETUNE_RETURN_IF_ERROR(ensure_writable_dir(out_dir));
+  // All-or-nothing: every shape's pair is staged (read, merged, written to temps) before any
+  // file is renamed, so a failure at shape k leaves shapes 1..k-1 untouched too.
+  FileTransaction tx;
   std::vector<std::string> written;
   for (auto const& shape : recipe.shapes) {
     Table table;
@@ -244,74 +245,12 @@ Result<std::vector<std::string>> materialize(Recipe const& recipe, std::string c
       row.config = pinned.config;
       row.source = pinned.source;
     }
-    auto saved = save_table(table, out_dir);
-    if (!saved.ok()) return saved.error();
-    written.push_back(*saved);
+    auto staged = stage_table(table, out_dir, tx);
+    if (!staged.ok()) return staged.error();
+    written.push_back(*staged);
   }
+  MOETUNE_RETURN_IF_ERROR(tx.commit());
   return written;
-}
-
-Result<std::vector<TableDiff>> check_recipe(Recipe const& recipe, std::string const& tables_dir) {
-  std::string tmpl = (fs::temp_directory_path() / "moetune-check-XXXXXX").string();
-  if (::mkdtemp(tmpl.data()) == nullptr) {
-    return make_error(ErrorCode::kIo, tmpl, "cannot create a temp directory for the check");
-  }
-  std::string const tmp = tmpl;
-  std::vector<TableDiff> diffs;
-  std::error_code ec;
-  for (auto const& shape : recipe.shapes) {
-    std::string const name = vllm_file_name(table_key_for(shape));
-    fs::path const shipped = fs::path(tables_dir) / name;
-    if (!fs::exists(shipped, ec)) {
-      diffs.push_back({name, -1, "missing file"});
-      continue;
-    }
-    fs::copy_file(shipped, fs::path(tmp) / name, ec);
-    if (fs::exists(manifest_path(shipped.string()), ec)) {
-      fs::copy_file(manifest_path(shipped.string()), manifest_path((fs::path(tmp) / name).string()),
-                    ec);
-    }
-  }
-  auto regenerated = materialize(recipe, tmp, /*merge=*/true);
-  if (!regenerated.ok()) {
-    fs::remove_all(tmp, ec);
-    return regenerated.error();
-  }
-  for (auto const& shape : recipe.shapes) {
-    std::string const name = vllm_file_name(table_key_for(shape));
-    fs::path const shipped_path = fs::path(tables_dir) / name;
-    if (!fs::exists(shipped_path, ec)) continue;
-    auto want = load_table((fs::path(tmp) / name).string());
-    auto have = load_table(shipped_path.string());
-    if (!want.ok() || !have.ok()) {
-      fs::remove_all(tmp, ec);
-      return want.ok() ? have.error() : want.error();
-    }
-    if (!have->has_manifest) diffs.push_back({name, -1, "missing manifest"});
-    TableKey want_key = want->key;
-    want_key.toolchain = have->key.toolchain;
-    if (have->has_manifest && !(want_key == have->key)) diffs.push_back({name, -1, "key differs"});
-    if (have->has_manifest && !(want->policy == have->policy)) {
-      diffs.push_back({name, -1, "policy differs"});
-    }
-    for (auto const& [m, row] : want->rows) {
-      auto it = have->rows.find(m);
-      if (it == have->rows.end()) {
-        diffs.push_back({name, m, "missing row"});
-      } else if (!(it->second.config == row.config)) {
-        diffs.push_back({name, m,
-                         "config differs: " + short_string(it->second.config) + " vs " +
-                             short_string(row.config)});
-      } else if (have->has_manifest && !(it->second.source == row.source)) {
-        diffs.push_back({name, m, "source differs"});
-      }
-    }
-    for (auto const& [m, row] : have->rows) {
-      if (want->rows.count(m) == 0) diffs.push_back({name, m, "extra row"});
-    }
-  }
-  fs::remove_all(tmp, ec);
-  return diffs;
 }
 
 }  // namespace moetune::core

@@ -64,7 +64,8 @@ TableKey table_key_for(RecipeShape const& shape, std::string const& toolchain = 
 
 /// Writes every shape's pinned rows into its table under `out_dir`. With merge, rows already in
 /// the existing table that the recipe does not pin are kept; without, the table holds exactly the
-/// pinned rows. Returns the written paths. Atomic per file.
+/// pinned rows. Returns the written paths. All-or-nothing over every file it writes: on any error
+/// (a corrupt table under merge, an unwritable path) no file has changed.
 Result<std::vector<std::string>> materialize(Recipe const& recipe, std::string const& out_dir,
                                              bool merge);
 

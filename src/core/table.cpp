@@ -204,18 +204,24 @@ Result<Table> load_table(std::string const& path) {
   return out;
 }
 
-Result<std::string> save_table(Table const& table, std::string const& dir) {
+Result<std::string> stage_table(Table const& table, std::string const& dir, FileTransaction& tx) {
   MOETUNE_RETURN_IF_ERROR(ensure_writable_dir(dir));
   std::string const path = (std::filesystem::path(dir) / vllm_file_name(table.key)).string();
   std::string const mpath = manifest_path(path);
   if (table.has_manifest) {
-    MOETUNE_RETURN_IF_ERROR(write_file_atomic(mpath, format_manifest(table)));
+    MOETUNE_RETURN_IF_ERROR(tx.stage(mpath, format_manifest(table)));
   } else {
-    // A plain table must not pick up a stale manifest left beside it.
-    std::error_code ec;
-    std::filesystem::remove(mpath, ec);
+    tx.stage_removal(mpath);  // a plain table must not pick up a stale manifest left beside it
   }
-  MOETUNE_RETURN_IF_ERROR(write_file_atomic(path, format_vllm_table(table)));
+  MOETUNE_RETURN_IF_ERROR(tx.stage(path, format_vllm_table(table)));
+  return path;
+}
+
+Result<std::string> save_table(Table const& table, std::string const& dir) {
+  FileTransaction tx;
+  auto path = stage_table(table, dir, tx);
+  if (!path.ok()) return path.error();
+  MOETUNE_RETURN_IF_ERROR(tx.commit());
   return path;
 }
 

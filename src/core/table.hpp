@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/config.hpp"
+#include "core/file_transaction.hpp"
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "core/source.hpp"
@@ -96,10 +97,16 @@ struct Table {
 /// keys (triton_version, SPLIT_K, ROCm keys) are tolerated. Errors name the file and, for JSON,
 /// the line or the field.
 Result<Table> load_table(std::string const& path);
-/// Writes the vLLM file and the manifest into `dir` atomically (temp file, fsync, rename; the
-/// manifest first, so a crash leaves either the old pair or a new manifest with the old table,
-/// which load_table detects by row set). Returns the vLLM file's path.
+/// Writes the vLLM file and the manifest into `dir` as a pair (stage_table, then commit): both
+/// temps are written before either file changes, and the two renames run under the directory's
+/// lock, so concurrent writers never mix their pairs and a failure changes neither file. (A kill
+/// between the two renames can still tear a pair; load_table names that, and the command that
+/// regenerates it.) Returns the vLLM file's path.
 Result<std::string> save_table(Table const& table, std::string const& dir);
+/// Stages a table's two files into `tx`: the manifest (or, for a plain table, the removal of a
+/// stale one) and the vLLM file. Nothing changes on disk until tx.commit(). Returns the vLLM
+/// file's path. Several tables staged into one transaction change all-or-nothing.
+Result<std::string> stage_table(Table const& table, std::string const& dir, FileTransaction& tx);
 /// Lists the vLLM table files (*.json, not *.moetune) in dir, sorted, as paths "dir/name".
 /// A missing dir is kNotFound.
 Result<std::vector<std::string>> list_table_files(std::string const& dir);

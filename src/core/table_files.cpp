@@ -12,7 +12,8 @@ namespace moetune::core {
 namespace {
 
 constexpr char const* kRegenerate =
-    "; regenerate the pair with `moetune materialize` or delete the stale manifest";
+    "; the pair is out of step (an interrupted write, a rename or an edit): regenerate it with "
+    "`moetune materialize` (or the `moetune tune` that made it) or delete the stale manifest";
 
 /// vLLM's six fields, in the order sort_config writes them.
 constexpr char const* kVllmFields[] = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",

@@ -186,5 +186,63 @@ TEST(Recipe, SizesTooLargeToAllocateAreRefused) {
       << r.error().to_string();
 }
 
+/// Two shapes (two table files): the second's out-of-range routing block is fixed up below so
+/// the recipe loads, and each test breaks the second shape's table file its own way.
+std::string two_shape_recipe() {
+  std::string text = recipe_text(pinned(64));
+  std::string const first_shape_start = "{\n    \"name\": \"demo\"";
+  size_t const start = text.find(first_shape_start);
+  std::string shape = text.substr(start, text.rfind("}]}") + 1 - start);
+  std::string second = shape;
+  second.replace(second.find("\"name\": \"demo\""), 14, "\"name\": \"other\"");
+  second.replace(second.find("\"num_experts\": 128"), 18, "\"num_experts\": 64");
+  return text.substr(0, text.rfind("}]}") + 1) + ", " + second + "]}";
+}
+
+// Issue 57: materialize wrote shapes one at a time, so a failure at shape 2 (here its table's
+// path is a directory; under --merge, a corrupt table) left shape 1's table rewritten.
+TEST(Recipe, MaterializeChangesNoFileWhenALaterShapeFails) {
+  auto recipe = load_text(two_shape_recipe());
+  ASSERT_TRUE(recipe.ok()) << recipe.error().to_string();
+  ASSERT_EQ(recipe->shapes.size(), 2u);
+  std::string const out = fresh_dir("all_or_nothing");
+  Table first;
+  first.key = table_key_for(recipe->shapes[0]);
+  first.has_manifest = true;
+  first.rows[512].config = uniform_config(KernelConfig{});
+  auto first_path = save_table(first, out);
+  ASSERT_TRUE(first_path.ok());
+  std::string const vllm_before = *read_file(*first_path);
+  std::string const manifest_before = *read_file(manifest_path(*first_path));
+  std::string const second = out + "/" + vllm_file_name(table_key_for(recipe->shapes[1]));
+  fs::create_directories(second + "/blocker");  // the rename onto it fails
+  EXPECT_FALSE(materialize(*recipe, out, /*merge=*/false).ok());
+  fs::remove_all(second);
+  ASSERT_TRUE(write_file_atomic(second, "{\"16\": [").ok());  // corrupt: --merge cannot read it
+  auto merged = materialize(*recipe, out, /*merge=*/true);
+  ASSERT_FALSE(merged.ok());
+  EXPECT_EQ(merged.error().where, second + ":1");
+  EXPECT_EQ(*read_file(*first_path), vllm_before);
+  EXPECT_EQ(*read_file(manifest_path(*first_path)), manifest_before);
+}
+
+// check works in a temp directory and removes it on every path, failures included.
+TEST(Recipe, CheckLeavesNoTempDirectoryWhenItFails) {
+  auto recipe = load_text(recipe_text(pinned(64)));
+  ASSERT_TRUE(recipe.ok());
+  std::string const tables = fresh_dir("check_fail");
+  std::string const tmp = fresh_dir("check_tmp");
+  std::string const name = vllm_file_name(table_key_for(recipe->shapes[0]));
+  ASSERT_TRUE(write_file_atomic(tables + "/" + name, std::string(100000, '[')).ok());
+  char const* old_tmpdir = std::getenv("TMPDIR");
+  std::string const saved = old_tmpdir ? old_tmpdir : "";
+  setenv("TMPDIR", tmp.c_str(), 1);
+  auto diffs = check_recipe(*recipe, tables);
+  old_tmpdir ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR");
+  ASSERT_FALSE(diffs.ok());
+  EXPECT_EQ(diffs.error().where, tables + "/" + name + ":1");  // the shipped file, not a copy
+  EXPECT_TRUE(fs::is_empty(tmp));
+}
+
 }  // namespace
 }  // namespace moetune::core

@@ -1,4 +1,7 @@
 // Tables: vLLM file names, a real-looking vLLM H200 file, manifest round trip and mismatches.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include "temp_dir.hpp"
@@ -192,8 +195,9 @@ TEST(Table, ManifestRowConfigMismatchNamesTheField) {
       t.error().to_string(),
       *path +
           ".moetune: rows[16].config.gemm1.tile.block_n is 128 in the manifest but 64 "
-          "in the vLLM file; regenerate the pair with `moetune materialize` or delete the stale "
-          "manifest");
+          "in the vLLM file; the pair is out of step (an interrupted write, a rename or an "
+          "edit): regenerate it with `moetune materialize` (or the `moetune tune` that made it) "
+          "or delete the stale manifest");
 }
 
 TEST(Table, ManifestRowSetAndKeyMismatchesAreNamed) {
@@ -205,8 +209,9 @@ TEST(Table, ManifestRowSetAndKeyMismatchesAreNamed) {
   ASSERT_EQ(errs.size(), 3u);
   EXPECT_EQ(errs[0].message,
             "key.num_experts is 128 in the manifest but 64 in the file name "
-            "'E=64,N=768,device_name=NVIDIA_H200.json'; regenerate the pair with `moetune "
-            "materialize` or delete the stale manifest");
+            "'E=64,N=768,device_name=NVIDIA_H200.json'; the pair is out of step (an "
+            "interrupted write, a rename or an edit): regenerate it with `moetune materialize` "
+            "(or the `moetune tune` that made it) or delete the stale manifest");
   EXPECT_EQ(errs[1].message.substr(0, 48), "rows[256] is in the manifest but not in the vLLM");
   EXPECT_EQ(errs[2].message.substr(0, 48), "rows[512] is in the vLLM file but not in the man");
   EXPECT_TRUE(manifest_mismatches(m, m, vllm_file_name(m.key), "M").empty());
@@ -283,6 +288,56 @@ TEST(AtomicFile, WriteReplacesAndMissingFileIsNotFound) {
   EXPECT_EQ(*read_file(dir + "/a"), "22");
   EXPECT_EQ(read_file(dir + "/missing").error().code, ErrorCode::kNotFound);
   EXPECT_FALSE(write_file_atomic(dir + "/no/such/dir/a", "1").ok());
+}
+
+// A table's two files change together or not at all: when the vLLM file cannot be written (its
+// path is a non-empty directory), the manifest is not replaced either (it used to be, first).
+TEST(Table, SaveThatFailsChangesNeitherFileOfThePair) {
+  std::string const dir = fresh_dir("pair_fail");
+  Table t = full_table();
+  auto path = save_table(t, dir);
+  ASSERT_TRUE(path.ok());
+  std::string const manifest_before = *read_file(manifest_path(*path));
+  std::filesystem::remove(*path);
+  std::filesystem::create_directories(*path + "/blocker");
+  t.rows[16].config = uniform_config(KernelConfig{});
+  ASSERT_FALSE(save_table(t, dir).ok());
+  EXPECT_EQ(*read_file(manifest_path(*path)), manifest_before);
+}
+
+// Two processes saving the same table at the same moment never leave a manifest that disagrees
+// with its vLLM file: each pair's renames run under the directory's lock. (Before, the manifest
+// and the vLLM file were renamed one write apart, and the race tore about every other round.)
+TEST(Table, ConcurrentWritersNeverTearThePair) {
+  std::string const dir = fresh_dir("pair_race");
+  std::string const path = dir + "/E=128,N=768,device_name=NVIDIA_H200.json";
+  for (int round = 0; round < 12; ++round) {
+    int go[2];
+    ASSERT_EQ(pipe(go), 0);
+    std::vector<pid_t> kids;
+    for (int w = 0; w < 2; ++w) {
+      pid_t const pid = fork();
+      if (pid == 0) {
+        close(go[1]);
+        char c;
+        (void)!read(go[0], &c, 1);  // both start when the parent closes the pipe
+        Table t = full_table();
+        t.rows.clear();
+        for (int m = 1; m <= 1 + w; ++m) t.rows[m].config = uniform_config(KernelConfig{});
+        _exit(save_table(t, dir).ok() ? 0 : 1);
+      }
+      kids.push_back(pid);
+    }
+    close(go[0]);
+    close(go[1]);
+    for (pid_t pid : kids) {
+      int status = 0;
+      waitpid(pid, &status, 0);
+      EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    auto t = load_table(path);
+    ASSERT_TRUE(t.ok()) << "round " << round << ": " << t.error().to_string();
+  }
 }
 
 // A symlink loop among a directory's tables is an entry that cannot be read, named as such; it
