@@ -9,6 +9,7 @@
 namespace moetune::cli {
 
 void print_prewarm(runtime::PrewarmReport const& r, bool quiet);  // cmd_prewarm.cpp
+runtime::PrewarmProgress prewarm_progress(bool quiet);            // cmd_prewarm.cpp
 
 void setup_pack(CLI::App& app, int& exit_code) {
   auto tables = std::make_shared<std::string>();
@@ -16,7 +17,7 @@ void setup_pack(CLI::App& app, int& exit_code) {
   app.add_option("--tables", *tables, "tables directory")->required();
   app.add_option("--out", *out, "bundle directory to write (created)")->required();
   app.callback([tables, out, &exit_code] {
-    print_prewarm(unwrap(runtime::pack_bundle(*tables, *out)), true);
+    print_prewarm(unwrap(runtime::pack_bundle(*tables, *out, prewarm_progress(false))), true);
     std::cout << "bundle: " << *out << " (serve with MOETUNE_CACHE_DIR=" << *out << " and tables "
               << *out << "/tables)\n";
     exit_code = kExitOk;

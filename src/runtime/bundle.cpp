@@ -65,30 +65,40 @@ core::Status prewarm_row(core::Table const& t, std::string const& file, int64_t 
 
 }  // namespace
 
-core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir) {
+core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir,
+                                           PrewarmProgress const& progress) {
   auto files = core::list_table_files(tables_dir);
   if (!files.ok()) return files.error();
-  PrewarmReport report;
+  // Every table loads before anything compiles: a broken one fails in a second, not after minutes.
+  std::vector<std::pair<std::string, core::Table>> tables;
+  size_t total = 0;
   for (std::string const& f : *files) {
     auto t = core::load_table(f);
     if (!t.ok()) return t.error();
+    total += t->rows.size();
+    tables.emplace_back(f, std::move(*t));
+  }
+  PrewarmReport report;
+  for (auto const& [f, t] : tables) {
     ++report.tables;
-    for (auto const& [bucket, row] : t->rows) {
+    for (auto const& [bucket, row] : t.rows) {
       PrewarmItem item{.table = f,
                        .bucket = bucket,
                        .config = core::short_string(row.config),
                        .outcome = "",
                        .cubins = {},
                        .compile_ms = 0};
-      MOETUNE_RETURN_IF_ERROR(prewarm_row(*t, f, bucket, row.config, item));
+      MOETUNE_RETURN_IF_ERROR(prewarm_row(t, f, bucket, row.config, item));
       report.items.push_back(std::move(item));
+      if (progress) progress(report.items.back(), report.items.size(), total);
     }
   }
   return report;
 }
 
 core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
-                                             std::vector<int64_t> const& ms) {
+                                             std::vector<int64_t> const& ms,
+                                             PrewarmProgress const& progress) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
   PrewarmReport report;
   bool const cpu = problem.arch == "cpu";
@@ -107,8 +117,12 @@ core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
                                   "moetune was built without; rebuild with nvcc on PATH");
 #endif
     }
-    PrewarmItem item{.table = "default", .bucket = m, .config = core::short_string(config),
-                     .outcome = "", .cubins = {}, .compile_ms = 0};
+    PrewarmItem item{.table = "default",
+                     .bucket = m,
+                     .config = core::short_string(config),
+                     .outcome = "",
+                     .cubins = {},
+                     .compile_ms = 0};
     if (cpu) {
       core::Status s = kernels::cpu::cpu_tiled_can_implement(problem, config);
       if (!s.ok()) return bad(where, s.error().message);
@@ -120,6 +134,7 @@ core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
 #endif
     }
     report.items.push_back(std::move(item));
+    if (progress) progress(report.items.back(), report.items.size(), ms.size());
   }
   return report;
 }
@@ -149,8 +164,9 @@ std::string format_bundle_manifest(PrewarmReport const& report, std::string cons
   return out + (report.items.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
-core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir, std::string const& out_dir) {
-  auto report = prewarm_tables(tables_dir);
+core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir, std::string const& out_dir,
+                                        PrewarmProgress const& progress) {
+  auto report = prewarm_tables(tables_dir, progress);
   if (!report.ok()) return report.error();
   MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(out_dir + "/tables"));
   auto files = core::list_table_files(tables_dir);

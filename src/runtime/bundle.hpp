@@ -9,6 +9,7 @@
 //     key).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,19 +36,27 @@ struct PrewarmReport {
   std::vector<PrewarmItem> items;
 };
 
+/// Called after each config is done: the item (its outcome and compile time), its 1-based index
+/// and the number of configs in all. A compile takes seconds, so a caller can show progress.
+using PrewarmProgress = std::function<void(PrewarmItem const&, size_t index, size_t total)>;
+
 /// Prewarms every row of every table in `tables_dir`. Fails (naming the table, row and reason)
 /// on a table that does not load, lacks K/top_k/activation in its manifest, a row its family
-/// cannot implement, a compile error, or a cuda table in a build without CUDA.
-core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir);
+/// cannot implement, a compile error, or a cuda table in a build without CUDA. Every table is
+/// loaded before the first config is prewarmed.
+core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir,
+                                           PrewarmProgress const& progress = {});
 
 /// Prewarms the default rule's config of `problem` at each M of `ms` (cuda: NVRTC into the cubin
 /// cache; cpu: validated), for serving shapes no table covers. The report names table "default".
 core::Result<PrewarmReport> prewarm_defaults(core::MoeProblem problem,
-                                             std::vector<int64_t> const& ms);
+                                             std::vector<int64_t> const& ms,
+                                             PrewarmProgress const& progress = {});
 
 /// Prewarms `tables_dir`, then writes the bundle into `out_dir` (created; files written
 /// atomically). Returns the prewarm report.
-core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir, std::string const& out_dir);
+core::Result<PrewarmReport> pack_bundle(std::string const& tables_dir, std::string const& out_dir,
+                                        PrewarmProgress const& progress = {});
 
 /// The bundle manifest (bundle.json) for a report.
 std::string format_bundle_manifest(PrewarmReport const& report, std::string const& tables_dir);

@@ -5,8 +5,12 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "core/atomic_file.hpp"
 #include "core/json_text.hpp"
@@ -86,22 +90,54 @@ core::Result<CacheEntry> parse_entry(std::string const& raw, std::string const& 
   return e;
 }
 
-/// Exclusive flock on "<path>.lock" for the life of the object.
+/// Exclusive flock on "<path>.lock" for the life of the object, waited for in 20 ms polls up to
+/// wait.timeout_s (a blocking flock would wait forever behind a stuck process).
 class FileLock {
  public:
-  explicit FileLock(std::string const& path) {
-    fd_ = ::open((path + ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
-      ::close(fd_);
-      fd_ = -1;
+  FileLock(std::string const& path, LockWait const& wait) : lock_path_(path + ".lock") {
+    fd_ = ::open(lock_path_.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
+    if (fd_ < 0) {
+      error_ = "cannot open the knob cache's lock file: " + std::string(std::strerror(errno)) +
+               "; check the directory's permissions";
+      return;
     }
+    auto const start = std::chrono::steady_clock::now();
+    bool told = false;
+    while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) {
+        error_ = "cannot lock the knob cache: " + std::string(std::strerror(errno));
+        break;
+      }
+      double const waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited >= wait.timeout_s) {
+        error_ = "another process has held this lock for " + std::to_string(int(waited)) +
+                 " s; the tuned entry is not saved: let that process finish, or kill it if it "
+                 "hangs (the lock goes with it), then run again";
+        break;
+      }
+      if (!told && waited >= wait.notice_s && wait.waiting) {
+        wait.waiting("waiting for " + lock_path_ + ", held by another process (up to " +
+                     std::to_string(int(wait.timeout_s)) + " s)");
+        told = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!error_.empty()) ::close(fd_), fd_ = -1;
   }
   ~FileLock() {
     if (fd_ >= 0) ::close(fd_);  // closing releases the flock
   }
-  bool ok() const { return fd_ >= 0; }
+  FileLock(FileLock const&) = delete;
+  FileLock& operator=(FileLock const&) = delete;
+  core::Status status() const {
+    if (fd_ >= 0) return core::Status::Ok();
+    return core::make_error(core::ErrorCode::kIo, lock_path_, error_);
+  }
 
  private:
+  std::string lock_path_;
+  std::string error_;
   int fd_ = -1;
 };
 
@@ -214,15 +250,12 @@ ScopedEntries select_entries(KnobCacheFile const& file, CacheScope const& ours,
   return out;
 }
 
-core::Result<KnobCacheFile> merge_into_knob_cache(std::string const& path,
-                                                  CacheEntry const& entry) {
+core::Result<KnobCacheFile> merge_into_knob_cache(std::string const& path, CacheEntry const& entry,
+                                                  LockWait const& wait) {
   std::filesystem::path const dir = std::filesystem::path(path).parent_path();
   if (!dir.empty()) MOETUNE_RETURN_IF_ERROR(core::ensure_writable_dir(dir.string()));
-  FileLock lock(path);
-  if (!lock.ok()) {
-    return core::make_error(core::ErrorCode::kIo, path + ".lock",
-                            "cannot open or lock the knob cache's lock file; check permissions");
-  }
+  FileLock const lock(path, wait);
+  MOETUNE_RETURN_IF_ERROR(lock.status());
   auto file = load_knob_cache(path);
   if (!file.ok()) return file.error();  // never overwrite a cache we cannot read
   bool replaced = false;

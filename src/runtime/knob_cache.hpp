@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -80,9 +81,19 @@ struct ScopedEntries {
 ScopedEntries select_entries(KnobCacheFile const& file, CacheScope const& ours,
                              std::string const& path);
 
+/// How long a writer waits for the cache's lock, and whom it tells that it waits.
+struct LockWait {
+  double timeout_s = 60;  ///< then the merge fails (kIo) naming the lock file
+  double notice_s = 1;    ///< after this long, `waiting` is called once
+  std::function<void(std::string const&)> waiting;  ///< one line; none = silent
+};
+
 /// Adds `entry` to the cache at `path` (replacing the entry with the same scope and bucket) under
 /// the file lock, re-reading the file first so concurrent writers' entries survive. Creates the
-/// directory when missing. Returns the merged file.
-core::Result<KnobCacheFile> merge_into_knob_cache(std::string const& path, CacheEntry const& entry);
+/// directory when missing. Returns the merged file. A lock another process holds longer than
+/// wait.timeout_s fails (kIo) with a message naming the lock file and what to do; after
+/// wait.notice_s the wait is announced through wait.waiting.
+core::Result<KnobCacheFile> merge_into_knob_cache(std::string const& path, CacheEntry const& entry,
+                                                  LockWait const& wait = {});
 
 }  // namespace moetune::runtime

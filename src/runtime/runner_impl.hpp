@@ -212,7 +212,9 @@ class RunnerImpl {
     if (!tuned.ok()) return tuned.error();
     CacheEntry entry{
         .scope = scope, .bucket = bucket, .config = tuned->config, .source = tuned->source};
-    auto merged = runtime::merge_into_knob_cache(cache_path, entry);
+    runtime::LockWait lock_wait;
+    lock_wait.waiting = [this](std::string const& line) { warn(line); };
+    auto merged = runtime::merge_into_knob_cache(cache_path, entry, lock_wait);
     if (!merged.ok()) return merged.error();
     cache.push_back(entry);
     // The new entry outranks table rows for this bucket: forget what "none" memoised.

@@ -63,5 +63,27 @@ TEST(Pack, WritesTablesManifestsAndTheBundleManifest) {
   std::filesystem::remove_all(dir);
 }
 
+// Progress: one call per config as it is done, numbered against the total known up front (the
+// CLI prints a line per compiled config from it, so a long cuda prewarm shows it is moving).
+TEST(Prewarm, ReportsProgressOncePerConfigAgainstTheTotal) {
+  std::vector<std::pair<size_t, size_t>> seen;
+  auto r = prewarm_tables(kTables, [&](PrewarmItem const& it, size_t index, size_t total) {
+    EXPECT_EQ(it.outcome, "validated");
+    seen.emplace_back(index, total);
+  });
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(seen.size(), r->items.size());
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i], std::make_pair(i + 1, r->items.size()));
+  }
+  core::MoeProblem p = *core::parse_problem_spec("E=8,K=256,I=128,topk=2,act=silu,arch=cpu");
+  size_t calls = 0;
+  ASSERT_TRUE(prewarm_defaults(p, {1, 16}, [&](PrewarmItem const&, size_t, size_t total) {
+                EXPECT_EQ(total, 2u);
+                ++calls;
+              }).ok());
+  EXPECT_EQ(calls, 2u);
+}
+
 }  // namespace
 }  // namespace moetune::runtime

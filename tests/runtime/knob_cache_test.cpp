@@ -2,10 +2,14 @@
 // layers skipped silently, stale scopes warned once), and merge-on-write across processes.
 #include "runtime/knob_cache.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 
 #include <gtest/gtest.h>
 
@@ -140,6 +144,54 @@ TEST(KnobCache, ConcurrentWritersInSeveralProcessesLoseNothing) {
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(back->entries.size(), static_cast<size_t>(kProcs * kEach));
   std::filesystem::remove_all(dir);
+}
+
+// Issue 57: `run --knobs auto` waited with no limit and no word behind another process's lock.
+// Now the wait is announced once and bounded; the cache is not touched when it runs out.
+TEST(KnobCache, ALockHeldElsewhereIsWaitedForWithANoticeAndABound) {
+  std::string const dir = moetune::testing::unique_temp_dir("knobcache");
+  std::string const path = dir + "/knobs.json";
+  // flock locks belong to an open file description: this one conflicts with the merge's own.
+  int const held = ::open((path + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  std::vector<std::string> notices;
+  LockWait wait{.timeout_s = 0.4, .notice_s = 0.1, .waiting = [&](std::string const& line) {
+                  notices.push_back(line);
+                }};
+  auto merge = std::async(std::launch::async,
+                          [&] { return merge_into_knob_cache(path, sample_entry(1), wait); });
+  bool const finished = merge.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  ::close(held);  // lets a merge that would wait forever finish, so the test can end
+  ASSERT_TRUE(finished) << "the merge waited on the lock without a bound";
+  auto r = merge.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, core::ErrorCode::kIo);
+  EXPECT_EQ(r.error().where, path + ".lock");
+  EXPECT_NE(r.error().message.find("another process has held this lock for 0 s; the tuned entry "
+                                   "is not saved"),
+            std::string::npos)
+      << r.error().message;
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0], "waiting for " + path + ".lock, held by another process (up to 0 s)");
+  EXPECT_FALSE(std::filesystem::exists(path));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(KnobCache, ByteOrderMarkNulAndDuplicateKeysAreRefused) {
+  std::string const good = format_knob_cache({{sample_entry(4)}});
+  ASSERT_TRUE(parse_knob_cache(good, "c.json").ok());
+  auto bom = parse_knob_cache("\xEF\xBB\xBF" + good, "c.json");
+  ASSERT_FALSE(bom.ok());
+  EXPECT_NE(bom.error().message.find("byte order mark"), std::string::npos);
+  auto nul = parse_knob_cache(good + std::string(1, '\0'), "c.json");
+  ASSERT_FALSE(nul.ok());
+  EXPECT_NE(nul.error().message.find("a NUL byte"), std::string::npos);
+  std::string dup = good;
+  dup.replace(dup.find("\"bucket\": 4"), 11, "\"bucket\": 4, \"bucket\": 8");
+  auto twice = parse_knob_cache(dup, "c.json");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().to_string(), "c.json: entries[0]: duplicate key 'bucket'");
 }
 
 }  // namespace
