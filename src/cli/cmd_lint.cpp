@@ -77,12 +77,16 @@ std::vector<core::LintFinding> shown_findings(std::vector<core::LintFinding> con
                                               std::set<ShapeId> const& unavailable) {
   std::vector<core::LintFinding> shown;
   std::set<std::string> noted;
+  std::map<std::string, std::optional<core::TableKey>> keys;  // one load per file, not per finding
   for (core::LintFinding const& f : findings) {
     if (f.kind == core::LintKind::kTinyMShadow && f.bucket) {
-      auto table = core::load_table(f.file);
-      ShapeId const id =
-          shape_id(core::problem_for_key(table.ok() ? table->key : core::TableKey{}, 1));
-      if (table.ok() && unavailable.count(id) != 0) {
+      if (keys.count(f.file) == 0) {
+        auto table = core::load_table(f.file);
+        keys[f.file] = table.ok() ? std::optional(table->key) : std::nullopt;
+      }
+      std::optional<core::TableKey> const& key = keys[f.file];
+      ShapeId const id = shape_id(core::problem_for_key(key.value_or(core::TableKey{}), 1));
+      if (key && unavailable.count(id) != 0) {
         // No default to judge against on this machine: say so once per file instead of guessing.
         if (backends.family_of.count(id) == 0 && noted.insert(f.file).second) {
           std::cerr << "moetune lint: note: " << f.file << ": no kernel family known (a plain "
