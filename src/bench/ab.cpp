@@ -35,6 +35,29 @@ std::string num(double v) {
   return buf;
 }
 
+/// Why an arm's process failed, as an error whose code says whose fault it was: the arm's input
+/// (its process exited 2, moetune's bad-input code, or a binary arm printed no arm header: not a
+/// moetune arm worker) is kInvalidArgument; a crash, a timeout or any other exit is kInternal.
+core::Error arm_failure(ChildResult const& child, ArmSpec const& arm, std::string const& where,
+                        double timeout_s) {
+  bool const no_header = child.out.find("\"worker\"") == std::string::npos;
+  bool const not_a_worker = !arm.binary.empty() && !child.timed_out && child.signal == 0 &&
+                            child.exit_code != 3 && no_header;
+  if (child.exit_code == 2 || not_a_worker) {
+    std::string const why = not_a_worker ? "; binary '" + arm.binary + "' printed no arm header, " +
+                                               "so it is not a moetune build that runs "
+                                               "`bench --arm-worker`"
+                                         : "; fix the arm (its process refused its input)";
+    return core::make_error(core::ErrorCode::kInvalidArgument, where,
+                            "the arm's process ended with " + describe(child, timeout_s) +
+                                " (its message is above)" + why);
+  }
+  return core::make_error(core::ErrorCode::kInternal, where,
+                          "the arm's process ended with " + describe(child, timeout_s) +
+                              " (its message is above); an arm that does not finish has no "
+                              "result, so the A/B stops here");
+}
+
 }  // namespace
 
 core::Result<std::vector<ArmRun>> run_arms(
@@ -54,10 +77,7 @@ core::Result<std::vector<ArmRun>> run_arms(
       auto child = run_child(worker_argv(o, arm), o.timeout_s);
       if (!child.ok()) return child.error();
       if (child->timed_out || child->signal != 0 || child->exit_code != 0) {
-        return core::make_error(core::ErrorCode::kInternal, where,
-                                "the arm's process ended with " + describe(*child, o.timeout_s) +
-                                    " (its message is above); an arm that does not finish has "
-                                    "no result, so the A/B stops here");
+        return arm_failure(*child, arm, where, o.timeout_s);
       }
       auto report = parse_arm_output(child->out, where);
       if (!report.ok()) return report.error();

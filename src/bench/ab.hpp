@@ -40,8 +40,10 @@ struct ArmRun {
   ArmReport report;
 };
 
-/// Runs every round; `progress` gets one line per process. Fails (kInternal naming the arm and
-/// round) when an arm's process fails or prints no valid report: a missing arm is no result.
+/// Runs every round; `progress` gets one line per process. Fails, naming the arm and round, when
+/// an arm's process fails or prints no valid report (a missing arm is no result): kInvalidArgument
+/// when the arm's input is at fault (the process exited 2; a binary arm printed no arm header),
+/// kParse for a malformed report, kInternal otherwise (a crash, a timeout, another exit).
 core::Result<std::vector<ArmRun>> run_arms(AbOptions const& options,
                                            std::function<void(std::string const&)> const& progress);
 

@@ -38,14 +38,18 @@ std::vector<int64_t> parse_m_list(std::string const& list) {
   std::stringstream in(list);
   std::string item;
   while (std::getline(in, item, ',')) {
-    char* end = nullptr;
-    long long const v = std::strtoll(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 1 || v > core::kMaxTokens) {
-      throw CliExit{kExitBadInput, "--m '" + list + "': '" + item +
+    bool const digits = !item.empty() && item.size() <= 9 &&
+                        item.find_first_not_of("0123456789") == std::string::npos;
+    long long const v = digits ? std::stoll(item) : -1;
+    if (!digits || v < 1 || v > core::kMaxTokens) {
+      throw CliExit{kExitBadInput, "--m '" + core::clip(list) + "': '" + core::clip(item) +
                                        "' is not a token count in [1, " +
                                        std::to_string(core::kMaxTokens) + "]; write e.g. 1,4,16"};
     }
     out.push_back(v);
+  }
+  if (!list.empty() && list.back() == ',') {
+    throw CliExit{kExitBadInput, "--m '" + core::clip(list) + "' ends with a comma; remove it"};
   }
   return out;
 }

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -64,7 +66,7 @@ void add_problem_option(CLI::App& app, std::string* spec) {
 core::MoeProblem parse_problem_or_exit(std::string const& spec) {
   auto p = core::parse_problem_spec(spec);
   if (!p.ok()) {
-    throw CliExit{kExitBadInput, "--problem '" + spec + "': " + p.error().to_string()};
+    throw CliExit{kExitBadInput, "--problem: " + p.error().to_string()};
   }
   return std::move(p).value();
 }
@@ -75,6 +77,44 @@ void check_m(int64_t m, std::string const& option) {
                                      " is out of range; expected a token count in [0, " +
                                      std::to_string(core::kMaxTokens) + "]"};
   }
+}
+
+CLI::Validator decimal_integer() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        size_t const digits = text.starts_with('-') ? 1 : 0;
+        bool ok = text.size() > digits;
+        for (size_t i = digits; i < text.size() && ok; ++i) ok = text[i] >= '0' && text[i] <= '9';
+        if (ok) return "";
+        return "'" + core::clip(text) + "' is not a decimal integer; write digits, e.g. 16";
+      },
+      "INT");
+}
+
+CLI::Validator finite_number(double lo, double hi, bool lo_inclusive) {
+  auto g = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  std::string const range = std::string(lo_inclusive ? "[" : "(") + g(lo) + ", " + g(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, lo_inclusive, range](std::string& text) -> std::string {
+        char* end = nullptr;
+        double const v = std::strtod(text.c_str(), &end);
+        bool const parsed = !text.empty() && end == text.c_str() + text.size();
+        if (parsed && std::isfinite(v) && (lo_inclusive ? v >= lo : v > lo) && v <= hi) return "";
+        return "'" + core::clip(text) + "' is not a finite number in " + range;
+      },
+      "NUMBER");
+}
+
+void check_tables_dir(std::string const& dir, std::string const& option) {
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return;
+  throw CliExit{kExitBadInput, option + " '" + core::clip(dir) +
+                                   "' is not a directory; give the folder that holds the "
+                                   "tables (e.g. tables/cpu)"};
 }
 
 core::Recipe load_recipe_or_exit(std::string const& path) {

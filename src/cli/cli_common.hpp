@@ -44,6 +44,17 @@ core::MoeProblem parse_problem_or_exit(std::string const& spec);
 /// Checks a token count given on the command line: 0 <= M <= kMaxTokens, else CliExit(2).
 void check_m(int64_t m, std::string const& option);
 
+/// CLI11 check for an integer option: plain decimal digits with an optional '-' ("16", "-3").
+/// CLI11 alone reads "0x10" as 16, "0o7" as 7 and "" as 0.
+CLI::Validator decimal_integer();
+/// CLI11 check for a number option: finite and in [lo, hi] (or (lo, hi] when !lo_inclusive).
+/// CLI11's own Range lets "nan" through (every comparison with it is false).
+CLI::Validator finite_number(double lo, double hi, bool lo_inclusive = true);
+
+/// `--tables DIR` given on the command line must be a directory: CliExit(2) naming it, so a typo
+/// is not served as "no tables" (the library treats a missing dir as none, for engines).
+void check_tables_dir(std::string const& dir, std::string const& option);
+
 core::Recipe load_recipe_or_exit(std::string const& path);
 core::Table load_table_or_exit(std::string const& path);
 

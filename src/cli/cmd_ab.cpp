@@ -2,8 +2,9 @@
 // interleaved, same inputs and seeds; output digests are compared point by point and deltas carry
 // a 95% interval over rounds, reported as "no difference" unless the interval clears 0 and the
 // margin. Writes <out>/<date>-<time>-<commit>-ab/ (env.json, ab.csv, ab_samples.csv).
-// Exit 1 when arms expected bitwise-equal (--digests equal, the default) differ; 2 on bad input;
-// 3 when an arm's process fails (no result is made up for it).
+// Exit 1 when arms expected bitwise-equal (--digests equal, the default) differ; 2 on bad input,
+// an arm's process refusing its input (exit 2) or a binary arm that is no moetune arm worker;
+// 3 when an arm's process otherwise fails (no result is made up for it).
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,12 +14,14 @@
 
 #include "bench/ab.hpp"
 #include "bench/archive.hpp"
+#include "bench/child_process.hpp"
 #include "bench/telemetry.hpp"
 #include "cli/bench_args.hpp"
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
+#include "core/names.hpp"
 
 namespace moetune::cli {
 namespace {
@@ -33,7 +36,41 @@ struct AbCmdArgs {
   double timeout_s = 600;
 };
 
-std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
+/// An arm's lever knobs as its process will resolve them, at every series' problem: an unknown
+/// lever or one refused at this deployment is bad input here, not a failed arm process later.
+void check_arm_levers(AbCmdArgs const& args, std::string const& text, std::string const& levers,
+                      std::string const& backend, std::vector<bench::BenchSeries> const& series) {
+  BenchArgs arm_args = args.series;
+  arm_args.levers = levers;
+  bench::BenchOptions const options = bench_options(arm_args, backend);
+  for (auto const& s : series) {
+    core::MoeProblem p = s.problem;
+    p.num_tokens = s.ms.empty() ? 0 : s.ms.front();
+    auto fp = bench::fast_paths_for(backend, p, options);
+    if (!fp.ok())
+      throw CliExit{kExitBadInput, "--arm " + core::clip(text) + ": " + fp.error().to_string()};
+  }
+}
+
+/// A binary arm must be a moetune build: its `--help` exits 0 and names moetune and bench. Asked
+/// before any arm runs, so a wrong path is one line of bad input, not a failed round.
+void check_arm_binary(std::string const& text, std::string const& binary) {
+  auto probe = bench::run_child({binary, "--help"}, 30);
+  bool const ok = probe.ok() && probe->exit_code == 0 &&
+                  probe->out.find("moetune") != std::string::npos &&
+                  probe->out.find("bench") != std::string::npos;
+  if (ok) return;
+  std::string const seen = probe.ok() ? "ended with " + bench::describe(*probe, 30) +
+                                            (probe->exit_code == 0 ? " and no moetune help" : "")
+                                      : probe.error().to_string();
+  throw CliExit{kExitBadInput, "--arm " + core::clip(text) + ": '" + core::clip(binary) +
+                                   " --help' " + seen +
+                                   ", so it is not a moetune build; give the path of a moetune "
+                                   "binary (it runs the arm as `bench --arm-worker`)"};
+}
+
+std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args, std::string const& backend,
+                                       std::vector<bench::BenchSeries> const& series) {
   if (args.arms.size() < 2) {
     throw CliExit{kExitBadInput,
                   "give at least two arms, e.g. --arm A=default --arm "
@@ -56,9 +93,11 @@ std::vector<bench::ArmSpec> parse_arms(AbCmdArgs const& args) {
       throw CliExit{kExitBadInput,
                     "--arm " + text + ": binary '" + arm.binary + "' is not an executable file"};
     }
+    if (!arm.binary.empty()) check_arm_binary(text, arm.binary);
     if (auto env = bench::apply_lever_overrides({}, arm.levers); !env.ok()) {
       throw CliExit{kExitBadInput, "--arm " + text + ": " + env.error().message};
     }
+    if (!arm.levers.empty()) check_arm_levers(args, text, arm.levers, backend, series);
     arms.push_back(arm);
   }
   return arms;
@@ -110,10 +149,11 @@ int run_ab(AbCmdArgs const& args) {
     throw CliExit{kExitBadInput, "--digests '" + args.digests + "': expected equal or any"};
   }
   std::string const backend = bench_backend(args.series);
-  (void)build_series(args.series, backend);  // bad input stops here, before any arm runs
+  // Bad input stops here, before any arm runs.
+  auto const series = build_series(args.series, backend);
   bench::BenchOptions const options = bench_options(args.series, backend);
   bench::AbOptions o;
-  o.arms = parse_arms(args);
+  o.arms = parse_arms(args, backend, series);
   o.rounds = args.rounds;
   o.cooldown_s = options.cooldown_s;
   o.margin = args.margin;
@@ -159,13 +199,15 @@ void setup_ab(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 1000));
   app.add_option("--margin", args->margin,
                  "fraction a delta's whole interval must clear to count (default 0.01)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_number(0, 1));
   app.add_option("--digests", args->digests,
                  "equal (default): arms must give bitwise-equal outputs; any: report only");
   app.add_option("--cooldown", args->series.cooldown_s,
-                 "seconds to sleep between arm processes (default: 1 on cuda, 0 on cpu)");
+                 "seconds to sleep between arm processes (default: 1 on cuda, 0 on cpu)")
+      ->check(finite_number(0, 3600));
   app.add_option("--out", args->out_dir, "where the dated A/B folder is written");
-  app.add_option("--timeout-s", args->timeout_s, "limit per arm process (default 600)");
+  app.add_option("--timeout-s", args->timeout_s, "limit per arm process (default 600)")
+      ->check(finite_number(0, 86400, /*lo_inclusive=*/false));
   app.callback([args, &exit_code] { exit_code = run_ab(*args); });
 }
 

@@ -132,7 +132,8 @@ void setup_bench(CLI::App& app, int& exit_code) {
   app.add_option("--levers", args->series.levers,
                  "force fast paths: NAME=on|off[,NAME=on|off] (moetune levers list)");
   app.add_option("--cooldown", args->series.cooldown_s,
-                 "seconds to sleep between series (default: 1 on cuda, 0 on cpu)");
+                 "seconds to sleep between series (default: 1 on cuda, 0 on cpu)")
+      ->check(finite_number(0, 3600));
   app.add_option("--out", args->out_dir,
                  "where the dated run folder is written (default build/results)");
   app.add_option("--ceiling-mib", args->ceiling_mib,

@@ -66,7 +66,7 @@ void setup_resolve(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ResolveArgs>();
   app.add_option("--table", args->table_path, "the vLLM table file (its .moetune manifest is read)")
       ->required();
-  app.add_option("--m", args->m, "token count M to resolve")->required();
+  app.add_option("--m", args->m, "token count M to resolve")->required()->check(decimal_integer());
   app.add_flag("--json", args->json,
                "print one JSON object: m, key, rule, config, source, explain");
   add_problem_option(app, &args->problem_spec);

@@ -102,6 +102,7 @@ int run_run(RunArgs const& args) {
   unwrap(core::check_host_bytes(kernels::cpu::host_bytes_estimate(at_m), "--m",
                                 "M=" + std::to_string(args.m) + " of " + core::to_string(problem),
                                 "use a smaller --m"));
+  check_tables_dir(args.tables, "--tables");
   Knobs const knobs = parse_knobs_or_exit(args.knobs);
   RunnerOptions opts;
   opts.tables_dir = args.tables;
@@ -141,7 +142,7 @@ void setup_run(CLI::App& app, int& exit_code) {
   add_backend_option(app, &args->backend);
   add_problem_option(app, &args->problem_spec);
   app.get_option("--problem")->required();
-  app.add_option("--m", args->m, "token count M of the call")->required();
+  app.add_option("--m", args->m, "token count M of the call")->required()->check(decimal_integer());
   app.add_option("--knobs", args->knobs,
                  "none (cache -> table -> default), auto (tune this bucket once, cache it), or a "
                  "JSON config file (explicit)")
@@ -157,7 +158,8 @@ void setup_run(CLI::App& app, int& exit_code) {
                  "tunes on")
       ->capture_default_str();
   app.add_option("--budget-s", args->budget_s, "time budget of one auto sweep, seconds")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_number(0, 86400, /*lo_inclusive=*/false));
   app.add_option("--levers", args->levers,
                  "force fast paths: NAME=on|off[,NAME=on|off], as MOETUNE_LEVER_<NAME> would "
                  "(moetune levers list)");

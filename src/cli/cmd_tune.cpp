@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <iostream>
@@ -364,9 +365,13 @@ void check_args(TuneArgs& args) {
     bad("--stage2-gemm1s " + std::to_string(args.stage2_gemm1s) + " is out of range; use 1.." +
         std::to_string(tuner::kMaxStage2Gemm1s));
   }
-  if (!(args.timeout_s > 0)) bad("--timeout-s must be > 0 seconds; e.g. --timeout-s 10");
+  if (!(args.timeout_s > 0 && args.timeout_s <= 86400)) {
+    bad("--timeout-s must be > 0 seconds (at most a day); e.g. --timeout-s 10");
+  }
   if (!(args.margin >= 0 && args.margin < 1)) bad("--margin must be in [0, 1); e.g. 0.01 = 1%");
-  if (!(args.budget_min >= 0)) bad("--budget-min must be >= 0 minutes (0 = no budget)");
+  if (!(args.budget_min >= 0 && std::isfinite(args.budget_min))) {
+    bad("--budget-min must be >= 0 minutes (0 = no budget)");
+  }
   if (!args.inject_fault.empty()) {
     auto plan = tuner::parse_fault_plan(args.inject_fault);
     if (!plan.ok()) bad(plan.error().to_string());

@@ -145,9 +145,10 @@ Result<std::map<std::string, std::string>> problem_spec_items(std::string_view s
     std::string_view const item = spec.substr(pos, comma - pos);
     pos = comma + 1;
     if (item.empty()) {
-      if (comma == spec.size()) break;
+      if (spec.empty()) break;  // no items: the missing-key check names the first one
       return make_error(ErrorCode::kInvalidArgument, where,
-                        "empty item between commas; expected KEY=VALUE");
+                        comma == spec.size() ? "ends with a comma; remove it"
+                                             : "empty item between commas; expected KEY=VALUE");
     }
     size_t const eq = item.find('=');
     if (eq == std::string_view::npos) {

@@ -164,23 +164,47 @@ TEST_F(BenchCli, AbRejectsBadArmsBeforeRunningAny) {
   EXPECT_NE(lever.err.find("is not NAME=on or NAME=off"), std::string::npos) << lever.err;
 }
 
+// Whose fault an arm's failure is decides the exit: a binary that is no moetune build (its
+// --help fails or says nothing of moetune) is bad input, refused in one line before any arm runs;
+// an arm process that refuses its input (exit 2) is bad input too; one that crashes is exit 3.
 TEST_F(BenchCli, AbStopsWhenAnArmsProcessFailsOrIsNotMoetune) {
   std::vector<std::string> base = {"ab",   "--backend", "cpu",       "--problem", kProblem,
                                    "--m",  "1",         "--rounds",  "1",         "--out",
                                    "runs", "--arm",     "A=default", "--arm"};
-  auto args = base;
-  args.push_back("B=binary:/bin/false");
-  auto failed = run(args);
-  EXPECT_EQ(failed.exit_code, 3) << failed.out << failed.err;
-  EXPECT_NE(failed.err.find("arm B round 1: the arm's process ended with exit status 1"),
-            std::string::npos)
-      << failed.err;
-  args = base;
-  args.push_back("B=binary:/bin/echo");
-  auto foreign = run(args);
+  auto with_arm = [&](std::string const& arm) {
+    auto args = base;
+    args.push_back(arm);
+    return run(args);
+  };
+  auto failed = with_arm("B=binary:/bin/false");
+  EXPECT_EQ(failed.exit_code, 2) << failed.out << failed.err;
+  EXPECT_EQ(failed.err,
+            "moetune ab: --arm B=binary:/bin/false: '/bin/false --help' ended with exit status 1, "
+            "so it is not a moetune build; give the path of a moetune binary (it runs the arm as "
+            "`bench --arm-worker`)\n");
+  auto foreign = with_arm("B=binary:/bin/echo");
   EXPECT_EQ(foreign.exit_code, 2) << foreign.out << foreign.err;
-  EXPECT_NE(foreign.err.find("not a `moetune bench --arm-worker` header"), std::string::npos)
+  EXPECT_NE(foreign.err.find("ended with exit status 0 and no moetune help, so it is not a "
+                             "moetune build"),
+            std::string::npos)
       << foreign.err;
+  // Stand-ins that pass the --help probe and then refuse their input or crash.
+  auto stand_in = [&](char const* name, char const* body) {
+    write(name, std::string("#!/bin/sh\n[ \"$1\" = --help ] && echo moetune bench && exit 0\n") +
+                    body + "\n");
+    fs::permissions(path(name), fs::perms::owner_all);
+    return with_arm(std::string("B=binary:") + path(name).string());
+  };
+  auto refused = stand_in("refuses.sh", "echo 'moetune bench: bad input' >&2; exit 2");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("arm B round 1: the arm's process ended with exit status 2"),
+            std::string::npos)
+      << refused.err;
+  auto crashed = stand_in("crashes.sh", "kill -SEGV $$");
+  EXPECT_EQ(crashed.exit_code, 3) << crashed.err;
+  EXPECT_NE(crashed.err.find("arm B round 1: the arm's process ended with signal 11"),
+            std::string::npos)
+      << crashed.err;
   EXPECT_FALSE(fs::exists(path("runs")) && !fs::is_empty(path("runs")));  // no result made up
 }
 
