@@ -3,7 +3,8 @@
 # Safe to run any number of times. Needs root or sudo only when something is missing.
 set -euo pipefail
 
-packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libsqlite3-dev libgtest-dev python3 python3-pip python3-venv)
+# clang and libclang-rt-14-dev build the readers' libFuzzer target (tests/fuzz/, Fuzz.JsonReaders).
+packages=(cmake ninja-build g++ nlohmann-json3-dev libcli11-dev libsqlite3-dev libgtest-dev python3 python3-pip python3-venv clang libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -116,7 +116,13 @@ core::Result<ArmPoint> read_arm_point(FlatJson const& obj, std::string const& li
   auto fp = obj.string("fast_paths");
   if (!series.ok() || !m.ok() || !digest.ok() || !det.ok() || !ok.ok() || !err.ok() ||
       !config.ok() || !rule.ok() || !fp.ok() || !obj.has("samples_us")) {
-    return core::make_error(core::ErrorCode::kParse, at, "a point line lacks a field: " + line);
+    return core::make_error(core::ErrorCode::kParse, at,
+                            "a point line lacks a field: " + core::clip(line, 200));
+  }
+  if (!(*m >= 0 && *m <= static_cast<double>(core::kMaxTokens))) {  // then the cast is defined
+    return core::make_error(
+        core::ErrorCode::kParse, at,
+        "a point's M is " + core::clip(obj.raw("M")) + "; expected a token count");
   }
   auto samples = core::parse_doubles(obj.raw("samples_us"), at);
   if (!samples.ok()) return samples.error();

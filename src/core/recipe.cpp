@@ -141,7 +141,11 @@ Status parse_shape(Json const& j, JsonAt const& at0, RecipeShape* s) {
 Result<Recipe> load_recipe(std::string const& path) {
   auto text = read_file(path);
   if (!text.ok()) return text.error();
-  auto j = parse_json(*text, path);
+  return parse_recipe(*text, path);
+}
+
+Result<Recipe> parse_recipe(std::string_view text, std::string const& path) {
+  auto j = parse_json(text, path);
   if (!j.ok()) return j.error();
   JsonAt const at{path, ""};
   auto r = ObjectReader::open(*j, at, {"recipe_version", "name", "shapes"});

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.hpp"
@@ -56,6 +57,8 @@ struct Recipe {
 /// "recipes/demo.json: shapes[0] (demo) pinned_rows[16]: missing 'source'; a pinned row must
 /// carry the measurement behind it (kind, date, device, protocol, numbers, digest)".
 Result<Recipe> load_recipe(std::string const& path);
+/// As load_recipe, from the file's text (`path` names it in errors and becomes Recipe::path).
+Result<Recipe> parse_recipe(std::string_view text, std::string const& path);
 /// Serialises a recipe (load(save(r)) == r up to `path`).
 std::string recipe_to_json(Recipe const& r);
 

@@ -7,14 +7,17 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <thread>
 
 #include "core/atomic_file.hpp"
-#include "core/json_text.hpp"
 #include "core/flat_json.hpp"
+#include "core/json_text.hpp"
+#include "core/names.hpp"
 
 namespace moetune::runtime {
 namespace {
@@ -36,11 +39,15 @@ std::string format_scope(CacheScope const& s) {
          "}";
 }
 
-core::Result<int64_t> integer(FlatJson const& j, std::string const& key, std::string const& where) {
+/// An integer field in [0, hi]. The range is checked on the double before converting: casting
+/// 1e300 to an integer is undefined behaviour (the fuzz target found it, tests/fuzz/).
+core::Result<int64_t> integer(FlatJson const& j, std::string const& key, std::string const& where,
+                              int64_t hi = std::numeric_limits<int32_t>::max()) {
   auto v = j.number(key);
   if (!v.ok()) return v.error();
-  if (*v != static_cast<double>(static_cast<int64_t>(*v))) {
-    return parse_error(where, "'" + key + "' is " + j.raw(key) + "; expected an integer");
+  if (!(*v >= 0 && *v <= static_cast<double>(hi)) || *v != std::floor(*v)) {
+    return parse_error(where, "'" + key + "' is " + core::clip(j.raw(key)) +
+                                  "; expected an integer in [0, " + std::to_string(hi) + "]");
   }
   return static_cast<int64_t>(*v);
 }
@@ -78,7 +85,7 @@ core::Result<CacheEntry> parse_entry(std::string const& raw, std::string const& 
   auto scope = parse_scope(j->raw("scope"), where + ".scope");
   if (!scope.ok()) return scope.error();
   e.scope = *scope;
-  auto bucket = integer(*j, "bucket", where);
+  auto bucket = integer(*j, "bucket", where, core::kMaxTokens);
   if (!bucket.ok()) return bucket.error();
   e.bucket = *bucket;
   auto config = core::parse_moe_config_json(j->raw("config"), where + ".config");

@@ -194,5 +194,22 @@ TEST(KnobCache, ByteOrderMarkNulAndDuplicateKeysAreRefused) {
   EXPECT_EQ(twice.error().to_string(), "c.json: entries[0]: duplicate key 'bucket'");
 }
 
+// Found by the fuzz target (tests/fuzz/): a number outside int64 in an integer field was cast
+// anyway (undefined behaviour, UBSan's float-cast-overflow). Now it is a parse error naming it.
+TEST(KnobCache, AnIntegerFieldOutOfRangeIsAParseError) {
+  std::string const good = format_knob_cache({{sample_entry(4)}});
+  for (auto [from, to] : {std::pair{"\"bucket\": 4", "\"bucket\": 1e300"},
+                          {"\"bucket\": 4", "\"bucket\": -4"},
+                          {"\"sm_count\": 4", "\"sm_count\": 1e12"},
+                          {"\"family_version\": 1", "\"family_version\": 2.5"}}) {
+    std::string text = good;
+    text.replace(text.find(from), std::string(from).size(), to);
+    auto r = parse_knob_cache(text, "c.json");
+    ASSERT_FALSE(r.ok()) << to;
+    EXPECT_NE(r.error().message.find("; expected an integer in [0, "), std::string::npos)
+        << r.error().to_string();
+  }
+}
+
 }  // namespace
 }  // namespace moetune::runtime
