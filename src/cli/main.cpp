@@ -83,8 +83,8 @@ bool reject_unknown_subcommand(int argc, char** argv) {
   }
   std::string list;
   for (auto const& n : names) list += (list.empty() ? "" : ", ") + n;
-  std::cerr << "moetune: unknown subcommand '" << argv[1] << "'; expected one of " << list
-            << moetune::core::did_you_mean(argv[1], names) << "\n";
+  std::cerr << "moetune: unknown subcommand '" << moetune::core::clip(argv[1])
+            << "'; expected one of " << list << moetune::core::did_you_mean(argv[1], names) << "\n";
   return true;
 }
 
@@ -117,18 +117,20 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (CLI::ParseError const& e) {
     std::string sub = argc > 1 ? argv[1] : "";
-    std::cerr << "moetune" << (sub.empty() || sub[0] == '-' ? "" : " " + sub) << ": " << e.what()
-              << "; see 'moetune " << (sub.empty() || sub[0] == '-' ? "" : sub + " ")
-              << "--help'\n";
+    std::cerr << "moetune" << (sub.empty() || sub[0] == '-' ? "" : " " + sub) << ": "
+              << moetune::core::clip_middle(e.what()) << "; see 'moetune "
+              << (sub.empty() || sub[0] == '-' ? "" : sub + " ") << "--help'\n";
     return kExitBadInput;
   } catch (CliExit const& e) {
     if (!e.message.empty()) {
-      std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": " << e.message << "\n";
+      // Every message is one line of reasonable length, whatever the arguments echoed in it.
+      std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": "
+                << moetune::core::clip_middle(e.message) << "\n";
     }
     return e.code;
   } catch (std::exception const& e) {
-    std::cerr << "moetune " << (argc > 1 ? argv[1] : "") << ": internal error: " << e.what()
-              << "\n";
+    std::cerr << "moetune " << (argc > 1 ? argv[1] : "")
+              << ": internal error: " << moetune::core::clip_middle(e.what()) << "\n";
     return kExitInternal;
   }
   return exit_code;

@@ -105,9 +105,8 @@ Result<std::string> read_file(std::string const& path) {
     return make_error(ErrorCode::kNotFound, path, "file not found");
   }
   if (ec) {
-    return make_error(
-        ErrorCode::kIo, path,
-        "cannot read: " + ec.message() + "; fix or remove the path (a symlink loop?)");
+    return make_error(ErrorCode::kIo, path,
+                      "cannot read: " + ec.message() + "; fix the path or remove it");
   }
   if (status.type() == std::filesystem::file_type::directory) {
     return make_error(ErrorCode::kIo, path, "is a directory, expected a file");

@@ -53,4 +53,17 @@ std::string clip(std::string_view value, size_t max_bytes) {
   return std::string(value.substr(0, cut)) + "... (" + std::to_string(value.size()) + " bytes)";
 }
 
+std::string clip_middle(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  size_t head = max_bytes * 2 / 3;
+  size_t tail = text.size() - max_bytes / 3;
+  auto continuation = [&](size_t i) {
+    return (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80;
+  };
+  while (head > 0 && continuation(head)) --head;
+  while (tail < text.size() && continuation(tail)) ++tail;
+  return std::string(text.substr(0, head)) + "... (" + std::to_string(tail - head) +
+         " bytes left out) ..." + std::string(text.substr(tail));
+}
+
 }  // namespace moetune::core

@@ -21,5 +21,9 @@ std::string did_you_mean(std::string_view name, std::vector<std::string> const& 
 /// `value` as a message may echo it: unchanged up to `max_bytes`, else its first bytes (never
 /// half a UTF-8 character) and "... (N bytes)", so a 100 KB argument costs a message one line.
 std::string clip(std::string_view value, size_t max_bytes = 64);
+/// A whole message cut to about `max_bytes` in its middle ("... (N bytes left out) ..."), so its
+/// start (where) and end (what to do) survive: the CLI's last guard against echoing a 100 KB
+/// argument that no reader clipped.
+std::string clip_middle(std::string_view text, size_t max_bytes = 1000);
 
 }  // namespace moetune::core

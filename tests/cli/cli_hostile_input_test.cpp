@@ -234,6 +234,14 @@ TEST_F(CliHostileInput, AcceptedButWrongInputIsRefused) {
   expect_bad(run({"run", "--backend", "cpu", "--problem", "E=" + huge, "--m", "4"}),
              {"... (100002 bytes)"}, "100 KB value");
   expect_bad(run({"resolve", "--table", table_, "--m", huge}), {"is out of range"}, "100 KB --m");
+  // Whatever no reader clips, the CLI cuts in the middle: where at the start, advice at the end.
+  std::string const long_path = "tables/" + std::string(100000, 'x') + ".json";
+  RunResult missing = run({"resolve", "--table", long_path, "--m", "4"});
+  expect_bad(missing,
+             {"moetune resolve: tables/xxx", " bytes left out) ...",
+              "xxx.json: cannot read: File name too long"},
+             "100 KB path");
+  expect_bad(run({std::string(100000, 'y')}), {"unknown subcommand 'yyy"}, "100 KB subcommand");
 }
 
 }  // namespace
