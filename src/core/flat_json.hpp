@@ -1,6 +1,6 @@
 // FlatJson: a scanner for the flat JSON objects of the worker protocol, the knob cache and the
-// store's sample arrays. Each member is kept as raw text; nested values go to core's strict parse_*_json (STYLE 3:
-// no JSON library outside core/json_io).
+// store's sample arrays. Each member is kept as raw text; nested values go to core's strict
+// parse_*_json (STYLE 3: no JSON library outside core/json_io).
 #pragma once
 
 #include <map>
@@ -29,7 +29,7 @@ class FlatJson {
   static Result<FlatJson> parse(std::string_view text, std::string const& where);
   /// The elements of a JSON array's raw text, each raw.
   static Result<std::vector<std::string>> split_array(std::string_view raw,
-                                                            std::string const& where);
+                                                      std::string const& where);
   /// A JSON string literal's value (escapes decoded).
   static Result<std::string> unquote(std::string_view raw, std::string const& where);
 

@@ -84,9 +84,9 @@ std::vector<std::string> const& project_env_vars() {
   // The non-lever names of the CLI's environment table (src/cli/main.cpp, README); a test
   // (tests/cli/run_test.cpp) keeps the two lists equal.
   static std::vector<std::string> const names = {
-      "MOETUNE_BACKEND",   "MOETUNE_CACHE_DIR",   "MOETUNE_CACHE",    "MOETUNE_DEV_NVRTC_DEFINES",
-      "MOETUNE_TEST_SEED", "MOETUNE_BUILD_DIR",   "MOETUNE_CUDA",     "MOETUNE_JOBS",
-      "MOETUNE_DEMO_OUT",  "MOETUNE_DEMO_RECIPE", "MOETUNE_CI_FORMAT", "MOETUNE_TABLES",
+      "MOETUNE_BACKEND",   "MOETUNE_CACHE_DIR",    "MOETUNE_CACHE",     "MOETUNE_DEV_NVRTC_DEFINES",
+      "MOETUNE_TEST_SEED", "MOETUNE_BUILD_DIR",    "MOETUNE_CUDA",      "MOETUNE_JOBS",
+      "MOETUNE_DEMO_OUT",  "MOETUNE_DEMO_RECIPE",  "MOETUNE_CI_FORMAT", "MOETUNE_TABLES",
       "MOETUNE_PYTHON",    "MOETUNE_TORCH_VERSION"};
   return names;
 }

@@ -29,11 +29,11 @@
 #include "core/backend.hpp"
 #include "core/config.hpp"
 #include "core/device_info.hpp"
+#include "core/flat_json.hpp"
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "core/routing.hpp"
 #include "kernels/testbed.hpp"
-#include "core/flat_json.hpp"
 #include "tuner/outcome.hpp"
 
 namespace moetune::tuner {
