@@ -101,6 +101,20 @@ class DeviceScope {
   void* stream_ = nullptr;
 };
 
+/// One call's arguments: the tensors' pointers (ids as int32, weights as fp32), M and the scratch.
+RunArgs run_args(void* stream, MoeTensors const& t, at::Tensor const& ids,
+                 at::Tensor const& weights, at::Tensor& out, int64_t m, WorkspaceSource workspace) {
+  return {.stream = stream,
+          .x = t.hidden_states.data_ptr(),
+          .topk_ids = ids.data_ptr<int32_t>(),
+          .topk_weights = weights.data_ptr<float>(),
+          .w1 = t.w1.data_ptr(),
+          .w2 = t.w2.data_ptr(),
+          .out = out.data_ptr(),
+          .m = m,
+          .workspace = workspace};
+}
+
 /// Runs the layer into `out` ([M, K], hidden_states' dtype and device).
 void run_into(char const* op, MoeTensors const& t, std::string const& activation,
               std::string const& config, at::Tensor& out) {
@@ -112,15 +126,8 @@ void run_into(char const* op, MoeTensors const& t, std::string const& activation
   at::Tensor const ids = ids_as_int32(t.topk_ids);
   at::Tensor const weights = weights_as_fp32(t.topk_weights);
   TorchWorkspace ws{.stream = stream, .ptr = nullptr};
-  RunArgs const args{.stream = stream,
-                     .x = t.hidden_states.data_ptr(),
-                     .topk_ids = ids.data_ptr<int32_t>(),
-                     .topk_weights = weights.data_ptr<float>(),
-                     .w1 = t.w1.data_ptr(),
-                     .w2 = t.w2.data_ptr(),
-                     .out = out.data_ptr(),
-                     .m = p.num_tokens,
-                     .workspace = {.alloc = &TorchWorkspace::alloc, .ctx = &ws}};
+  RunArgs const args = run_args(stream, t, ids, weights, out, p.num_tokens,
+                                {.alloc = &TorchWorkspace::alloc, .ctx = &ws});
   core::Status const s = served.runner->run(args, served.knobs);
   if (!s.ok()) raise(op, s.error());
 }
@@ -186,15 +193,8 @@ double bare_runner_us(MoeTensors const& t, std::string const& activation, std::s
       return f->held.data_ptr();
     }
   } fixed{.options = t.hidden_states.options(), .held = {}};
-  RunArgs const args{.stream = stream,
-                     .x = t.hidden_states.data_ptr(),
-                     .topk_ids = ids.data_ptr<int32_t>(),
-                     .topk_weights = weights.data_ptr<float>(),
-                     .w1 = t.w1.data_ptr(),
-                     .w2 = t.w2.data_ptr(),
-                     .out = out.data_ptr(),
-                     .m = p.num_tokens,
-                     .workspace = {.alloc = &Fixed::alloc, .ctx = &fixed}};
+  RunArgs const args =
+      run_args(stream, t, ids, weights, out, p.num_tokens, {.alloc = &Fixed::alloc, .ctx = &fixed});
   return us_per_call(iters, [&] {
     core::Status const s = served.runner->run(args, served.knobs);
     if (!s.ok()) raise(op, s.error());
