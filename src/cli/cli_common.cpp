@@ -175,8 +175,10 @@ std::string format_source(std::optional<core::Source> const& source) {
   return out.str();
 }
 
-std::string format_policy(core::ResolverPolicy const& p) {
-  std::string out = "vLLM nearest key (ties to the smaller key)";
+std::string format_policy(core::ResolverPolicy const& p, bool file_order) {
+  std::string out = file_order
+                        ? "the engines' nearest key (ties to the key listed first in the file)"
+                        : "the engines' nearest key (ties to the smaller key)";
   if (p.tiny_m_threshold) {
     out += "; M <= " + std::to_string(*p.tiny_m_threshold) + " -> backend default";
   }
@@ -190,6 +192,19 @@ std::string format_policy(core::ResolverPolicy const& p) {
 
 }  // namespace
 
+std::string format_engine_fields(std::map<std::string, std::string> const& fields,
+                                 std::vector<std::string> const& absent) {
+  std::string out;
+  for (auto const& [name, text] : fields) out += (out.empty() ? "" : " ") + name + "=" + text;
+  for (auto const& name : absent) {
+    int const fallback =
+        name == "num_warps" ? core::kTritonDefaultWarps : core::kTritonDefaultStages;
+    out += (out.empty() ? "" : "; ") + name + " absent (Triton's default " +
+           std::to_string(fallback) + ")";
+  }
+  return out;
+}
+
 std::string format_table_text(core::Table const& table, std::string const& path) {
   core::TableKey const& k = table.key;
   std::ostringstream out;
@@ -202,18 +217,20 @@ std::string format_table_text(core::Table const& table, std::string const& path)
   if (!k.family.empty()) out << " family=" << k.family << " v" << k.family_version;
   if (!k.toolchain.empty()) out << " toolchain=" << k.toolchain;
   out << (table.has_manifest ? "" : " (no manifest: a plain vLLM file)") << "\n";
-  out << "  rule: " << format_policy(table.policy) << "\n";
+  out << "  rule: " << format_policy(table.policy, !table.key_order.empty()) << "\n";
   if (table.rows.empty()) out << "  (no rows)\n";
   size_t width = 6;
   for (auto const& [m, row] : table.rows) {
     width = std::max(width, core::short_string(row.config).size());
   }
-  for (auto const& [m, row] : table.rows) {
+  for (int64_t const m : core::keys_in_file_order(table)) {
+    core::TableRow const& row = table.rows.at(m);
     std::string cfg = core::short_string(row.config);
     char bucket[32];
     std::snprintf(bucket, sizeof(bucket), "%8lld", static_cast<long long>(m));
+    std::string const engine = format_engine_fields(row.vllm_extra, row.absent_fields);
     out << "  " << bucket << "  " << cfg << std::string(width - cfg.size() + 2, ' ')
-        << format_source(row.source) << "\n";
+        << format_source(row.source) << (engine.empty() ? "" : "  engine: " + engine) << "\n";
   }
   return out.str();
 }

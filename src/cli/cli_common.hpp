@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,7 +71,14 @@ std::string backend_for_family(std::string const& family);
 std::unique_ptr<core::Backend> backend_for_table(core::TableKey const& key,
                                                  std::string const& file);
 
-/// Human-readable table: key line, policy, then one line per row (bucket, config, source).
+/// The engine fields of a row that moetune does not model and the launch fields it leaves out, as
+/// show and resolve print them: "kpack=2 waves_per_eu=0; num_warps absent (Triton's default 4)";
+/// "" when there are none.
+std::string format_engine_fields(std::map<std::string, std::string> const& fields,
+                                 std::vector<std::string> const& absent);
+
+/// Human-readable table: key line, policy, then one line per row in file order (bucket, config,
+/// source, engine fields).
 std::string format_table_text(core::Table const& table, std::string const& path);
 
 /// "3.21" style fixed formatting for microseconds.

@@ -1,6 +1,7 @@
 // moetune resolve: which row a table serves for a token count M, by which rule, and from where.
 #include <iostream>
 #include <memory>
+#include <vector>
 
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
@@ -12,7 +13,7 @@ namespace {
 
 struct ResolveArgs {
   std::string table_path;
-  int64_t m = -1;
+  std::vector<int64_t> ms;
   bool json = false;
   std::string problem_spec;
 };
@@ -29,20 +30,7 @@ core::DefaultConfigFn default_config_for(core::Table const& table, std::string c
   };
 }
 
-void run_resolve(ResolveArgs const& args) {
-  check_m(args.m, "--m");
-  core::Table table = load_table_or_exit(args.table_path);
-  std::optional<core::MoeProblem> problem;
-  if (!args.problem_spec.empty()) {
-    problem = parse_problem_or_exit(args.problem_spec);
-    unwrap(core::check_key_matches(table.key, *problem, args.table_path));
-  }
-  core::Resolution r =
-      core::resolve(table, args.m, default_config_for(table, args.table_path, problem));
-  if (args.json) {
-    std::cout << core::to_json_text(r);
-    return;
-  }
+void print_resolution(core::Resolution const& r) {
   std::cout << "M=" << r.m << " -> "
             << (r.key ? "key " + std::to_string(*r.key) : std::string("backend default")) << " ("
             << core::to_string(r.rule) << ")\n";
@@ -57,7 +45,30 @@ void run_resolve(ResolveArgs const& args) {
   } else {
     std::cout << "  source: none recorded (a plain vLLM file)\n";
   }
+  std::string const engine = format_engine_fields(r.engine_fields, r.absent_fields);
+  if (!engine.empty()) std::cout << "  engine fields: " << engine << "\n";
   std::cout << "  explain: " << r.explain << "\n";
+}
+
+void run_resolve(ResolveArgs const& args) {
+  for (int64_t const m : args.ms) check_m(m, "--m");
+  core::Table table = load_table_or_exit(args.table_path);
+  std::optional<core::MoeProblem> problem;
+  if (!args.problem_spec.empty()) {
+    problem = parse_problem_or_exit(args.problem_spec);
+    unwrap(core::check_key_matches(table.key, *problem, args.table_path));
+  }
+  for (int64_t const m : args.ms) {
+    core::Resolution const r =
+        core::resolve(table, m, default_config_for(table, args.table_path, problem));
+    if (!args.json) {
+      print_resolution(r);
+    } else if (args.ms.size() == 1) {
+      std::cout << core::to_json_text(r);
+    } else {
+      std::cout << core::to_json_text(r, -1) << "\n";  // JSON lines, one per M
+    }
+  }
 }
 
 }  // namespace
@@ -66,9 +77,13 @@ void setup_resolve(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ResolveArgs>();
   app.add_option("--table", args->table_path, "the vLLM table file (its .moetune manifest is read)")
       ->required();
-  app.add_option("--m", args->m, "token count M to resolve")->required()->check(decimal_integer());
+  app.add_option("--m", args->ms, "token count M to resolve; several as 1,16,24 (or --m again)")
+      ->required()
+      ->delimiter(',')
+      ->check(decimal_integer());
   app.add_flag("--json", args->json,
-               "print one JSON object: m, key, rule, config, source, explain");
+               "print one JSON object: m, key, rule, config, source, explain, engine_fields, "
+               "absent_fields (one object per line for several M)");
   add_problem_option(app, &args->problem_spec);
   app.callback([args, &exit_code] {
     run_resolve(*args);

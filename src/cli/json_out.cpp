@@ -22,10 +22,19 @@ std::string json_number(double v) { return core::json_double(v); }
 
 std::string table_json_text(core::Table const& table, std::string const& path) {
   std::vector<std::string> rows;
-  for (auto const& [bucket, row] : table.rows) {
+  for (int64_t const bucket : core::keys_in_file_order(table)) {
+    core::TableRow const& row = table.rows.at(bucket);
+    std::vector<std::string> fields;
+    for (auto const& [name, text] : row.vllm_extra) {
+      fields.push_back(json_quote(name) + ": " + text);
+    }
+    std::vector<std::string> absent;
+    for (auto const& name : row.absent_fields) absent.push_back(json_quote(name));
     rows.push_back("    {\"bucket\": " + std::to_string(bucket) +
                    ", \"config\": " + core::to_json_text(row.config, -1) + ", \"source\": " +
-                   (row.source ? core::to_json_text(*row.source, -1) : "null") + "}");
+                   (row.source ? core::to_json_text(*row.source, -1) : "null") +
+                   ", \"engine_fields\": {" + join(fields, ", ") + "}, \"absent_fields\": [" +
+                   join(absent, ", ") + "]}");
   }
   return "{\n  \"file\": " + json_quote(path) +
          ",\n  \"key\": " + core::to_json_text(table.key, -1) +

@@ -22,7 +22,8 @@ std::string join(std::vector<std::string> const& items, std::string const& sep);
 std::string json_number(double v);
 
 /// A table as one JSON object: {"file", "key", "policy", "has_manifest", "rows": [{"bucket",
-/// "config", "source"}]}.
+/// "config", "source", "engine_fields", "absent_fields"}]}, rows in file order. engine_fields
+/// holds the row's unmodelled engine fields with their values as in the file.
 std::string table_json_text(core::Table const& table, std::string const& path);
 
 }  // namespace moetune::cli

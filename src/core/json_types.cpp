@@ -257,24 +257,66 @@ Status from_json(Json const& j, JsonAt const& at, TableKey* out) {
   return r->optional("toolchain", &out->toolchain);
 }
 
+namespace {
+
+/// Engine fields held as JSON text, back as one object (a text that does not parse stays a
+/// string, as format_vllm_table writes it).
+Json engine_fields_json(std::map<std::string, std::string> const& fields) {
+  Json out = Json::object();
+  for (auto const& [name, text] : fields) {
+    auto v = parse_json(text, "engine field");
+    out[name] = v.ok() ? *v : Json(text);
+  }
+  return out;
+}
+
+}  // namespace
+
 Json to_json(Resolution const& r) {
   return Json{{"m", r.m},
               {"key", opt(r.key)},
               {"rule", to_string(r.rule)},
               {"config", to_json(r.config)},
               {"source", r.source ? to_json(*r.source) : Json(nullptr)},
-              {"explain", r.explain}};
+              {"explain", r.explain},
+              {"engine_fields", engine_fields_json(r.engine_fields)},
+              {"absent_fields", r.absent_fields}};
 }
 
 Status from_json(Json const& j, JsonAt const& at, Resolution* out) {
-  auto r = ObjectReader::open(j, at, {"m", "key", "rule", "config", "source", "explain"});
+  auto r = ObjectReader::open(
+      j, at, {"m", "key", "rule", "config", "source", "explain", "engine_fields", "absent_fields"});
   if (!r.ok()) return r.error();
   MOETUNE_RETURN_IF_ERROR(r->optional("m", &out->m));
   MOETUNE_RETURN_IF_ERROR(r->optional("key", &out->key));
   MOETUNE_RETURN_IF_ERROR(r->optional("rule", &out->rule));
   MOETUNE_RETURN_IF_ERROR(r->optional("config", &out->config));
   MOETUNE_RETURN_IF_ERROR(r->optional("source", &out->source));
-  return r->optional("explain", &out->explain);
+  MOETUNE_RETURN_IF_ERROR(r->optional("explain", &out->explain));
+  if (r->has("engine_fields")) {
+    Json const& fields = j["engine_fields"];
+    if (!fields.is_object()) {
+      return json_error(ErrorCode::kParse, at.field("engine_fields"),
+                        "expected an object, got " + describe_json(fields));
+    }
+    for (auto it = fields.begin(); it != fields.end(); ++it) {
+      out->engine_fields[it.key()] = it.value().dump();
+    }
+  }
+  if (r->has("absent_fields")) {
+    Json const& absent = j["absent_fields"];
+    JsonAt const absent_at = at.field("absent_fields");
+    if (!absent.is_array()) {
+      return json_error(ErrorCode::kParse, absent_at,
+                        "expected an array, got " + describe_json(absent));
+    }
+    for (size_t i = 0; i < absent.size(); ++i) {
+      std::string name;
+      MOETUNE_RETURN_IF_ERROR(from_json(absent[i], absent_at.index(int64_t(i)), &name));
+      out->absent_fields.push_back(std::move(name));
+    }
+  }
+  return Status::Ok();
 }
 
 Json to_json(DeviceInfo const& d) {

@@ -1,4 +1,4 @@
-// vLLM's nearest-key rule plus the two opt-in policies, with an explain sentence per answer.
+// The engines' nearest-key rule plus the two opt-in policies, with an explain sentence per answer.
 #include "core/resolver.hpp"
 
 #include <cmath>
@@ -19,8 +19,27 @@ std::string_view to_string(Rule r) {
   return "nearest_key";
 }
 
+namespace {
+
+uint64_t distance(int64_t key, int64_t m) {
+  // As unsigned, to stay defined for extreme keys.
+  return key > m ? static_cast<uint64_t>(key) - static_cast<uint64_t>(m)
+                 : static_cast<uint64_t>(m) - static_cast<uint64_t>(key);
+}
+
+}  // namespace
+
 std::optional<int64_t> nearest_key(Table const& table, int64_t m) {
   if (table.rows.empty()) return std::nullopt;
+  if (!table.key_order.empty()) {
+    // The engines' min(keys, key=lambda x: abs(x - M)) over keys in file order: the first key
+    // at the least distance wins, whatever its size.
+    std::optional<int64_t> best;
+    for (int64_t const key : keys_in_file_order(table)) {
+      if (!best || distance(key, m) < distance(*best, m)) best = key;
+    }
+    return best;
+  }
   // The first key >= m and the key before it are the only candidates; strict '<' on the upper
   // distance sends ties to the smaller key, as vLLM's min() over keys in ascending file order.
   auto hi = table.rows.lower_bound(m);
@@ -89,12 +108,14 @@ Resolution resolve(Table const& table, int64_t m, DefaultConfigFn const& default
   r.rule = key == m ? Rule::kExactKey : Rule::kNearestKey;
   r.config = row.config;
   r.source = row.source;
-  uint64_t const distance = key > m ? static_cast<uint64_t>(key) - static_cast<uint64_t>(m)
-                                    : static_cast<uint64_t>(m) - static_cast<uint64_t>(key);
+  r.engine_fields = row.vllm_extra;
+  r.absent_fields = row.absent_fields;
+  std::string const ties = table.key_order.empty() ? "ties to the smaller key"
+                                                   : "ties to the key listed first in the file";
   std::string const why = r.rule == Rule::kExactKey
                               ? "exact key"
                               : "nearest key, |" + std::to_string(key) + "-" + std::to_string(m) +
-                                    "|=" + std::to_string(distance) + ", ties to the smaller key";
+                                    "|=" + std::to_string(distance(key, m)) + ", " + ties;
   r.explain = "M=" + std::to_string(m) + " -> key " + std::to_string(key) + " (" + why + "; " +
               source_phrase(row.source) + ")";
   return r;

@@ -1,12 +1,15 @@
-// Resolver: M -> bucket -> row. The default rule is vLLM's (nearest key by |key - M|, ties to the
-// smaller key); the table's ResolverPolicy may gate tiny M or far-beyond-range M to the backend's
-// default config. Every answer says which rule chose it and why (explain).
+// Resolver: M -> bucket -> row. The default rule is the engines' (nearest key by |key - M|, ties
+// to the key first in the file, which is the smaller key in a sorted file); the table's
+// ResolverPolicy may gate tiny M or far-beyond-range M to the backend's default config. Every
+// answer says which rule chose it and why (explain).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/config.hpp"
 #include "core/source.hpp"
@@ -33,13 +36,19 @@ struct Resolution {
   MoeConfig config;
   std::optional<Source> source;  ///< the row's source; for defaults, kind "default"
   std::string explain;  ///< one sentence: "M=115 -> key 113 (nearest key, |113-115|=2; ...)"
+  /// The row's engine fields moetune does not model (TableRow::vllm_extra), name -> JSON text.
+  std::map<std::string, std::string> engine_fields;
+  /// Launch fields the row leaves out (TableRow::absent_fields): config holds Triton's defaults.
+  std::vector<std::string> absent_fields;
 };
 
 /// The backend's default config for (problem with num_tokens = M). Supplied by the caller so
 /// core/ stays backend-free.
 using DefaultConfigFn = std::function<MoeConfig(int64_t m)>;
 
-/// vLLM's rule alone: the key nearest to m, ties to the smaller key. Empty table -> nullopt.
+/// The engines' rule alone, `min(keys in file order, key=|key - M|)`: the key nearest to m, ties
+/// to the key listed first in the file (the smaller key when keys ascend, as in every table
+/// moetune writes). Empty table -> nullopt.
 std::optional<int64_t> nearest_key(Table const& table, int64_t m);
 
 /// Resolves M against a table with its policy. Total: every M >= 0 gets an answer.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
+#include <set>
 
 #include "core/atomic_file.hpp"
 
@@ -200,7 +201,24 @@ Result<Table> load_table(std::string const& path) {
   // The manifest is the fuller record; keep vLLM's extras (top level and per row) from the file.
   Table out = std::move(*manifest);
   out.extra = table->extra;
-  for (auto& [m, row] : out.rows) row.vllm_extra = table->rows.at(m).vllm_extra;
+  out.key_order = table->key_order;
+  for (auto& [m, row] : out.rows) {
+    row.vllm_extra = table->rows.at(m).vllm_extra;
+    row.absent_fields = table->rows.at(m).absent_fields;
+  }
+  return out;
+}
+
+std::vector<int64_t> keys_in_file_order(Table const& table) {
+  std::vector<int64_t> out;
+  out.reserve(table.rows.size());
+  std::set<int64_t> seen;
+  for (int64_t const m : table.key_order) {
+    if (table.rows.count(m) != 0 && seen.insert(m).second) out.push_back(m);
+  }
+  for (auto const& [m, row] : table.rows) {
+    if (seen.count(m) == 0) out.push_back(m);
+  }
   return out;
 }
 

@@ -74,9 +74,14 @@ struct ResolverPolicy {
 struct TableRow {
   MoeConfig config;
   std::optional<Source> source;  ///< none for a plain vLLM file
-  /// Per-row keys of the vLLM file that moetune does not model (ROCm's waves_per_eu,
-  /// matrix_instr_nonkdim, kpack), value as JSON text, written back verbatim.
+  /// Per-row fields of the engine file that moetune does not model (ROCm's waves_per_eu,
+  /// matrix_instr_nonkdim, kpack; SGLang's USE_TMA; Intel's grf_mode; num_ctas; any other field
+  /// an engine passes on to its kernel), value as JSON text, shown and written back verbatim.
   std::map<std::string, std::string> vllm_extra;
+  /// Launch fields the engine file's row leaves out ("num_warps", "num_stages"), in that order.
+  /// The engines then launch with Triton's defaults, which `config` holds (kTritonDefaultWarps,
+  /// kTritonDefaultStages); the file is written back without them.
+  std::vector<std::string> absent_fields;
 
   bool operator==(TableRow const&) const = default;
 };
@@ -86,12 +91,24 @@ struct Table {
   TableKey key;
   ResolverPolicy policy;
   std::map<int64_t, TableRow> rows;          ///< bucket M -> row, ascending
+  /// Row keys in the order the engine file lists them, kept only when that order is not
+  /// ascending (empty = ascending). The engines' lookup breaks ties by file order, so this is part
+  /// of what a table means; keys_in_file_order() is the order to read and write.
+  std::vector<int64_t> key_order;
   bool has_manifest = false;                 ///< false for a plain vLLM file
   std::map<std::string, std::string> extra;  ///< top-level keys vLLM writes that we keep verbatim
                                              ///< (e.g. "triton_version"), value as JSON text
 
   bool operator==(Table const&) const = default;
 };
+
+/// Triton's launch defaults, which the engines' kernel runs with when a row leaves the field out.
+inline constexpr int kTritonDefaultWarps = 4;
+inline constexpr int kTritonDefaultStages = 3;
+
+/// The table's row keys in file order: key_order's keys that have rows, then any other row keys
+/// ascending (rows added after loading). The engines' `min(keys, key=|key - M|)` walks this order.
+std::vector<int64_t> keys_in_file_order(Table const& table);
 
 /// Loads a table from a vLLM file path; reads the manifest beside it when present. vLLM's extra
 /// keys (triton_version, SPLIT_K, ROCm keys) are tolerated. Errors name the file and, for JSON,
@@ -116,15 +133,19 @@ Result<std::vector<std::string>> list_table_files(std::string const& dir);
 /// "<vllm path>.moetune": where the manifest of a vLLM file lives.
 std::string manifest_path(std::string const& vllm_path);
 
-/// Parses a vLLM config file. Top-level keys that are integers are rows (keys are M as strings,
-/// vLLM's int(key)); other keys with non-object values go to Table::extra (triton_version).
-/// Row fields: BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, num_stages (required), SPLIT_K
-/// (-> pipeline.split_k), ROCm's waves_per_eu/matrix_instr_nonkdim/kpack (-> vllm_extra); any
-/// other field is an error with "did you mean". Both GEMMs get the row's config; no sources.
-/// `file` is used for messages and, when its base name parses, for the key.
+/// Parses a vLLM/SGLang config file as the engines read it. Top-level keys that are integers are
+/// rows (keys are M as strings, the engines' int(key)), kept in file order (Table::key_order);
+/// other keys with non-object values go to Table::extra (triton_version). Row fields:
+/// BLOCK_SIZE_M/N/K and GROUP_SIZE_M (required: the kernel's parameters), num_warps and
+/// num_stages (Triton's defaults when absent, see TableRow::absent_fields), SPLIT_K
+/// (-> pipeline.split_k); any other field goes to vllm_extra unchanged, except one that is a near
+/// miss of a known field ("BLOCK_SIZE_MM"), an error with "did you mean". Both GEMMs get the
+/// row's config; no sources. `file` is used for messages and, when its base name parses, for the
+/// key.
 Result<Table> parse_vllm_table(std::string_view text, std::string const& file);
-/// vLLM's save_configs layout: 4-space indent, Table::extra first (sorted), then rows by numeric
-/// M, each row's six fields in vLLM's order (+ SPLIT_K when != 1, + vllm_extra), newline at end.
+/// vLLM's save_configs layout: 4-space indent, Table::extra first (sorted), then rows in file
+/// order (keys_in_file_order: ascending for a table moetune made), each row's six fields in
+/// vLLM's order less absent_fields (+ SPLIT_K when != 1, + vllm_extra), newline at end.
 std::string format_vllm_table(Table const& table);
 
 /// The manifest as JSON text: {"manifest_version", "key", "policy", "rows": {"M": {"config",

@@ -1,5 +1,6 @@
 // The two files of a table: vLLM's config JSON (format fixed by vLLM's save_configs and
 // get_moe_configs) and moetune's manifest sidecar, plus the checks that they agree.
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 
@@ -18,7 +19,6 @@ constexpr char const* kRegenerate =
 /// vLLM's six fields, in the order sort_config writes them.
 constexpr char const* kVllmFields[] = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",
                                        "GROUP_SIZE_M", "num_warps",    "num_stages"};
-constexpr char const* kRocmFields[] = {"waves_per_eu", "matrix_instr_nonkdim", "kpack"};
 
 int* vllm_field(KernelConfig& k, int i) {
   int* const fields[] = {&k.tile.block_m, &k.tile.block_n,       &k.tile.block_k,
@@ -38,37 +38,52 @@ std::optional<int64_t> parse_m(std::string const& key) {
   return m;
 }
 
+/// Whether an unknown row field is a near miss of a field moetune models (a typo such as
+/// "BLOCK_SIZE_MM"), not another kernel's parameter passed through.
+std::string typo_of_known_field(std::string const& name) {
+  std::vector<std::string> known(std::begin(kVllmFields), std::end(kVllmFields));
+  known.push_back("SPLIT_K");
+  return did_you_mean(name, known);
+}
+
 Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
   if (!j.is_object()) {
     return json_error(ErrorCode::kParse, at, "expected an object, got " + describe_json(j));
   }
-  std::vector<std::string> allowed(std::begin(kVllmFields), std::end(kVllmFields));
-  allowed.push_back("SPLIT_K");
-  allowed.insert(allowed.end(), std::begin(kRocmFields), std::end(kRocmFields));
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (std::find(allowed.begin(), allowed.end(), it.key()) != allowed.end()) continue;
-    return json_error(ErrorCode::kParse, at,
-                      "unknown field '" + clip(it.key()) +
-                          "'; expected BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, "
-                          "num_warps, num_stages, SPLIT_K or a ROCm key" +
-                          did_you_mean(it.key(), allowed));
+    std::string const& name = it.key();
+    if (name == "SPLIT_K" || std::find(std::begin(kVllmFields), std::end(kVllmFields), name) !=
+                                 std::end(kVllmFields)) {
+      continue;
+    }
+    if (std::string const typo = typo_of_known_field(name); !typo.empty()) {
+      return json_error(ErrorCode::kParse, at,
+                        "unknown field '" + clip(name) +
+                            "' looks like a misspelt engine field" + typo +
+                            " (other fields, such as ROCm's kpack, are kept as they are)");
+    }
+    row->vllm_extra[name] = it.value().dump();
   }
   KernelConfig k;
+  k.pipeline.num_warps = kTritonDefaultWarps;
+  k.pipeline.num_stages = kTritonDefaultStages;
   for (int i = 0; i < 6; ++i) {
     if (!j.contains(kVllmFields[i])) {
+      // The engines pass the row as the kernel's keyword arguments: the four tile fields are
+      // kernel parameters it cannot run without; num_warps/num_stages have Triton's defaults.
+      if (i >= 4) {
+        row->absent_fields.push_back(kVllmFields[i]);
+        continue;
+      }
       return json_error(ErrorCode::kParse, at,
                         std::string("missing field '") + kVllmFields[i] +
-                            "'; a vLLM row needs BLOCK_SIZE_M/N/K, GROUP_SIZE_M, num_warps, "
-                            "num_stages");
+                            "'; an engine row needs BLOCK_SIZE_M/N/K and GROUP_SIZE_M");
     }
     MOETUNE_RETURN_IF_ERROR(
         from_json(j[kVllmFields[i]], at.field(kVllmFields[i]), vllm_field(k, i)));
   }
   if (j.contains("SPLIT_K")) {
     MOETUNE_RETURN_IF_ERROR(from_json(j["SPLIT_K"], at.field("SPLIT_K"), &k.pipeline.split_k));
-  }
-  for (char const* f : kRocmFields) {
-    if (j.contains(f)) row->vllm_extra[f] = j[f].dump();
   }
   row->config = uniform_config(k);
   return Status::Ok();
@@ -88,7 +103,19 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
   }
   Table table;
   std::string const base = std::filesystem::path(file).filename().string();
+  if (size_t const at_backend = base.find(",backend="); at_backend != std::string::npos) {
+    // vLLM 0.33 ships such files for another loader (its FlyDSL MoE, rows of tile_m/tile_n/...),
+    // read by neither fused_moe's get_moe_configs nor SGLang.
+    size_t const from = at_backend + 9;
+    std::string const backend = base.substr(from, base.find_first_of(",.", from) - from);
+    return make_error(ErrorCode::kParse, file,
+                      "the name says backend=" + clip(backend) +
+                          ": a config file of another MoE loader, not of the engines' Triton "
+                          "fused_moe kernel; moetune reads only the latter's "
+                          "E=..,N=..,device_name=...json files");
+  }
   if (auto key = parse_vllm_file_name(base); key.ok()) table.key = *key;
+  std::vector<int64_t> file_order;
   for (auto it = j->begin(); it != j->end(); ++it) {
     auto const m = parse_m(it.key());
     if (!m.has_value()) {
@@ -108,7 +135,9 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
     TableRow row;
     MOETUNE_RETURN_IF_ERROR(parse_vllm_row(it.value(), row_at, &row));
     table.rows[*m] = std::move(row);
+    file_order.push_back(*m);
   }
+  if (!std::is_sorted(file_order.begin(), file_order.end())) table.key_order = file_order;
   return table;
 }
 
@@ -118,10 +147,15 @@ std::string format_vllm_table(Table const& table) {
     auto v = parse_json(text, "extra");
     j[name] = v.ok() ? *v : Json(text);
   }
-  for (auto const& [m, row] : table.rows) {
+  for (int64_t const m : keys_in_file_order(table)) {
+    TableRow const& row = table.rows.at(m);
     Json r = Json::object();
     KernelConfig k = row.config.gemm1;
-    for (int i = 0; i < 6; ++i) r[kVllmFields[i]] = *vllm_field(k, i);
+    for (int i = 0; i < 6; ++i) {
+      auto const& absent = row.absent_fields;
+      if (std::find(absent.begin(), absent.end(), kVllmFields[i]) != absent.end()) continue;
+      r[kVllmFields[i]] = *vllm_field(k, i);
+    }
     if (k.pipeline.split_k != 1) r["SPLIT_K"] = k.pipeline.split_k;
     for (auto const& [name, text] : row.vllm_extra) {
       auto v = parse_json(text, "extra");

@@ -90,7 +90,8 @@ TEST_F(CliTables, ResolveJsonHasExactlyTheContractFields) {
       run({"resolve", "--table", std::string("tables/") + kTinyTableName, "--m", "3", "--json"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(top_level_keys(r.out),
-            (std::vector<std::string>{"m", "key", "rule", "config", "source", "explain"}))
+            (std::vector<std::string>{"m", "key", "rule", "config", "source", "explain",
+                                      "engine_fields", "absent_fields"}))
       << r.out;
   EXPECT_EQ(json_field(r.out, "m"), "3");
   EXPECT_EQ(json_field(r.out, "key"), "1");

@@ -1,6 +1,7 @@
 // Resolver: vLLM's nearest-key rule, the policies, totality, explain.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <random>
 #include <set>
@@ -25,10 +26,10 @@ Table table_with_keys(std::vector<int64_t> const& keys) {
 MoeConfig default_fn(int64_t) { return config_with_block_m(256); }
 
 /// vLLM's rule as written in Python: min(keys, key=lambda x: abs(x - M)), keys in file order.
-int64_t brute_force_vllm(std::vector<int64_t> const& keys_ascending, int64_t m) {
-  int64_t best = keys_ascending.front();
-  for (int64_t k : keys_ascending) {
-    if (std::llabs(k - m) < std::llabs(best - m)) best = k;  // strict: the first (smaller) wins
+int64_t brute_force_vllm(std::vector<int64_t> const& keys_in_file_order, int64_t m) {
+  int64_t best = keys_in_file_order.front();
+  for (int64_t k : keys_in_file_order) {
+    if (std::llabs(k - m) < std::llabs(best - m)) best = k;  // strict: the first listed wins
   }
   return best;
 }
@@ -62,6 +63,38 @@ TEST(Resolver, AgreesWithBruteForceVllmOnRandomTables) {
       EXPECT_EQ(r.rule, *r.key == m ? Rule::kExactKey : Rule::kNearestKey);
     }
   }
+}
+
+TEST(Resolver, AgreesWithBruteForceVllmOnShuffledKeysInFileOrder) {
+  uint64_t const seed = 20261207;
+  std::mt19937_64 gen(seed);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::set<int64_t> keys;
+    int const n = 2 + static_cast<int>(gen() % 11);
+    // Even keys only, so midpoints are whole numbers and ties happen often.
+    while (static_cast<int>(keys.size()) < n) {
+      keys.insert(2 + 2 * static_cast<int64_t>(gen() % 200));
+    }
+    std::vector<int64_t> order(keys.begin(), keys.end());
+    std::shuffle(order.begin(), order.end(), gen);
+    Table t = table_with_keys(order);
+    t.key_order = order;
+    for (int64_t m = 0; m < 420; ++m) {
+      ASSERT_EQ(nearest_key(t, m), brute_force_vllm(order, m)) << "seed " << seed << " M=" << m;
+    }
+  }
+}
+
+TEST(Resolver, TiesGoToTheKeyFirstInTheFile) {
+  Table t = table_with_keys({256, 512});
+  t.key_order = {512, 256};
+  EXPECT_EQ(nearest_key(t, 384), 512);
+  EXPECT_EQ(nearest_key(t, 383), 256);
+  EXPECT_EQ(resolve(t, 384, default_fn).explain,
+            "M=384 -> key 512 (nearest key, |512-384|=128, ties to the key listed first in the "
+            "file; row has no source (plain vLLM file))");
+  t.rows[128].config = config_with_block_m(16);  // a row added after loading comes last
+  EXPECT_EQ(keys_in_file_order(t), (std::vector<int64_t>{512, 256, 128}));
 }
 
 TEST(Resolver, IsTotalForEveryM) {

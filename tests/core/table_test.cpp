@@ -129,12 +129,18 @@ TEST(Table, WritesVllmFilesExactlyLikeSaveConfigs) {
   EXPECT_EQ(format_vllm_table(*t), expected);
 }
 
-TEST(Table, KeepsRocmRowKeysAndRejectsUnknownOnes) {
+TEST(Table, KeepsEveryEngineRowFieldAndRejectsNearMissesOfKnownOnes) {
   auto t = parse_vllm_table(R"({"2": {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 64,
-      "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2, "waves_per_eu": 0, "kpack": 2}})",
+      "GROUP_SIZE_M": 1, "num_warps": 4, "num_stages": 2, "waves_per_eu": 0, "kpack": 2,
+      "USE_TMA": true, "grf_mode": "large", "num_ctas": 1}})",
                             "x.json");
   ASSERT_TRUE(t.ok()) << t.error().to_string();
-  EXPECT_EQ(t->rows.at(2).vllm_extra.at("kpack"), "2");
+  EXPECT_EQ(t->rows.at(2).vllm_extra,
+            (std::map<std::string, std::string>{{"USE_TMA", "true"},
+                                                {"grf_mode", "\"large\""},
+                                                {"kpack", "2"},
+                                                {"num_ctas", "1"},
+                                                {"waves_per_eu", "0"}}));
   auto back = parse_vllm_table(format_vllm_table(*t), "x.json");
   EXPECT_EQ(*back, *t);
   auto bad = parse_vllm_table(R"({"2": {"BLOCK_SIZE_MM": 16}})", "x.json");
@@ -142,6 +148,95 @@ TEST(Table, KeepsRocmRowKeysAndRejectsUnknownOnes) {
   EXPECT_NE(bad.error().to_string().find("x.json: \"2\": unknown field 'BLOCK_SIZE_MM'"),
             std::string::npos);
   EXPECT_NE(bad.error().message.find("did you mean 'BLOCK_SIZE_M'?"), std::string::npos);
+}
+
+TEST(Table, RowsWithoutLaunchFieldsRunWithTritonsDefaultsAndStayWithout) {
+  std::string const text = R"({
+    "256": {
+        "BLOCK_SIZE_M": 16,
+        "BLOCK_SIZE_N": 32,
+        "BLOCK_SIZE_K": 64,
+        "GROUP_SIZE_M": 1
+    },
+    "512": {
+        "BLOCK_SIZE_M": 32,
+        "BLOCK_SIZE_N": 128,
+        "BLOCK_SIZE_K": 128,
+        "GROUP_SIZE_M": 32,
+        "num_warps": 8,
+        "num_stages": 3
+    }
+}
+)";
+  auto t = parse_vllm_table(text, "E=256,N=512,device_name=NVIDIA_H200.json");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_EQ(t->rows.at(256).absent_fields, (std::vector<std::string>{"num_warps", "num_stages"}));
+  EXPECT_EQ(t->rows.at(256).config.gemm1.pipeline.num_warps, kTritonDefaultWarps);
+  EXPECT_EQ(t->rows.at(256).config.gemm1.pipeline.num_stages, kTritonDefaultStages);
+  EXPECT_TRUE(t->rows.at(512).absent_fields.empty());
+  EXPECT_EQ(format_vllm_table(*t), text);
+  auto bad = parse_vllm_table(R"({"2": {"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16,
+      "BLOCK_SIZE_K": 64}})",
+                              "x.json");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message,
+            "missing field 'GROUP_SIZE_M'; an engine row needs BLOCK_SIZE_M/N/K and GROUP_SIZE_M");
+}
+
+TEST(Table, KeysOutOfOrderAreKeptAndWrittenBackInFileOrder) {
+  std::string const text = R"({
+    "512": {
+        "BLOCK_SIZE_M": 64,
+        "BLOCK_SIZE_N": 128,
+        "BLOCK_SIZE_K": 128,
+        "GROUP_SIZE_M": 1,
+        "num_warps": 4,
+        "num_stages": 3
+    },
+    "256": {
+        "BLOCK_SIZE_M": 32,
+        "BLOCK_SIZE_N": 128,
+        "BLOCK_SIZE_K": 128,
+        "GROUP_SIZE_M": 1,
+        "num_warps": 4,
+        "num_stages": 3
+    }
+}
+)";
+  auto t = parse_vllm_table(text, "x.json");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  EXPECT_EQ(t->key_order, (std::vector<int64_t>{512, 256}));
+  EXPECT_EQ(format_vllm_table(*t), text);
+  EXPECT_EQ(resolve(*t, 384, nullptr).key, 512);  // the engines' min() keeps the first of a tie
+  auto sorted = parse_vllm_table(kVllmH200, "x.json");
+  EXPECT_TRUE(sorted->key_order.empty());  // ascending files need no record of their order
+}
+
+TEST(Table, EveryFileOfTheEngineSampleRoundTripsUnchangedInMeaning) {
+  int files = 0;
+  std::string const sample = std::string(MOETUNE_SOURCE_DIR) + "/tests/cli/engine_configs";
+  for (auto const& entry : fs::recursive_directory_iterator(sample)) {
+    if (entry.path().extension() != ".json") continue;
+    auto text = read_file(entry.path().string());
+    ASSERT_TRUE(text.ok());
+    auto t = parse_vllm_table(*text, entry.path().string());
+    ASSERT_TRUE(t.ok()) << t.error().to_string();
+    auto back = parse_vllm_table(format_vllm_table(*t), entry.path().string());
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(*back, *t) << entry.path();
+    ++files;
+  }
+  EXPECT_GE(files, 12);
+}
+
+TEST(Table, FilesOfAnotherLoaderAreRefusedByName) {
+  auto t = parse_vllm_table(R"({"1": {"tile_m": 16}})",
+                            "E=384,N=256,device_name=AMD_Instinct_MI355X,dtype=int4_w4a16,"
+                            "backend=flydsl.json");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.error().message.find("the name says backend=flydsl: a config file of another MoE "
+                                   "loader"),
+            std::string::npos);
 }
 
 Table full_table() {
