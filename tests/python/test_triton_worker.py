@@ -61,6 +61,19 @@ def test_space_drops_only_equivalent_group_sizes():
     assert {r["GROUP_SIZE_M"] for r in triton_rules.space(p)} == {1, 16, 32, 64}
 
 
+def test_space_opens_with_the_default_row_then_its_nearest_neighbours():
+    """A budget that stops the screening early has searched around vLLM's own row for this M
+    (at M = 16384 that is BLOCK_SIZE_M 128, which product order reaches only after 768 rows)."""
+    p = dict(TINY, hidden_size=4096, intermediate_size=14336, arch="sm_90a", num_tokens=16384)
+    default = triton_rules.default_row(p)
+    space = triton_rules.space(p)
+    distances = [triton_rules.prior_distance(r, default) for r in space]
+    assert space[0] == default and distances == sorted(distances)
+    assert {r["BLOCK_SIZE_M"] for r in space[:12]} == {64, 128, 256}
+    assert len({triton_rules.short(r) for r in space}) == len(space) == 1920
+    assert triton_rules.prior_distance(dict(default, num_stages=5, BLOCK_SIZE_M=32), default) == 4
+
+
 def test_row_and_config_round_trip():
     row = {"BLOCK_SIZE_M": 64, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 16,
            "num_warps": 8, "num_stages": 3}

@@ -8,8 +8,10 @@ tests/kernels/triton/triton_vllm_cases.json holds the cases both must answer ali
 
 Search space (space()): vLLM 0.33.0's CUDA tuner space (benchmarks/kernels/benchmark_moe.py,
 get_configs_compute_bound): BLOCK_SIZE_M {16..256} x BLOCK_SIZE_N {32..256} x BLOCK_SIZE_K
-{64, 128, 256} x GROUP_SIZE_M {1, 16, 32, 64} x num_warps {4, 8} x num_stages {2..5}, in its
-product order, less what is equivalent to a config kept:
+{64, 128, 256} x GROUP_SIZE_M {1, 16, 32, 64} x num_warps {4, 8} x num_stages {2..5}, ordered
+nearest the default rule's row first (prior_distance; product order among equals: a budget that
+stops the tuner's screening early then has searched a ball around vLLM's own choice for this M,
+not only the smallest BLOCK_SIZE_M), less what is equivalent to a config kept:
   - BLOCK_SIZE_N above next_pow2(max(N1, K)), BLOCK_SIZE_K above next_pow2(max(K, I)): the same
     tiles with more masked work, in both GEMMs (only tiny shapes lose any);
   - GROUP_SIZE_M values at or above the grid's M-blocks (num_pid_m, from vLLM's buffer sizes)
@@ -143,10 +145,23 @@ def default_row(problem):
             "num_warps": 4 if M <= 128 else 8, "num_stages": 4 if M <= 32 else 3}
 
 
+def _log2(n):
+    return int(n).bit_length() - 1
+
+
+def prior_distance(row, default):
+    """How far row is from the default rule's row: steps of a power of two in each block size
+    and num_warps, one per stage, one for another GROUP_SIZE_M."""
+    return (sum(abs(_log2(row[f]) - _log2(default[f])) for f in
+                ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K", "num_warps")) +
+            abs(row["num_stages"] - default["num_stages"]) +
+            (row["GROUP_SIZE_M"] != default["GROUP_SIZE_M"]))
+
+
 def space(problem, default=None):
-    """The rows to search for problem (M = num_tokens), in vLLM's product order; see the module
-    docstring for what is left out. default: the default rule's row (arch "cpu" keeps its
-    num_warps, num_stages and GROUP_SIZE_M)."""
+    """The rows to search for problem (M = num_tokens), nearest the default row first, then in
+    vLLM's product order; see the module docstring for what is left out. default: the default
+    rule's row (arch "cpu" keeps its num_warps, num_stages and GROUP_SIZE_M)."""
     default = default or default_row(problem)
     cap_n = max(SPACE["BLOCK_SIZE_N"][0],
                 next_pow2(max(gemm1_n(problem), problem["hidden_size"])))
@@ -171,7 +186,7 @@ def space(problem, default=None):
                             out.append({"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn,
                                         "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": g, "num_warps": w,
                                         "num_stages": s})
-    return out
+    return sorted(out, key=lambda r: prior_distance(r, default))  # stable: product order kept
 
 
 def _bad(field, value, why):

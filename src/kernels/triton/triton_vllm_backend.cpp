@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <map>
 
 namespace moetune::kernels::triton {
@@ -63,6 +64,19 @@ int64_t num_m_blocks(core::MoeProblem const& p, int block_m) {
   if (pairs < p.num_experts) em = std::min(pairs * block_m, em);
   if (p.num_tokens < block_m) em = std::min(em, pairs * block_m);
   return cdiv(em, block_m);
+}
+
+/// triton_rules.prior_distance: power-of-two steps in each block size and num_warps, one per
+/// stage, one for another GROUP_SIZE_M.
+int prior_distance(core::KernelConfig const& k, core::KernelConfig const& d) {
+  auto steps = [](int a, int b) {
+    return std::abs(static_cast<int>(std::bit_width(static_cast<unsigned>(a))) -
+                    static_cast<int>(std::bit_width(static_cast<unsigned>(b))));
+  };
+  return steps(k.tile.block_m, d.tile.block_m) + steps(k.tile.block_n, d.tile.block_n) +
+         steps(k.tile.block_k, d.tile.block_k) + steps(k.pipeline.num_warps, d.pipeline.num_warps) +
+         std::abs(k.pipeline.num_stages - d.pipeline.num_stages) +
+         (k.tile.group_m != d.tile.group_m ? 1 : 0);
 }
 
 core::Status check_problem(core::MoeProblem const& p) {
@@ -207,6 +221,11 @@ std::vector<core::MoeConfig> triton_vllm_search_space(core::MoeProblem const& pr
       }
     }
   }
+  // Nearest the default row first; product order among equals (a budget that stops the
+  // screening early has then searched around vLLM's own choice for this M).
+  std::stable_sort(out.begin(), out.end(), [&](core::MoeConfig const& a, core::MoeConfig const& b) {
+    return prior_distance(a.gemm1, fallback) < prior_distance(b.gemm1, fallback);
+  });
   return out;
 }
 

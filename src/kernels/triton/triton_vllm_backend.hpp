@@ -47,7 +47,8 @@ core::Status triton_vllm_can_implement(core::MoeProblem const& problem,
 /// vLLM 0.33.0's default rule for bf16 at M = problem.num_tokens (see above).
 core::MoeConfig triton_vllm_default_config(core::MoeProblem const& problem);
 
-/// vLLM's tuner space for (problem, M), less equivalent configs, in vLLM's product order.
+/// vLLM's tuner space for (problem, M), less equivalent configs, nearest the default rule's row
+/// first (triton_rules.prior_distance), then in vLLM's product order.
 std::vector<core::MoeConfig> triton_vllm_search_space(core::MoeProblem const& problem);
 
 /// The backend: name "triton", family "triton_vllm". Tuned jointly (no per-GEMM spaces).
