@@ -14,6 +14,8 @@ each call under its 10 minutes (--out outlives the call while the machine stays 
 machine needs DIR carried back: unpack a call's triton-run.tgz into it here):
     carry [".engines", ".devbin"], command "PYTHONUNBUFFERED=1 python3
     bench/triton_vllm_device.py --out build/triton-device --report-to $OUT --shapes S2"
+(bench/run_triton_vllm_device.sh runs several shapes in one call, each under `timeout`, and packs
+what comes back; bench/results/h100-triton-vllm.csv is its run of record.)
 
 tune  per shape: a recipe (device = this GPU's name, arch sm_90a, the 12 buckets, routing uniform),
       `moetune tune --store` into DIR/tables (the vLLM file + manifest), wall time from a cold
@@ -97,6 +99,7 @@ def tune(a, shape, out_dir, store, log):
     env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python"))
     if not a.warm_cache:  # cold: a fresh cache (outside --out, which should stay small)
         env["TRITON_CACHE_DIR"] = f"/tmp/moetune-triton-cache-{shape}-{time.time_ns()}"
+        a.cache_dirs.setdefault(shape, env["TRITON_CACHE_DIR"])  # the time phase reuses it
     cmd = [a.moetune, "tune", "--recipe", recipe, "--out", out_dir, "--store", store, "--json"]
     if a.budget_min:
         cmd += ["--budget-min", str(a.budget_min)]
@@ -105,7 +108,16 @@ def tune(a, shape, out_dir, store, log):
     seconds = time.monotonic() - started
     with open(log, "a") as f:
         f.write(f"+ {' '.join(cmd)}\nexit {proc.returncode} after {seconds:.1f} s\n{proc.stderr}\n")
+    with open(os.path.splitext(store)[0] + ".json", "w") as f:  # per-bucket results (--json)
+        f.write(proc.stdout)
     print(f"tune {shape}: exit {proc.returncode} in {seconds:.1f} s -> {out_dir}", flush=True)
+    try:  # coverage per bucket: measured / candidates (not run: left out by the budget)
+        buckets = json.loads(proc.stdout)["shapes"][0]["buckets"]
+        print("  " + ", ".join(f"M={b['bucket']} {b.get('winner_short', b['outcome'])} "
+                               f"{b.get('measured', '?')}/{b.get('candidates', '?')}"
+                               f" (not run {b.get('not_run', '?')})" for b in buckets), flush=True)
+    except (ValueError, KeyError, IndexError):
+        pass
     if proc.returncode != 0:
         print(proc.stderr[-3000:], flush=True)
     return seconds, proc.returncode
@@ -153,6 +165,9 @@ def reference(layer, x, tw, ids):
 
 
 def graph_of(layer, x, tw, ids, row):
+    """One CUDA graph of the layer for row, its eager output, and the expert assignment the graph
+    reads: the caller keeps it alive as long as the graph (freed, its memory is reused and the
+    replays index with whatever lands there: an illegal address, seen on the H100)."""
     import torch
 
     prepared = layer.prepare(ids, config=row)
@@ -161,7 +176,7 @@ def graph_of(layer, x, tw, ids, row):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         layer.run(x, tw, ids, prepared)
-    return graph, out
+    return graph, out, prepared
 
 
 def boot_ci(samples, reps=1000, seed=0):
@@ -173,6 +188,8 @@ def boot_ci(samples, reps=1000, seed=0):
 def time_shape(a, shape, vt, rules, rows_out):
     import torch
 
+    if shape in a.cache_dirs:  # the tune's compiled kernels (Triton reads this per compile)
+        os.environ["TRITON_CACHE_DIR"] = a.cache_dirs[shape]
     layer = make_layer(vt, shape)
     eng = layer.engine
     tables = os.path.join(a.out, "tables")
@@ -201,12 +218,14 @@ def time_shape(a, shape, vt, rules, rows_out):
                 t = {int(key): r for key, r in json.load(f).items() if key.isdigit()}
             systems[f"t{k}"] = (t[min(t, key=lambda q: abs(q - m))], d)
         want = reference(layer, x, tw, ids)
-        graphs = {}
+        graphs, keep = {}, []  # keep: what the graphs read, alive while they replay
         for sys_name, (row, _) in systems.items():
-            graph, out = graph_of(layer, x, tw, ids, {f: row[f] for f in rules.ROW_FIELDS})
+            graph, out, prepared = graph_of(layer, x, tw, ids,
+                                            {f: row[f] for f in rules.ROW_FIELDS})
             err = float((out.float() - want).norm() / want.norm())
             assert err < 1e-2, f"{shape} M={m} {sys_name} {row}: rel_l2 {err:.3g}"
             graphs[sys_name] = graph
+            keep.append(prepared)
         est = time.perf_counter()
         graphs["c"].replay()
         torch.cuda.synchronize()
@@ -233,10 +252,12 @@ def time_shape(a, shape, vt, rules, rows_out):
             rows_out.append(dict(shape=shape, m=m, system=k, config=rules.short(
                 {f: systems[k][0][f] for f in rules.ROW_FIELDS}), source=systems[k][1],
                 median_us=f"{stats[k][0]:.2f}", ci_low_us=f"{lo:.2f}", ci_high_us=f"{hi:.2f}"))
+        print(f"  {shape} M={m}: " + ", ".join(f"{k} {v[0]:.1f} us" for k, v in stats.items()),
+              flush=True)  # progress: a call cut short still shows the points it measured
         tuned = [stats[k][0] for k in stats if k == "a" or k.startswith("t")]
         agree = (max(tuned) <= 1.01 * min(tuned)) if len(tuned) > 1 else None
         summary.append((m, stats, systems, agree))
-        del graphs
+        del graphs, keep
         torch.cuda.empty_cache()
     return summary
 
@@ -278,6 +299,7 @@ def main():
     ap.add_argument("--report-to", default="",
                     help="also copy the results (csv, logs, triton-run.tgz) here, e.g. $OUT")
     a = ap.parse_args()
+    a.cache_dirs = {}
     a.moetune = os.path.abspath(os.path.join(REPO, a.moetune)) if os.sep in a.moetune else a.moetune
     os.makedirs(a.out, exist_ok=True)
     shapes = a.shapes.split(",")
@@ -302,7 +324,8 @@ def main():
         # vLLM's file names hold '=' and ',', which the device tool does not bring back by name.
         subprocess.run(["tar", "czf", os.path.join(a.out, "triton-run.tgz"), "-C", a.out] +
                        [n for n in os.listdir(a.out) if n == "tables" or n.startswith("agree-")
-                        or n.endswith(".sqlite") or n.startswith("recipe-")], check=False)
+                        or n.endswith((".sqlite", ".json")) or n.startswith("recipe-")],
+                       check=False)
     if a.phase == "tune":
         report(a)
         return 0
