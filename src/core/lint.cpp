@@ -1,12 +1,15 @@
 // Table lint. Reachability is computed from the nearest-key intervals, not by scanning M: key k
-// serves M in (floor((prev+k)/2), floor((k+next)/2)] (ties go to the smaller key), and the
-// policies cut [1, max_m] down to (tiny_m_threshold, floor(factor * largest key)].
+// serves M in (floor((prev+k)/2), floor((k+next)/2)] (a tie goes to the key listed first in the
+// file, the smaller key in an ascending file, which moves a whole midpoint from one neighbour to
+// the other), and the policies cut [1, max_m] down to (tiny_m_threshold, floor(factor * largest
+// key)].
 #include "core/lint.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "core/atomic_file.hpp"
 
@@ -76,12 +79,26 @@ std::vector<int64_t> unreachable_keys(Table const& table, int64_t max_m) {
     double const cap = std::floor(*table.policy.beyond_range_factor * static_cast<double>(largest));
     if (cap < static_cast<double>(hi_limit)) hi_limit = static_cast<int64_t>(cap);
   }
+  // A key's file position decides the ties at the midpoints with its neighbours (the engines'
+  // min() keeps the first listed); in an ascending file that is always the smaller key.
+  std::map<int64_t, size_t> position;
+  for (int64_t const k : keys_in_file_order(table)) position.emplace(k, position.size());
   for (auto it = table.rows.begin(); it != table.rows.end(); ++it) {
     int64_t const k = it->first;
     int64_t lo = std::numeric_limits<int64_t>::min();
     int64_t hi = std::numeric_limits<int64_t>::max();
-    if (it != table.rows.begin()) lo = floor_half(std::prev(it)->first, k) + 1;
-    if (std::next(it) != table.rows.end()) hi = floor_half(k, std::next(it)->first);
+    if (it != table.rows.begin()) {
+      int64_t const prev = std::prev(it)->first;
+      lo = floor_half(prev, k) + 1;
+      bool const tie = (prev % 2) == (k % 2);
+      if (tie && position.at(k) < position.at(prev)) --lo;  // the midpoint is k's
+    }
+    if (std::next(it) != table.rows.end()) {
+      int64_t const next = std::next(it)->first;
+      hi = floor_half(k, next);
+      bool const tie = (k % 2) == (next % 2);
+      if (tie && position.at(next) < position.at(k)) --hi;  // the midpoint is next's
+    }
     if (std::max(lo, lo_limit) > std::min(hi, hi_limit)) out.push_back(k);
   }
   return out;

@@ -3,7 +3,9 @@
 
 #include "temp_dir.hpp"
 
+#include <algorithm>
 #include <filesystem>
+#include <random>
 #include <set>
 
 #include "core/atomic_file.hpp"
@@ -114,6 +116,73 @@ TEST(Lint, UnreachableKeysAgreeWithTheResolver) {
   }
   EXPECT_EQ(unreachable_keys(t, max_m), expected);
   EXPECT_EQ(expected, (std::vector<int64_t>{1, 16}));
+}
+
+// The boundaries of the tiny-M rule, one test each, so a rule that is off by one at any of them
+// (a tie counted as a win, the last tiny bucket skipped, the policy's threshold ignored) fails.
+TEST(Lint, ATimeEqualToTheDefaultIsNoWin) {
+  Table t = clean_table();
+  t.rows[16].source->numbers = {{"time_us", 12.0}, {"default_us", 12.0}};
+  auto f = lint(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, LintKind::kTinyMShadow);
+  EXPECT_EQ(f[0].bucket, 16);
+  EXPECT_FALSE(source_beats_default(t.rows[16].source));
+  t.rows[16].source->numbers["time_us"] = 11.999;  // twin: a strict win is quiet
+  EXPECT_TRUE(lint(t).empty());
+}
+
+TEST(Lint, TheLastTinyBucketIsATinyMRow) {
+  Table t = clean_table();
+  t.rows[32].config = bm(128);  // differs from the default bm(16) at M = 32, unmeasured
+  auto f = lint(t);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, LintKind::kTinyMShadow);
+  EXPECT_EQ(f[0].bucket, 32);
+  EXPECT_TRUE(lint(t, LintOptions{.max_m = 0, .tiny_m_bucket = 31}).empty());  // twin
+}
+
+TEST(Lint, ThePolicysTinyMThresholdWidensTheTinyRange) {
+  Table t = clean_table();
+  t.rows[48].config = bm(128);  // above tiny_m_bucket 32, but under the policy's threshold 50
+  t.policy.tiny_m_threshold = 50;
+  std::vector<int64_t> shadowed;
+  for (auto const& f : lint(t)) {
+    if (f.kind == LintKind::kTinyMShadow) shadowed.push_back(*f.bucket);
+  }
+  EXPECT_EQ(shadowed, (std::vector<int64_t>{48}));  // (1 equals the default, 16 is measured)
+  t.policy.tiny_m_threshold = 47;                   // twin: 48 is no longer a tiny-M row
+  for (auto const& f : lint(t)) EXPECT_NE(f.kind, LintKind::kTinyMShadow) << f.to_string();
+}
+
+TEST(Lint, UnreachableKeysAgreeWithTheResolverOnRandomTablesInFileOrder) {
+  uint64_t const seed = 20261208;
+  std::mt19937_64 gen(seed);
+  for (int trial = 0; trial < 400; ++trial) {
+    std::set<int64_t> keys;
+    int const n = 1 + static_cast<int>(gen() % 8);
+    while (static_cast<int>(keys.size()) < n) keys.insert(1 + static_cast<int64_t>(gen() % 60));
+    Table t;
+    for (int64_t k : keys) t.rows[k].config = bm(16);
+    if (gen() % 2 == 0) {
+      std::vector<int64_t> order(keys.begin(), keys.end());
+      std::shuffle(order.begin(), order.end(), gen);
+      t.key_order = order;
+    }
+    if (gen() % 2 == 0) t.policy.tiny_m_threshold = static_cast<int64_t>(gen() % 40);
+    if (gen() % 3 == 0) t.policy.beyond_range_factor = 0.5 + static_cast<double>(gen() % 4) / 2;
+    int64_t const max_m = 1 + static_cast<int64_t>(gen() % 90);
+    std::set<int64_t> used;
+    for (int64_t m = 1; m <= max_m; ++m) {
+      auto r = resolve(t, m, [](int64_t) { return MoeConfig{}; });
+      if (r.key) used.insert(*r.key);
+    }
+    std::vector<int64_t> expected;
+    for (int64_t k : keys) {
+      if (!used.count(k)) expected.push_back(k);
+    }
+    ASSERT_EQ(unreachable_keys(t, max_m), expected) << "seed " << seed << " trial " << trial;
+  }
 }
 
 TEST(Lint, CatchesRowsTheFamilyCannotProduce) {

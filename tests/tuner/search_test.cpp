@@ -217,6 +217,28 @@ TEST_F(SearchTest, ARerunOnTheSameStoreReadsEverythingBack) {
   std::filesystem::remove_all(tmpl);
 }
 
+TEST_F(SearchTest, ARerunForAnotherDeviceResumesNothing) {
+  auto store = Store::open(":memory:");
+  ASSERT_TRUE(store.ok());
+  WorkerClient worker(cpu_worker());
+  auto first = tune_bucket(worker, **store, tiny_task(), fast_options());
+  ASSERT_TRUE(first.ok());
+  size_t const after_first = (*store)->measurements()->size();
+  BucketTask other = tiny_task();
+  other.device = "cpu (another host)";  // what a store carried to another machine holds
+  auto second = tune_bucket(worker, **store, other, fast_options());
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->resumed, 0);  // every number was measured again, on this device
+  auto const all = (*store)->measurements();
+  ASSERT_GT(all->size(), after_first);
+  for (size_t i = after_first; i < all->size(); ++i) {
+    EXPECT_EQ((*all)[i].key.device, other.device) << i;
+  }
+  auto same = tune_bucket(worker, **store, tiny_task(), fast_options());  // twin: same device
+  ASSERT_TRUE(same.ok());
+  EXPECT_GT(same->resumed, 0);
+}
+
 TEST_F(SearchTest, RepeatReportsAgreementAndNeighbourSeedsComeFirst) {
   SearchOptions options = fast_options();
   options.repeat = 2;

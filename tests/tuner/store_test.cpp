@@ -76,6 +76,19 @@ TEST_F(StoreTest, AMeasurementIsFoundByItsKeyAndOnlyByIt) {
   k = m.key;
   k.config.gemm2.pipeline.split_k = 2;
   EXPECT_FALSE((*store)->find(k)->has_value());
+  // A measurement made on another device is never resumed from.
+  k = m.key;
+  k.device = m.key.device + " (another)";
+  EXPECT_FALSE((*store)->find(k)->has_value());
+  k = m.key;
+  k.bucket += 1;
+  EXPECT_FALSE((*store)->find(k)->has_value());
+  k = m.key;
+  k.round += 1;
+  EXPECT_FALSE((*store)->find(k)->has_value());
+  k = m.key;
+  k.tune_hash += "0";
+  EXPECT_FALSE((*store)->find(k)->has_value());
 }
 
 TEST_F(StoreTest, ReopeningKeepsEverythingAndWritesWal) {
