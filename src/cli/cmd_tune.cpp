@@ -22,6 +22,7 @@
 #include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
 #include "core/device_info.hpp"
+#include "core/engine_rows.hpp"
 #include "core/json_text.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "tuner/search.hpp"
@@ -167,7 +168,7 @@ ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t in
   plan.worker = &worker_for(pool, plan.backend_name, plan.where, &plan.device);
 
   core::TableKey const key = core::table_key_for(shape, plan.device.toolchain);
-  plan.path = plan.out_dir + "/" + core::vllm_file_name(key);
+  plan.path = plan.out_dir + "/" + core::table_file_name(key);
   if (args.merge) {
     auto existing = core::load_table(plan.path);
     if (existing.ok()) {
@@ -235,7 +236,7 @@ tuner::BucketResult tune_one(TuneArgs const& args, ShapePlan const& plan, RunCon
   task.seeds = std::move(seeds);
   task.run = ctx.run;
   task.tune_hash = plan.tune_hash;
-  task.shape = core::vllm_file_name(plan.table.key);
+  task.shape = core::table_file_name(plan.table.key);
   task.device = plan.device.name;
   int const index = ctx.bucket_index;
   auto progress = [&](double f) { ctx.progress->update(bucket, index, f); };

@@ -12,6 +12,7 @@
 #include <map>
 
 #include "core/atomic_file.hpp"
+#include "core/engine_rows.hpp"
 
 namespace moetune::core {
 
@@ -193,7 +194,7 @@ Result<std::vector<LintFinding>> lint_tables(std::string const& dir,
     std::string family = table.key.family;
     if (recipe.has_value()) {
       for (auto const& shape : recipe->shapes) {
-        if (vllm_file_name(table_key_for(shape)) == base) family = shape.family;
+        if (table_file_name(table_key_for(shape)) == base) family = shape.family;
       }
     }
     auto found = lint_table(table, path, family, default_config, can_produce, options);

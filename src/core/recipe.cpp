@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/atomic_file.hpp"
+#include "core/engine_rows.hpp"
 #include "core/json_io.hpp"
 #include "core/names.hpp"
 
@@ -173,9 +174,9 @@ Result<Recipe> parse_recipe(std::string_view text, std::string const& path) {
     MOETUNE_RETURN_IF_ERROR(parse_shape(shapes[i], s_at, &s));
     JsonAt const named{path, s_at.path + " (" + clip(s.name) + ")"};
     if (!names.insert(s.name).second) return at_error(named, "shape name used twice");
-    if (!files.insert(vllm_file_name(table_key_for(s))).second) {
+    if (!files.insert(table_file_name(table_key_for(s))).second) {
       return at_error(named, "writes the same table file as an earlier shape (" +
-                                 vllm_file_name(table_key_for(s)) + "); merge the two shapes");
+                                 table_file_name(table_key_for(s)) + "); merge the two shapes");
     }
     recipe.shapes.push_back(std::move(s));
   }
@@ -230,7 +231,7 @@ Result<std::vector<std::string>> materialize(Recipe const& recipe, std::string c
   for (auto const& shape : recipe.shapes) {
     Table table;
     table.key = table_key_for(shape);
-    std::string const path = (fs::path(out_dir) / vllm_file_name(table.key)).string();
+    std::string const path = (fs::path(out_dir) / table_file_name(table.key)).string();
     if (merge) {
       auto existing = load_table(path);
       if (existing.ok()) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "core/engine_rows.hpp"
 #include "core/recipe.hpp"
 
 namespace moetune::core {
@@ -50,7 +51,7 @@ Status load_and_copy_shipped(Recipe const& recipe, std::string const& tables_dir
                              std::vector<TableDiff>& diffs) {
   std::error_code ec;
   for (auto const& shape : recipe.shapes) {
-    std::string const name = vllm_file_name(table_key_for(shape));
+    std::string const name = table_file_name(table_key_for(shape));
     fs::path const path = fs::path(tables_dir) / name;
     auto have = load_table(path.string());
     if (!have.ok() && have.error().code == ErrorCode::kNotFound) {
@@ -107,7 +108,7 @@ Result<std::vector<TableDiff>> check_recipe(Recipe const& recipe, std::string co
   auto regenerated = materialize(recipe, (*tmp)->path(), /*merge=*/true);
   if (!regenerated.ok()) return regenerated.error();
   for (auto const& shape : recipe.shapes) {  // recipe order, as the report lists them
-    std::string const name = vllm_file_name(table_key_for(shape));
+    std::string const name = table_file_name(table_key_for(shape));
     auto have = shipped.find(name);
     if (have == shipped.end()) continue;
     auto want = load_table((fs::path((*tmp)->path()) / name).string());

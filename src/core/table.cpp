@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/atomic_file.hpp"
+#include "core/engine_rows.hpp"
 
 namespace moetune::core {
 
@@ -124,10 +125,12 @@ Result<TableKey> parse_vllm_file_name(std::string_view file_name) {
       auto shape = parse_block_shape(value, file);
       if (!shape.ok()) return shape.error();
       key.block_shape = *shape;
+    } else if (name == "family" && !value.empty()) {
+      key.family = std::string(value);  // one of our own families (table_file_name)
     } else {
       return make_error(ErrorCode::kParse, file,
                         "unknown name item '" + std::string(item) +
-                            "'; expected E=, N=, device_name=, dtype= or block_shape=");
+                            "'; expected E=, N=, device_name=, dtype=, block_shape= or family=");
     }
   }
   if (!seen_e || !seen_n || !seen_dev) {
@@ -224,7 +227,11 @@ std::vector<int64_t> keys_in_file_order(Table const& table) {
 
 Result<std::string> stage_table(Table const& table, std::string const& dir, FileTransaction& tx) {
   MOETUNE_RETURN_IF_ERROR(ensure_writable_dir(dir));
-  std::string const path = (std::filesystem::path(dir) / vllm_file_name(table.key)).string();
+  std::string const path = (std::filesystem::path(dir) / table_file_name(table.key)).string();
+  // An engine-format file is one the engine will load and run: every row must fit its kernel.
+  if (!table.key.family.empty() && is_engine_family(table.key.family)) {
+    MOETUNE_RETURN_IF_ERROR(check_engine_rows(table, path));
+  }
   std::string const mpath = manifest_path(path);
   if (table.has_manifest) {
     MOETUNE_RETURN_IF_ERROR(tx.stage(mpath, format_manifest(table)));

@@ -1,13 +1,14 @@
 // Table: bucket M -> row, as in a vLLM fused-MoE config file, plus the key and provenance that
-// vLLM's file lacks. On disk a table is two files in one directory:
-//   E=128,N=768,device_name=NVIDIA_H200.json             the vLLM file, read by vLLM unchanged
-//   E=128,N=768,device_name=NVIDIA_H200.json.moetune     the manifest (JSON): full TableKey,
-//   policy,
-//                                                        per-row GEMM2 config when it differs,
-//                                                        knobs vLLM lacks, per-row Source
-// The vLLM file holds each row's GEMM1 config in vLLM's six fields; a vLLM reader never sees the
-// manifest (its name does not end in .json). A table with no manifest (any vLLM/SGLang file) loads
-// with both GEMMs set to the vLLM row and no key fields beyond the name.
+// the engines' file lacks. On disk a table is two files in one directory:
+//   E=128,N=768,device_name=NVIDIA_H200,family=sm90_gather.json            the rows
+//   E=128,N=768,device_name=NVIDIA_H200,family=sm90_gather.json.moetune    the manifest (JSON):
+//       full TableKey, policy, per-row GEMM2 config when it differs, knobs the engines lack, and
+//       per-row Source
+// The file name comes from core/engine_rows.hpp (table_file_name): our own families carry
+// ",family=..", so no engine loads them; an engine family's table has exactly the engine's name.
+// The rows file holds each row's GEMM1 config in the engines' six fields; an engine never sees
+// the manifest (its name does not end in .json). A table with no manifest (any vLLM/SGLang file)
+// loads with both GEMMs set to the file's row and no key fields beyond the name.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +50,8 @@ struct TableKey {
 
 /// vLLM's file name: "E={E},N={N},device_name={dev}[,dtype={tag}][,block_shape=[bn,bk]].json".
 std::string vllm_file_name(TableKey const& key);
-/// Parses a vLLM file name (no directory) into the key fields it holds.
+/// Parses a vLLM file name (no directory) into the key fields it holds; also reads the
+/// ",family=<family>" item of our own families' names (core/engine_rows.hpp, table_file_name).
 Result<TableKey> parse_vllm_file_name(std::string_view file_name);
 /// Device name as vLLM spells it in file names: spaces -> '_'; any name whose '_'-separated tokens
 /// contain "H200" becomes "NVIDIA_H200" (vLLM's H200-family rule).
@@ -121,8 +123,10 @@ Result<Table> load_table(std::string const& path);
 /// regenerates it.) Returns the vLLM file's path.
 Result<std::string> save_table(Table const& table, std::string const& dir);
 /// Stages a table's two files into `tx`: the manifest (or, for a plain table, the removal of a
-/// stale one) and the vLLM file. Nothing changes on disk until tx.commit(). Returns the vLLM
-/// file's path. Several tables staged into one transaction change all-or-nothing.
+/// stale one) and the rows file, named by table_file_name. Nothing changes on disk until
+/// tx.commit(). Returns the rows file's path. Several tables staged into one transaction change
+/// all-or-nothing. A table of an engine family (triton_vllm) gets the engine's exact name, so it
+/// is staged only when check_engine_rows passes; else that error (kUnsupported) and nothing.
 Result<std::string> stage_table(Table const& table, std::string const& dir, FileTransaction& tx);
 /// Lists the vLLM table files (*.json, not *.moetune) in dir, sorted, as paths "dir/name".
 /// A missing dir is kNotFound.

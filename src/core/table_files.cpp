@@ -4,6 +4,7 @@
 #include <charconv>
 #include <filesystem>
 
+#include "core/engine_rows.hpp"
 #include "core/json_io.hpp"
 #include "core/names.hpp"
 #include "core/table.hpp"
@@ -228,7 +229,7 @@ std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
   auto add = [&](std::string message) {
     out.push_back(make_error(ErrorCode::kMismatch, manifest_file, message + kRegenerate));
   };
-  std::string const expected_name = core::vllm_file_name(manifest.key);
+  std::string const expected_name = table_file_name(manifest.key);
   if (expected_name != vllm_file_name) {
     auto named = parse_vllm_file_name(vllm_file_name);
     std::string field = "key";
@@ -252,6 +253,10 @@ std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
                              : std::string("none");
       };
       set("block_shape", shape(a), shape(b));
+      // The name carries the family only for our own families (table_file_name).
+      if (!is_engine_family(a.family) || !is_engine_family(b.family)) {
+        set("family", a.family, b.family);
+      }
     }
     add(field + " is " + seen + " in the manifest but " + want + " in the file name '" +
         vllm_file_name + "'");

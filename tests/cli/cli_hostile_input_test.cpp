@@ -107,7 +107,7 @@ TEST_F(CliHostileInput, MaterializeThatFailsChangesNoFile) {
   replace_once(second, "\"num_experts\": 4", "\"num_experts\": 8");
   text = text.substr(0, text.size() - shapes_end.size()) + ",\n" + second + shapes_end;
   write("two.json", text);
-  std::string const second_table = "tables/E=8,N=32,device_name=cpu.json";
+  std::string const second_table = "tables/E=8,N=32,device_name=cpu,family=cpu_tiled.json";
   write(second_table + ".moetune", "{\"manifest_version\": 1, \"key\": {}, \"rows\": {},}");
   write(second_table, "{}");
   std::string const first_before = read(table_), manifest_before = read(table_ + ".moetune");

@@ -38,7 +38,7 @@ TEST_F(CliLint, FindsTheStaleTinyMRowThatShadowsTheDefault) {
 }
 
 TEST_F(CliLint, WithoutARecipeAPlainVllmFileIsNotJudgedAgainstAGuessedDefault) {
-  write(std::string("shipped/") + kTinyTableName, stale_vllm_table());
+  write("shipped/E=4,N=32,device_name=cpu.json", stale_vllm_table());  // the engines' name
   RunResult r = run({"lint", "--tables", "shipped"});
   EXPECT_EQ(r.out.find("tiny_m_shadow"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("pass --recipe"), std::string::npos) << r.err;

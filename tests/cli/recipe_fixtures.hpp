@@ -8,7 +8,7 @@
 
 namespace moetune::cli::testing {
 
-inline constexpr char kTinyTableName[] = "E=4,N=32,device_name=cpu.json";
+inline constexpr char kTinyTableName[] = "E=4,N=32,device_name=cpu,family=cpu_tiled.json";
 
 /// The tiny recipe. Bucket 1 is pinned (with a full source); 4 and 16 are left to the tuner.
 inline std::string tiny_recipe_json() {

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "core/atomic_file.hpp"
+#include "core/engine_rows.hpp"
 #include "core/recipe.hpp"
 
 namespace moetune::core {
@@ -214,7 +215,7 @@ TEST(Recipe, MaterializeChangesNoFileWhenALaterShapeFails) {
   ASSERT_TRUE(first_path.ok());
   std::string const vllm_before = *read_file(*first_path);
   std::string const manifest_before = *read_file(manifest_path(*first_path));
-  std::string const second = out + "/" + vllm_file_name(table_key_for(recipe->shapes[1]));
+  std::string const second = out + "/" + table_file_name(table_key_for(recipe->shapes[1]));
   fs::create_directories(second + "/blocker");  // the rename onto it fails
   EXPECT_FALSE(materialize(*recipe, out, /*merge=*/false).ok());
   fs::remove_all(second);
@@ -232,7 +233,7 @@ TEST(Recipe, CheckLeavesNoTempDirectoryWhenItFails) {
   ASSERT_TRUE(recipe.ok());
   std::string const tables = fresh_dir("check_fail");
   std::string const tmp = fresh_dir("check_tmp");
-  std::string const name = vllm_file_name(table_key_for(recipe->shapes[0]));
+  std::string const name = table_file_name(table_key_for(recipe->shapes[0]));
   ASSERT_TRUE(write_file_atomic(tables + "/" + name, std::string(100000, '[')).ok());
   char const* old_tmpdir = std::getenv("TMPDIR");
   std::string const saved = old_tmpdir ? old_tmpdir : "";

@@ -15,6 +15,7 @@
 #include <csignal>
 
 #include "core/atomic_file.hpp"
+#include "core/engine_rows.hpp"
 #include "core/resolver.hpp"
 #include "core/table.hpp"
 #include "test_values.hpp"
@@ -267,7 +268,7 @@ TEST(Table, SaveLoadRoundTripsEveryFieldThroughTheManifest) {
   Table const t = full_table();
   auto path = save_table(t, dir);
   ASSERT_TRUE(path.ok()) << path.error().to_string();
-  EXPECT_EQ(*path, dir + "/E=128,N=768,device_name=NVIDIA_H200.json");
+  EXPECT_EQ(*path, dir + "/E=128,N=768,device_name=NVIDIA_H200,family=sm90_gather.json");
   auto back = load_table(*path);
   ASSERT_TRUE(back.ok()) << back.error().to_string();
   EXPECT_EQ(*back, t);
@@ -309,7 +310,7 @@ TEST(Table, ManifestRowSetAndKeyMismatchesAreNamed) {
             "(or the `moetune tune` that made it) or delete the stale manifest");
   EXPECT_EQ(errs[1].message.substr(0, 48), "rows[256] is in the manifest but not in the vLLM");
   EXPECT_EQ(errs[2].message.substr(0, 48), "rows[512] is in the vLLM file but not in the man");
-  EXPECT_TRUE(manifest_mismatches(m, m, vllm_file_name(m.key), "M").empty());
+  EXPECT_TRUE(manifest_mismatches(m, m, table_file_name(m.key), "M").empty());
 }
 
 TEST(Table, TooNewManifestIsAVersionError) {
@@ -405,7 +406,7 @@ TEST(Table, SaveThatFailsChangesNeitherFileOfThePair) {
 // and the vLLM file were renamed one write apart, and the race tore about every other round.)
 TEST(Table, ConcurrentWritersNeverTearThePair) {
   std::string const dir = fresh_dir("pair_race");
-  std::string const path = dir + "/E=128,N=768,device_name=NVIDIA_H200.json";
+  std::string const path = dir + "/" + table_file_name(full_table().key);
   for (int round = 0; round < 12; ++round) {
     int go[2];
     ASSERT_EQ(pipe(go), 0);

@@ -40,7 +40,7 @@ Measurement sample_measurement(int64_t run, int round) {
   m.key.config.gemm2.tile.block_m = 32;
   m.key.seed = 7;
   m.key.device = "cpu";
-  m.shape = "E=4,N=32,device_name=cpu.json";
+  m.shape = "E=4,N=32,device_name=cpu,family=cpu_tiled.json";
   m.outcome = Outcome::kOk;
   m.samples_us = {10.5, 11, 10.75};
   m.median_us = 10.75;
