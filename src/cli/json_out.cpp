@@ -31,8 +31,8 @@ std::string table_json_text(core::Table const& table, std::string const& path) {
     std::vector<std::string> absent;
     for (auto const& name : row.absent_fields) absent.push_back(json_quote(name));
     rows.push_back("    {\"bucket\": " + std::to_string(bucket) +
-                   ", \"config\": " + core::to_json_text(row.config, -1) + ", \"source\": " +
-                   (row.source ? core::to_json_text(*row.source, -1) : "null") +
+                   ", \"config\": " + core::to_json_text(row.config, -1) +
+                   ", \"source\": " + (row.source ? core::to_json_text(*row.source, -1) : "null") +
                    ", \"engine_fields\": {" + join(fields, ", ") + "}, \"absent_fields\": [" +
                    join(absent, ", ") + "]}");
   }

@@ -6,9 +6,7 @@
 
 namespace moetune::core {
 
-bool is_engine_family(std::string_view family) {
-  return family.empty() || family == "triton_vllm";
-}
+bool is_engine_family(std::string_view family) { return family.empty() || family == "triton_vllm"; }
 
 std::string table_file_name(TableKey const& key) {
   std::string name = vllm_file_name(key);
@@ -30,17 +28,18 @@ Status check_engine_row(TableKey const& key, int64_t m, MoeConfig const& config,
   std::string const where = file + ": rows[" + std::to_string(m) + "]";
   auto bad = [&](std::string const& what, std::string const& rule) {
     return make_error(ErrorCode::kUnsupported, where,
-                      what + " " + rule + "; the engine's Triton kernel cannot run this row, so "
-                      "no engine-format file is written: re-tune it within the family's space");
+                      what + " " + rule +
+                          "; the engine's Triton kernel cannot run this row, so "
+                          "no engine-format file is written: re-tune it within the family's space");
   };
   KernelConfig const& k = config.gemm1;
   struct Block {
     char const* name;
     int value;
   };
-  for (Block const b : {Block{"BLOCK_SIZE_M", k.tile.block_m},
-                        Block{"BLOCK_SIZE_N", k.tile.block_n},
-                        Block{"BLOCK_SIZE_K", k.tile.block_k}}) {
+  for (Block const b :
+       {Block{"BLOCK_SIZE_M", k.tile.block_m}, Block{"BLOCK_SIZE_N", k.tile.block_n},
+        Block{"BLOCK_SIZE_K", k.tile.block_k}}) {
     if (b.value < 16 || !std::has_single_bit(static_cast<unsigned>(b.value))) {
       return bad(std::string(b.name) + " = " + std::to_string(b.value),
                  "is not a power of two >= 16 (Triton's tl.arange needs a power of two, tl.dot "

@@ -53,15 +53,14 @@ Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string const& name = it.key();
-    if (name == "SPLIT_K" || std::find(std::begin(kVllmFields), std::end(kVllmFields), name) !=
-                                 std::end(kVllmFields)) {
+    if (name == "SPLIT_K" ||
+        std::find(std::begin(kVllmFields), std::end(kVllmFields), name) != std::end(kVllmFields)) {
       continue;
     }
     if (std::string const typo = typo_of_known_field(name); !typo.empty()) {
       return json_error(ErrorCode::kParse, at,
-                        "unknown field '" + clip(name) +
-                            "' looks like a misspelt engine field" + typo +
-                            " (other fields, such as ROCm's kpack, are kept as they are)");
+                        "unknown field '" + clip(name) + "' looks like a misspelt engine field" +
+                            typo + " (other fields, such as ROCm's kpack, are kept as they are)");
     }
     row->vllm_extra[name] = it.value().dump();
   }

@@ -62,15 +62,17 @@ TEST(EngineRows, EachLimitIsCaughtWithTheRowAndField) {
             "tl.arange needs a power of two, tl.dot at least 16); the engine's Triton kernel "
             "cannot run this row, so no engine-format file is written: re-tune it within the "
             "family's space");
-  EXPECT_NE(message(row(64, 128, 64, 12, 3)).find("num_warps = 12 is not one of Triton's 1, 2, "
-                                                  "4, 8, 16, 32"),
+  EXPECT_NE(message(row(64, 128, 64, 12, 3))
+                .find("num_warps = 12 is not one of Triton's 1, 2, "
+                      "4, 8, 16, 32"),
             std::string::npos);
   EXPECT_NE(message(row(8, 128, 64, 4, 3)).find("BLOCK_SIZE_M = 8 is not a power of two >= 16"),
             std::string::npos);
   EXPECT_NE(message(row(64, 64, 64, 64, 3)).find("num_warps = 64"), std::string::npos);
   // (256 + 256) * 256 * 2 bytes * 3 stages in flight = 786432 > 232448.
-  EXPECT_NE(message(row(256, 256, 256, 8, 4)).find("shared memory >= 786432 bytes is past the "
-                                                   "232448"),
+  EXPECT_NE(message(row(256, 256, 256, 8, 4))
+                .find("shared memory >= 786432 bytes is past the "
+                      "232448"),
             std::string::npos);
   MoeConfig split = row(64, 128, 64, 4, 3);
   split.gemm2.tile.block_n = 64;

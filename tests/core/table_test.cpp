@@ -136,12 +136,11 @@ TEST(Table, KeepsEveryEngineRowFieldAndRejectsNearMissesOfKnownOnes) {
       "USE_TMA": true, "grf_mode": "large", "num_ctas": 1}})",
                             "x.json");
   ASSERT_TRUE(t.ok()) << t.error().to_string();
-  EXPECT_EQ(t->rows.at(2).vllm_extra,
-            (std::map<std::string, std::string>{{"USE_TMA", "true"},
-                                                {"grf_mode", "\"large\""},
-                                                {"kpack", "2"},
-                                                {"num_ctas", "1"},
-                                                {"waves_per_eu", "0"}}));
+  EXPECT_EQ(t->rows.at(2).vllm_extra, (std::map<std::string, std::string>{{"USE_TMA", "true"},
+                                                                          {"grf_mode", "\"large\""},
+                                                                          {"kpack", "2"},
+                                                                          {"num_ctas", "1"},
+                                                                          {"waves_per_eu", "0"}}));
   auto back = parse_vllm_table(format_vllm_table(*t), "x.json");
   EXPECT_EQ(*back, *t);
   auto bad = parse_vllm_table(R"({"2": {"BLOCK_SIZE_MM": 16}})", "x.json");
