@@ -120,6 +120,10 @@ struct RunArgs {
   void const* w2 = nullptr;
   void* out = nullptr;
   int64_t m = 0;
+  /// Per-expert biases in the weights' dtype, b1 [E, N1] and b2 [E, K]: both set or both null;
+  /// set only for a runner created with problem.has_bias.
+  void const* b1 = nullptr;
+  void const* b2 = nullptr;
   WorkspaceSource workspace;  ///< required on cuda when RunnerOptions::caller_workspace is set
 };
 

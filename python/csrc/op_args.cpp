@@ -60,6 +60,29 @@ void check_ids_in_range(char const* op, at::Tensor const& ids, int64_t num_exper
                     " experts)");
 }
 
+/// w1_bias [E, N1] and w2_bias [E, K]: both or neither, on the device and in the dtype of the
+/// weights, contiguous. Sets p.has_bias.
+void check_biases(char const* op, MoeTensors const& t, core::MoeProblem& p) {
+  TORCH_CHECK_VALUE((t.w1_bias == nullptr) == (t.w2_bias == nullptr), op, ": w1_bias is ",
+                    t.w1_bias ? "given" : "None", " but w2_bias is ", t.w2_bias ? "given" : "None",
+                    "; pass both biases or neither (a zero tensor stands for a missing one)");
+  if (t.w1_bias == nullptr) return;
+  p.has_bias = true;
+  std::pair<char const*, at::Tensor const*> const biases[] = {{"w1_bias", t.w1_bias},
+                                                              {"w2_bias", t.w2_bias}};
+  for (auto [name, b] : biases) {
+    check_device(op, name, *b, t.hidden_states.device());
+    TORCH_CHECK_TYPE(b->scalar_type() == t.w1.scalar_type(), op, ": ", name, " has dtype ",
+                     b->scalar_type(), "; expected ", t.w1.scalar_type(), " (the weights' dtype)");
+    check_rank(op, name, *b, 2, name == std::string("w1_bias") ? "[E, N1]" : "[E, K]");
+  }
+  check_shape(op, "w1_bias", *t.w1_bias, {p.num_experts, core::gemm1_n(p)},
+              "[E, N1]: one row per expert, N1 = w1.shape[1]");
+  check_shape(op, "w2_bias", *t.w2_bias, {p.num_experts, p.hidden_size},
+              "[E, K]: one row per expert, K = hidden_states.shape[1]");
+  for (auto [name, b] : biases) check_contiguous(op, name, *b);
+}
+
 }  // namespace
 
 core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activation,
@@ -114,6 +137,7 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   check_contiguous(op, "hidden_states", t.hidden_states);
   check_contiguous(op, "w1", t.w1);
   check_contiguous(op, "w2", t.w2);
+  check_biases(op, t, p);
   auto valid = core::validate(p);
   TORCH_CHECK_VALUE(valid.ok(), op, ": ", valid.ok() ? "" : valid.error().message);
   check_ids_in_range(op, t.topk_ids, p.num_experts);

@@ -14,12 +14,19 @@ namespace moetune::python {
 
 /// The tensors of one fused_moe call, as the caller passed them.
 struct MoeTensors {
-  at::Tensor const& hidden_states;  ///< [M, K]
-  at::Tensor const& w1;             ///< [E, N1, K]; N1 = 2I (gated) or I
-  at::Tensor const& w2;             ///< [E, K, I]
-  at::Tensor const& topk_weights;   ///< [M, top_k] fp32 or the hidden dtype
-  at::Tensor const& topk_ids;       ///< [M, top_k] int32 or int64
+  at::Tensor const& hidden_states;      ///< [M, K]
+  at::Tensor const& w1;                 ///< [E, N1, K]; N1 = 2I (gated) or I
+  at::Tensor const& w2;                 ///< [E, K, I]
+  at::Tensor const& topk_weights;       ///< [M, top_k] fp32 or the hidden dtype
+  at::Tensor const& topk_ids;           ///< [M, top_k] int32 or int64
+  at::Tensor const* w1_bias = nullptr;  ///< [E, N1] in w1's dtype, or none (then no w2_bias)
+  at::Tensor const* w2_bias = nullptr;  ///< [E, K] in w2's dtype
 };
+
+/// The optional bias argument as MoeTensors holds it (nullptr for None).
+inline at::Tensor const* bias_arg(std::optional<at::Tensor> const& b) {
+  return b.has_value() && b->defined() ? &*b : nullptr;
+}
 
 /// The problem these tensors pose (M included), or a ValueError / TypeError naming the argument.
 /// `op` prefixes every message ("moetune.fused_moe"). Ids are checked against E only on the CPU

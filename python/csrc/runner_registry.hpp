@@ -22,6 +22,7 @@ struct RunnerKey {
   int64_t top_k = 0;
   core::Activation activation = core::Activation::kSiluGated;
   core::DType dtype = core::DType::kBf16;
+  bool has_bias = false;
   std::string config;
   bool operator==(RunnerKey const&) const = default;
 };

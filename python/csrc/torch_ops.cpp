@@ -67,6 +67,7 @@ RunnerKey key_of(core::MoeProblem const& p, at::Device dev, std::string const& c
           .top_k = p.top_k,
           .activation = p.activation,
           .dtype = p.dtype,
+          .has_bias = p.has_bias,
           .config = config};
 }
 
@@ -112,6 +113,8 @@ RunArgs run_args(void* stream, MoeTensors const& t, at::Tensor const& ids,
           .w2 = t.w2.data_ptr(),
           .out = out.data_ptr(),
           .m = m,
+          .b1 = t.w1_bias ? t.w1_bias->data_ptr() : nullptr,
+          .b2 = t.w2_bias ? t.w2_bias->data_ptr() : nullptr,
           .workspace = workspace};
 }
 
@@ -136,18 +139,24 @@ void run_into(char const* op, MoeTensors const& t, std::string const& activation
 /// kernels read rows of hidden_states until their last GEMM, so writing them sooner is unsafe).
 void fused_moe_(at::Tensor& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
                 at::Tensor const& topk_weights, at::Tensor const& topk_ids,
-                std::string const& activation, std::string const& config) {
+                std::string const& activation, std::string const& config,
+                std::optional<at::Tensor> const& w1_bias,
+                std::optional<at::Tensor> const& w2_bias) {
   at::Tensor out = new_output(hidden_states);
-  run_into("moetune.fused_moe_", {hidden_states, w1, w2, topk_weights, topk_ids}, activation,
-           config, out);
+  run_into("moetune.fused_moe_",
+           {hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)},
+           activation, config, out);
   hidden_states.copy_(out);
 }
 
 std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
                     at::Tensor const& topk_weights, at::Tensor const& topk_ids,
-                    std::string const& activation, std::string const& config) {
+                    std::string const& activation, std::string const& config,
+                    std::optional<at::Tensor> const& w1_bias,
+                    std::optional<at::Tensor> const& w2_bias) {
   char const* op = "moetune.explain";
-  MoeTensors const t{hidden_states, w1, w2, topk_weights, topk_ids};
+  MoeTensors const t{hidden_states,    w1, w2, topk_weights, topk_ids, bias_arg(w1_bias),
+                     bias_arg(w2_bias)};
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
   at::Device const dev = hidden_states.device();
   DeviceScope const scope(dev, op);
@@ -248,10 +257,13 @@ std::string build_info() {
 at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor const& w1,
                                   at::Tensor const& w2, at::Tensor const& topk_weights,
                                   at::Tensor const& topk_ids, std::string const& activation,
-                                  std::string const& config) {
+                                  std::string const& config,
+                                  std::optional<at::Tensor> const& w1_bias,
+                                  std::optional<at::Tensor> const& w2_bias) {
   at::Tensor out = new_output(hidden_states);
-  run_into("moetune.fused_moe", {hidden_states, w1, w2, topk_weights, topk_ids}, activation, config,
-           out);
+  run_into("moetune.fused_moe",
+           {hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)},
+           activation, config, out);
   return out;
 }
 
@@ -260,13 +272,16 @@ at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor co
 TORCH_LIBRARY(moetune, m) {
   m.def(
       "fused_moe(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
-      "Tensor topk_ids, str activation=\"silu\", str config=\"\") -> Tensor");
+      "Tensor topk_ids, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
+      "Tensor? w2_bias=None) -> Tensor");
   m.def(
       "fused_moe_(Tensor(a!) hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
-      "Tensor topk_ids, str activation=\"silu\", str config=\"\") -> ()");
+      "Tensor topk_ids, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
+      "Tensor? w2_bias=None) -> ()");
   m.def(
       "explain(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, Tensor topk_ids, "
-      "str activation=\"silu\", str config=\"\") -> str",
+      "str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, Tensor? w2_bias=None) "
+      "-> str",
       &moetune::python::explain);
   m.def("set_tables_root(str root) -> ()", &moetune::python::set_tables_root_op);
   m.def("build_info() -> str", &moetune::python::build_info);

@@ -4,16 +4,19 @@
 
 #include <ATen/ATen.h>
 
+#include <optional>
 #include <string>
 
 namespace moetune::python {
 
 /// moetune::fused_moe's body: checks the tensors, runs the layer into a new [M, K] tensor on
 /// torch's current stream (or the CPU backend) and returns it. Errors are c10 exceptions
-/// (ValueError / TypeError in Python) naming the argument.
+/// (ValueError / TypeError in Python) naming the argument. Biases: both or neither.
 at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor const& w1,
                                   at::Tensor const& w2, at::Tensor const& topk_weights,
                                   at::Tensor const& topk_ids, std::string const& activation,
-                                  std::string const& config);
+                                  std::string const& config,
+                                  std::optional<at::Tensor> const& w1_bias = std::nullopt,
+                                  std::optional<at::Tensor> const& w2_bias = std::nullopt);
 
 }  // namespace moetune::python

@@ -59,13 +59,14 @@ except ImportError:  # built for another Python, or without Python's headers: di
 
 
 @torch.library.register_fake("moetune::fused_moe")
-def _fused_moe_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu", config=""):
+def _fused_moe_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu", config="",
+                    w1_bias=None, w2_bias=None):
     return hidden_states.new_empty(hidden_states.shape)
 
 
 @torch.library.register_fake("moetune::fused_moe_")
 def _fused_moe_inplace_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu",
-                            config=""):
+                            config="", w1_bias=None, w2_bias=None):
     return None
 
 
@@ -86,14 +87,17 @@ def _config_arg(config):
 
 
 def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", inplace=False,
-              config=None):
-    """The fused MoE layer: out[m] = sum_j topk_weights[m, j] * expert_{topk_ids[m, j]}(x[m]).
+              config=None, w1_bias=None, w2_bias=None):
+    """The fused MoE layer: out[m] = sum_j topk_weights[m, j] * expert_{topk_ids[m, j]}(x[m]),
+    expert_e(x) = w2[e] @ act(w1[e] @ x + w1_bias[e]) + w2_bias[e] (biases optional).
 
     Layouts (vLLM's fused_experts): hidden_states [M, K]; w1 [E, 2I, K] (gate rows, then up rows)
-    for activation "silu", [E, I, K] for "relu2", "gelu", "gelu_tanh"; w2 [E, K, I]; topk_weights
-    [M, top_k] float32 or the hidden dtype; topk_ids [M, top_k] int32 or int64. bfloat16 on CUDA
-    (sm_90a), bfloat16 or float32 on the CPU. Returns [M, K] in the hidden dtype; with
-    inplace=True the result overwrites hidden_states, which is returned.
+    for the gated activations "silu" and "swigluoai" (gpt-oss's clamped SwiGLU), [E, I, K] for
+    "relu2", "gelu", "gelu_tanh"; w2 [E, K, I]; topk_weights [M, top_k] float32 or the hidden
+    dtype; topk_ids [M, top_k] int32 or int64; w1_bias [E, 2I or I] and w2_bias [E, K] in the
+    weights' dtype, both or neither. bfloat16 on CUDA (sm_90a), bfloat16 or float32 on the CPU.
+    Returns [M, K] in the hidden dtype; with inplace=True the result overwrites hidden_states,
+    which is returned.
 
     config: None (the shipped table for this device and shape, else the knob cache, else the
     default rule), "auto" (tune this shape once per bucket and cache the winner; refused during
@@ -104,26 +108,31 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     """
     c = "" if config is None else _config_arg(config)
     eager = not _is_compiling()
-    if eager and not inplace and _fused_moe_fast is not None:
+    biased = w1_bias is not None or w2_bias is not None
+    if eager and not inplace and not biased and _fused_moe_fast is not None:
         out = _fused_moe_fast(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
         if out is not None:
             return out
     if inplace:
         op = _fused_moe_inplace_eager if eager else _fused_moe_inplace
-        op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+        op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias)
         return hidden_states
     op = _fused_moe_eager if eager else _fused_moe
+    if biased:
+        return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias)
     return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
 
 
-def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None):
+def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None,
+            w1_bias=None, w2_bias=None):
     """Which config fused_moe would run for these tensors, and the rule that chose it.
 
     Returns a dict: rule ("explicit", "cache", "table", "default", "auto"), config, table,
     fast_paths, and explain (the runner's sentence, as `moetune run` prints it).
     """
     c = "" if config is None else _config_arg(config)
-    text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+    text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c,
+                                     w1_bias, w2_bias)
     return dict(line.split("=", 1) for line in text.split("\n"))
 
 

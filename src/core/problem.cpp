@@ -18,7 +18,8 @@ struct ActivationName {
 constexpr ActivationName kActivationNames[] = {{Activation::kSiluGated, "silu"},
                                                {Activation::kRelu2, "relu2"},
                                                {Activation::kGelu, "gelu"},
-                                               {Activation::kGeluTanh, "gelu_tanh"}};
+                                               {Activation::kGeluTanh, "gelu_tanh"},
+                                               {Activation::kSwigluOai, "swigluoai"}};
 
 struct DTypeName {
   DType dtype;
@@ -50,7 +51,7 @@ Result<Activation> parse_activation(std::string_view text) {
   }
   return make_error(ErrorCode::kInvalidArgument, "activation",
                     "unknown activation '" + clip(text) +
-                        "'; expected one of silu, relu2, gelu, gelu_tanh" +
+                        "'; expected one of silu, relu2, gelu, gelu_tanh, swigluoai" +
                         did_you_mean(text, names));
 }
 
@@ -79,7 +80,9 @@ int dtype_bytes(DType dtype) {
   return 2;
 }
 
-bool is_gated(Activation act) { return act == Activation::kSiluGated; }
+bool is_gated(Activation act) {
+  return act == Activation::kSiluGated || act == Activation::kSwigluOai;
+}
 
 int64_t gemm1_n(MoeProblem const& p) {
   return is_gated(p.activation) ? 2 * p.intermediate_size : p.intermediate_size;
@@ -128,7 +131,8 @@ std::string to_string(MoeProblem const& p) {
   return "MoeProblem(M=" + std::to_string(p.num_tokens) + ", K=" + std::to_string(p.hidden_size) +
          ", I=" + std::to_string(p.intermediate_size) + ", E=" + std::to_string(p.num_experts) +
          ", top_k=" + std::to_string(p.top_k) + ", act=" + std::string(to_string(p.activation)) +
-         ", dtype=" + std::string(to_string(p.dtype)) + ", arch=" + p.arch + ")";
+         ", dtype=" + std::string(to_string(p.dtype)) + ", arch=" + p.arch +
+         (p.has_bias ? ", bias)" : ")");
 }
 
 namespace {
@@ -136,8 +140,8 @@ namespace {
 /// The KEY=VALUE items of a problem spec, each key known and given once (errors name `where`).
 Result<std::map<std::string, std::string>> problem_spec_items(std::string_view spec,
                                                               std::string const& where) {
-  static std::vector<std::string> const kKeys = {"E",   "K",     "I", "topk",
-                                                 "act", "dtype", "M", "arch"};
+  static std::vector<std::string> const kKeys = {"E",     "K", "I",    "topk", "act",
+                                                 "dtype", "M", "arch", "bias"};
   std::map<std::string, std::string> values;
   size_t pos = 0;
   while (pos <= spec.size()) {
@@ -159,7 +163,7 @@ Result<std::map<std::string, std::string>> problem_spec_items(std::string_view s
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return make_error(ErrorCode::kInvalidArgument, where,
                         "unknown key '" + clip(key) +
-                            "'; expected E, K, I, topk, act, dtype, M, arch" +
+                            "'; expected E, K, I, topk, act, dtype, M, arch, bias" +
                             did_you_mean(key, kKeys));
     }
     if (values.count(key) != 0) {
@@ -209,6 +213,15 @@ Result<MoeProblem> parse_problem_spec(std::string_view spec) {
     p.dtype = *dtype;
   }
   if (values.count("arch") != 0) p.arch = values["arch"];
+  if (values.count("bias") != 0) {
+    std::string const& b = values["bias"];
+    if (b != "0" && b != "1") {
+      return make_error(
+          ErrorCode::kInvalidArgument, where,
+          "bias='" + clip(b) + "'; expected 0 or 1 (per-expert biases on both GEMMs)");
+    }
+    p.has_bias = b == "1";
+  }
   Status const st = validate(p);
   if (!st.ok()) return make_error(st.error().code, where, st.error().message);
   return p;
@@ -219,7 +232,7 @@ std::string format_problem_spec(MoeProblem const& p) {
          ",I=" + std::to_string(p.intermediate_size) + ",topk=" + std::to_string(p.top_k) +
          ",act=" + std::string(to_string(p.activation)) +
          ",dtype=" + std::string(to_string(p.dtype)) + ",M=" + std::to_string(p.num_tokens) +
-         ",arch=" + p.arch;
+         ",arch=" + p.arch + (p.has_bias ? ",bias=1" : "");
 }
 
 }  // namespace moetune::core

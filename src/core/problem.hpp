@@ -14,12 +14,18 @@ namespace moetune::core {
 /// kSiluGated: w1 has N1 = 2I rows, [0, I) gate and [I, 2I) up; act = silu(gate) * up.
 /// kRelu2:     non-gated (Nemotron), N1 = I; act = relu(h)^2.
 /// kGelu:      non-gated, exact erf GELU.   kGeluTanh: non-gated, tanh-approximated GELU.
-enum class Activation { kSiluGated, kRelu2, kGelu, kGeluTanh };
+/// kSwigluOai: gated as kSiluGated (gpt-oss; vLLM's "swigluoai"): g = min(gate, 7),
+///             u = clamp(up, -7, 7), act = (u + 1) * g * sigmoid(1.702 g).
+enum class Activation { kSiluGated, kRelu2, kGelu, kGeluTanh, kSwigluOai };
+
+/// The constants of kSwigluOai (gpt-oss's, fixed as in the engines).
+inline constexpr double kSwigluOaiAlpha = 1.702;
+inline constexpr double kSwigluOaiLimit = 7.0;
 
 /// Element type of x, w1, w2 and out. Accumulation is always fp32.
 enum class DType { kBf16, kFp16, kFp32 };
 
-/// CLI/JSON names: "silu", "relu2", "gelu", "gelu_tanh".
+/// CLI/JSON names: "silu", "relu2", "gelu", "gelu_tanh", "swigluoai".
 std::string_view to_string(Activation act);
 /// Parses a CLI/JSON activation name; the error offers "did you mean".
 Result<Activation> parse_activation(std::string_view text);
@@ -51,6 +57,10 @@ struct MoeProblem {
   Activation activation = Activation::kSiluGated;
   DType dtype = DType::kBf16;   ///< x, w1, w2 and out
   std::string arch = "sm_90a";  ///< target arch; "cpu" for the cpu backend's own tables
+  /// Per-expert biases b1 [E, N1] (added to GEMM1 before the activation) and b2 [E, K] (added to
+  /// GEMM2 before the routing weight), in the weights' dtype (problem spec: bias=1). Tables and
+  /// their keys describe the unbiased layer, whose choice serves both.
+  bool has_bias = false;
 
   bool operator==(MoeProblem const&) const = default;
 };
@@ -68,11 +78,12 @@ double expert_weight_bytes(MoeProblem const& p);
 /// the field, the value seen and what is allowed.
 Status validate(MoeProblem const& p);
 
-/// "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=silu, dtype=bf16, arch=sm_90a)".
+/// "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=silu, dtype=bf16, arch=sm_90a)"
+/// (", bias" before the parenthesis when has_bias).
 std::string to_string(MoeProblem const& p);
 
 /// Parses the one problem form every command accepts:
-///   "E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16[,M=16][,arch=sm_90a]"
+///   "E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16[,M=16][,arch=sm_90a][,bias=1]"
 /// Keys are case-sensitive as written; unknown keys get "did you mean"; E, K, I, topk and act
 /// are required, dtype defaults to bf16, M to 0. The result is validated.
 Result<MoeProblem> parse_problem_spec(std::string_view spec);

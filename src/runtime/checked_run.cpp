@@ -27,9 +27,17 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
   CheckedRun r;
   if (runner.backend_name() == "cpu") {
     r.executed_by = "runner (host buffers)";
-    MOETUNE_RETURN_IF_ERROR(runner.run(nullptr, data->x_data(), data->routing.topk_ids.data(),
-                                       data->routing.topk_weights.data(), data->w1_data(),
-                                       data->w2_data(), out.data(), m, knobs, &r.choice));
+    MOETUNE_RETURN_IF_ERROR(runner.run(RunArgs{.stream = nullptr,
+                                               .x = data->x_data(),
+                                               .topk_ids = data->routing.topk_ids.data(),
+                                               .topk_weights = data->routing.topk_weights.data(),
+                                               .w1 = data->w1_data(),
+                                               .w2 = data->w2_data(),
+                                               .out = out.data(),
+                                               .m = m,
+                                               .b1 = data->b1_data(),
+                                               .b2 = data->b2_data()},
+                                       knobs, &r.choice));
   } else {
 #if defined(MOETUNE_HAVE_CUDA)
     r.executed_by = "runner (device buffers, stream)";

@@ -47,11 +47,22 @@ core::Status run_on_device(MoeRunner& runner, kernels::cpu::MoeHostData const& d
   auto w2 = call.upload(
       d.w2_data(), static_cast<size_t>(p.num_experts * p.hidden_size * p.intermediate_size) * eb);
   auto o = call.upload(out.data(), out.size());  // the poisoned output
-  for (auto const* r : {&x, &ids, &wts, &w1, &w2, &o}) {
+  size_t const biases = p.has_bias ? 1 : 0;      // empty uploads otherwise, passed as null
+  auto b1 = call.upload(d.b1_data(), biases * p.num_experts * core::gemm1_n(p) * eb);
+  auto b2 = call.upload(d.b2_data(), biases * p.num_experts * p.hidden_size * eb);
+  for (auto const* r : {&x, &ids, &wts, &w1, &w2, &o, &b1, &b2}) {
     if (!r->ok()) return r->error();
   }
-  MOETUNE_RETURN_IF_ERROR(runner.run(call.stream, *x, static_cast<int32_t const*>(*ids),
-                                     static_cast<float const*>(*wts), *w1, *w2, *o, p.num_tokens,
+  MOETUNE_RETURN_IF_ERROR(runner.run(RunArgs{.stream = call.stream,
+                                             .x = *x,
+                                             .topk_ids = static_cast<int32_t const*>(*ids),
+                                             .topk_weights = static_cast<float const*>(*wts),
+                                             .w1 = *w1,
+                                             .w2 = *w2,
+                                             .out = *o,
+                                             .m = p.num_tokens,
+                                             .b1 = p.has_bias ? *b1 : nullptr,
+                                             .b2 = p.has_bias ? *b2 : nullptr},
                                      knobs, chosen));
   MOETUNE_CUDA_CHECK(cudaStreamSynchronize(call.stream));
   MOETUNE_CUDA_CHECK(cudaGetLastError());

@@ -26,6 +26,8 @@ struct LayerArgs {
   void const* w1 = nullptr;
   void const* w2 = nullptr;
   void* out = nullptr;
+  void const* b1 = nullptr;  ///< [E, N1] when the problem has biases, else null
+  void const* b2 = nullptr;  ///< [E, K] likewise
   /// Set (caller_workspace runners): the launch takes its scratch from here, not the held one.
   WorkspaceSource workspace;
 };

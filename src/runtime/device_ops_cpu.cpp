@@ -67,7 +67,9 @@ class CpuDeviceOps final : public DeviceOps {
                                   .topk_weights = a.topk_weights,
                                   .w1 = a.w1,
                                   .w2 = a.w2,
-                                  .out = a.out};
+                                  .out = a.out,
+                                  .b1 = a.b1,
+                                  .b2 = a.b2};
     std::lock_guard<std::mutex> lock(mu_);
     return kernels::cpu::run_cpu_moe(p, config, args, ws_, fast_paths_);
   }

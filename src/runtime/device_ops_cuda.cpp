@@ -26,7 +26,9 @@ kc::MoeArgs moe_args(LayerArgs const& a) {
           .topk_weights = a.topk_weights,
           .w1 = a.w1,
           .w2 = a.w2,
-          .out = a.out};
+          .out = a.out,
+          .b1 = a.b1,
+          .b2 = a.b2};
 }
 
 class CudaDeviceOps final : public DeviceOps {

@@ -83,7 +83,10 @@ core::Status MoeRunner::run(RunArgs const& a, Knobs const& knobs, Choice* chosen
                                 .w1 = a.w1,
                                 .w2 = a.w2,
                                 .out = a.out,
+                                .b1 = a.b1,
+                                .b2 = a.b2,
                                 .workspace = a.workspace};
+  MOETUNE_RETURN_IF_ERROR(impl_->check_biases(a.b1, a.b2));
   if (knobs.mode == KnobMode::kExplicit) {
     auto c = impl_->explicit_choice(m, knobs.config);
     if (!c.ok()) return c.error();

@@ -266,6 +266,17 @@ class RunnerImpl {
     return core::Status::Ok();
   }
 
+  /// Both biases given exactly when the runner's problem has them.
+  core::Status check_biases(void const* b1, void const* b2) const {
+    bool const given = b1 != nullptr && b2 != nullptr;
+    if (given == problem.has_bias && (b1 == nullptr) == (b2 == nullptr)) return core::Status::Ok();
+    return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner",
+                            std::string("RunArgs b1/b2 are ") + (b1 ? "set" : "null") + "/" +
+                                (b2 ? "set" : "null") + " but the runner's problem has " +
+                                (problem.has_bias ? "biases" : "no biases") +
+                                "; pass both biases exactly when problem.has_bias is set");
+  }
+
   core::Result<Choice> explicit_choice(int64_t m, core::MoeConfig const& c) const {
     core::Status s = backend->can_implement(at(m), c);
     if (!s.ok()) {

@@ -23,6 +23,17 @@ TEST(Problem, SpecParseFormatRoundTrips) {
                      .dtype = DType::kFp32,
                      .arch = "cpu"};
   EXPECT_EQ(*parse_problem_spec(format_problem_spec(q)), q);
+  MoeProblem biased = q;
+  biased.activation = Activation::kSwigluOai;
+  biased.has_bias = true;
+  EXPECT_EQ(format_problem_spec(biased),
+            "E=4,K=7,I=5,topk=2,act=swigluoai,dtype=fp32,M=3,arch=cpu,bias=1");
+  EXPECT_EQ(*parse_problem_spec(format_problem_spec(biased)), biased);
+  EXPECT_TRUE(is_gated(Activation::kSwigluOai));
+  auto bad = parse_problem_spec("E=4,K=8,I=4,topk=2,act=silu,bias=yes");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("bias='yes'; expected 0 or 1"), std::string::npos)
+      << bad.error().message;
 }
 
 TEST(Problem, SpecUnknownKeyGetsDidYouMean) {

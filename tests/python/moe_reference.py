@@ -14,7 +14,7 @@ TOLERANCE = {
     torch.float32: 1e-5,
 }
 
-GATED = {"silu": True, "relu2": False, "gelu": False, "gelu_tanh": False}
+GATED = {"silu": True, "swigluoai": True, "relu2": False, "gelu": False, "gelu_tanh": False}
 
 
 def make_layer(num_tokens, hidden, inter, experts, top_k, *, dtype=torch.bfloat16, device="cpu",
@@ -33,9 +33,27 @@ def make_layer(num_tokens, hidden, inter, experts, top_k, *, dtype=torch.bfloat1
             weights.to(dtype=weights_dtype, **to), ids.to(dtype=ids_dtype, **to))
 
 
+def make_biases(experts, n1, hidden, *, dtype=torch.bfloat16, device="cpu", seed=0):
+    """w1_bias [E, n1] ~ 4 N(0, 1) (so gpt-oss's clamps at +-7 act on some rows) and w2_bias
+    [E, K] ~ N(0, 1) / 2, never zeros."""
+    g = torch.Generator(device="cpu").manual_seed(1000 + seed)
+    b1 = torch.randn(experts, n1, generator=g) * 4
+    b2 = torch.randn(experts, hidden, generator=g) / 2
+    return b1.to(dtype=dtype, device=device), b2.to(dtype=dtype, device=device)
+
+
+def swigluoai(gate, up, alpha=1.702, limit=7.0):
+    """gpt-oss's clamped SwiGLU, as transformers' GptOssExperts computes it."""
+    gate = gate.clamp(max=limit)
+    up = up.clamp(min=-limit, max=limit)
+    return (up + 1) * gate * torch.sigmoid(gate * alpha)
+
+
 def _act(h, activation, inter):
     if activation == "silu":
         return torch.nn.functional.silu(h[..., :inter]) * h[..., inter:]
+    if activation == "swigluoai":
+        return swigluoai(h[..., :inter], h[..., inter:])
     if activation == "relu2":
         return torch.relu(h) ** 2
     if activation == "gelu":
@@ -43,15 +61,24 @@ def _act(h, activation, inter):
     return torch.nn.functional.gelu(h, approximate="tanh")
 
 
-def reference(x, w1, w2, topk_weights, topk_ids, activation="silu"):
-    """fp64 on the CPU: out[m] = sum_j w[m, j] * w2[e] @ act(w1[e] @ x[m]), e = ids[m, j]."""
-    x64, w1_64, w2_64 = (t.detach().double().cpu() for t in (x, w1, w2))
+def reference(x, w1, w2, topk_weights, topk_ids, activation="silu", w1_bias=None, w2_bias=None):
+    """fp64 on the CPU: out[m] = sum_j w[m, j] * (w2[e] @ act(w1[e] @ x[m] + b1[e]) + b2[e]),
+    e = ids[m, j] (biases when given)."""
+    # One expert at a time (memory stays at one expert's weights, whatever M).
+    x64 = x.detach().double().cpu()
     ids = topk_ids.long().cpu()
     tw = topk_weights.double().cpu()
     inter = w2.shape[2]
-    h = torch.einsum("mjnk,mk->mjn", w1_64[ids], x64)
-    a = _act(h, activation, inter)
-    y = torch.einsum("mjki,mji->mjk", w2_64[ids], a)
+    y = torch.zeros(*ids.shape, x.shape[1], dtype=torch.float64)
+    for e in ids.unique().tolist():
+        rows, slots = (ids == e).nonzero(as_tuple=True)
+        h = x64[rows] @ w1[e].detach().double().cpu().T
+        if w1_bias is not None:
+            h = h + w1_bias[e].double().cpu()
+        out = _act(h, activation, inter) @ w2[e].detach().double().cpu().T
+        if w2_bias is not None:
+            out = out + w2_bias[e].double().cpu()
+        y[rows, slots] = out
     return (y * tw.unsqueeze(-1)).sum(dim=1)
 
 

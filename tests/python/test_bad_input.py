@@ -76,3 +76,22 @@ def test_torch_version_mismatch_is_an_import_error(monkeypatch):
     monkeypatch.setattr(_ops._build_info, "torch_cuda", "9.9")
     with pytest.raises(ImportError, match=r"CUDA 9\.9"):
         _ops._check_torch()
+
+
+@pytest.mark.parametrize("biases,error,message", [
+    (lambda b1, b2: dict(w1_bias=b1), ValueError,
+     r"w1_bias is given but w2_bias is None; pass both biases or neither"),
+    (lambda b1, b2: dict(w1_bias=b1[:, :10], w2_bias=b2), ValueError,
+     r"w1_bias has shape \[8, 10\]; expected \[8, 64\]"),
+    (lambda b1, b2: dict(w1_bias=b1, w2_bias=b2[:, :32]), ValueError,
+     r"w2_bias has shape \[8, 32\]; expected \[8, 64\]"),
+    (lambda b1, b2: dict(w1_bias=b1.float(), w2_bias=b2), TypeError,
+     r"w1_bias has dtype Float; expected BFloat16 \(the weights' dtype\)"),
+    (lambda b1, b2: dict(w1_bias=b1, w2_bias=b2[0]), ValueError, r"w2_bias has 1 dimensions"),
+])
+def test_bad_biases_name_the_argument(biases, error, message):
+    from moe_reference import make_biases
+    x, w1, w2, tw, ids = _layer()
+    b1, b2 = make_biases(8, w1.shape[1], 64, seed=43)
+    with pytest.raises(error, match=message):
+        moetune.fused_moe(x, w1, w2, tw, ids, **biases(b1, b2))

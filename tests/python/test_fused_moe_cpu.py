@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import moetune
-from moe_reference import check_close, make_layer, reference, rel_l2
+from moe_reference import check_close, make_biases, make_layer, reference, rel_l2
 
 
 @pytest.mark.parametrize("m", [0, 1, 7, 33])
@@ -22,6 +22,28 @@ def test_non_gated_activations(activation):
     x, w1, w2, tw, ids = make_layer(9, 64, 48, 4, 2, activation=activation, seed=3)
     out = moetune.fused_moe(x, w1, w2, tw, ids, activation=activation)
     check_close(out, reference(x, w1, w2, tw, ids, activation), torch.bfloat16, activation)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("activation", ["swigluoai", "silu", "gelu"])
+def test_biases_and_gpt_oss_activation(activation, dtype):
+    # gpt-oss's experts: biases on both GEMMs, the clamped SwiGLU (its clamps act: |b1| ~ 4).
+    x, w1, w2, tw, ids = make_layer(21, 64, 32, 8, 4, activation=activation, dtype=dtype, seed=17)
+    b1, b2 = make_biases(8, w1.shape[1], 64, dtype=dtype, seed=17)
+    out = moetune.fused_moe(x, w1, w2, tw, ids, activation=activation, w1_bias=b1, w2_bias=b2)
+    want = reference(x, w1, w2, tw, ids, activation, b1, b2)
+    check_close(out, want, dtype, f"{activation} with biases")
+    # The negative twin: the same call without biases is not that layer.
+    assert rel_l2(moetune.fused_moe(x, w1, w2, tw, ids, activation=activation), want) > 0.05
+
+
+def test_swigluoai_clamps_where_transformers_does():
+    x, w1, w2, tw, ids = make_layer(5, 64, 32, 4, 2, activation="swigluoai", seed=19)
+    b1, b2 = make_biases(4, w1.shape[1], 64, seed=19)
+    out = moetune.fused_moe(x, w1, w2, tw, ids, activation="swigluoai", w1_bias=b1, w2_bias=b2)
+    unclamped = reference(x, w1, w2, tw, ids, "silu", b1, b2)  # a different gate: must not match
+    check_close(out, reference(x, w1, w2, tw, ids, "swigluoai", b1, b2), torch.bfloat16, "clamped")
+    assert rel_l2(out, unclamped) > 0.05
 
 
 def test_int64_ids_and_bf16_weights_give_the_same_bits_as_int32_fp32():

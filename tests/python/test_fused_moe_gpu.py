@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import moetune
-from moe_reference import check_close, make_layer, reference
+from moe_reference import check_close, make_biases, make_layer, reference
 
 pytestmark = pytest.mark.gpu
 
@@ -31,6 +31,31 @@ def test_matches_fp64_reference_with_poisoned_memory(shape):
     check_close(out, reference(x, w1, w2, tw, ids), torch.bfloat16, f"shape {shape}")
     again = moetune.fused_moe(x, w1, w2, tw, ids)
     assert torch.equal(out, again), "same inputs gave different bits"
+
+
+# gpt-oss-like (K = I = 2880, top-4) and a smaller silu / gelu layer, at M that reach the decode,
+# swap-AB, warp-specialised and mma.sync kernels through the default rule.
+BIASED = [("swigluoai", 2880, 2880, 32, 4), ("silu", 1024, 512, 32, 4), ("gelu", 1024, 512, 32, 4)]
+
+
+@pytest.mark.parametrize("m", [1, 5, 64, 300, 2048])
+@pytest.mark.parametrize("layer", BIASED, ids=[b[0] for b in BIASED])
+def test_biases_and_swigluoai_match_fp64_reference(layer, m):
+    act, k, i, e, top_k = layer
+    if k * i * m > 1024 * 512 * 2048:
+        pytest.skip("the fp64 reference would take minutes on the host")
+    x, w1, w2, tw, ids = make_layer(m, k, i, e, top_k, activation=act, device="cuda", seed=m)
+    b1, b2 = make_biases(e, w1.shape[1], k, device="cuda", seed=m)
+    _poison_caching_allocator()
+    out = moetune.fused_moe(x, w1, w2, tw, ids, activation=act, w1_bias=b1, w2_bias=b2)
+    want = reference(x, w1, w2, tw, ids, act, b1, b2)
+    how = moetune.explain(x, w1, w2, tw, ids, activation=act, w1_bias=b1, w2_bias=b2)
+    check_close(out, want, torch.bfloat16, f"{act} M={m} biased, config {how['config']}")
+    unbiased = moetune.fused_moe(x, w1, w2, tw, ids, activation=act)
+    check_close(unbiased, reference(x, w1, w2, tw, ids, act), torch.bfloat16, "unbiased twin")
+    assert not torch.equal(out, unbiased)
+    assert torch.equal(out, moetune.fused_moe(x, w1, w2, tw, ids, activation=act, w1_bias=b1,
+                                              w2_bias=b2)), "same inputs gave different bits"
 
 
 def test_int64_ids_bf16_weights_and_inplace():

@@ -4,9 +4,11 @@ tests/python/test_engine_signatures.py), served by moetune.fused_moe.
 
 topk_output is SGLang's StandardTopKOutput (topk_weights, topk_ids, router_logits) or any
 3-sequence in that order; moe_runner_config is read for activation, is_gated,
-apply_router_weight_on_input, inplace, no_combine and routed_scaling_factor. Served: bf16, all
-local experts, silu-gated (or a non-gated served activation), no biases, no quantisation; with
-`inplace` the result overwrites hidden_states, as SGLang's. Anything else raises ValueError.
+apply_router_weight_on_input, inplace, no_combine, routed_scaling_factor and gpt-oss's clamped
+SwiGLU (gemm1_alpha, gemm1_clamp_limit, gate_up_interleaved). Served: bf16, all local experts,
+silu-gated (or a non-gated served activation) or gpt-oss's SwiGLU (alpha 1.702, limit 7, gate and
+up rows split, not interleaved), biases b1 / b2, no quantisation; with `inplace` the result
+overwrites hidden_states, as SGLang's. Anything else raises ValueError.
 
 Routing SGLang to it:
 
@@ -19,7 +21,7 @@ moetune's tests. Not run: an SGLang server with it installed.
 
 import moetune
 
-from ._engine_args import activation_name, refuse_if_set
+from ._engine_args import SWIGLUOAI_ALPHA, SWIGLUOAI_LIMIT, activation_name, refuse_if_set
 
 _WHERE = "moetune.integrations.sglang.fused_moe"
 
@@ -35,9 +37,30 @@ class _DefaultRunnerConfig:
     routed_scaling_factor = None
     num_experts = None
     num_local_experts = None
+    gemm1_alpha = None
+    gemm1_clamp_limit = None
+    gate_up_interleaved = True
+
+
+def _swigluoai(cfg):
+    """True for SGLang's gpt-oss SwiGLU with moetune's constants; raises for other settings."""
+    alpha, limit = getattr(cfg, "gemm1_alpha", None), getattr(cfg, "gemm1_clamp_limit", None)
+    if alpha is None and limit is None:
+        return False
+    if alpha != SWIGLUOAI_ALPHA or limit != SWIGLUOAI_LIMIT:
+        raise ValueError(f"{_WHERE}: moe_runner_config.gemm1_alpha={alpha!r}, gemm1_clamp_limit="
+                         f"{limit!r}; moetune's swigluoai has alpha {SWIGLUOAI_ALPHA} and limit "
+                         f"{SWIGLUOAI_LIMIT}")
+    if getattr(cfg, "gate_up_interleaved", True):
+        raise ValueError(f"{_WHERE}: moe_runner_config.gate_up_interleaved=True; moetune reads w1 "
+                         "as [gate rows; up rows]: de-interleave w1 and b1 once at load "
+                         "(w1[:, 0::2] then w1[:, 1::2]) and set it False")
+    return True
 
 
 def _activation(cfg):
+    if _swigluoai(cfg):
+        return "swigluoai"
     name = getattr(cfg, "activation", "silu")
     gated = getattr(cfg, "is_gated", True)
     if not gated and not str(name).endswith("_no_mul"):
@@ -51,7 +74,7 @@ def fused_moe(hidden_states, w1, w2, topk_output, moe_runner_config=None, b1=Non
               w1_zp=None, w2_zp=None, a1_scale=None, a2_scale=None, block_shape=None):
     cfg = moe_runner_config if moe_runner_config is not None else _DefaultRunnerConfig()
     act = _activation(cfg)
-    refuse_if_set(_WHERE, b1=b1, b2=b2, use_fp8_w8a8=use_fp8_w8a8, use_int8_w8a8=use_int8_w8a8,
+    refuse_if_set(_WHERE, use_fp8_w8a8=use_fp8_w8a8, use_int8_w8a8=use_int8_w8a8,
                   use_int8_w8a16=use_int8_w8a16, use_int4_w4a16=use_int4_w4a16,
                   per_channel_quant=per_channel_quant, w1_scale=w1_scale, w2_scale=w2_scale,
                   w1_zp=w1_zp, w2_zp=w2_zp, a1_scale=a1_scale, a2_scale=a2_scale,
@@ -65,7 +88,7 @@ def fused_moe(hidden_states, w1, w2, topk_output, moe_runner_config=None, b1=Non
                          "expert parallelism is not served here")
     topk_weights, topk_ids = topk_output[0], topk_output[1]
     out = moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation=act,
-                            inplace=bool(getattr(cfg, "inplace", False)))
+                            inplace=bool(getattr(cfg, "inplace", False)), w1_bias=b1, w2_bias=b2)
     scale = getattr(cfg, "routed_scaling_factor", None)
     if scale is not None and scale != 1.0:
         out.mul_(scale)

@@ -3,8 +3,9 @@
 compares them), served by moetune.fused_moe.
 
 Served: bf16 experts, all local (global_num_experts -1 or E, no expert_map), activation "silu"
-(and the non-gated "*_no_mul" forms), router weights applied after GEMM2, no quantisation
-(quant_config None or unquantised). Anything else raises ValueError naming the argument.
+or "swigluoai" (gpt-oss; and the non-gated "*_no_mul" forms), router weights applied after GEMM2,
+no quantisation (quant_config None or unquantised; its w1_bias / w2_bias are served, as gpt-oss
+uses them). Anything else raises ValueError naming the argument.
 
 Routing vLLM to it (the module-level function, as model code and tests import it):
 
@@ -28,7 +29,7 @@ def _check_quant(quant_config):
     if quant_config is None:
         return
     for name in ("use_fp8_w8a8", "use_int8_w8a8", "use_int8_w8a16", "use_int4_w4a16",
-                 "ocp_mx_scheme", "w1_bias", "w2_bias"):
+                 "ocp_mx_scheme"):
         refuse_if_set(_WHERE, **{f"quant_config.{name}": getattr(quant_config, name, None)})
 
 
@@ -42,7 +43,10 @@ def fused_experts(hidden_states, w1, w2, topk_weights, topk_ids, activation="sil
         raise ValueError(f"{_WHERE}: global_num_experts={global_num_experts} but w1 holds "
                          f"{w1.shape[0]} experts; expert parallelism is not served here")
     _check_quant(quant_config)
-    return moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation=act)
+    b1 = getattr(quant_config, "w1_bias", None)
+    b2 = getattr(quant_config, "w2_bias", None)
+    return moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation=act,
+                             w1_bias=b1, w2_bias=b2)
 
 
 def install():

@@ -126,7 +126,7 @@ void run_phases(detail::MoeRunContext<T> const& ctx, int num_threads, int thread
 template <class T>
 void run_typed(core::MoeProblem const& p, core::MoeConfig const& config, CpuMoeArgs const& args,
                CpuMoeWorkspace& ws, FastPaths const& fast_paths) {
-  bool const gated = p.activation == core::Activation::kSiluGated;
+  bool const gated = core::is_gated(p.activation);
   detail::MoeRunContext<T> ctx;
   ctx.activation = p.activation;
   ctx.hidden = p.hidden_size;
@@ -139,6 +139,8 @@ void run_typed(core::MoeProblem const& p, core::MoeConfig const& config, CpuMoeA
   ctx.x = static_cast<T const*>(args.x);
   ctx.w1 = static_cast<T const*>(args.w1);
   ctx.w2 = static_cast<T const*>(args.w2);
+  ctx.b1 = static_cast<T const*>(args.b1);
+  ctx.b2 = static_cast<T const*>(args.b2);
   ctx.topk_weights = args.topk_weights;
   ctx.out = static_cast<T*>(args.out);
   ctx.ws = &ws;
@@ -187,6 +189,9 @@ core::Status run_cpu_moe(core::MoeProblem const& problem, core::MoeConfig const&
       args.w1 == nullptr || args.w2 == nullptr || args.out == nullptr) {
     return invalid("a tensor pointer is null with M = " + std::to_string(problem.num_tokens) +
                    "; pass x, topk_ids, topk_weights, w1, w2 and out");
+  }
+  if (problem.has_bias && (args.b1 == nullptr || args.b2 == nullptr)) {
+    return invalid("problem.has_bias is set but b1 or b2 is null; pass both biases or clear it");
   }
   int const block_m = config.gemm1.tile.block_m;
   MOETUNE_RETURN_IF_ERROR(align(problem, block_m, args.topk_ids, ws));

@@ -36,6 +36,8 @@ struct CpuMoeArgs {
   void const* w1 = nullptr;             ///< [E, N1, K]
   void const* w2 = nullptr;             ///< [E, K, I]
   void* out = nullptr;                  ///< [M, K], fully overwritten
+  void const* b1 = nullptr;             ///< [E, N1]; required when problem.has_bias
+  void const* b2 = nullptr;             ///< [E, K]; required when problem.has_bias
 };
 
 /// One tile of work: `rows` valid rows starting at padded sorted row `row0` of `expert`, output

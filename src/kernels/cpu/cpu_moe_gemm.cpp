@@ -31,12 +31,28 @@ float activate(core::Activation act, float h) {
     case core::Activation::kGelu: return 0.5f * h * (1.0f + std::erf(h * 0.70710678118654752f));
     case core::Activation::kGeluTanh:
       return 0.5f * h * (1.0f + std::tanh(0.79788456080286536f * (h + 0.044715f * h * h * h)));
-    case core::Activation::kSiluGated: break;
+    case core::Activation::kSiluGated:
+    case core::Activation::kSwigluOai: break;
   }
   return h;
 }
 
-float silu_mul(float gate, float up) { return gate / (1.0f + std::exp(-gate)) * up; }
+/// The gated activations of (gate, up).
+float gated_act(core::Activation act, float gate, float up) {
+  if (act == core::Activation::kSwigluOai) {
+    float const limit = static_cast<float>(core::kSwigluOaiLimit);
+    float const g = std::min(gate, limit);
+    float const u = std::clamp(up, -limit, limit);
+    return (u + 1.0f) * g / (1.0f + std::exp(-static_cast<float>(core::kSwigluOaiAlpha) * g));
+  }
+  return gate / (1.0f + std::exp(-gate)) * up;
+}
+
+/// Bias element i of expert e's row of `n` (0 without biases).
+template <class T>
+float bias_at(T const* bias, int64_t e, int64_t n, int64_t i) {
+  return bias == nullptr ? 0.0f : to_f32(bias[e * n + i]);
+}
 
 /// Depth rows of packed B written per pass over the columns (see accumulate).
 constexpr int kPackDepth = 16;
@@ -80,7 +96,7 @@ std::pair<int64_t, int64_t> split_range(int64_t depth, int block_k, int split, i
 
 template <class T>
 int gemm1_width(MoeRunContext<T> const& ctx, MoeTile const& t) {
-  return ctx.activation == core::Activation::kSiluGated ? 2 * t.cols : t.cols;
+  return core::is_gated(ctx.activation) ? 2 * t.cols : t.cols;
 }
 
 /// Column of the [rows, N1] GEMM1 result that accumulator column j holds.
@@ -92,13 +108,16 @@ int64_t gemm1_col(MoeRunContext<T> const& ctx, MoeTile const& t, int j) {
 template <class T>
 void gemm1_epilogue(MoeRunContext<T> const& ctx, MoeTile const& t, CpuThreadScratch& s) {
   int const width = gemm1_width(ctx, t);
-  bool const gated = ctx.activation == core::Activation::kSiluGated;
+  bool const gated = core::is_gated(ctx.activation);
   for (int i = 0; i < t.rows; ++i) {
     float const* c = s.acc.data() + static_cast<size_t>(i) * width;
     T* dst = ctx.inter + (t.row0 + i) * ctx.inter_size + t.col0;
     for (int j = 0; j < t.cols; ++j) {
-      float const h = gated ? silu_mul(c[j], c[t.cols + j]) : activate(ctx.activation, c[j]);
-      dst[j] = from_f32<T>(h);
+      float const h = c[j] + bias_at(ctx.b1, t.expert, ctx.gemm1_cols, t.col0 + j);
+      float const up = gated ? c[t.cols + j] + bias_at(ctx.b1, t.expert, ctx.gemm1_cols,
+                                                       ctx.inter_size + t.col0 + j)
+                             : 0.0f;
+      dst[j] = from_f32<T>(gated ? gated_act(ctx.activation, h, up) : activate(ctx.activation, h));
     }
   }
 }
@@ -110,7 +129,9 @@ void gemm2_epilogue(MoeRunContext<T> const& ctx, MoeTile const& t, CpuThreadScra
     float const weight = ctx.topk_weights[pair];
     float const* c = s.acc.data() + static_cast<size_t>(i) * t.cols;
     float* dst = ctx.ws->pair_out.data() + pair * ctx.hidden + t.col0;
-    for (int j = 0; j < t.cols; ++j) dst[j] = weight * c[j];
+    for (int j = 0; j < t.cols; ++j) {
+      dst[j] = weight * (c[j] + bias_at(ctx.b2, t.expert, ctx.hidden, t.col0 + j));
+    }
   }
 }
 

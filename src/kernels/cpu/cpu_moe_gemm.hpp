@@ -25,6 +25,8 @@ struct MoeRunContext {
   T const* x = nullptr;
   T const* w1 = nullptr;
   T const* w2 = nullptr;
+  T const* b1 = nullptr;  ///< [E, N1] or null (no biases)
+  T const* b2 = nullptr;  ///< [E, K] or null
   float const* topk_weights = nullptr;
   T* out = nullptr;
   T* inter = nullptr;  ///< [padded_rows, I]

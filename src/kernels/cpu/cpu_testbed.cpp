@@ -67,6 +67,8 @@ core::Status CpuTestbed::run_once(core::MoeConfig const& config) {
   args.topk_weights = data_->routing.topk_weights.data();
   args.w1 = data_->w1_data();
   args.w2 = data_->w2_data();
+  args.b1 = data_->b1_data();
+  args.b2 = data_->b2_data();
   args.out = const_cast<void*>(output());
   return run_cpu_moe(data_->problem, config, args, workspace_, fast_paths_);
 }

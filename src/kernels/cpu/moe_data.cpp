@@ -29,7 +29,9 @@ MoeInputsView MoeHostData::view() const {
                        .topk_ids = routing.topk_ids,
                        .topk_weights = routing.topk_weights,
                        .w1 = w1,
-                       .w2 = w2};
+                       .w2 = w2,
+                       .b1 = b1,
+                       .b2 = b2};
 }
 
 void const* MoeHostData::x_data() const {
@@ -40,6 +42,14 @@ void const* MoeHostData::w1_data() const {
 }
 void const* MoeHostData::w2_data() const {
   return problem.dtype == core::DType::kBf16 ? static_cast<void const*>(w2_bf16.data()) : w2.data();
+}
+void const* MoeHostData::b1_data() const {
+  if (!problem.has_bias) return nullptr;
+  return problem.dtype == core::DType::kBf16 ? static_cast<void const*>(b1_bf16.data()) : b1.data();
+}
+void const* MoeHostData::b2_data() const {
+  if (!problem.has_bias) return nullptr;
+  return problem.dtype == core::DType::kBf16 ? static_cast<void const*>(b2_bf16.data()) : b2.data();
 }
 
 std::pair<double, double> normal_pair(std::mt19937_64& rng) {
@@ -100,10 +110,18 @@ core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
   fill_normal(rng, 1.0, problem.dtype, data.x);
   fill_normal(rng, 1.0 / std::sqrt(static_cast<double>(k)), problem.dtype, data.w1);
   fill_normal(rng, 1.0 / std::sqrt(static_cast<double>(inter)), problem.dtype, data.w2);
+  if (problem.has_bias) {
+    data.b1.resize(static_cast<size_t>(e * core::gemm1_n(problem)));
+    data.b2.resize(static_cast<size_t>(e * k));
+    fill_normal(rng, 1.0, problem.dtype, data.b1);
+    fill_normal(rng, 0.25, problem.dtype, data.b2);
+  }
   if (problem.dtype == core::DType::kBf16) {
     data.x_bf16 = to_bf16_bits(data.x);
     data.w1_bf16 = to_bf16_bits(data.w1);
     data.w2_bf16 = to_bf16_bits(data.w2);
+    data.b1_bf16 = to_bf16_bits(data.b1);
+    data.b2_bf16 = to_bf16_bits(data.b2);
   }
   core::RoutingProfile routing_profile = profile;
   routing_profile.seed = profile.seed + seed;

@@ -21,9 +21,13 @@ struct MoeHostData {
   std::vector<float> x;
   std::vector<float> w1;
   std::vector<float> w2;
+  std::vector<float> b1;         ///< [E, N1] when problem.has_bias, else empty
+  std::vector<float> b2;         ///< [E, K] when problem.has_bias, else empty
   std::vector<uint16_t> x_bf16;  ///< bf16 problems only, else empty
   std::vector<uint16_t> w1_bf16;
   std::vector<uint16_t> w2_bf16;
+  std::vector<uint16_t> b1_bf16;
+  std::vector<uint16_t> b2_bf16;
 
   /// The tensors as the reference reads them.
   MoeInputsView view() const;
@@ -31,6 +35,9 @@ struct MoeHostData {
   void const* x_data() const;
   void const* w1_data() const;
   void const* w2_data() const;
+  /// nullptr when the problem has no biases.
+  void const* b1_data() const;
+  void const* b2_data() const;
 };
 
 /// One N(0, 1) sample pair by Box-Muller from two 53-bit uniforms of `rng` (never log(0)).
@@ -45,11 +52,12 @@ void fill_normal(std::mt19937_64& rng, double scale, core::DType dtype, std::vec
 /// valid problem's sizes never overflow it.
 double host_bytes_estimate(core::MoeProblem const& problem);
 
-/// Generates x ~ N(0,1), w1 ~ N(0,1)/sqrt(K), w2 ~ N(0,1)/sqrt(I) (in that order, from one
-/// std::mt19937_64 seeded with `seed`) and routing from `profile` with its seed replaced by
-/// profile.seed + seed (seed 0 reproduces the profile's own routing). Fails when the problem is
-/// invalid, its dtype is fp16 (not generated yet: bf16 or fp32), it needs more than this
-/// machine's memory (host_bytes_estimate, checked before allocating), or routing fails.
+/// Generates x ~ N(0,1), w1 ~ N(0,1)/sqrt(K), w2 ~ N(0,1)/sqrt(I) and, when problem.has_bias,
+/// b1 ~ N(0,1), b2 ~ N(0,1)/4 (in that order, from one std::mt19937_64 seeded with `seed`) and
+/// routing from `profile` with its seed replaced by profile.seed + seed (seed 0 reproduces the
+/// profile's own routing). Fails when the problem is invalid, its dtype is fp16 (not generated yet:
+/// bf16 or fp32), it needs more than this machine's memory (host_bytes_estimate, checked before
+/// allocating), or routing fails.
 core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
                                             core::RoutingProfile const& profile, uint64_t seed);
 

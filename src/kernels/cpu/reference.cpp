@@ -2,6 +2,7 @@
 // at a time, a full dot product per output, no tiling.
 #include "kernels/cpu/reference.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -16,6 +17,11 @@ double reference_activation(core::Activation act, double h, double up) {
     case core::Activation::kGeluTanh: {
       double const c = std::sqrt(2.0 / std::numbers::pi);
       return 0.5 * h * (1.0 + std::tanh(c * (h + 0.044715 * h * h * h)));
+    }
+    case core::Activation::kSwigluOai: {
+      double const g = std::min(h, core::kSwigluOaiLimit);
+      double const u = std::clamp(up, -core::kSwigluOaiLimit, core::kSwigluOaiLimit);
+      return (u + 1.0) * g / (1.0 + std::exp(-core::kSwigluOaiAlpha * g));
     }
   }
   return 0.0;
@@ -42,7 +48,7 @@ core::Result<std::vector<double>> reference_moe(core::MoeProblem const& problem,
   int64_t const inter = problem.intermediate_size;
   int64_t const e = problem.num_experts;
   int64_t const top_k = problem.top_k;
-  bool const gated = problem.activation == core::Activation::kSiluGated;
+  bool const gated = core::is_gated(problem.activation);
   int64_t const n1 = gated ? 2 * inter : inter;
 
   MOETUNE_RETURN_IF_ERROR(check_length("x", in.x.size(), m * k));
@@ -50,6 +56,9 @@ core::Result<std::vector<double>> reference_moe(core::MoeProblem const& problem,
   MOETUNE_RETURN_IF_ERROR(check_length("topk_weights", in.topk_weights.size(), m * top_k));
   MOETUNE_RETURN_IF_ERROR(check_length("w1", in.w1.size(), e * n1 * k));
   MOETUNE_RETURN_IF_ERROR(check_length("w2", in.w2.size(), e * k * inter));
+  int64_t const bias = problem.has_bias ? 1 : 0;
+  MOETUNE_RETURN_IF_ERROR(check_length("b1", in.b1.size(), bias * e * n1));
+  MOETUNE_RETURN_IF_ERROR(check_length("b2", in.b2.size(), bias * e * k));
 
   std::vector<double> out(static_cast<size_t>(m * k), 0.0);
   std::vector<double> h(static_cast<size_t>(n1));
@@ -72,7 +81,7 @@ core::Result<std::vector<double>> reference_moe(core::MoeProblem const& problem,
         for (int64_t c = 0; c < k; ++c) {
           sum += static_cast<double>(w1e[n * k + c]) * static_cast<double>(xt[c]);
         }
-        h[n] = sum;
+        h[n] = bias ? sum + static_cast<double>(in.b1[expert * n1 + n]) : sum;
       }
       for (int64_t i = 0; i < inter; ++i) {
         act[i] = gated ? reference_activation(problem.activation, h[i], h[inter + i])
@@ -83,6 +92,7 @@ core::Result<std::vector<double>> reference_moe(core::MoeProblem const& problem,
         for (int64_t i = 0; i < inter; ++i) {
           sum += static_cast<double>(w2e[c * inter + i]) * act[i];
         }
+        if (bias) sum += static_cast<double>(in.b2[expert * k + c]);
         out[t * k + c] += weight * sum;
       }
     }

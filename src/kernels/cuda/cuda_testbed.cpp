@@ -120,6 +120,11 @@ void CudaTestbed::set_fast_paths(FastPaths const& fp) {
 core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                                   core::RoutingProfile const& routing, uint64_t seed) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
+  if (problem.has_bias) {
+    return core::make_error(core::ErrorCode::kUnsupported, "cuda testbed",
+                            "problem.has_bias: the testbed generates no biases (tune and bench "
+                            "the unbiased problem; its choice serves the biased layer)");
+  }
   // The weights are kept only where they are the ones this seed draws (Testbed::prepare: every
   // input from `seed` alone). NOTE: kept for any seed of the same shape, a bench point's weights,
   // and its digest, would come from the first point of its M list.

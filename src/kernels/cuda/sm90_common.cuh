@@ -138,14 +138,50 @@ MOETUNE_DEVICE float act_gelu_tanh(float h) {
   return 0.5f * h * (1.0f + tanhf(u));
 }
 
-/// Activation ids shared with the host launcher (sm90_gather_launch.cpp).
-enum ActId { kActSiluGated = 0, kActRelu2 = 1, kActGelu = 2, kActGeluTanh = 3 };
+/// Activation ids shared with the host launcher (sm90_gather_geometry.cpp's act_id). A GEMM1
+/// kernel's kAct may carry kActBias: it adds b1[expert] to the accumulators before the activation.
+enum ActId {
+  kActSiluGated = 0,
+  kActRelu2 = 1,
+  kActGelu = 2,
+  kActGeluTanh = 3,
+  kActSwigluOai = 4,
+  kActBias = 8
+};
+
+/// The activation of kAct without the bias bit.
+__host__ __device__ constexpr int act_base(int act) { return act & (kActBias - 1); }
+/// True when kAct reads gate and up halves.
+__host__ __device__ constexpr bool act_gated(int act) {
+  return act_base(act) == kActSiluGated || act_base(act) == kActSwigluOai;
+}
+__host__ __device__ constexpr bool act_biased(int act) { return (act & kActBias) != 0; }
+
+/// gpt-oss's clamped SwiGLU (core::kSwigluOai*): (clamp(up, -7, 7) + 1) * g * sigmoid(1.702 g),
+/// g = min(gate, 7).
+MOETUNE_DEVICE float act_swigluoai(float gate, float up) {
+  const float g = fminf(gate, 7.0f);
+  const float u = fminf(fmaxf(up, -7.0f), 7.0f);
+  return (u + 1.0f) * (g / (1.0f + __expf(-1.702f * g)));
+}
+
+/// A gated activation of (gate, up).
+template <int kAct>
+MOETUNE_DEVICE float apply_gated_act(float gate, float up) {
+  if (act_base(kAct) == kActSwigluOai) return act_swigluoai(gate, up);
+  return act_silu(gate) * up;
+}
 
 template <int kAct>
 MOETUNE_DEVICE float apply_act(float h) {
-  if (kAct == kActRelu2) return act_relu2(h);
-  if (kAct == kActGelu) return act_gelu(h);
+  if (act_base(kAct) == kActRelu2) return act_relu2(h);
+  if (act_base(kAct) == kActGelu) return act_gelu(h);
   return act_gelu_tanh(h);
+}
+
+/// Element i of a bf16 bias row (read-only path).
+MOETUNE_DEVICE float bias_at(const moe_bf16* row, long long i) {
+  return bf16_to_float(__ldg(row + i));
 }
 
 }  // namespace moetune_dev

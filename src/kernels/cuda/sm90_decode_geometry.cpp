@@ -129,6 +129,7 @@ bool decode_fused_fits(GemmGeometry const& g1) {
 bool decode_fused_takes(core::MoeProblem const& p, GemmGeometry const& g1, int ctas,
                         int smem_bytes) {
   const int64_t pairs = core::num_pairs(p);
+  if (p.has_bias) return false;  // the fused kernel adds no biases
   if (pairs > kDecodeFusedMaxPairs || ctas < 1 || !decode_fused_fits(g1)) return false;
   const int64_t cols = (p.hidden_size + ctas - 1) / ctas;
   const int64_t dots = (cols * pairs * 4 + 15) / 16 * 16;  // as the kernel lays them out

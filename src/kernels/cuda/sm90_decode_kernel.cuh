@@ -37,6 +37,8 @@ struct DecodeParams {
   int num_experts;
   int prefetch_bytes;  // GEMM2, lever decode_l2_prefetch: bytes of each w2 row put in L2 early
   int stage_w2;  // GEMM2, lever decode_w2_stage: 1 = the CTA's w2 rows staged in shared memory
+  // GEMM1 (kActBias): b1 [E, N1]; GEMM2: b2 [E, K] or null (no biases)
+  const moe_bf16* bias;
 };
 
 /// 16-byte read-only load. kStream: weights, read once, so they skip L1; else activations (the
@@ -81,10 +83,12 @@ MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
 /// then up rows at + n_dim), the dot of each row with the x rows xrow[i] (i < np); each lane runs
 /// the 16-byte vectors v = lane + 32 j in ascending order (kVec per step, the step's weight loads
 /// issued first), reduced by warp_sum; then store(r, i, act) on lane i % 32 for each real (r, i).
+/// bias (kActBias): the expert's b1 row, added before the activation (gate col, up n_dim + col).
 template <int kAct, bool kGated, int kBlockM, int kRows, int kVec, typename Store>
 MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
                                       const moe_bf16* const (&xrow)[kBlockM], int np,
-                                      const int (&col)[kRows], Store store) {
+                                      const int (&col)[kRows], Store store,
+                                      const moe_bf16* bias = nullptr) {
   constexpr int kHalves = kGated ? 2 : 1;
   const int lane = threadIdx.x & 31;
   const int nvec = k_dim >> 3;
@@ -140,11 +144,17 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
+    constexpr bool kBias = act_biased(kAct);
+    const float bg = kBias && valid[r] ? bias_at(bias, col[r]) : 0.0f;
+    const float bu = kBias && kGated && valid[r] ? bias_at(bias, n_dim + col[r]) : 0.0f;
 #pragma unroll
     for (int i = 0; i < kBlockM; ++i) {
       float v = warp_sum(acc[r][0][i]);
+      if (kBias) v += bg;
       if (kGated) {
-        v = act_silu(v) * warp_sum(acc[r][kHalves - 1][i]);
+        float up = warp_sum(acc[r][kHalves - 1][i]);
+        if (kBias) up += bu;
+        v = apply_gated_act<kAct>(v, up);
       } else {
         v = apply_act<kAct>(v);
       }
@@ -217,10 +227,12 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
           col[r] = cl < kBlockN && col0 + cl < p.n_dim ? col0 + cl : -1;
         }
         decode_gemm1_pass<kAct, kGated, kBlockM, kRows, kVec>(
-            w, p.n_dim, p.k_dim, xrow, np, col, [&](int r, int i, float v) {
+            w, p.n_dim, p.k_dim, xrow, np, col,
+            [&](int r, int i, float v) {
               const long long q = s_pairs[g0 + i];
               p.out[q * p.n_dim + col[r]] = float_to_bf16(v);
-            });
+            },
+            act_biased(kAct) ? p.bias + (long long)e * p.b_rows_per_expert : nullptr);
       }
     }
     pos = s_next;
@@ -383,7 +395,12 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
     if (col0 + c >= p.n_dim) continue;
     float sum = 0.0f;
     for (int j = 0; j < p.top_k; ++j) {
-      sum = fmaf(p.topk_weights[t * p.top_k + j], s_dot[j * kBlockN + c], sum);
+      float d = s_dot[j * kBlockN + c];
+      if (p.bias != nullptr) {  // b2 of the slot's expert, before its routing weight
+        const int e = p.topk_ids[t * p.top_k + j];
+        if (e >= 0 && e < p.num_experts) d += bias_at(p.bias, (long long)e * p.n_dim + col0 + c);
+      }
+      sum = fmaf(p.topk_weights[t * p.top_k + j], d, sum);
     }
     p.out[(long long)t * p.n_dim + col0 + c] = float_to_bf16(sum);
   }

@@ -35,6 +35,7 @@ int act_id(core::Activation a) {
     case core::Activation::kRelu2: return 1;
     case core::Activation::kGelu: return 2;
     case core::Activation::kGeluTanh: return 3;
+    case core::Activation::kSwigluOai: return 4;
   }
   return 0;
 }

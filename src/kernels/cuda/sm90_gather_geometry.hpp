@@ -95,6 +95,8 @@ core::Status sm90_can_implement(core::MoeProblem const& problem, core::MoeConfig
 std::string gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
 /// Activation id shared with the device code (sm90_common.cuh ActId).
 int act_id(core::Activation a);
+/// The bit a GEMM1 kernel's activation id carries when it adds b1 (sm90_common.cuh kActBias).
+inline constexpr int kActBiasBit = 8;
 
 /// Token-expert pairs per expert, M * top_k / E (0 when E = 0): what picks the regime.
 double pairs_per_expert(core::MoeProblem const& problem);

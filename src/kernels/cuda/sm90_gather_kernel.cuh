@@ -1,8 +1,9 @@
 // sm90_gather_kernel.cuh: the two GEMM kernels and the combine of the sm90_gather family
 // (vLLM-style gather inside the GEMM, expert-sorted intermediate, deterministic combine).
-//   GEMM1: h[sorted rows, I]  = act(x[token(pair)] @ w1[e]^T)     (gate/up halves for silu)
+//   GEMM1: h[sorted rows, I]  = act(x[token(pair)] @ w1[e]^T [+ b1[e]])  (gate/up halves: gated)
 //   GEMM2: y[pair, K]         = weight[pair] * (h[sorted row] @ w2[e]^T)
 //   combine: out[t, K]        = sum_{j < top_k} y[t * top_k + j]   (fixed order: bitwise stable)
+//            [+ sum_j weight[t, j] * b2[e_j], after the y rows, j ascending]
 // Grid: 1-D over (max_blocks x n_blocks) with a group_m raster; blocks past the device-side
 // *num_blocks exit at once, so no count reaches the host. This file only composes
 // sm90_cpasync_mainloop.cuh and sm90_moe_epilogue.cuh. Covered by sm90_gather_test.cpp.
@@ -36,6 +37,7 @@ struct GemmParams {
   // and sub_row0 [max_blocks * m_sub] holds the first row of each (sm90_align_kernel.cuh).
   int m_sub;
   const int* sub_row0;
+  const moe_bf16* bias;  // GEMM1 with kActBias: b1 [E, N1]; null elsewhere (GEMM2's b2: combine)
 };
 
 /// kMma: 0 = mma.sync main loop (schedule auto), 1 = wgmma main loop (schedule cooperative).
@@ -54,7 +56,7 @@ struct SelectMainloop<1, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, k
 template <int kBlockM, int kBlockN, int kBlockK, int kWarpsM, int kWarpsN, int kStages, int kGroupM,
           int kAct, bool kIsGemm1, int kMma>
 __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(GemmParams p) {
-  constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  constexpr bool kGated = kIsGemm1 && act_gated(kAct);
   using Mainloop = typename SelectMainloop<kMma, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN,
                                            kStages, kGated>::type;
   static_assert(kGroupM >= 1, "group_m must be >= 1");
@@ -99,7 +101,10 @@ __global__ void __launch_bounds__(kWarpsM* kWarpsN * 32, 1) moe_gemm_kernel(Gemm
   Mainloop ml;
   ml.run(smem, p.a, a_off, b_base, n0, p.n_dim + n0, valid_n, p.k_dim);
   const auto rows = load_epilogue_rows<Mainloop, kIsGemm1>(row_pair, row_scale, threadIdx.x);
-  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, rows, p.out, row0, n0, p.n_dim);
+  const moe_bf16* bias =
+      kIsGemm1 && act_biased(kAct) ? p.bias + (long long)expert * p.b_rows_per_expert : nullptr;
+  moe_epilogue_store<Mainloop, kAct, kIsGemm1>(ml, threadIdx.x, rows, p.out, row0, n0, p.n_dim,
+                                               nullptr, bias);
 }
 
 struct PermuteParams {
@@ -149,7 +154,28 @@ struct CombineParams {
   int top_k;
   int k_dim;
   int split_k;
+  // b2 [E, K] or null (no biases): out[t] += sum_j weight[t, j] * b2[ids[t, j]] after the y rows
+  const moe_bf16* bias;
+  const int* topk_ids;
+  const float* topk_weights;
+  int num_experts;
 };
+
+/// sum[0..8) += w * b2[e][v * 8 ..] for each slot j of token t, j ascending (GEMM2's bias).
+MOETUNE_DEVICE void combine_add_bias(CombineParams const& p, int t, int v, float (&sum)[8]) {
+  for (int j = 0; j < p.top_k; ++j) {
+    const int e = p.topk_ids[(long long)t * p.top_k + j];
+    if (e < 0 || e >= p.num_experts) continue;
+    const float w = p.topk_weights[(long long)t * p.top_k + j];
+    const uint4 q = __ldg(reinterpret_cast<const uint4*>(p.bias + (long long)e * p.k_dim + v * 8));
+    const moe_u32 b[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      sum[2 * i] = fmaf(w, __uint_as_float(b[i] << 16), sum[2 * i]);
+      sum[2 * i + 1] = fmaf(w, __uint_as_float(b[i] & 0xffff0000u), sum[2 * i + 1]);
+    }
+  }
+}
 
 /// Rows of y one combine thread has in flight: it issues the loads of up to this many of its
 /// token's rows (split GEMM2: two 16-byte loads per (j, s) unit, half as many units) before it
@@ -245,6 +271,7 @@ __global__ void __launch_bounds__(256, 6) moe_combine_kernel(CombineParams p) {
       }
     }
   }
+  if (p.bias != nullptr) combine_add_bias(p, t, v, sum);
   uint4 o;
   o.x = pack_bf16x2(sum[0], sum[1]);
   o.y = pack_bf16x2(sum[2], sum[3]);

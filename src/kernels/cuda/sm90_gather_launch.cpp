@@ -63,6 +63,7 @@ struct GemmParams {
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
   int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
   const int32_t* sub_row0;
+  const void* bias;  // GEMM1: b1 (read by kernels compiled with the bias bit); GEMM2: null
 };
 struct DecodeParams {  // sm90_decode_kernel.cuh
   const void* a;
@@ -73,6 +74,7 @@ struct DecodeParams {  // sm90_decode_kernel.cuh
   int k_dim, n_dim, b_rows_per_expert, top_k, num_pairs, num_experts;
   int prefetch_bytes;
   int stage_w2;
+  const void* bias;
 };
 struct DecodeFusedParams {  // sm90_decode_fused_kernel.cuh
   const void* x;
@@ -99,6 +101,10 @@ struct CombineParams {
   const void* y;
   void* out;
   int num_tokens, top_k, k_dim, split_k;
+  const void* bias;
+  const int32_t* topk_ids;
+  const float* topk_weights;
+  int num_experts;
 };
 // sm90_ws_kernel.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
 struct WsGemmParams {
@@ -115,8 +121,8 @@ struct WsGemmParams {
 // tma_a_wide can move it on one side only (448 on the device, 512 here: every swap-AB launch failed
 // with cudaErrorIllegalInstruction on the H200). Add fields after the last map.
 static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
-                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 352 &&
-                  offsetof(WsGemmParams, tail_split) == 364 &&
+                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 360 &&
+                  offsetof(WsGemmParams, tail_split) == 372 &&
                   offsetof(WsGemmParams, tma_a_wide) == 384,
               "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
               "levers, a third map)");
@@ -355,7 +361,7 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                            unsigned stages, FastPaths const& fast_paths) {
   const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
-  if (fast_paths.decode_fused && k.fused != nullptr && (stages & kStageGemm1) &&
+  if (fast_paths.decode_fused && k.fused != nullptr && !p.has_bias && (stages & kStageGemm1) &&
       (stages & kStageGemm2) && decode_fused_takes(p, k.g1, k.sm_count, k.fused_smem)) {
     return launch_decode_fused(k, p, args, b, stream, fast_paths);
   }
@@ -372,7 +378,8 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
                     b.pairs,
                     static_cast<int>(p.num_experts),
                     0,
-                    0};
+                    0,
+                    args.b1};
     void* params[] = {&dp};
     const dim3 grid(static_cast<unsigned>(b.pairs),
                     static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
@@ -398,7 +405,8 @@ core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p
                     fast_paths.decode_l2_prefetch && after_gemm1
                         ? sm90_decode_prefetch_bytes(p, k.l2_bytes)
                         : 0,
-                    stage_w2 ? 1 : 0};
+                    stage_w2 ? 1 : 0,
+                    args.b2};
     void* params[] = {&dp};
     const dim3 grid(static_cast<unsigned>(p.num_tokens),
                     static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
@@ -559,7 +567,8 @@ GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     1,
                     b.pairs,
                     b.m_sub,
-                    b.sub_row0};
+                    b.sub_row0,
+                    args.b1};
 }
 
 /// GEMM2 + routing weight: y rows per pair (bf16), or fp32 partials per K split.
@@ -580,6 +589,7 @@ GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& args, LayerBuf
                     split_k,
                     b.pairs,
                     1,
+                    nullptr,
                     nullptr};
 }
 
@@ -592,7 +602,11 @@ core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& 
                    static_cast<int>(p.num_tokens),
                    static_cast<int>(p.top_k),
                    static_cast<int>(p.hidden_size),
-                   k.g2.split_k};
+                   k.g2.split_k,
+                   args.b2,
+                   args.topk_ids,
+                   args.topk_weights,
+                   static_cast<int>(p.num_experts)};
   const long long threads = p.num_tokens * (p.hidden_size / 8);
   void* params[] = {&cp};
   MOETUNE_CUDA_CHECK(launch(k.combine, dim3(static_cast<unsigned>((threads + 255) / 256)),

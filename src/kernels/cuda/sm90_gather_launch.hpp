@@ -30,6 +30,8 @@ struct MoeArgs {
   const void* w1 = nullptr;
   const void* w2 = nullptr;
   void* out = nullptr;
+  const void* b1 = nullptr;  ///< [E, N1]; set exactly when the problem has_bias
+  const void* b2 = nullptr;  ///< [E, K]
 };
 
 /// Which stages a launch runs (per-stage timing runs them one at a time).

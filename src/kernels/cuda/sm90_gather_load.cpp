@@ -105,10 +105,11 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   MOETUNE_RETURN_IF_ERROR(sm90_can_implement(p, c));
   auto g1 = gemm_geometry(p, c.gemm1, true);
   auto g2 = gemm_geometry(p, c.gemm2, false);
-  const int act = act_id(p.activation);
+  // GEMM1 adds b1 where it is compiled with the bias bit; GEMM2's b2 is a launch argument.
+  const int act = act_id(p.activation) | (p.has_bias ? kActBiasBit : 0);
   if (g1->decode) {  // the decode kernels route and combine themselves
     std::vector<std::string> exprs{gemm_name_expr(*g1, act, true), gemm_name_expr(*g2, act, false)};
-    if (fast_paths.decode_fused && decode_fused_fits(*g1)) {
+    if (fast_paths.decode_fused && !p.has_bias && decode_fused_fits(*g1)) {
       exprs.push_back(decode_fused_name_expr(*g1, act));
     }
     return exprs;

@@ -1,7 +1,7 @@
 // sm90_moe_epilogue.cuh: epilogues of the two sm90_gather GEMMs, from the mma.sync accumulator
 // layout (row = lane/4 (+8), col = 2*(lane%4) (+1) per m16n8 fragment).
-//   GEMM1: h[sorted_row, n] = act(acc) (gated: silu(gate) * up), rounded to bf16; padding rows
-//          (pair -1) are not stored.
+//   GEMM1: h[sorted_row, n] = act(acc [+ b1[e]]) (gated: act(gate, up)), rounded to bf16;
+//          padding rows (pair -1) are not stored.
 //   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token);
 //          split over K (tma_ws): fp32 partials of each split instead, summed by combine. The
 //          weight comes from align's copy in sorted-row order (sorted_weights), so the rows a
@@ -66,15 +66,32 @@ MOETUNE_DEVICE void quad_transpose(moe_u32 (&a)[4], int lane) {
   lane_pair_trade<1>(a[0], a[2], a[1], a[3], lane);
 }
 
-/// The value stored at fragment (mm, nn, i) of row half: act(acc) (GEMM1) or scale * acc (GEMM2).
+/// The value stored at fragment (mm, nn, i) of row half, output column col: act(acc) (GEMM1;
+/// with kActBias, act(acc + bias[col]), the up half's bias at n_dim + col) or scale * acc (GEMM2).
 template <class Mainloop, int kAct, bool kIsGemm1>
-MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, float scale) {
+MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, float scale,
+                                    const moe_bf16* bias, int col, int n_dim) {
   float v = ml.acc_at(0, mm, nn, i);
   if (kIsGemm1) {
-    if (kAct == kActSiluGated) return act_silu(v) * ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, i);
+    const bool biased = act_biased(kAct) && col < n_dim;
+    if (biased) v += bias_at(bias, col);
+    if (act_gated(kAct)) {
+      float up = ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, i);
+      if (biased) up += bias_at(bias, n_dim + col);
+      return apply_gated_act<kAct>(v, up);
+    }
     return apply_act<kAct>(v);
   }
   return v * scale;
+}
+
+/// GEMM1 with kActBias: the bias row of the expert whose align block holds sorted row `row0`
+/// (align_rows: rows per align block); nullptr otherwise.
+template <int kAct, bool kIsGemm1>
+MOETUNE_DEVICE const moe_bf16* gemm1_bias_row(const moe_bf16* bias, const int* block_expert,
+                                              long long row0, int align_rows, int n1) {
+  if (!(kIsGemm1 && act_biased(kAct))) return nullptr;
+  return bias + (long long)block_expert[row0 / align_rows] * n1;
 }
 
 /// The tile row of fragment row (mm, half) in a lane of warp row warp_m.
@@ -119,11 +136,12 @@ MOETUNE_DEVICE EpilogueRows<Mainloop> load_epilogue_rows(const int* row_pair,
 /// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
 /// partial (GEMM2 split over K): when not null, fp32 rows partial[pair] (the split's slice)
 /// receive weight * acc instead of bf16 rows of out.
+/// bias (GEMM1 with kActBias): the tile expert's b1 row (gemm1_bias_row).
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
                                        EpilogueRows<Mainloop> const& rows, moe_bf16* out,
-                                       long long row0, int n0, int n_dim,
-                                       float* partial = nullptr) {
+                                       long long row0, int n0, int n_dim, float* partial = nullptr,
+                                       const moe_bf16* bias = nullptr) {
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -147,9 +165,11 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
           moe_u32 a[4];
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            a[j] = pack_bf16x2(
-                epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2, scale),
-                epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2 + 1, scale));
+            const int cj = col_w + (4 * g + j) * 8 + (lane & 3) * 2;  // this lane's column pair
+            a[j] = pack_bf16x2(epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2,
+                                                                        scale, bias, cj, n_dim),
+                               epilogue_value<Mainloop, kAct, kIsGemm1>(
+                                   ml, mm, 4 * g + j, half * 2 + 1, scale, bias, cj + 1, n_dim));
           }
           quad_transpose(a, lane);
           const int col = col_w + (4 * g + (lane & 3)) * 8;
@@ -162,9 +182,11 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         for (int nn = 4 * kGroups; nn < Mainloop::kMmaN; ++nn) {
           const int col = col_w + nn * 8 + (lane & 3) * 2;
           if (pair < 0 || col >= n_dim) continue;
-          *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(
-              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale),
-              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale));
+          *reinterpret_cast<moe_u32*>(out_ptr + col) =
+              pack_bf16x2(epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale,
+                                                                   bias, col, n_dim),
+                          epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale,
+                                                                   bias, col + 1, n_dim));
         }
       }
     }
@@ -183,8 +205,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
         const int col = col_w + nn * 8 + (lane & 3) * 2;
         if (col >= n_dim) continue;
-        const float v0 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale);
-        const float v1 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale);
+        const float v0 =
+            epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale, bias, col, n_dim);
+        const float v1 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale,
+                                                                  bias, col + 1, n_dim);
         if (partial != nullptr) {
           *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
         } else {

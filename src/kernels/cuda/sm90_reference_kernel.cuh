@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(256) moe_ref_gemm1_kernel(RefParams p) {
   if (lane == 0) {
     float v;
     if (p.gated)
-      v = act_silu(g) * u;
+      v = p.act == kActSwigluOai ? act_swigluoai(g, u) : act_silu(g) * u;
     else if (p.act == kActRelu2)
       v = act_relu2(g);
     else if (p.act == kActGelu)

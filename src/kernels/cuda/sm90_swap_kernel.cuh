@@ -89,7 +89,8 @@ struct SwapEpilogue {
 template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1>
 __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     moe_swap_gemm_kernel(const __grid_constant__ WsGemmParams p) {
-  constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  constexpr bool kGated = kIsGemm1 && act_gated(kAct);
+  constexpr bool kBias = kIsGemm1 && act_biased(kAct);
   using Tile = SwapTile<kBlockM, kConsumers, kGated>;
   constexpr int kStageBytes = Tile::kStageBytes;
   constexpr int kAcc = Tile::kAcc;
@@ -357,6 +358,15 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
     moe_bf16* out = reinterpret_cast<moe_bf16*>(g.out);
     const moe_u32 epi = smem_u32(&s_epi[c][0]);
     const int wcol0 = pid_n * kCols + c * Epi::kCols;  // the warpgroup's first output column
+    // kActBias: b1 of the tile's expert at output column col (gated: gate, and up at + n_dim).
+    const moe_bf16* brow =
+        kBias ? g.bias + (long long)g.block_expert[pid_m] * g.b_rows_per_expert : nullptr;
+    auto bias = [&](int col) { return kBias && col < g.n_dim ? bias_at(brow, col) : 0.0f; };
+    auto add = [](float v, float b) { return kBias ? v + b : v; };  // unbiased: the same bits
+    // Gated: this lane's output column (the weight row of acc[4 j] and, 8 rows on, acc[4 j + 2]).
+    const int gcol = wcol0 + 8 * warp + (lane >> 2);
+    const float bg = kGated ? bias(gcol) : 0.0f;
+    const float bu = kGated && kBias && gcol < g.n_dim ? bias_at(brow, g.n_dim + gcol) : 0.0f;
 #pragma unroll
     for (int q = 0; q < kBlockM / 32; ++q) {
       if (32 * q >= n) break;
@@ -366,8 +376,9 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int j = 4 * q + i;
-          r[i] = pack_bf16x2(act_silu(acc[4 * j]) * acc[4 * j + 2],
-                             act_silu(acc[4 * j + 1]) * acc[4 * j + 3]);
+          r[i] =
+              pack_bf16x2(apply_gated_act<kAct>(add(acc[4 * j], bg), add(acc[4 * j + 2], bu)),
+                          apply_gated_act<kAct>(add(acc[4 * j + 1], bg), add(acc[4 * j + 3], bu)));
         }
         // Matrix i: output columns 8 warp + (0..7) x tokens 8 i + (0..7); lane l gives the
         // address of token row l.
@@ -385,7 +396,10 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
               s0 = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3)];
               s1 = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3) + 1];
             }
-            r[m] = kIsGemm1 ? pack_bf16x2(apply_act<kAct>(acc[i]), apply_act<kAct>(acc[i + 1]))
+            // GEMM1: weight row (output column) lane / 4 + 8 (m & 1) of the warp's 16.
+            const float b = bias(wcol0 + 16 * warp + 8 * (m & 1) + (lane >> 2));
+            r[m] = kIsGemm1 ? pack_bf16x2(apply_act<kAct>(add(acc[i], b)),
+                                          apply_act<kAct>(add(acc[i + 1], b)))
                             : pack_bf16x2(acc[i] * s0, acc[i + 1] * s1);
           }
           const int m = lane >> 3;

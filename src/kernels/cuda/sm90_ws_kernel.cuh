@@ -168,7 +168,7 @@ template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIs
           bool kSplitK, bool kPingpong = false, int kClusterM = 1, int kClusterN = 1>
 __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
     moe_ws_gemm_kernel(const __grid_constant__ WsGemmParams p) {
-  constexpr bool kGated = kIsGemm1 && kAct == kActSiluGated;
+  constexpr bool kGated = kIsGemm1 && act_gated(kAct);
   // GEMM1 gathers its x rows with cp.async in the producer warpgroup, except at block_m 192 and
   // 256, where they come by TMA from the copy of x in sorted-row order that moe_permute_rows_kernel
   // wrote (g.a; 256 gathered rows per stage starved the consumers under ncu; at 192 the gather made
@@ -206,7 +206,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   // epilogue (erf) with 128 accumulator registers, which it pushed over the 168-register cap that
   // ptxas allocates under (a 4-byte spill; the compile test refuses any).
   constexpr bool kHalfSkip = kBlockM == 128 && !kPingpong && kSplitN == 1 &&
-                             !(kIsGemm1 && kAct == kActGelu && kWgBRows / 2 >= 128);
+                             !(kIsGemm1 && act_base(kAct) == kActGelu && kWgBRows / 2 >= 128);
   // Lever tail_split's path (same exclusion): a tile of <= 64 rows runs as 64 rows x kTailN0
   // columns on warpgroup 1 and 64 x (kBlockN - kTailN0) on warpgroup 2 (multiples of 8, >= 32).
   constexpr bool kTailSplit = kHalfSkip && kBlockN >= 64;
@@ -278,6 +278,11 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
   auto tile_row0 = [&](int pm) { return g.m_sub > 1 ? g.sub_row0[pm] : pm * kBlockM; };
   auto tile_expert = [&](int pm, int row0) {
     return g.block_expert[g.m_sub > 1 ? row0 / (kBlockM * g.m_sub) : pm];
+  };
+  // GEMM1 with kActBias: the b1 row of m-tile pm's expert (null elsewhere).
+  auto bias_row = [&](int pm) -> const moe_bf16* {
+    if (!(kIsGemm1 && act_biased(kAct))) return nullptr;
+    return g.bias + (long long)tile_expert(pm, tile_row0(pm)) * g.b_rows_per_expert;
   };
   const int num_n = (g.n_dim + kBlockN - 1) / kBlockN;
   // GEMM2 may split K (g.split_k parts, host-checked to divide k_dim / 64): tile t covers the
@@ -490,7 +495,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
       } else {
         mainloop(IntConst<1>{}, next_tile);
       }
-      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN, g.n_dim);
+      moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * kBlockN, g.n_dim,
+                                              nullptr, bias_row(pid_m));
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
@@ -554,7 +560,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
     // them by its kNc columns from c0 (gate and up rows of those columns when gated) with the
     // same stages, barriers and k16 sequence as a full tile (so the same bits per element) and
     // stores them.
-    auto tail_tile = [&](auto nc, int c0, long long trow0, int pid_n, float* partial) {
+    auto tail_tile = [&](auto nc, int c0, long long trow0, int pid_n, float* partial,
+                         const moe_bf16* bias) {
       constexpr int kNc = decltype(nc)::value;
       using View = WsAccumulatorView<kNc, kGated>;
       const auto rows =
@@ -580,7 +587,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         ml.fence_all();
       });
       moe_epilogue_store<View, kAct, kIsGemm1>(View{{}, ml.acc}, tid, rows, g.out, trow0,
-                                               pid_n * kBlockN + c0, g.n_dim, partial);
+                                               pid_n * kBlockN + c0, g.n_dim, partial, bias);
     };
     // The CTA's next tile: the static walk's, or (dynamic_tiles) the one the producer put in the
     // stage that tile's first k-tile fills (the main loop's wait on it then passes at once).
@@ -605,9 +612,10 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         const long long trow0 = tile_row0(pid_m);
         if (p.tail_split != 0 && g.sorted_pairs[trow0 + 64] < 0) {
           if (cm == 0) {
-            tail_tile(IntConst<kTailN0>{}, 0, trow0, pid_n, partial);
+            tail_tile(IntConst<kTailN0>{}, 0, trow0, pid_n, partial, bias_row(pid_m));
           } else {
-            tail_tile(IntConst<kBlockN - kTailN0>{}, kTailN0, trow0, pid_n, partial);
+            tail_tile(IntConst<kBlockN - kTailN0>{}, kTailN0, trow0, pid_n, partial,
+                      bias_row(pid_m));
           }
           continue;
         }
@@ -648,7 +656,8 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() +
         mainloop(IntConst<1>{});
       }
       moe_epilogue_store<Acc, kAct, kIsGemm1>(ml, tid, rows, g.out, row0,
-                                              pid_n * kBlockN + cn * kWgN, g.n_dim, partial);
+                                              pid_n * kBlockN + cn * kWgN, g.n_dim, partial,
+                                              bias_row(pid_m));
     }
   }
   // Clusters: neither CTA leaves while its peer may still multicast into its shared memory or

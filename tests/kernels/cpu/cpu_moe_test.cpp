@@ -22,7 +22,8 @@ constexpr Shape kEvenShape{8, 128, 96, 2};
 constexpr Shape kOddShape{6, 192, 64, 3};
 constexpr int64_t kTokenCounts[] = {0, 1, 2, 3, 7, 15, 16, 17, 63, 64, 65, 255};
 constexpr core::Activation kActivations[] = {core::Activation::kSiluGated, core::Activation::kRelu2,
-                                             core::Activation::kGelu, core::Activation::kGeluTanh};
+                                             core::Activation::kGelu, core::Activation::kGeluTanh,
+                                             core::Activation::kSwigluOai};
 
 /// Generates the case, runs `config` (default_config when null) and expects a pass.
 void expect_matches_reference(core::MoeProblem const& p, core::RoutingProfile const& routing,
@@ -78,6 +79,47 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::ValuesIn(kActivations), ::testing::Values(kEvenShape, kOddShape),
                        ::testing::Values(core::DType::kBf16, core::DType::kFp32)),
     sweep_name);
+
+// Biases on both GEMMs (gpt-oss), with split-K on both so the bias is added once, after the sum.
+TEST_P(CpuMoeSweep, MatchesFp64ReferenceWithBiases) {
+  auto const [act, shape, dtype] = GetParam();
+  core::MoeConfig const split{cpu_kernel(16, 32, 64, 2, 3, 2), cpu_kernel(16, 64, 32, 2, 2, 1)};
+  for (int64_t m : {1, 17, 65}) {
+    core::MoeProblem p = small_problem(m, shape.e, shape.k, shape.inter, shape.top_k, act, dtype);
+    p.has_bias = true;
+    expect_matches_reference(p, core::RoutingProfile{});
+    expect_matches_reference(p, core::RoutingProfile{}, &split);
+  }
+}
+
+TEST(CpuMoe, BiasesChangeTheLayerAndAreRequiredWhenTheProblemHasThem) {
+  core::MoeProblem p = small_problem(9, 8, 128, 96, 2, core::Activation::kSwigluOai);
+  p.has_bias = true;
+  auto data = generate_moe_data(p, core::RoutingProfile{}, testing::test_seed());
+  ASSERT_TRUE(data.ok());
+  auto with = reference_moe(p, data->view());
+  core::MoeProblem q = p;
+  q.has_bias = false;
+  MoeInputsView v = data->view();
+  v.b1 = {};
+  v.b2 = {};
+  auto without = reference_moe(q, v);
+  ASSERT_TRUE(with.ok() && without.ok());
+  EXPECT_NE(*with, *without);  // the negative twin: the biases reach the reference
+  CpuMoeArgs args{.x = data->x_data(),
+                  .topk_ids = data->routing.topk_ids.data(),
+                  .topk_weights = data->routing.topk_weights.data(),
+                  .w1 = data->w1_data(),
+                  .w2 = data->w2_data(),
+                  .out = nullptr};
+  std::vector<uint16_t> out(static_cast<size_t>(p.num_tokens * p.hidden_size));
+  args.out = out.data();
+  CpuMoeWorkspace ws;
+  core::Status const s = run_cpu_moe(p, cpu_tiled_default_config(p), args, ws, FastPaths{});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message.find("has_bias is set but b1 or b2 is null"), std::string::npos)
+      << s.error().message;
+}
 
 TEST(CpuMoe, MatchesReferenceWhenEveryTokenGoesToOneExpert) {
   core::RoutingProfile routing;

@@ -23,6 +23,8 @@ RunOutput run_cpu(MoeHostData const& data, core::MoeConfig const& config) {
   args.topk_weights = data.routing.topk_weights.data();
   args.w1 = data.w1_data();
   args.w2 = data.w2_data();
+  args.b1 = data.b1_data();
+  args.b2 = data.b2_data();
   args.out = result.storage.data();
   CpuMoeWorkspace workspace;
   result.status = run_cpu_moe(data.problem, config, args, workspace);
