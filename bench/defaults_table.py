@@ -33,12 +33,12 @@ RULE = """| regime | rule |
 
 BK: 128 where the GEMM's reduction size (K for GEMM1, I for GEMM2) divides it, else 64 with 5 stages.
 A choice `can_implement` refuses (the shape or a lever off) falls through to the next one, ending in
-mma.sync 16x64x64. Fitted to every candidate the sweep timed on S1-S3 and five held-out models
-(`bench/fit_defaults.py` over the sweep's `--sweep-log`); the 192-row band from per-GEMM sweeps and
+mma.sync 16x64x64. Fitted to every candidate the sweep timed on S1-S3 and H1-H5, its fitting set
+(`bench/fit_defaults.py` over the sweep's `--sweep-log`; none of these shapes is held out); the 192-row band from per-GEMM sweeps and
 a layer A/B against the rule before, its GEMM1 on swap-AB from a two-build A/B at four points of
 the band, its I bound (10 p) from pinned-row runs at p = 128 on five models; the two swap-AB bands
-from A/Bs of three candidate rules against the rule before at 42 points of S1-S3 and five held-out
-models, checked out of sample on four more models. The reasons for each band are in
+from A/Bs of three candidate rules against the rule before at 42 points of S1-S3 and H1-H5,
+checked on four more models. The reasons for each band are in
 `src/kernels/cuda/sm90_gather_defaults.cpp`.
 """
 

@@ -1,7 +1,7 @@
 // sm90_default_config (sm90_gather_defaults.hpp). Covered by
 // tests/kernels/cuda/jit_default_rule_test.cpp (each band's choice and the fall-through),
 // tests/kernels/cuda/jit_compile_test.cpp (every regime's default is implementable and compiles,
-// held-out shapes too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
+// H1-H5 too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 
 #include <vector>
@@ -11,8 +11,8 @@
 namespace moetune::kernels::cuda {
 
 // Default rule, per regime of pairs per expert p = M * top_k / E. Fitted on H200 to every
-// candidate the per-GEMM sweep timed on eight shapes, S1-S3 and five held-out models
-// (bench/fit_defaults.py over the sweep's --sweep-log): each
+// candidate the per-GEMM sweep timed on eight shapes, S1-S3 and H1-H5 (its whole fitting set: none
+// of them is held out) (bench/fit_defaults.py over the sweep's --sweep-log): each
 // regime's pair is the one with the lowest geomean of (GEMM1 + GEMM2) / (best GEMM1 + best GEMM2)
 // over the points in it; over the 82 points outside decode that geomean went from 1.065 (the
 // rule before) to 1.027, worst point 1.29 -> 1.10. "BK" = 128 where the GEMM's reduction size
