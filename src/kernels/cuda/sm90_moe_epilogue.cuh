@@ -66,18 +66,42 @@ MOETUNE_DEVICE void quad_transpose(moe_u32 (&a)[4], int lane) {
   lane_pair_trade<1>(a[0], a[2], a[1], a[3], lane);
 }
 
-/// The value stored at fragment (mm, nn, i) of row half, output column col: act(acc) (GEMM1;
-/// with kActBias, act(acc + bias[col]), the up half's bias at n_dim + col) or scale * acc (GEMM2).
+/// GEMM1's bias at an output column pair (col, col + 1): gate (or plain) and up values.
+struct BiasPair {
+  float g[2] = {0.0f, 0.0f};
+  float u[2] = {0.0f, 0.0f};
+};
+
+/// kActBias: the b1 row's values at columns col and col + 1 (col even, n_dim even), the up
+/// half's at n_dim + col; zeros past n_dim and without the bias bit. Loaded where used, by a
+/// volatile load the compiler cannot hoist out of the store loops: hoisted, a 128-column tile's
+/// biases stayed live in 64 registers and the tma_ws GEMM1 spilled.
+template <int kAct, bool kIsGemm1>
+MOETUNE_DEVICE BiasPair load_bias_pair(const moe_bf16* bias, int col, int n_dim) {
+  BiasPair b;
+  if (!(kIsGemm1 && act_biased(kAct)) || col >= n_dim) return b;
+  auto load = [](const moe_bf16* p, float(&out)[2]) {
+    moe_u32 v;
+    asm volatile("ld.global.nc.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
+    out[0] = __uint_as_float(v << 16);
+    out[1] = __uint_as_float(v & 0xffff0000u);
+  };
+  load(bias + col, b.g);
+  if (act_gated(kAct)) load(bias + n_dim + col, b.u);
+  return b;
+}
+
+/// The value stored at fragment (mm, nn, i) of row half: act(acc) (GEMM1; with kActBias,
+/// act(acc + b), b from load_bias_pair at i's column) or scale * acc (GEMM2).
 template <class Mainloop, int kAct, bool kIsGemm1>
 MOETUNE_DEVICE float epilogue_value(Mainloop const& ml, int mm, int nn, int i, float scale,
-                                    const moe_bf16* bias, int col, int n_dim) {
+                                    BiasPair const& b) {
   float v = ml.acc_at(0, mm, nn, i);
   if (kIsGemm1) {
-    const bool biased = act_biased(kAct) && col < n_dim;
-    if (biased) v += bias_at(bias, col);
+    if (act_biased(kAct)) v += b.g[i & 1];
     if (act_gated(kAct)) {
       float up = ml.acc_at(Mainloop::kNumAcc - 1, mm, nn, i);
-      if (biased) up += bias_at(bias, n_dim + col);
+      if (act_biased(kAct)) up += b.u[i & 1];
       return apply_gated_act<kAct>(v, up);
     }
     return apply_act<kAct>(v);
@@ -166,10 +190,11 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
             const int cj = col_w + (4 * g + j) * 8 + (lane & 3) * 2;  // this lane's column pair
-            a[j] = pack_bf16x2(epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2,
-                                                                        scale, bias, cj, n_dim),
-                               epilogue_value<Mainloop, kAct, kIsGemm1>(
-                                   ml, mm, 4 * g + j, half * 2 + 1, scale, bias, cj + 1, n_dim));
+            const BiasPair b = load_bias_pair<kAct, kIsGemm1>(bias, cj, n_dim);
+            a[j] = pack_bf16x2(
+                epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2, scale, b),
+                epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, 4 * g + j, half * 2 + 1, scale,
+                                                         b));
           }
           quad_transpose(a, lane);
           const int col = col_w + (4 * g + (lane & 3)) * 8;
@@ -182,11 +207,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         for (int nn = 4 * kGroups; nn < Mainloop::kMmaN; ++nn) {
           const int col = col_w + nn * 8 + (lane & 3) * 2;
           if (pair < 0 || col >= n_dim) continue;
-          *reinterpret_cast<moe_u32*>(out_ptr + col) =
-              pack_bf16x2(epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale,
-                                                                   bias, col, n_dim),
-                          epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale,
-                                                                   bias, col + 1, n_dim));
+          const BiasPair b = load_bias_pair<kAct, kIsGemm1>(bias, col, n_dim);
+          *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(
+              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale, b),
+              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale, b));
         }
       }
     }
@@ -205,10 +229,10 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
       for (int nn = 0; nn < Mainloop::kMmaN; ++nn) {
         const int col = col_w + nn * 8 + (lane & 3) * 2;
         if (col >= n_dim) continue;
-        const float v0 =
-            epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale, bias, col, n_dim);
-        const float v1 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale,
-                                                                  bias, col + 1, n_dim);
+        const BiasPair b = load_bias_pair<kAct, kIsGemm1>(bias, col, n_dim);
+        const float v0 = epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale, b);
+        const float v1 =
+            epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale, b);
         if (partial != nullptr) {
           *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
         } else {
