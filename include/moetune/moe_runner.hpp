@@ -4,7 +4,9 @@
 //
 // Which config runs (knobs):
 //   none      -> the knob cache entry of this scope and bucket, else the table row (the resolver:
-//                nearest key, policies), else the backend's documented default config;
+//                nearest key, policies; rule other_device when the table was made on another
+//                device, unless RunnerOptions::same_device_tables forbids such tables), else the
+//                backend's documented default config;
 //   explicit  -> that config, validated with the backend's can_implement (refused with the reason);
 //   auto      -> the cache entry when there is one (never re-tuned), else a bounded in-process
 //                sweep of this bucket (time budget), whose winner is persisted in the cache and
@@ -50,9 +52,10 @@ struct Knobs {
   }
 };
 
-/// Which rule chose a config.
-enum class ChoiceRule { kExplicit, kCache, kTable, kDefault, kAuto };
-/// "explicit", "cache", "table", "default", "auto".
+/// Which rule chose a config. kOtherDevice: a row of a table whose device_name is not this
+/// device's (a table tuned on an H200 serving on an H100; RunnerOptions::same_device_tables).
+enum class ChoiceRule { kExplicit, kCache, kTable, kDefault, kAuto, kOtherDevice };
+/// "explicit", "cache", "table", "default", "auto", "other_device".
 char const* to_string(ChoiceRule r);
 
 /// The answer for one M: the config, the rule, and a sentence saying why.
@@ -130,8 +133,14 @@ struct RunArgs {
 /// Options of a runner. Every field has a documented default.
 struct RunnerOptions {
   /// Directory of tables (tables/<device>/); "" = no tables. The table whose key matches the
-  /// problem (E, I, K, top_k, activation, dtype) and the backend's family is used.
+  /// problem (E, I, K, top_k, activation, dtype) and the backend's family is used; one made on
+  /// this device (its device_name, against $MOETUNE_DEVICE_NAME or the backend's device: "cpu"
+  /// on cpu) is preferred over one made on another device.
   std::string tables_dir;
+  /// Unset (default, and $MOETUNE_TABLES_SAME_DEVICE unset or 0): a table made on another device
+  /// serves, and its rows' rule is other_device. Set (or MOETUNE_TABLES_SAME_DEVICE=1): such a
+  /// table is not used, with one warning; the knob cache or the default config serves.
+  bool same_device_tables = false;
   /// Knob cache file; "" = $MOETUNE_CACHE, else <cache home>/moetune/knobs-<role>.json.
   std::string cache_path;
   /// Deployment role (one cache file per role when cache_path is defaulted): letters, digits,
@@ -174,7 +183,8 @@ class MoeRunner {
   /// config instead, with one warning each. `problem.num_tokens` is ignored. Fails on an invalid
   /// problem, an unknown or unavailable backend, a corrupt table or cache (naming the file), or a
   /// bad MOETUNE_* variable (an unknown name, a lever knob other than on|off, a knob for a lever
-  /// not served at this deployment: the lever resolver's one-line message).
+  /// not served at this deployment: the lever resolver's one-line message; a MOETUNE_DEVICE_NAME
+  /// or MOETUNE_TABLES_SAME_DEVICE value it cannot take).
   static core::Result<std::unique_ptr<MoeRunner>> create(core::MoeProblem problem,
                                                          std::string const& backend,
                                                          RunnerOptions options = {});

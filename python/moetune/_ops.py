@@ -127,8 +127,9 @@ def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu",
             w1_bias=None, w2_bias=None):
     """Which config fused_moe would run for these tensors, and the rule that chose it.
 
-    Returns a dict: rule ("explicit", "cache", "table", "default", "auto"), config, table,
-    fast_paths, and explain (the runner's sentence, as `moetune run` prints it).
+    Returns a dict: rule ("explicit", "cache", "table", "default", "auto", or "other_device": a
+    row of a table made on another device, which MOETUNE_TABLES_SAME_DEVICE=1 forbids), config,
+    table, fast_paths, and explain (the runner's sentence, as `moetune run` prints it).
     """
     c = "" if config is None else _config_arg(config)
     text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c,

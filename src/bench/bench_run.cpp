@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "core/device_label.hpp"
 #include "core/lever.hpp"
 #include "core/lever_io.hpp"
 #include "core/resolver.hpp"
@@ -51,24 +52,44 @@ void set_testbed_fast_paths(kernels::Testbed& testbed, kernels::FastPaths const&
 #endif
 }
 
-core::Result<std::optional<core::Table>> find_table(std::string const& dir,
-                                                    core::MoeProblem const& problem,
-                                                    std::string* path, std::string* note) {
+core::Status find_table(std::string const& dir, TableDevicePolicy const& policy,
+                        BenchSeries* series) {
   auto files = core::list_table_files(dir);
   if (!files.ok()) return files.error();
+  core::MoeProblem const& problem = series->problem;
+  std::vector<std::string> skipped;  // matching tables of another device, not used
   for (auto const& file : *files) {
     auto table = core::load_table(file);
     if (!table.ok()) return table.error();
-    if (core::check_key_matches(table->key, problem, file).ok()) {
-      *path = file;
-      return std::optional<core::Table>(std::move(table).value());
+    if (!core::check_key_matches(table->key, problem, file).ok()) continue;
+    bool const other = core::is_other_device(table->key.device_name, policy.local_device);
+    if (other && policy.same_device_tables) {
+      skipped.push_back(file + " (made on " + table->key.device_name + ")");
+      continue;
     }
+    if (series->table && (series->table_device.empty() || other)) continue;  // first match stays
+    series->table_path = file;
+    series->table_device = other ? table->key.device_name : "";
+    series->table = std::move(table).value();
   }
-  *note = "no table in " + dir + " serves E=" + std::to_string(problem.num_experts) +
-          ",K=" + std::to_string(problem.hidden_size) +
-          ",I=" + std::to_string(problem.intermediate_size) +
-          "; the backend's default config is used";
-  return std::optional<core::Table>();
+  std::string const shape = "E=" + std::to_string(problem.num_experts) +
+                            ",K=" + std::to_string(problem.hidden_size) +
+                            ",I=" + std::to_string(problem.intermediate_size);
+  if (series->table && !series->table_device.empty()) {
+    series->table_note = "table " + series->table_path + " was made on " + series->table_device +
+                         ", this device is " + policy.local_device +
+                         "; its rows serve with rule other_device (--same-device-tables or "
+                         "MOETUNE_TABLES_SAME_DEVICE=1 forbids)";
+  } else if (!series->table) {
+    series->table_note = "no table in " + dir + " serves " + shape;
+    if (!skipped.empty()) {
+      series->table_note += " on this device (" + policy.local_device +
+                            "; not used: " + skipped.front() + (skipped.size() > 1 ? ", ..." : "") +
+                            ")";
+    }
+    series->table_note += "; the backend's default config is used";
+  }
+  return core::Status::Ok();
 }
 
 namespace {
@@ -89,6 +110,8 @@ void resolve_point(kernels::Testbed const& testbed, BenchSeries const& series, B
   });
   pt->config = r.config;
   pt->rule = std::string(core::to_string(r.rule));
+  bool const row = r.rule == core::Rule::kExactKey || r.rule == core::Rule::kNearestKey;
+  if (row && !series.table_device.empty()) pt->rule = "other_device";
   pt->key = r.key;
   pt->table = series.table_path;
 }

@@ -34,6 +34,7 @@ struct BenchSeries {
   std::vector<int64_t> ms;
   std::optional<core::Table> table;  ///< the table the resolver reads; none = default config
   std::string table_path;            ///< where it came from ("" when none)
+  std::string table_device;          ///< the table's device when made on another device, else ""
   std::string table_note;            ///< why there is none ("no table in DIR for this key")
 };
 
@@ -59,7 +60,8 @@ struct BenchPoint {
   SampleSummary stats;
   Floor floor;
   double t_over_floor = 0;  ///< 0 when the floor is unknown
-  std::string rule;         ///< the resolver's rule ("exact_key", ...) or "default"
+  std::string rule;  ///< the resolver's rule ("exact_key", ...), "default", or "other_device" (a
+                     ///< row of a table made on another device, BenchSeries::table_device)
   std::optional<int64_t> key;
   core::MoeConfig config;
   std::string table;       ///< table path, or "" for the default
@@ -85,11 +87,18 @@ core::Result<kernels::FastPaths> fast_paths_for(std::string const& backend,
 /// Sets the fast paths on the cpu or cuda testbed (others ignore them).
 void set_testbed_fast_paths(kernels::Testbed& testbed, kernels::FastPaths const& fp);
 
-/// Finds the table in `dir` whose key serves `problem` (check_key_matches). None found is
-/// nullopt with `note` saying so; a broken table file is an error.
-core::Result<std::optional<core::Table>> find_table(std::string const& dir,
-                                                    core::MoeProblem const& problem,
-                                                    std::string* path, std::string* note);
+/// This machine's device and whether a table made on another device may serve (issue 51).
+struct TableDevicePolicy {
+  std::string local_device;         ///< device label (core/device_label.hpp); "" = unknown
+  bool same_device_tables = false;  ///< set: a table made on another device is not used
+};
+
+/// Finds the table in `dir` whose key serves `series->problem` (check_key_matches), one made on
+/// `policy.local_device` first, and sets series->table, table_path, table_device (the table's
+/// device when it is another's: its rows' rule is then other_device) and table_note (why there
+/// is none, or that the table is another device's). A broken table file is an error.
+core::Status find_table(std::string const& dir, TableDevicePolicy const& policy,
+                        BenchSeries* series);
 
 /// Called after each point (progress lines, CSV rows flushed as they come).
 using PointSink = std::function<void(BenchPoint const&)>;

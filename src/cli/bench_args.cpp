@@ -12,6 +12,8 @@
 #include "core/device_info.hpp"
 #include "core/names.hpp"
 #include "kernels/cpu/moe_data.hpp"
+#include "kernels/testbed.hpp"
+#include "runtime/device_env.hpp"
 
 extern char** environ;
 
@@ -31,6 +33,10 @@ void add_series_options(CLI::App& app, BenchArgs* a) {
   app.add_option("--seed", a->seed,
                  "inputs of point M are seeded by seed + M; bootstraps by seed (default 1)");
   add_backend_option(app, &a->backend);
+  app.add_flag("--same-device-tables", a->same_device_tables,
+               "use no table made on another device (its device_name is not this device's; "
+               "also MOETUNE_TABLES_SAME_DEVICE=1): such points run the default config. By "
+               "default such a table serves and its points' rule is other_device");
 }
 
 std::vector<int64_t> parse_m_list(std::string const& list) {
@@ -62,14 +68,21 @@ std::string bench_backend(BenchArgs const& args) {
 
 namespace {
 
-void attach_table(BenchArgs const& args, bench::BenchSeries& s) {
+/// This machine's device label for `backend` ($MOETUNE_DEVICE_NAME, else the backend's device;
+/// "" when the backend cannot start here, which the run then reports itself).
+std::string local_device_label(std::string const& backend) {
+  core::DeviceInfo device;
+  if (auto b = kernels::make_backend(backend); b.ok()) device = (*b)->device();
+  return unwrap(runtime::local_device_label(device));
+}
+
+void attach_table(BenchArgs const& args, std::string const& backend, bench::BenchSeries& s) {
   if (args.tables.empty()) return;
-  std::string path, note;
-  auto t = bench::find_table(args.tables, s.problem, &path, &note);
-  if (!t.ok()) fail(t.error());
-  s.table = std::move(t).value();
-  s.table_path = path;
-  s.table_note = note;
+  bench::TableDevicePolicy const policy{
+      .local_device = local_device_label(backend),
+      .same_device_tables =
+          args.same_device_tables || unwrap(runtime::same_device_tables_from_env())};
+  unwrap(bench::find_table(args.tables, policy, &s));
 }
 
 /// Every point's inputs are generated on the host: a size this machine cannot hold is bad
@@ -106,7 +119,7 @@ std::vector<bench::BenchSeries> build_series(BenchArgs const& args, std::string 
     if (backend == "cpu") s.problem.arch = "cpu";
     s.routing = routing.value_or(core::RoutingProfile{});
     s.ms = ms;
-    attach_table(args, s);
+    attach_table(args, backend, s);
     out.push_back(std::move(s));
     check_series_fit(out);
     return out;
@@ -124,7 +137,7 @@ std::vector<bench::BenchSeries> build_series(BenchArgs const& args, std::string 
     bench::BenchSeries s{.name = shape.name, .problem = shape.problem};
     s.routing = routing.value_or(shape.routing);
     s.ms = ms.empty() ? shape.buckets : ms;
-    attach_table(args, s);
+    attach_table(args, backend, s);
     out.push_back(std::move(s));
   }
   check_series_fit(out);
@@ -157,6 +170,7 @@ std::vector<std::string> arm_worker_args(BenchArgs const& a, std::string const& 
   add("--problem", a.problem);
   add("--m", a.m_list);
   add("--routing", a.routing);
+  if (a.same_device_tables) out.push_back("--same-device-tables");
   return out;
 }
 

@@ -20,13 +20,15 @@ struct BenchArgs {
   std::string tables;
   std::string levers;
   std::string backend;
+  bool same_device_tables = false;  ///< --same-device-tables
   int repeats = 10;
   int warmup = 2;
   uint64_t seed = 1;
   double cooldown_s = -1;  ///< < 0: 1 s on cuda, 0 on cpu
 };
 
-/// Adds --recipe, --problem, --m, --routing, --repeats, --warmup, --seed, --backend.
+/// Adds --recipe, --problem, --m, --routing, --repeats, --warmup, --seed, --backend,
+/// --same-device-tables.
 void add_series_options(CLI::App& app, BenchArgs* args);
 
 /// Parses "1,4,16" into token counts, or CliExit(2) naming --m.

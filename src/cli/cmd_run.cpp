@@ -1,7 +1,8 @@
 // moetune run: serve one layer call through MoeRunner, as an engine would, and say which rule chose
-// the config (explicit, cache, table, default or auto) and which fast paths (levers) the runner
-// took. On both backends the runner itself runs (runtime/checked_run.hpp: cpu on host buffers,
-// cuda on device buffers and a stream) on generated inputs, checked against the fp64 reference.
+// the config (explicit, cache, table, other_device, default or auto) and which fast paths (levers)
+// the runner took. On both backends the runner itself runs (runtime/checked_run.hpp: cpu on host
+// buffers, cuda on device buffers and a stream) on generated inputs, checked against the fp64
+// reference.
 #include <unistd.h>
 
 #include <iostream>
@@ -36,6 +37,7 @@ struct RunArgs {
   std::string levers;  ///< "NAME=on,NAME=off": knobs added to the environment snapshot
   double budget_s = 30;
   bool capturing = false;
+  bool same_device_tables = false;
   bool json = false;
 };
 
@@ -106,6 +108,7 @@ int run_run(RunArgs const& args) {
   Knobs const knobs = parse_knobs_or_exit(args.knobs);
   RunnerOptions opts;
   opts.tables_dir = args.tables;
+  opts.same_device_tables = args.same_device_tables;
   opts.cache_path = args.cache;
   opts.role = args.role;
   opts.routing = unwrap(core::parse_routing(args.routing));
@@ -148,6 +151,10 @@ void setup_run(CLI::App& app, int& exit_code) {
                  "JSON config file (explicit)")
       ->capture_default_str();
   app.add_option("--tables", args->tables, "tables directory (e.g. tables/cpu)");
+  app.add_flag("--same-device-tables", args->same_device_tables,
+               "use no table made on another device (also MOETUNE_TABLES_SAME_DEVICE=1): the "
+               "cache or default config serves, with a warning. By default such a table serves "
+               "and the rule is other_device");
   app.add_option("--cache", args->cache,
                  "knob cache file (default: $MOETUNE_CACHE, else "
                  "~/.cache/moetune/knobs-<role>.json)");

@@ -1,6 +1,7 @@
 // moetune tune: tune a recipe's buckets through a worker process per backend (tuner/search.hpp),
 // record every measurement in the store, and write the winners into each shape's table with their
-// measurement and the command that reproduces them. Pinned rows always win over tuned ones;
+// measurement and the command that reproduces them. A recipe of another device is refused unless
+// --retarget-device (tables are named for the device measured). Pinned rows win over tuned ones;
 // --merge keeps the table's other rows. Exit 1 when every candidate of a bucket failed (the run
 // stops there with a summary; rows tuned so far are written), 2 on bad input, before any kernel
 // runs. (Past the 400-line rule of thumb by the help text of its twelve options; the report lives
@@ -22,9 +23,11 @@
 #include "core/atomic_file.hpp"
 #include "core/build_info.hpp"
 #include "core/device_info.hpp"
+#include "core/device_label.hpp"
 #include "core/engine_rows.hpp"
 #include "core/json_text.hpp"
 #include "kernels/cpu/moe_data.hpp"
+#include "runtime/device_env.hpp"
 #include "tuner/search.hpp"
 #include "tuner/store.hpp"
 #include "tuner/worker.hpp"
@@ -42,11 +45,12 @@ struct TuneArgs {
   std::string store;    ///< empty = in memory (no resume)
   bool merge = false;
   bool json = false;
-  bool measure_pinned = false;  ///< also tune pinned buckets (report only; the pin still wins)
-  bool exhaustive = false;      ///< no halving: the reference sweep the tuner is compared with
-  int stage2_gemm1s = 1;        ///< GEMM1 configs stage 2 runs under (SearchOptions)
-  bool paired_passes = true;    ///< final rounds: a win needs the paired test over passes too
-  int reps = 15;                ///< final-round reps
+  bool retarget_device = false;  ///< tune a recipe of another device for this one
+  bool measure_pinned = false;   ///< also tune pinned buckets (report only; the pin still wins)
+  bool exhaustive = false;       ///< no halving: the reference sweep the tuner is compared with
+  int stage2_gemm1s = 1;         ///< GEMM1 configs stage 2 runs under (SearchOptions)
+  bool paired_passes = true;     ///< final rounds: a win needs the paired test over passes too
+  int reps = 15;                 ///< final-round reps
   int warmup = 1;
   int repeat = 0;
   double margin = 0.01;
@@ -99,7 +103,7 @@ std::string pick_backend(TuneArgs const& args, core::RecipeShape const& shape,
 }
 
 std::string reproduce_command(TuneArgs const& args, std::string const& backend, int64_t bucket,
-                              std::string const& out_dir) {
+                              std::string const& out_dir, bool retargeted) {
   std::ostringstream out;
   out << "moetune tune --recipe " << args.recipe_path << " --buckets " << bucket << " --backend "
       << backend << " --out " << out_dir << " --merge --reps " << args.reps << " --warmup "
@@ -107,6 +111,7 @@ std::string reproduce_command(TuneArgs const& args, std::string const& backend, 
   if (args.exhaustive) out << " --exhaustive";
   if (args.stage2_gemm1s != 1) out << " --stage2-gemm1s " << args.stage2_gemm1s;
   if (!args.paired_passes) out << " --no-paired-passes";
+  if (retargeted) out << " --retarget-device";
   return out.str();
 }
 
@@ -119,6 +124,8 @@ struct ShapePlan {
   std::string out_dir;
   tuner::WorkerClient* worker = nullptr;
   core::DeviceInfo device;
+  std::string device_label;     ///< this device as table names spell it; names the table
+  std::string retargeted_from;  ///< the recipe's device under --retarget-device, else ""
   core::Table table;
   std::string path;
   std::vector<int64_t> buckets;
@@ -155,19 +162,43 @@ std::string tune_hash(TuneArgs const& args, core::RecipeShape const& shape,
       std::to_string(tuner::kProtocolVersion) + "|search" + std::to_string(tuner::kSearchVersion));
 }
 
-ShapePlan plan_shape(TuneArgs const& args, core::Recipe const& recipe, size_t index,
+/// A table is named for the device it was measured on: a recipe of another device is refused
+/// (exit 2, both names) unless --retarget-device, which names the table for this device and
+/// tunes the recipe's pinned buckets too (the pins were measured on the recipe's device).
+void check_device(TuneArgs const& args, core::RecipeShape& shape, ShapePlan& plan) {
+  plan.device_label = unwrap(runtime::local_device_label(plan.device));
+  std::string const wanted = core::device_label(shape.device);
+  if (wanted == plan.device_label) return;
+  if (!args.retarget_device) {
+    throw CliExit{kExitBadInput,
+                  plan.where + ": the recipe's device is " + wanted + " but this device is " +
+                      plan.device_label + " (" + plan.device.name +
+                      "); a table is named for the device it was measured on: "
+                      "tune on " +
+                      wanted + ", or pass --retarget-device to tune the recipe for " +
+                      plan.device_label + " (tables named device_name=" + plan.device_label + ")"};
+  }
+  plan.retargeted_from = wanted;
+  shape.pinned_rows.clear();
+}
+
+ShapePlan plan_shape(TuneArgs const& args, core::Recipe& recipe, size_t index,
                      std::map<std::string, std::unique_ptr<tuner::WorkerClient>>& pool) {
   ShapePlan plan;
   plan.shape = &recipe.shapes[index];
   core::RecipeShape const& shape = *plan.shape;
   plan.where = args.recipe_path + ": shapes[" + std::to_string(index) + "] (" + shape.name + ")";
   plan.backend_name = pick_backend(args, shape, plan.where);
-  plan.out_dir =
-      args.out_dir.empty() ? "tables/" + core::vllm_device_name(shape.device) : args.out_dir;
-  unwrap(core::ensure_writable_dir(plan.out_dir));
+  if (!args.out_dir.empty()) unwrap(core::ensure_writable_dir(args.out_dir));
   plan.worker = &worker_for(pool, plan.backend_name, plan.where, &plan.device);
+  check_device(args, recipe.shapes[index], plan);
+  plan.out_dir = !args.out_dir.empty()          ? args.out_dir
+                 : plan.retargeted_from.empty() ? "tables/" + core::vllm_device_name(shape.device)
+                                                : "tables/" + plan.device_label;
+  unwrap(core::ensure_writable_dir(plan.out_dir));
 
-  core::TableKey const key = core::table_key_for(shape, plan.device.toolchain);
+  core::TableKey key = core::table_key_for(shape, plan.device.toolchain);
+  if (!plan.retargeted_from.empty()) key.device_name = plan.device_label;
   plan.path = plan.out_dir + "/" + core::table_file_name(key);
   if (args.merge) {
     auto existing = core::load_table(plan.path);
@@ -264,16 +295,20 @@ tuner::BucketResult tune_one(TuneArgs const& args, ShapePlan const& plan, RunCon
 /// The row a tuned bucket writes, with its provenance and the command that reproduces it.
 core::TableRow tuned_row(TuneArgs const& args, ShapePlan const& plan, tuner::BucketResult const& r,
                          std::string const& command) {
-  return core::TableRow{
-      .config = r.winner,
-      .source = tuned_source(r, TunedSourceInfo{.device = plan.device.name,
-                                                .reps = args.reps,
-                                                .warmup = args.warmup,
-                                                .margin = args.margin,
-                                                .exhaustive = args.exhaustive,
-                                                .paired_passes = args.paired_passes,
-                                                .routing = plan.shape->routing,
-                                                .command = command})};
+  core::TableRow row{.config = r.winner,
+                     .source = tuned_source(r, TunedSourceInfo{.device = plan.device.name,
+                                                               .reps = args.reps,
+                                                               .warmup = args.warmup,
+                                                               .margin = args.margin,
+                                                               .exhaustive = args.exhaustive,
+                                                               .paired_passes = args.paired_passes,
+                                                               .routing = plan.shape->routing,
+                                                               .command = command})};
+  if (!plan.retargeted_from.empty()) {
+    row.source->protocol += "; retargeted (--retarget-device): the recipe's device is " +
+                            plan.retargeted_from + ", measured on " + plan.device_label;
+  }
+  return row;
 }
 
 /// One bucket of a shape: a pinned row is only reported (or, with --measure-pinned, tuned as the
@@ -312,7 +347,8 @@ bool tune_shape_bucket(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, T
     json.failed_bucket(r);
     return false;
   }
-  std::string const command = reproduce_command(args, plan.backend_name, bucket, plan.out_dir);
+  std::string const command = reproduce_command(args, plan.backend_name, bucket, plan.out_dir,
+                                                !plan.retargeted_from.empty());
   if (!args.json) {
     ctx.progress->done();
     std::cout << (pinned ? "  " : "") << bucket_line(r) << "\n";
@@ -336,6 +372,11 @@ bool tune_shape(TuneArgs const& args, ShapePlan& plan, RunContext& ctx, TuneJson
   if (!args.json) {
     std::cout << "tuning " << shape.name << " on " << plan.backend_name << " (" << plan.device.name
               << "): " << core::to_string(shape.problem) << std::endl;
+    if (!plan.retargeted_from.empty()) {
+      std::cout << "retargeted from " << plan.retargeted_from << " to " << plan.device_label
+                << " (--retarget-device): the table is named for " << plan.device_label
+                << "; the recipe's pinned buckets are tuned here" << std::endl;
+    }
   }
   json.begin_shape(shape.name, plan.path, plan.backend_name);
   std::map<int64_t, core::MoeConfig> winners;  // seeds of the neighbouring buckets
@@ -395,7 +436,7 @@ int run_tune(TuneArgs& args) {
   check_args(args);
   args.command_line = own_command_line();
   auto const started = Clock::now();
-  core::Recipe recipe = load_recipe_or_exit(args.recipe_path);
+  core::Recipe recipe = load_recipe_or_exit(args.recipe_path);  // check_device may retarget it
   std::map<std::string, std::unique_ptr<tuner::WorkerClient>> pool;
   std::vector<ShapePlan> plans;
   for (size_t i = 0; i < recipe.shapes.size(); ++i) {
@@ -453,6 +494,11 @@ void setup_tune(CLI::App& app, int& exit_code) {
                "keep rows of the existing table that this run does not tune (and let each "
                "tuned bucket's current row defend its place as the incumbent)");
   app.add_flag("--json", args->json, "print the per-bucket results as one JSON object");
+  app.add_flag("--retarget-device", args->retarget_device,
+               "tune a recipe made for another device (its \"device\") on this one: the tables "
+               "are named for this device, each tuned row's source says it was retargeted, and "
+               "the recipe's pinned buckets are tuned too. Without it such a recipe is refused "
+               "(exit 2); MOETUNE_DEVICE_NAME sets the device name for tests");
   app.add_flag("--measure-pinned", args->measure_pinned,
                "tune pinned buckets too, the pin as incumbent, and print the result next to the "
                "pin (the pin still wins)");

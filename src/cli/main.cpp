@@ -49,7 +49,8 @@ std::vector<EnvVarSpec> const& env_var_table() {
       {"MOETUNE_CUDA", "ON when nvcc is found", "scripts/build.sh: OFF builds without CUDA"},
       {"MOETUNE_JOBS", "$(nproc)", "scripts/build.sh: parallel build jobs"},
       {"MOETUNE_DEMO_OUT", "build/demo-tables", "scripts/demo.sh: where the demo writes tables"},
-      {"MOETUNE_DEMO_RECIPE", "recipes/demo.json (recipes/demo-h200.json with a GPU)",
+      {"MOETUNE_DEMO_RECIPE",
+       "recipes/demo.json (on a Hopper GPU, recipes/demo-h200.json for the GPU present)",
        "scripts/demo.sh: the recipe the demo tunes"},
       {"MOETUNE_CI_FORMAT", "unset (report)", "ci: strict fails on clang-format drift"},
       {"MOETUNE_TABLES", "the Python package's shipped tables",
@@ -57,6 +58,11 @@ std::vector<EnvVarSpec> const& env_var_table() {
       {"MOETUNE_PYTHON", "ON when torch is importable",
        "scripts: OFF builds and tests without the Python package"},
       {"MOETUNE_TORCH_VERSION", "2.11.0", "scripts/setup.sh: the torch it pip-installs"},
+      {"MOETUNE_DEVICE_NAME", "the device present (cpu on the cpu backend)",
+       "tests/CI: the device name tune checks recipes against and names tables for, and "
+       "tables are matched against (e.g. NVIDIA_H200)"},
+      {"MOETUNE_TABLES_SAME_DEVICE", "0 (a table of another device serves: rule other_device)",
+       "1: bench, ab, run, MoeRunner and the torch ops use no table made on another device"},
   };
   return table;
 }

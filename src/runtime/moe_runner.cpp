@@ -13,6 +13,7 @@ char const* to_string(ChoiceRule r) {
     case ChoiceRule::kTable: return "table";
     case ChoiceRule::kDefault: return "default";
     case ChoiceRule::kAuto: return "auto";
+    case ChoiceRule::kOtherDevice: return "other_device";
   }
   return "?";
 }

@@ -47,6 +47,8 @@ class RunnerImpl {
   std::unique_ptr<runtime::DeviceOps> ops;
   std::optional<core::Table> table;
   std::string table_path;
+  std::string device_label;  // this device as table names spell it (runtime/device_env.hpp)
+  std::string table_device;  // the table's device when it is another's, else ""
   runtime::CacheScope scope;
   std::string cache_path;
   std::atomic<bool> capturing{false};
@@ -65,8 +67,9 @@ class RunnerImpl {
   /// workspace for max_tokens over every config known now (runner_setup.cpp).
   core::Status setup(core::MoeProblem p, std::string const& backend, RunnerOptions opts);
   /// setup()'s steps: the one table of options.tables_dir that matches the problem and the
-  /// backend's family (others named in a warning); the knob cache entries of this runner's scope;
-  /// the workspace for every config known now.
+  /// backend's family (others named in a warning), one made on this device first, one made on
+  /// another only unless same_device_tables; the knob cache entries of this runner's scope; the
+  /// workspace for every config known now.
   core::Status load_matching_table();
   core::Status load_scoped_knob_cache(core::DeviceInfo const& device);
   core::Status reserve_known_workspace();
@@ -158,18 +161,28 @@ class RunnerImpl {
     core::Resolution r =
         core::resolve(*table, m, [this](int64_t mm) { return backend->default_config(at(mm)); });
     bool const row = r.rule == core::Rule::kExactKey || r.rule == core::Rule::kNearestKey;
+    ChoiceRule rule = row ? ChoiceRule::kTable : ChoiceRule::kDefault;
+    std::string other;
+    if (row && !table_device.empty()) {
+      rule = ChoiceRule::kOtherDevice;
+      other = "; other_device: made on " + table_device + ", this device is " + device_label +
+              " (RunnerOptions::same_device_tables or MOETUNE_TABLES_SAME_DEVICE=1 forbids)";
+    }
     return {.m = m,
             .bucket = bucket,
             .config = r.config,
-            .rule = row ? ChoiceRule::kTable : ChoiceRule::kDefault,
+            .rule = rule,
             .source = r.source,
-            .explain = r.explain + " [" + table_path + "]"};
+            .explain = r.explain + " [" + table_path + other + "]"};
   }
 
   /// A cache entry or table row the backend refuses under this runner's fast paths (a lever
   /// switched off the path it needs) is not launched: the default serves, with one warning.
   Choice refused_to_default(Choice c) {
-    if (c.rule != ChoiceRule::kCache && c.rule != ChoiceRule::kTable) return c;
+    if (c.rule != ChoiceRule::kCache && c.rule != ChoiceRule::kTable &&
+        c.rule != ChoiceRule::kOtherDevice) {
+      return c;
+    }
     core::Status const s = backend->can_implement(at(c.m), c.config);
     if (s.ok()) return c;
     std::string const why = std::string(to_string(c.rule)) + " config " +

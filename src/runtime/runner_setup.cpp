@@ -6,10 +6,12 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "core/device_label.hpp"
 #include "core/lever_io.hpp"
 #include "core/names.hpp"
 #include "kernels/fast_paths_from_levers.hpp"
 #include "kernels/testbed.hpp"
+#include "runtime/device_env.hpp"
 #include "runtime/runner_impl.hpp"
 #if defined(MOETUNE_HAVE_CUDA)
 #include "kernels/cuda/cuda_backend.hpp"
@@ -84,10 +86,14 @@ std::vector<std::string> const& project_env_vars() {
   // The non-lever names of the CLI's environment table (src/cli/main.cpp, README); a test
   // (tests/cli/run_test.cpp) keeps the two lists equal.
   static std::vector<std::string> const names = {
-      "MOETUNE_BACKEND",   "MOETUNE_CACHE_DIR",    "MOETUNE_CACHE",     "MOETUNE_DEV_NVRTC_DEFINES",
-      "MOETUNE_TEST_SEED", "MOETUNE_BUILD_DIR",    "MOETUNE_CUDA",      "MOETUNE_JOBS",
-      "MOETUNE_DEMO_OUT",  "MOETUNE_DEMO_RECIPE",  "MOETUNE_CI_FORMAT", "MOETUNE_TABLES",
-      "MOETUNE_PYTHON",    "MOETUNE_TORCH_VERSION"};
+      "MOETUNE_BACKEND",     "MOETUNE_CACHE_DIR",
+      "MOETUNE_CACHE",       "MOETUNE_DEV_NVRTC_DEFINES",
+      "MOETUNE_TEST_SEED",   "MOETUNE_BUILD_DIR",
+      "MOETUNE_CUDA",        "MOETUNE_JOBS",
+      "MOETUNE_DEMO_OUT",    "MOETUNE_DEMO_RECIPE",
+      "MOETUNE_CI_FORMAT",   "MOETUNE_TABLES",
+      "MOETUNE_PYTHON",      "MOETUNE_TORCH_VERSION",
+      "MOETUNE_DEVICE_NAME", "MOETUNE_TABLES_SAME_DEVICE"};
   return names;
 }
 
@@ -130,6 +136,12 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
   backend = std::move(*b);
   backend_name = name;
   core::DeviceInfo const device = backend->device();
+  auto label = runtime::local_device_label(device);
+  if (!label.ok()) return label.error();
+  device_label = *label;
+  auto same_device = runtime::same_device_tables_from_env();
+  if (!same_device.ok()) return same_device.error();
+  options.same_device_tables = options.same_device_tables || *same_device;
   p.num_tokens = 0;
   p.arch = device.arch.empty() ? p.arch : device.arch;  // the runner serves on this device
   MOETUNE_RETURN_IF_ERROR(core::validate(p));
@@ -160,13 +172,24 @@ core::Status RunnerImpl::load_matching_table() {
     if (!t.ok()) return t.error();  // a broken table is an error, never skipped
     if (t->key.family != backend->family()) continue;
     if (!core::check_key_matches(t->key, problem, f).ok()) continue;
-    if (table) {
-      warn("several tables in " + options.tables_dir + " match " + core::to_string(problem) +
-           "; using " + table_path + ", not " + f);
+    bool const other = core::is_other_device(t->key.device_name, device_label);
+    if (other && options.same_device_tables) {
+      warn(runtime::other_device_note(f, t->key.device_name, device_label) +
+           "; not used (same_device_tables / MOETUNE_TABLES_SAME_DEVICE=1): the knob cache or "
+           "the default config serves");
       continue;
+    }
+    if (table) {
+      // The first match stays, unless it was made on another device and this one was not.
+      bool const replace = !table_device.empty() && !other;
+      warn("several tables in " + options.tables_dir + " match " + core::to_string(problem) +
+           "; using " + (replace ? f : table_path) + ", not " + (replace ? table_path : f) +
+           (replace ? " (made on another device)" : ""));
+      if (!replace) continue;
     }
     table = std::move(*t);
     table_path = f;
+    table_device = other ? table->key.device_name : "";
   }
   return core::Status::Ok();
 }

@@ -96,7 +96,7 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "MOETUNE_DEV_NVRTC_DEFINES, MOETUNE_TEST_SEED, MOETUNE_BUILD_DIR, MOETUNE_CUDA, "
        "MOETUNE_JOBS, MOETUNE_DEMO_OUT, MOETUNE_DEMO_RECIPE, MOETUNE_CI_FORMAT, MOETUNE_TABLES, "
        "MOETUNE_PYTHON, "
-       "MOETUNE_TORCH_VERSION; unset it; did you "
+       "MOETUNE_TORCH_VERSION, MOETUNE_DEVICE_NAME, MOETUNE_TABLES_SAME_DEVICE; unset it; did you "
        "mean 'MOETUNE_CACHE_DIR'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
        "MOETUNE_LEVER_PDL=true",

@@ -1,5 +1,8 @@
 """moetune.fused_moe on CPU tensors (the CPU backend) against the fp64 reference."""
 
+import os
+import shutil
+
 import pytest
 import torch
 
@@ -92,6 +95,35 @@ def test_explicit_config_and_explain():
     assert info["rule"] == "explicit"
     out = moetune.fused_moe(x, w1, w2, tw, ids, config=cfg)
     check_close(out, reference(x, w1, w2, tw, ids), torch.bfloat16, "explicit config")
+
+
+SHIPPED_CPU = os.path.join(os.path.dirname(__file__), "..", "..", "tables", "cpu")
+
+
+def relabelled_tables(out, device):
+    """The shipped cpu table (E=8,K=256,I=128) in `out`, relabelled as made on `device`."""
+    os.makedirs(out)
+    for name in os.listdir(SHIPPED_CPU):
+        with open(os.path.join(SHIPPED_CPU, name)) as f:
+            text = f.read().replace('"device_name": "cpu"', f'"device_name": "{device}"')
+        with open(os.path.join(out, name.replace("device_name=cpu", f"device_name={device}")),
+                  "w") as f:
+            f.write(text)
+    return out
+
+
+def test_explain_says_other_device_for_a_table_of_another_device(tmp_path, monkeypatch):
+    x, w1, w2, tw, ids = make_layer(16, 256, 128, 8, 2, seed=29)
+    # The shipped cpu table serves a cpu tensor with rule table.
+    assert moetune.explain(x, w1, w2, tw, ids, config=SHIPPED_CPU)["rule"] == "table"
+    h200 = relabelled_tables(str(tmp_path / "h200"), "NVIDIA_H200")
+    info = moetune.explain(x, w1, w2, tw, ids, config=h200)
+    assert info["rule"] == "other_device", info
+    assert "made on NVIDIA_H200, this device is cpu" in info["explain"]
+    # Forbidden (read when a runner is made: a new directory makes a new runner): the default.
+    monkeypatch.setenv("MOETUNE_TABLES_SAME_DEVICE", "1")
+    forbidden = relabelled_tables(str(tmp_path / "forbidden"), "NVIDIA_H200")
+    assert moetune.explain(x, w1, w2, tw, ids, config=forbidden)["rule"] == "default"
 
 
 def test_inference_mode_and_no_grad():
