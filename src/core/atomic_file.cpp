@@ -113,10 +113,23 @@ Result<std::string> read_file(std::string const& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::kIo, path, "cannot open for reading: " + errno_text());
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read in blocks into one string: a stringstream's doubling buffer and its final copy held
+  // three times a 100 MB manifest at once. The size is not trusted (a pipe or /proc file has
+  // none, a file may grow): read until the end.
+  constexpr size_t kBlockBytes = size_t{1} << 20;
+  std::string text;
+  if (status.type() == std::filesystem::file_type::regular) {
+    std::uintmax_t const bytes = std::filesystem::file_size(path, ec);
+    if (!ec) text.reserve(static_cast<size_t>(bytes) + kBlockBytes);  // the last read fits too
+  }
+  while (in) {
+    size_t const used = text.size();
+    text.resize(used + kBlockBytes);
+    in.read(text.data() + used, static_cast<std::streamsize>(kBlockBytes));
+    text.resize(used + static_cast<size_t>(in.gcount()));
+  }
   if (in.bad()) return make_error(ErrorCode::kIo, path, "read failed: " + errno_text());
-  return ss.str();
+  return text;
 }
 
 Status ensure_writable_dir(std::string const& dir) {

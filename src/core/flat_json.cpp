@@ -58,7 +58,18 @@ size_t value_end(std::string_view t, size_t i) {
 
 std::string json_string(std::string_view s) {
   std::string out = "\"";
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char const c = s[i];
+    if (size_t const n = utf8_length(s, i); n > 1) {
+      out.append(s.substr(i, n));
+      i += n - 1;
+      continue;
+    } else if (n == 0) {
+      // JSON text is UTF-8: a byte that is not (0xFF in a device or file name) becomes U+FFFD,
+      // as the JSON library's writer does, rather than make the whole output unreadable.
+      out += "\\ufffd";
+      continue;
+    }
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -148,7 +159,7 @@ Result<FlatJson> FlatJson::parse(std::string_view t, std::string const& where) {
 }
 
 Result<std::vector<std::string>> FlatJson::split_array(std::string_view t,
-                                                             std::string const& where) {
+                                                       std::string const& where) {
   std::vector<std::string> out;
   size_t i = skip_ws(t, 0);
   if (i >= t.size() || t[i] != '[') return parse_error(where, "expected a JSON array");

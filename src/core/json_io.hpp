@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -56,6 +57,19 @@ enum class DuplicateKeys {
 /// `dup` is kLastWins. Never throws; linear in the text.
 Result<Json> parse_json(std::string_view text, std::string const& file,
                         DuplicateKeys dup = DuplicateKeys::kError);
+/// Called by parse_json_streamed with each member of the streamed object, in file order, as soon
+/// as its value is complete; `repeats` says the key was seen before in that object (only with
+/// kLastWins: the later value wins, in the earlier one's place). An error stops the parse and is
+/// what parse_json_streamed returns.
+using JsonMemberFn = std::function<Status(std::string const& key, Json& value, bool repeats)>;
+/// As parse_json, but the members of the object at `stream_path` (keys from the root: {} is the
+/// root object itself, {"rows"} the root's member "rows") go to `on_member` one at a time and are
+/// not kept: the returned tree holds that object empty. Memory is the largest member's tree, not
+/// the whole text's. A callback error comes before a syntax error later in the text. When the
+/// value at `stream_path` is not an object, it is kept whole and `on_member` is never called.
+Result<Json> parse_json_streamed(std::string_view text, std::string const& file, DuplicateKeys dup,
+                                 std::vector<std::string> const& stream_path,
+                                 JsonMemberFn const& on_member);
 /// Prints JSON with `indent` spaces (vLLM's save_configs uses 4) and a trailing newline.
 std::string print_json(Json const& j, int indent);
 

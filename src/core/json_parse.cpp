@@ -2,7 +2,9 @@
 // to its object without nlohmann's ordered_map search (whose inserts made a 100k-key table
 // quadratic to read), decides duplicate keys itself (an error naming the object and the key in
 // our formats, last-wins in vLLM's as Python's json.load does), and runs after check_json_bytes,
-// so no tree is deeper than kMaxJsonDepth.
+// so no tree is deeper than kMaxJsonDepth. parse_json_streamed hands the members of one object
+// (a table's rows) to a callback as each is complete and drops them, so reading a 100k-row table
+// never holds its whole tree.
 #include <unordered_set>
 
 #include "core/json_bytes.hpp"
@@ -13,10 +15,19 @@ namespace moetune::core {
 
 namespace {
 
-/// One open array or object: the value, where it sits, and the keys seen so far (objects).
+/// Objects with more members than this check duplicate keys with a hash set; smaller ones (every
+/// object but a table's rows) search their members, which allocates nothing.
+constexpr size_t kLinearKeySearch = 16;
+
+/// One open array or object: the value, its name in its parent (a key, or an index in an array),
+/// and the keys seen so far once the object is large or streamed.
 struct Frame {
   Json* value;
-  JsonAt at;
+  std::string name;
+  int64_t index = -1;  ///< >= 0 when the parent is an array
+  bool on_stream_path = false;
+  bool streamed = false;        ///< its members go to the callback one by one and are not kept
+  bool member_repeats = false;  ///< streamed: the member being read repeats an earlier key
   std::unordered_set<std::string> keys;
 };
 
@@ -28,14 +39,17 @@ class TreeBuilder {
   using string_t = Json::string_t;
   using binary_t = Json::binary_t;
 
-  TreeBuilder(std::string const& file, DuplicateKeys dup) : file_(file), dup_(dup) {}
+  TreeBuilder(std::string const& file, DuplicateKeys dup,
+              std::vector<std::string> const* stream_path = nullptr,
+              JsonMemberFn const* on_member = nullptr)
+      : file_(file), dup_(dup), stream_path_(stream_path), on_member_(on_member) {}
 
-  bool null() { return add(Json(nullptr)) != nullptr; }
-  bool boolean(bool v) { return add(Json(v)) != nullptr; }
-  bool number_integer(number_integer_t v) { return add(Json(v)) != nullptr; }
-  bool number_unsigned(number_unsigned_t v) { return add(Json(v)) != nullptr; }
-  bool number_float(number_float_t v, string_t const&) { return add(Json(v)) != nullptr; }
-  bool string(string_t& v) { return add(Json(std::move(v))) != nullptr; }
+  bool null() { return done(add(Json(nullptr))); }
+  bool boolean(bool v) { return done(add(Json(v))); }
+  bool number_integer(number_integer_t v) { return done(add(Json(v))); }
+  bool number_unsigned(number_unsigned_t v) { return done(add(Json(v))); }
+  bool number_float(number_float_t v, string_t const&) { return done(add(Json(v))); }
+  bool string(string_t& v) { return done(add(Json(std::move(v)))); }
   bool binary(binary_t&) { return false; }  // JSON text has no binary values
   bool start_object(std::size_t) { return open(Json::object()); }
   bool start_array(std::size_t) { return open(Json::array()); }
@@ -49,50 +63,86 @@ class TreeBuilder {
   }
 
   Json root;
-  std::optional<Error> error;  ///< a duplicate key
+  std::optional<Error> error;  ///< a duplicate key, or the member callback's error
   size_t syntax_byte_ = 0;
   std::string syntax_what_;  ///< nlohmann's message when the text is malformed
 
  private:
   Json* add(Json value);
-  bool open(Json value) {
-    JsonAt at = child_at();
-    Json* j = add(std::move(value));
-    stack_.push_back(Frame{j, std::move(at), {}});
-    return true;
-  }
+  bool open(Json value);
   bool close() {
     stack_.pop_back();
-    return true;
+    return done(true);
   }
-  JsonAt child_at() const {
-    if (stack_.empty()) return JsonAt{file_, ""};
-    Frame const& top = stack_.back();
-    if (top.value->is_array()) return top.at.index(static_cast<int64_t>(top.value->size()));
-    return top.at.field(pending_key_);
-  }
+  /// After a value is complete: hands a streamed object's member to the callback and drops it.
+  bool done(bool ok);
+  /// Where frame `depth` sits, built only for a message.
+  JsonAt at_of(size_t depth) const;
 
   std::string const& file_;
   DuplicateKeys const dup_;
+  std::vector<std::string> const* const stream_path_;
+  JsonMemberFn const* const on_member_;
   std::vector<Frame> stack_;
   std::string pending_key_;
+  std::optional<size_t> replace_;  ///< the member a repeated key overwrites (kLastWins)
 };
+
+JsonAt TreeBuilder::at_of(size_t depth) const {
+  JsonAt at{file_, ""};
+  for (size_t i = 1; i <= depth && i < stack_.size(); ++i) {
+    at = stack_[i].index >= 0 ? at.index(stack_[i].index) : at.field(stack_[i].name);
+  }
+  return at;
+}
+
+bool TreeBuilder::open(Json value) {
+  Frame frame{nullptr, {}, -1, false, false, false, {}};
+  if (!stack_.empty()) {
+    Frame const& parent = stack_.back();
+    if (parent.value->is_array()) {
+      frame.index = static_cast<int64_t>(parent.value->size());
+    } else {
+      frame.name = pending_key_;
+    }
+  }
+  if (stream_path_ != nullptr && value.is_object()) {
+    size_t const depth = stack_.size();  // the root is depth 0
+    bool const parent_on_path =
+        depth == 0 || (stack_.back().on_stream_path && stack_.back().value->is_object());
+    frame.on_stream_path = parent_on_path && depth <= stream_path_->size() &&
+                           (depth == 0 || (*stream_path_)[depth - 1] == frame.name);
+    frame.streamed = frame.on_stream_path && depth == stream_path_->size();
+  }
+  frame.value = add(std::move(value));
+  stack_.push_back(std::move(frame));
+  return true;
+}
 
 bool TreeBuilder::key(string_t& k) {
   Frame& top = stack_.back();
-  if (!top.keys.insert(k).second) {
+  auto& members = top.value->get_ref<Json::object_t&>();
+  bool seen = false;
+  if (top.streamed || members.size() >= kLinearKeySearch) {
+    if (!top.streamed && top.keys.empty()) {
+      for (auto const& [name, v] : members) top.keys.insert(name);
+    }
+    seen = !top.keys.insert(k).second;
+  } else {
+    for (auto const& [name, v] : members) seen = seen || name == k;
+  }
+  replace_.reset();
+  if (top.streamed) top.member_repeats = seen;
+  if (seen) {
     if (dup_ == DuplicateKeys::kError) {
-      error = json_error(ErrorCode::kParse, top.at,
+      error = json_error(ErrorCode::kParse, at_of(stack_.size() - 1),
                          "key '" + clip(k) + "' appears twice in one object; keep one (JSON " +
                              "readers disagree on which wins)");
       return false;
     }
-    auto& members = top.value->get_ref<Json::object_t&>();
-    for (auto it = members.begin(); it != members.end(); ++it) {
-      if (it->first == k) {
-        members.erase(it);  // the later value wins, as in Python's json.load
-        break;
-      }
+    // The later value wins in the earlier one's place, as in Python's json.load.
+    for (size_t i = 0; i < members.size(); ++i) {
+      if ((members.begin() + i)->first == k) replace_ = i;
     }
   }
   pending_key_ = std::move(k);
@@ -110,10 +160,30 @@ Json* TreeBuilder::add(Json value) {
     items.push_back(std::move(value));
     return &items.back();
   }
-  // Append without ordered_map's linear search: key() has ruled out a duplicate.
   auto& members = parent.get_ref<Json::object_t&>();
+  if (replace_) {
+    Json* slot = &(members.begin() + *replace_)->second;
+    replace_.reset();
+    *slot = std::move(value);
+    return slot;
+  }
+  // Append without ordered_map's linear search: key() has ruled out a duplicate.
   members.Container::emplace_back(pending_key_, std::move(value));
   return &members.back().second;
+}
+
+bool TreeBuilder::done(bool ok) {
+  if (!ok || stack_.empty() || !stack_.back().streamed) return ok;
+  Frame const& top = stack_.back();
+  auto& members = top.value->get_ref<Json::object_t&>();
+  if (members.empty()) return true;
+  Status status = (*on_member_)(members.back().first, members.back().second, top.member_repeats);
+  members.Container::pop_back();
+  if (!status.ok()) {
+    error = status.error();
+    return false;
+  }
+  return true;
 }
 
 Error syntax_error(std::string_view text, std::string const& file, size_t byte_pos,
@@ -134,11 +204,8 @@ Error syntax_error(std::string_view text, std::string const& file, size_t byte_p
                         clip(what, 200) + "; fix the syntax");
 }
 
-}  // namespace
-
-Result<Json> parse_json(std::string_view text, std::string const& file, DuplicateKeys dup) {
+Result<Json> parse_with(TreeBuilder& builder, std::string_view text, std::string const& file) {
   MOETUNE_RETURN_IF_ERROR(check_json_bytes(text, file));
-  TreeBuilder builder(file, dup);
   try {
     if (Json::sax_parse(text.begin(), text.end(), &builder)) return std::move(builder.root);
   } catch (std::exception const& e) {
@@ -147,6 +214,20 @@ Result<Json> parse_json(std::string_view text, std::string const& file, Duplicat
   }
   if (builder.error) return *builder.error;
   return syntax_error(text, file, builder.syntax_byte_, builder.syntax_what_);
+}
+
+}  // namespace
+
+Result<Json> parse_json(std::string_view text, std::string const& file, DuplicateKeys dup) {
+  TreeBuilder builder(file, dup);
+  return parse_with(builder, text, file);
+}
+
+Result<Json> parse_json_streamed(std::string_view text, std::string const& file, DuplicateKeys dup,
+                                 std::vector<std::string> const& stream_path,
+                                 JsonMemberFn const& on_member) {
+  TreeBuilder builder(file, dup, &stream_path, &on_member);
+  return parse_with(builder, text, file);
 }
 
 }  // namespace moetune::core

@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/engine_rows.hpp"
+#include "core/names.hpp"
 
 namespace moetune::core {
 
@@ -29,7 +30,17 @@ Result<int64_t> parse_int_field(std::string_view text, std::string const& file, 
 }  // namespace
 
 std::string vllm_device_name(std::string_view device_name) {
-  std::string name(device_name);
+  // vLLM's name is a Python str, always valid Unicode: a byte that is not UTF-8 (a driver's or an
+  // environment's 0xFF) or a control byte becomes '_' too, so the file name and the manifest's
+  // key (JSON, UTF-8) spell the same device.
+  std::string name;
+  for (size_t i = 0; i < device_name.size();) {
+    size_t const n = utf8_length(device_name, i);
+    bool const control = n == 1 && (static_cast<unsigned char>(device_name[i]) < 0x20 ||
+                                    device_name[i] == 0x7F || device_name[i] == '/');
+    name += n == 0 || control ? std::string("_") : std::string(device_name.substr(i, n));
+    i += n == 0 ? 1 : n;
+  }
   std::replace(name.begin(), name.end(), ' ', '_');
   size_t start = 0;
   while (start <= name.size()) {
@@ -186,9 +197,11 @@ Status check_key_matches(TableKey const& key, MoeProblem const& problem,
 }
 
 Result<Table> load_table(std::string const& path) {
-  auto text = read_file(path);
-  if (!text.ok()) return text.error();
-  auto table = parse_vllm_table(*text, path);
+  Result<Table> table = [&]() -> Result<Table> {  // the text is freed before the manifest is read
+    auto text = read_file(path);
+    if (!text.ok()) return text.error();
+    return parse_vllm_table(*text, path);
+  }();
   if (!table.ok()) return table.error();
   std::string const mpath = manifest_path(path);
   auto mtext = read_file(mpath);
@@ -197,6 +210,7 @@ Result<Table> load_table(std::string const& path) {
     return mtext.error();
   }
   auto manifest = parse_manifest(*mtext, mpath);
+  *mtext = std::string();
   if (!manifest.ok()) return manifest.error();
   std::string const base = std::filesystem::path(path).filename().string();
   auto mismatches = manifest_mismatches(*manifest, *table, base, mpath);
@@ -206,8 +220,9 @@ Result<Table> load_table(std::string const& path) {
   out.extra = table->extra;
   out.key_order = table->key_order;
   for (auto& [m, row] : out.rows) {
-    row.vllm_extra = table->rows.at(m).vllm_extra;
-    row.absent_fields = table->rows.at(m).absent_fields;
+    TableRow& from = table->rows.at(m);
+    row.vllm_extra = std::move(from.vllm_extra);
+    row.absent_fields = std::move(from.absent_fields);
   }
   return out;
 }
@@ -251,14 +266,26 @@ Result<std::string> save_table(Table const& table, std::string const& dir) {
 }
 
 Result<std::vector<std::string>> list_table_files(std::string const& dir) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
+  fs::file_status const status = fs::status(dir, ec);
+  if (status.type() == fs::file_type::not_found) {
     return make_error(ErrorCode::kNotFound, dir, "table directory not found");
+  }
+  if (!fs::is_directory(status)) {
+    // Kept apart from "not found": the path is there, but it is a table (or another file), and
+    // a caller that falls back on a missing directory must not do so on this.
+    std::string const parent = fs::path(dir).parent_path().string();
+    return make_error(ErrorCode::kInvalidArgument, dir,
+                      ec ? "cannot read: " + ec.message() + "; expected a directory of tables"
+                         : "is a file, not a directory: a tables directory holds the "
+                           "E=..,N=..,device_name=...json files; give the directory that holds "
+                           "them (" +
+                               (parent.empty() ? std::string(".") : parent) + ")");
   }
   std::vector<std::string> out;
   // error_code overloads throughout: a symlink loop or a vanished entry is a message, not an
   // exception. An entry whose status cannot be read stays in the list, so reading it names it.
-  namespace fs = std::filesystem;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string const name = it->path().filename().string();
     std::error_code status_ec;

@@ -53,8 +53,9 @@ std::string vllm_file_name(TableKey const& key);
 /// Parses a vLLM file name (no directory) into the key fields it holds; also reads the
 /// ",family=<family>" item of our own families' names (core/engine_rows.hpp, table_file_name).
 Result<TableKey> parse_vllm_file_name(std::string_view file_name);
-/// Device name as vLLM spells it in file names: spaces -> '_'; any name whose '_'-separated tokens
-/// contain "H200" becomes "NVIDIA_H200" (vLLM's H200-family rule).
+/// Device name as vLLM spells it in file names: spaces -> '_' (and, as a Python str could not hold
+/// them, bytes that are not UTF-8, control bytes and '/' -> '_'); any name whose '_'-separated
+/// tokens contain "H200" becomes "NVIDIA_H200" (vLLM's H200-family rule).
 std::string vllm_device_name(std::string_view device_name);
 
 /// Checks that a table made for `key` may serve `problem` on `device_name`: E, I, and, where the
@@ -92,7 +93,7 @@ struct TableRow {
 struct Table {
   TableKey key;
   ResolverPolicy policy;
-  std::map<int64_t, TableRow> rows;          ///< bucket M -> row, ascending
+  std::map<int64_t, TableRow> rows;  ///< bucket M -> row, ascending
   /// Row keys in the order the engine file lists them, kept only when that order is not
   /// ascending (empty = ascending). The engines' lookup breaks ties by file order, so this is part
   /// of what a table means; keys_in_file_order() is the order to read and write.

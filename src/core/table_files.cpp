@@ -94,14 +94,6 @@ Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
 std::string manifest_path(std::string const& vllm_path) { return vllm_path + ".moetune"; }
 
 Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
-  auto j = parse_json(text, file, DuplicateKeys::kLastWins);  // vLLM's file: json.load's rules
-  if (!j.ok()) return j.error();
-  JsonAt const at{file, ""};
-  if (!j->is_object()) {
-    return json_error(ErrorCode::kParse, at,
-                      "expected an object of rows keyed by M, got " + describe_json(*j));
-  }
-  Table table;
   std::string const base = std::filesystem::path(file).filename().string();
   if (size_t const at_backend = base.find(",backend="); at_backend != std::string::npos) {
     // vLLM 0.33 ships such files for another loader (its FlyDSL MoE, rows of tile_m/tile_n/...),
@@ -114,29 +106,48 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
                           "fused_moe kernel; moetune reads only the latter's "
                           "E=..,N=..,device_name=...json files");
   }
+  Table table;
   if (auto key = parse_vllm_file_name(base); key.ok()) table.key = *key;
+  // Rows are read one at a time as the parser completes them (a 100k-row file never becomes one
+  // tree). A row's error waits until the end: a later row under the same key replaces it, as
+  // Python's json.load has it.
   std::vector<int64_t> file_order;
-  for (auto it = j->begin(); it != j->end(); ++it) {
-    auto const m = parse_m(it.key());
+  std::vector<std::pair<int64_t, Error>> row_errors;
+  auto on_member = [&](std::string const& key, Json& value, bool repeats) -> Status {
+    auto const m = parse_m(key);
     if (!m.has_value()) {
-      if (it.value().is_object()) {
-        return json_error(ErrorCode::kParse, at,
-                          "key '" + clip(it.key()) +
-                              "' holds a row but is not a token count; keys are M as strings");
+      if (value.is_object()) {
+        return json_error(
+            ErrorCode::kParse, JsonAt{file, ""},
+            "key '" + clip(key) + "' holds a row but is not a token count; keys are M as strings");
       }
-      table.extra[it.key()] = it.value().dump();
-      continue;
+      table.extra[key] = value.dump();
+      return Status::Ok();
     }
-    JsonAt const row_at{file, "\"" + it.key() + "\""};
+    JsonAt const row_at{file, "\"" + clip(key) + "\""};
     if (*m < 1) return json_error(ErrorCode::kParse, row_at, "row key must be >= 1");
-    if (table.rows.count(*m) != 0) {
+    if (repeats) {
+      std::erase_if(row_errors, [&](auto const& e) { return e.first == *m; });
+    } else if (table.rows.count(*m) != 0) {
       return json_error(ErrorCode::kParse, row_at, "row key appears twice");
+    } else {
+      file_order.push_back(*m);
     }
     TableRow row;
-    MOETUNE_RETURN_IF_ERROR(parse_vllm_row(it.value(), row_at, &row));
+    if (Status const st = parse_vllm_row(value, row_at, &row); !st.ok()) {
+      row_errors.emplace_back(*m, st.error());
+    }
     table.rows[*m] = std::move(row);
-    file_order.push_back(*m);
+    return Status::Ok();
+  };
+  auto j = parse_json_streamed(text, file, DuplicateKeys::kLastWins,  // json.load's rules
+                               {}, on_member);
+  if (!j.ok()) return j.error();
+  if (!j->is_object()) {
+    return json_error(ErrorCode::kParse, JsonAt{file, ""},
+                      "expected an object of rows keyed by M, got " + describe_json(*j));
   }
+  if (!row_errors.empty()) return row_errors.front().second;
   if (!std::is_sorted(file_order.begin(), file_order.end())) table.key_order = file_order;
   return table;
 }
@@ -180,9 +191,36 @@ std::string format_manifest(Table const& table) {
 }
 
 Result<Table> parse_manifest(std::string_view text, std::string const& file) {
-  auto j = parse_json(text, file);
-  if (!j.ok()) return j.error();
+  // Rows are read one at a time as the parser completes them, so a 100k-row manifest never
+  // becomes one tree. The first row error waits until the top level (version, key) is checked,
+  // which a too-new manifest must fail first.
+  Table table;
+  table.has_manifest = true;
   JsonAt const at{file, ""};
+  JsonAt const rows_at = at.field("rows");
+  std::optional<Error> row_error;
+  auto on_row = [&](std::string const& key, Json& value, bool) -> Status {
+    if (row_error) return Status::Ok();
+    auto const m = parse_m(key);
+    if (!m.has_value() || *m < 1) {
+      row_error = json_error(ErrorCode::kParse, rows_at,
+                             "key '" + clip(key) + "' is not a token count >= 1");
+      return Status::Ok();
+    }
+    JsonAt const row_at = rows_at.index(*m);
+    auto rr = ObjectReader::open(value, row_at, {"config", "source"});
+    TableRow row;
+    Status st = rr.ok() ? rr->required("config", &row.config) : Status(rr.error());
+    if (st.ok()) st = rr->optional("source", &row.source);
+    if (!st.ok()) {
+      row_error = st.error();
+      return Status::Ok();
+    }
+    table.rows[*m] = std::move(row);
+    return Status::Ok();
+  };
+  auto j = parse_json_streamed(text, file, DuplicateKeys::kError, {"rows"}, on_row);
+  if (!j.ok()) return j.error();
   auto r = ObjectReader::open(*j, at, {"manifest_version", "key", "policy", "rows"});
   if (!r.ok()) return r.error();
   int version = 0;
@@ -194,30 +232,14 @@ Result<Table> parse_manifest(std::string_view text, std::string const& file) {
                           std::to_string(kManifestVersion) +
                           "); regenerate it with `moetune materialize` or update moetune");
   }
-  Table table;
-  table.has_manifest = true;
   MOETUNE_RETURN_IF_ERROR(r->required("key", &table.key));
   MOETUNE_RETURN_IF_ERROR(r->optional("policy", &table.policy));
   if (!r->has("rows")) return r->missing("rows");
   Json const& rows = (*j)["rows"];
-  JsonAt const rows_at = at.field("rows");
   if (!rows.is_object()) {
     return json_error(ErrorCode::kParse, rows_at, "expected an object, got " + describe_json(rows));
   }
-  for (auto it = rows.begin(); it != rows.end(); ++it) {
-    auto const m = parse_m(it.key());
-    if (!m.has_value() || *m < 1) {
-      return json_error(ErrorCode::kParse, rows_at,
-                        "key '" + clip(it.key()) + "' is not a token count >= 1");
-    }
-    JsonAt const row_at = rows_at.index(*m);
-    auto rr = ObjectReader::open(it.value(), row_at, {"config", "source"});
-    if (!rr.ok()) return rr.error();
-    TableRow row;
-    MOETUNE_RETURN_IF_ERROR(rr->required("config", &row.config));
-    MOETUNE_RETURN_IF_ERROR(rr->optional("source", &row.source));
-    table.rows[*m] = std::move(row);
-  }
+  if (row_error) return *row_error;
   return table;
 }
 

@@ -9,6 +9,7 @@
 #include "core/config.hpp"
 #include "core/flat_json.hpp"
 #include "core/lint.hpp"
+#include "core/names.hpp"
 #include "core/table.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 
@@ -75,6 +76,18 @@ core::Result<PrewarmReport> prewarm_tables(std::string const& tables_dir,
   for (std::string const& f : *files) {
     auto t = core::load_table(f);
     if (!t.ok()) return t.error();
+    if (t->rows.empty()) {
+      // A .json that is not a table (a recipe, a bench result) loads as rows of nothing: say so
+      // rather than prewarm nothing and report success.
+      std::string keys;
+      for (auto const& [name, value] : t->extra) keys += (keys.empty() ? "" : ", ") + name;
+      return core::make_error(
+          core::ErrorCode::kInvalidArgument, f,
+          "holds no rows keyed by M" +
+              (keys.empty() ? std::string() : " (its keys: " + core::clip(keys, 120) + ")") +
+              "; expected a table, {\"<M>\": {\"BLOCK_SIZE_M\": .., ...}, ...}, as `moetune tune` "
+              "or `materialize` writes: move other files out of the tables directory");
+    }
     total += t->rows.size();
     tables.emplace_back(f, std::move(*t));
   }

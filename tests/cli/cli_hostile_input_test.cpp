@@ -244,5 +244,37 @@ TEST_F(CliHostileInput, AcceptedButWrongInputIsRefused) {
   expect_bad(run({std::string(100000, 'y')}), {"unknown subcommand 'yyy"}, "100 KB subcommand");
 }
 
+TEST_F(CliHostileInput, PrewarmPointedAtAFileOrANonTableNamesItAndWhatItExpected) {
+  expect_bad(
+      run({"prewarm", "--tables", table_}, "MOETUNE_BACKEND=cpu"),
+      {table_ + ": is a file, not a directory", "give the directory that holds them (tables)"},
+      "a table file as --tables");
+  write("results/bench.json", "{\"shapes\": [1, 2], \"note\": \"not a table\"}\n");
+  expect_bad(run({"prewarm", "--tables", "results"}, "MOETUNE_BACKEND=cpu"),
+             {"results/bench.json: holds no rows keyed by M (its keys: note, shapes)",
+              "move other files out of the tables directory"},
+             "a JSON that is not a table");
+}
+
+TEST_F(CliHostileInput, ArgumentsWithNewlinesOrBinaryBytesGiveOneEscapedStderrLine) {
+  RunResult r = run({"show", "--table", "a\nb\xFF.json"});
+  expect_bad(r, {"a\\nb\\xFF.json"}, "a path with a newline and 0xFF");
+}
+
+TEST_F(CliHostileInput, ADeviceNameWith0xFFInATableNameStillPrintsValidJson) {
+  std::string const name = "E=4,N=32,device_name=cpu\xFF,family=cpu_tiled.json";
+  fs::create_directories(path("ff"));
+  fs::copy_file(path(table_), path("ff/" + name));
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"show", "--json", "--table", "ff/" + name},
+        std::vector<std::string>{"resolve", "--json", "--m", "4", "--table", "ff/" + name}}) {
+    RunResult r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    EXPECT_EQ(r.out.find('\xFF'), std::string::npos) << args[0] << ": invalid UTF-8 in JSON";
+  }
+  RunResult show = run({"show", "--json", "--table", "ff/" + name});
+  EXPECT_NE(show.out.find("device_name=cpu\\ufffd"), std::string::npos) << show.out;
+}
+
 }  // namespace
 }  // namespace moetune::cli::testing

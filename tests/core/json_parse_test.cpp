@@ -8,6 +8,7 @@
 #include <functional>
 #include <string>
 
+#include "core/engine_rows.hpp"
 #include "core/flat_json.hpp"
 #include "core/json_bytes.hpp"
 #include "core/json_io.hpp"
@@ -111,6 +112,69 @@ TEST(JsonParse, VllmFilesKeepJsonLoadsLastWinsForDuplicateKeys) {
   ASSERT_TRUE(t.ok()) << t.error().to_string();
   ASSERT_EQ(t->rows.size(), 1u);
   EXPECT_EQ(t->rows.at(16).config.gemm1.tile.block_m, 32);  // Python's json.load: the later wins
+
+  // Rows are read one at a time: a broken row that a later one replaces is no error, and the key
+  // keeps its first place in file order, as in a Python dict.
+  auto replaced = parse_vllm_table(
+      "{\"16\": {\"BLOCK_SIZE_M\": \"x\"}, \"8\": " + with_m(8) + ", \"16\": " + with_m(64) + "}",
+      "E=8,N=128,device_name=cpu.json");
+  ASSERT_TRUE(replaced.ok()) << replaced.error().to_string();
+  EXPECT_EQ(replaced->rows.at(16).config.gemm1.tile.block_m, 64);
+  EXPECT_EQ(keys_in_file_order(*replaced), (std::vector<int64_t>{16, 8}));
+  auto broken = parse_vllm_table("{\"16\": {\"BLOCK_SIZE_M\": \"x\"}, \"8\": " + with_m(8) + "}",
+                                 "E=8,N=128,device_name=cpu.json");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.error().to_string().find("\"16\".BLOCK_SIZE_M"), std::string::npos)
+      << broken.error().to_string();
+}
+
+TEST(JsonParse, StreamedMembersGoToTheCallbackAndTheRestOfTheTreeStays) {
+  std::vector<std::string> seen;
+  auto j = parse_json_streamed(
+      R"({"v": 1, "rows": {"1": {"a": [1, 2]}, "2": 3}, "after": {"rows": {"x": 1}}})", "f.json",
+      DuplicateKeys::kError, {"rows"}, [&](std::string const& key, Json& value, bool repeats) {
+        seen.push_back(key + "=" + value.dump() + (repeats ? " again" : ""));
+        return Status::Ok();
+      });
+  ASSERT_TRUE(j.ok()) << j.error().to_string();
+  EXPECT_EQ(seen, (std::vector<std::string>{"1={\"a\":[1,2]}", "2=3"}));
+  EXPECT_EQ(j->dump(), R"({"v":1,"rows":{},"after":{"rows":{"x":1}}})");  // only the path's object
+  auto dup = parse_json_streamed(R"({"rows": {"1": 1, "1": 2}})", "f.json", DuplicateKeys::kError,
+                                 {"rows"}, [](auto const&, Json&, bool) { return Status::Ok(); });
+  ASSERT_FALSE(dup.ok());
+  EXPECT_NE(dup.error().to_string().find("f.json: rows: key '1' appears twice"), std::string::npos)
+      << dup.error().to_string();
+}
+
+TEST(JsonParse, AManifestTooNewFailsOnItsVersionEvenWhenItsRowsComeFirst) {
+  auto m = parse_manifest(R"({"rows": {"16": {"config": 7}}, "manifest_version": 99, "key": {}})",
+                          "t.json.moetune");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.error().code, ErrorCode::kVersion) << m.error().to_string();
+}
+
+TEST(JsonParse, ADeviceNameThatIsNotUtf8NamesOneFileAndPrintsAsValidJson) {
+  EXPECT_EQ(vllm_device_name("NVIDIA\xFF GPU"), "NVIDIA__GPU");
+  EXPECT_EQ(vllm_device_name("a/b\nc"), "a_b_c");
+  EXPECT_EQ(vllm_device_name("caf\xC3\xA9 GPU"), "caf\xC3\xA9_GPU");  // valid UTF-8 stays
+  EXPECT_EQ(json_string("cpu\xFF"), "\"cpu\\ufffd\"");
+  EXPECT_EQ(json_string("caf\xC3\xA9"), "\"caf\xC3\xA9\"");
+  // The manifest's key and the file name spell the same device, so the pair loads.
+  Table table;
+  table.key = TableKey{.num_experts = 8,
+                       .intermediate_size = 128,
+                       .hidden_size = 256,
+                       .top_k = 2,
+                       .activation = Activation::kSiluGated,
+                       .device_name = vllm_device_name("cpu\xFF"),
+                       .family = "cpu_tiled",
+                       .family_version = 1};
+  table.has_manifest = true;
+  table.rows[16] = TableRow{};
+  auto back = parse_manifest(format_manifest(table), "t.json.moetune");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->key.device_name, "cpu_");
+  EXPECT_TRUE(manifest_mismatches(*back, table, table_file_name(table.key), "m").empty());
 }
 
 TEST(JsonParse, MessagesClipAHugeKeyOrValue) {
