@@ -7,8 +7,8 @@
 
 #include "bench/csv.hpp"
 #include "core/atomic_file.hpp"
-#include "core/json_text.hpp"
 #include "core/flat_json.hpp"
+#include "core/json_text.hpp"
 
 namespace moetune::bench {
 namespace {

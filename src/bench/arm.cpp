@@ -4,8 +4,8 @@
 #include <sstream>
 
 #include "core/build_info.hpp"
-#include "core/names.hpp"
 #include "core/flat_json.hpp"
+#include "core/names.hpp"
 
 namespace moetune::bench {
 namespace {
