@@ -18,6 +18,8 @@ Served:
 Other experts are refused by `enable` with the reason.
 """
 
+import functools
+
 import moetune
 
 NAME = "moetune"
@@ -26,6 +28,7 @@ _SILU = ("silu", "swish")
 _SWIGLUOAI = {"alpha": 1.702, "limit": 7.0}
 
 
+@functools.cache
 def _gpt_oss_gate():
     try:
         from transformers.models.gpt_oss.modeling_gpt_oss import GptOssExperts
