@@ -127,6 +127,13 @@ struct RunArgs {
   /// set only for a runner created with problem.has_bias.
   void const* b1 = nullptr;
   void const* b2 = nullptr;
+  /// fp8 runners (problem.quant; w1 and w2 e4m3): fp8_block: w1_scale [E, N1/128, K/128] and
+  /// w2_scale [E, K/128, I/128] fp32; fp8_tensor: w1_scale and w2_scale [E] and the static input
+  /// scales a1_scale and a2_scale [1]. Device pointers; null for bf16 runners.
+  float const* w1_scale = nullptr;
+  float const* w2_scale = nullptr;
+  float const* a1_scale = nullptr;
+  float const* a2_scale = nullptr;
   WorkspaceSource workspace;  ///< required on cuda when RunnerOptions::caller_workspace is set
 };
 

@@ -4,6 +4,7 @@
 #include <c10/util/Exception.h>
 
 #include <sstream>
+#include <vector>
 
 namespace moetune::python {
 namespace {
@@ -70,10 +71,14 @@ void check_biases(char const* op, MoeTensors const& t, core::MoeProblem& p) {
   p.has_bias = true;
   std::pair<char const*, at::Tensor const*> const biases[] = {{"w1_bias", t.w1_bias},
                                                               {"w2_bias", t.w2_bias}};
+  // fp8 layers keep their biases in the activations' dtype.
+  auto const want = t.quant != core::Quant::kNone ? t.hidden_states.scalar_type() : t.w1.scalar_type();
   for (auto [name, b] : biases) {
     check_device(op, name, *b, t.hidden_states.device());
-    TORCH_CHECK_TYPE(b->scalar_type() == t.w1.scalar_type(), op, ": ", name, " has dtype ",
-                     b->scalar_type(), "; expected ", t.w1.scalar_type(), " (the weights' dtype)");
+    TORCH_CHECK_TYPE(b->scalar_type() == want, op, ": ", name, " has dtype ", b->scalar_type(),
+                     "; expected ", want,
+                     t.quant != core::Quant::kNone ? " (hidden_states' dtype: the weights are fp8)"
+                                                   : " (the weights' dtype)");
     check_rank(op, name, *b, 2, name == std::string("w1_bias") ? "[E, N1]" : "[E, K]");
   }
   check_shape(op, "w1_bias", *t.w1_bias, {p.num_experts, core::gemm1_n(p)},
@@ -81,6 +86,41 @@ void check_biases(char const* op, MoeTensors const& t, core::MoeProblem& p) {
   check_shape(op, "w2_bias", *t.w2_bias, {p.num_experts, p.hidden_size},
               "[E, K]: one row per expert, K = hidden_states.shape[1]");
   for (auto [name, b] : biases) check_contiguous(op, name, *b);
+}
+
+/// One fp32 scale tensor of an fp8 call: on the device, contiguous, of `want` shape (or, per-tensor,
+/// `numel` values).
+void check_scale(char const* op, char const* name, at::Tensor const* t, at::Device dev,
+                 std::vector<int64_t> const& want, char const* layout) {
+  TORCH_CHECK_VALUE(t != nullptr, op, ": ", name, " is None; the fp8 layer needs it (", layout,
+                    ")");
+  check_device(op, name, *t, dev);
+  TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, op, ": ", name, " has dtype ",
+                   t->scalar_type(), "; expected float32");
+  bool const ok = want.size() == 1 ? t->numel() == want[0] : t->sizes() == at::IntArrayRef(want);
+  TORCH_CHECK_VALUE(ok, op, ": ", name, " has shape ", sizes_of(*t), "; expected ",
+                    at::IntArrayRef(want), " (", layout, ")");
+  check_contiguous(op, name, *t);
+}
+
+/// The scales of an fp8 call against the problem (p.quant set).
+void check_fp8_scales(char const* op, MoeTensors const& t, core::MoeProblem const& p) {
+  at::Device const dev = t.hidden_states.device();
+  int64_t const e = p.num_experts, b = core::kFp8BlockSize;
+  if (p.quant == core::Quant::kFp8Block) {
+    check_scale(op, "w1_scale", t.w1_scale, dev, {e, core::gemm1_n(p) / b, p.hidden_size / b},
+                "[E, N1/128, K/128]: one per 128x128 block of w1");
+    check_scale(op, "w2_scale", t.w2_scale, dev, {e, p.hidden_size / b, p.intermediate_size / b},
+                "[E, K/128, I/128]: one per 128x128 block of w2");
+    TORCH_CHECK_VALUE(t.a1_scale == nullptr && t.a2_scale == nullptr, op,
+                      ": a1_scale/a2_scale given with block_shape [128, 128]; block-scaled "
+                      "activations are quantised per token per 128 channels on the fly: pass None");
+    return;
+  }
+  check_scale(op, "w1_scale", t.w1_scale, dev, {e}, "[E]: one per expert");
+  check_scale(op, "w2_scale", t.w2_scale, dev, {e}, "[E]: one per expert");
+  check_scale(op, "a1_scale", t.a1_scale, dev, {1}, "one static scale of the GEMM1 input");
+  check_scale(op, "a2_scale", t.a2_scale, dev, {1}, "one static scale of the GEMM2 input");
 }
 
 }  // namespace
@@ -98,11 +138,15 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   TORCH_CHECK_VALUE(dev.is_cpu() || dev.is_cuda(), op, ": hidden_states is on ", dev,
                     "; expected a CPU or CUDA tensor");
   core::DType const dtype = dtype_of(op, t.hidden_states);
+  bool const fp8 = t.quant != core::Quant::kNone;
+  TORCH_CHECK_VALUE(!fp8 || dev.is_cuda(), op, ": fp8 weights on ", dev,
+                    "; the fp8 layer runs on CUDA (sm_90a) only: move the tensors to the GPU");
+  auto const want_w = fp8 ? at::kFloat8_e4m3fn : t.hidden_states.scalar_type();
   for (auto [name, w] : {std::pair{"w1", &t.w1}, std::pair{"w2", &t.w2}}) {
     check_device(op, name, *w, dev);
-    TORCH_CHECK_TYPE(w->scalar_type() == t.hidden_states.scalar_type(), op, ": ", name,
-                     " has dtype ", w->scalar_type(), "; expected ", t.hidden_states.scalar_type(),
-                     " (the dtype of hidden_states)");
+    TORCH_CHECK_TYPE(w->scalar_type() == want_w, op, ": ", name, " has dtype ", w->scalar_type(),
+                     "; expected ", want_w,
+                     fp8 ? " (fp8 weights)" : " (the dtype of hidden_states)");
   }
   check_device(op, "topk_weights", t.topk_weights, dev);
   check_device(op, "topk_ids", t.topk_ids, dev);
@@ -123,6 +167,7 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   p.activation = *act;
   p.dtype = dtype;
   p.arch = dev.is_cpu() ? "cpu" : "sm_90a";
+  p.quant = t.quant;
   int64_t const n1 = core::gemm1_n(p);
   char const* w1_layout = core::is_gated(p.activation)
                               ? "[E, 2*I, K]: gate rows then up rows, I = w2.shape[2]"
@@ -140,6 +185,7 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   check_biases(op, t, p);
   auto valid = core::validate(p);
   TORCH_CHECK_VALUE(valid.ok(), op, ": ", valid.ok() ? "" : valid.error().message);
+  if (fp8) check_fp8_scales(op, t, p);
   check_ids_in_range(op, t.topk_ids, p.num_experts);
   return p;
 }

@@ -21,9 +21,17 @@ struct MoeTensors {
   at::Tensor const& topk_ids;           ///< [M, top_k] int32 or int64
   at::Tensor const* w1_bias = nullptr;  ///< [E, N1] in w1's dtype, or none (then no w2_bias)
   at::Tensor const* w2_bias = nullptr;  ///< [E, K] in w2's dtype
+  /// fp8 (w1, w2 float8_e4m3fn; fused_moe_fp8): kFp8Block: w1_scale [E, N1/128, K/128] and
+  /// w2_scale [E, K/128, I/128]; kFp8Tensor: w1_scale and w2_scale [E], a1_scale and a2_scale
+  /// one value each. float32, on the device of hidden_states.
+  core::Quant quant = core::Quant::kNone;
+  at::Tensor const* w1_scale = nullptr;
+  at::Tensor const* w2_scale = nullptr;
+  at::Tensor const* a1_scale = nullptr;
+  at::Tensor const* a2_scale = nullptr;
 };
 
-/// The optional bias argument as MoeTensors holds it (nullptr for None).
+/// An optional tensor argument as MoeTensors holds it (nullptr for None).
 inline at::Tensor const* bias_arg(std::optional<at::Tensor> const& b) {
   return b.has_value() && b->defined() ? &*b : nullptr;
 }

@@ -20,7 +20,8 @@ struct KeyHash {
   size_t operator()(RunnerKey const& k) const {
     size_t h = std::hash<std::string>{}(k.config);
     for (int64_t v : {int64_t{k.device_index}, k.hidden_size, k.intermediate_size, k.num_experts,
-                      k.top_k, int64_t(k.activation), int64_t(k.dtype), int64_t(k.has_bias)}) {
+                      k.top_k, int64_t(k.activation), int64_t(k.dtype), int64_t(k.has_bias),
+                      int64_t(k.quant)}) {
       h = h * 1000003u ^ std::hash<int64_t>{}(v);
     }
     return h;
@@ -75,6 +76,7 @@ ServedRunner create(RunnerKey const& key, char const* op) {
   p.activation = key.activation;
   p.dtype = key.dtype;
   p.has_bias = key.has_bias;
+  p.quant = key.quant;
   p.arch = key.device_index < 0 ? "cpu" : "sm_90a";
   auto runner = MoeRunner::create(p, key.device_index < 0 ? "cpu" : "cuda", std::move(opts));
   TORCH_CHECK_VALUE(runner.ok(), op, ": ", runner.ok() ? "" : runner.error().to_string());

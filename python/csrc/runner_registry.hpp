@@ -23,6 +23,7 @@ struct RunnerKey {
   core::Activation activation = core::Activation::kSiluGated;
   core::DType dtype = core::DType::kBf16;
   bool has_bias = false;
+  core::Quant quant = core::Quant::kNone;
   std::string config;
   bool operator==(RunnerKey const&) const = default;
 };

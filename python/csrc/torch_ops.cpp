@@ -1,6 +1,7 @@
 // The torch ops of the Python package, registered with TORCH_LIBRARY so a call from Python costs
 // one dispatcher hop (no Python in the op itself):
 //   moetune::fused_moe  (out of place)   moetune::fused_moe_ (hidden_states overwritten)
+//   moetune::fused_moe_fp8 (fp8 weights: block-scaled or per-tensor, as vLLM passes them)
 //   moetune::explain    (which config serves this call, and the rule that chose it)
 // Layouts are vLLM's fused_experts' (op_args.hpp). A CUDA call runs on torch's current stream,
 // takes its workspace from torch's caching allocator and never synchronises the host, so it is safe
@@ -68,6 +69,7 @@ RunnerKey key_of(core::MoeProblem const& p, at::Device dev, std::string const& c
           .activation = p.activation,
           .dtype = p.dtype,
           .has_bias = p.has_bias,
+          .quant = p.quant,
           .config = config};
 }
 
@@ -115,6 +117,10 @@ RunArgs run_args(void* stream, MoeTensors const& t, at::Tensor const& ids,
           .m = m,
           .b1 = t.w1_bias ? t.w1_bias->data_ptr() : nullptr,
           .b2 = t.w2_bias ? t.w2_bias->data_ptr() : nullptr,
+          .w1_scale = t.w1_scale ? t.w1_scale->data_ptr<float>() : nullptr,
+          .w2_scale = t.w2_scale ? t.w2_scale->data_ptr<float>() : nullptr,
+          .a1_scale = t.a1_scale ? t.a1_scale->data_ptr<float>() : nullptr,
+          .a2_scale = t.a2_scale ? t.a2_scale->data_ptr<float>() : nullptr,
           .workspace = workspace};
 }
 
@@ -267,9 +273,37 @@ at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor co
   return out;
 }
 
+at::Tensor fused_moe_fp8(at::Tensor const& hidden_states, at::Tensor const& w1,
+                         at::Tensor const& w2, at::Tensor const& topk_weights,
+                         at::Tensor const& topk_ids, at::Tensor const& w1_scale,
+                         at::Tensor const& w2_scale, std::optional<at::Tensor> const& a1_scale,
+                         std::optional<at::Tensor> const& a2_scale, std::string const& quant,
+                         std::string const& activation, std::string const& config,
+                         std::optional<at::Tensor> const& w1_bias,
+                         std::optional<at::Tensor> const& w2_bias) {
+  char const* op = "moetune.fused_moe_fp8";
+  auto q = core::parse_quant(quant);
+  TORCH_CHECK_VALUE(q.ok() && *q != core::Quant::kNone, op, ": quant '", quant,
+                    "'; expected fp8_block or fp8_tensor");
+  MoeTensors t{hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)};
+  t.quant = *q;
+  t.w1_scale = &w1_scale;
+  t.w2_scale = &w2_scale;
+  t.a1_scale = bias_arg(a1_scale);
+  t.a2_scale = bias_arg(a2_scale);
+  at::Tensor out = new_output(hidden_states);
+  run_into(op, t, activation, config, out);
+  return out;
+}
+
 }  // namespace moetune::python
 
 TORCH_LIBRARY(moetune, m) {
+  m.def(
+      "fused_moe_fp8(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
+      "Tensor topk_ids, Tensor w1_scale, Tensor w2_scale, Tensor? a1_scale, Tensor? a2_scale, "
+      "str quant, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
+      "Tensor? w2_bias=None) -> Tensor");
   m.def(
       "fused_moe(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
       "Tensor topk_ids, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
@@ -296,6 +330,7 @@ TORCH_LIBRARY(moetune, m) {
 
 TORCH_LIBRARY_IMPL(moetune, CPU, m) {
   m.impl("_noop", &moetune::python::noop);
+  m.impl("fused_moe_fp8", &moetune::python::fused_moe_fp8);
   m.impl("fused_moe", &moetune::python::fused_moe_out_of_place);
   m.impl("fused_moe_", &moetune::python::fused_moe_);
 }
@@ -303,6 +338,7 @@ TORCH_LIBRARY_IMPL(moetune, CPU, m) {
 #if defined(MOETUNE_TORCH_HAS_CUDA)
 TORCH_LIBRARY_IMPL(moetune, CUDA, m) {
   m.impl("_noop", &moetune::python::noop);
+  m.impl("fused_moe_fp8", &moetune::python::fused_moe_fp8);
   m.impl("fused_moe", &moetune::python::fused_moe_out_of_place);
   m.impl("fused_moe_", &moetune::python::fused_moe_);
 }

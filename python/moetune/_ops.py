@@ -64,6 +64,13 @@ def _fused_moe_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="s
     return hidden_states.new_empty(hidden_states.shape)
 
 
+@torch.library.register_fake("moetune::fused_moe_fp8")
+def _fused_moe_fp8_fake(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale,
+                        a1_scale, a2_scale, quant, activation="silu", config="", w1_bias=None,
+                        w2_bias=None):
+    return hidden_states.new_empty(hidden_states.shape)
+
+
 @torch.library.register_fake("moetune::fused_moe_")
 def _fused_moe_inplace_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu",
                             config="", w1_bias=None, w2_bias=None):
@@ -87,7 +94,8 @@ def _config_arg(config):
 
 
 def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", inplace=False,
-              config=None, w1_bias=None, w2_bias=None):
+              config=None, w1_bias=None, w2_bias=None, w1_scale=None, w2_scale=None,
+              a1_scale=None, a2_scale=None, block_shape=None):
     """The fused MoE layer: out[m] = sum_j topk_weights[m, j] * expert_{topk_ids[m, j]}(x[m]),
     expert_e(x) = w2[e] @ act(w1[e] @ x + w1_bias[e]) + w2_bias[e] (biases optional).
 
@@ -103,10 +111,22 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     default rule), "auto" (tune this shape once per bucket and cache the winner; refused during
     CUDA graph capture), a dict (one MoeConfig, validated), or a tables directory.
 
+    fp8 (w1 and w2 torch.float8_e4m3fn, hidden_states bfloat16, CUDA), as vLLM passes them:
+    block_shape=[128, 128]: w1_scale [E, N1/128, K/128] and w2_scale [E, K/128, I/128] float32
+    (DeepSeek-V3 / Qwen3 FP8 checkpoints); the activations are quantised per token per 128
+    channels on the fly. block_shape=None: per-tensor, w1_scale and w2_scale [E] and the static
+    input scales a1_scale and a2_scale (one value each).
+
     CUDA calls run on the current stream with workspace from torch's caching allocator and never
     synchronise; topk_ids are not range-checked on the GPU (that check would synchronise).
     """
     c = "" if config is None else _config_arg(config)
+    if w1.dtype == torch.float8_e4m3fn or w1_scale is not None or w2_scale is not None:
+        if inplace:
+            raise ValueError("moetune.fused_moe: inplace=True with fp8 weights; use the result")
+        return _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale,
+                              a1_scale, a2_scale, _quant_arg(block_shape), activation, c,
+                              w1_bias, w2_bias)
     eager = not _is_compiling()
     biased = w1_bias is not None or w2_bias is not None
     if eager and not inplace and not biased and _fused_moe_fast is not None:
@@ -121,6 +141,27 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     if biased:
         return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias)
     return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+
+
+def _quant_arg(block_shape):
+    """The fp8 op's quant: "fp8_block" for block_shape [128, 128], "fp8_tensor" for None."""
+    if block_shape is None:
+        return "fp8_tensor"
+    if list(block_shape) != [128, 128]:
+        raise ValueError(f"moetune.fused_moe: block_shape {list(block_shape)}; expected [128, 128] "
+                         "or None (per-tensor fp8)")
+    return "fp8_block"
+
+
+def _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, a1_scale,
+                   a2_scale, quant, activation, config, w1_bias, w2_bias):
+    for name, t in (("w1_scale", w1_scale), ("w2_scale", w2_scale)):
+        if t is None:
+            raise ValueError(f"moetune.fused_moe: {name} is None but the weights are fp8; pass "
+                             "the checkpoint's weight scales")
+    return torch.ops.moetune.fused_moe_fp8.default(
+        hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, a1_scale, a2_scale,
+        quant, activation, config, w1_bias, w2_bias)
 
 
 def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None,

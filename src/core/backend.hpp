@@ -28,6 +28,26 @@ struct GemmSpace {
   MoeConfig base;
 };
 
+/// The per-GEMM spaces of a joint space: per gemm1.tile.block_m (in order of first appearance),
+/// the distinct GEMM1 and GEMM2 configs, and the first config as the base.
+inline std::vector<GemmSpace> gemm_spaces_of(std::vector<MoeConfig> const& joint) {
+  std::vector<GemmSpace> out;
+  auto add = [](std::vector<KernelConfig>& list, KernelConfig const& k) {
+    if (std::find(list.begin(), list.end(), k) == list.end()) list.push_back(k);
+  };
+  for (MoeConfig const& c : joint) {
+    int const bm = c.gemm1.tile.block_m;
+    if (c.gemm2.tile.block_m != bm) continue;
+    auto it =
+        std::find_if(out.begin(), out.end(), [&](auto const& s) { return s.block_m == bm; });
+    if (it == out.end())
+      it = out.insert(out.end(), GemmSpace{.block_m = bm, .gemm1 = {}, .gemm2 = {}, .base = c});
+    add(it->gemm1, c.gemm1);
+    add(it->gemm2, c.gemm2);
+  }
+  return out;
+}
+
 /// One backend = one kernel family on one kind of device.
 class Backend {
  public:
@@ -50,21 +70,7 @@ class Backend {
   /// appearance), the distinct GEMM1 and GEMM2 configs, and the first config as the base. A
   /// family whose GEMMs cannot be chosen apart returns {} and is tuned on search_space() jointly.
   virtual std::vector<GemmSpace> gemm_search_space(MoeProblem const& problem) const {
-    std::vector<GemmSpace> out;
-    auto add = [](std::vector<KernelConfig>& list, KernelConfig const& k) {
-      if (std::find(list.begin(), list.end(), k) == list.end()) list.push_back(k);
-    };
-    for (MoeConfig const& c : search_space(problem)) {
-      int const bm = c.gemm1.tile.block_m;
-      if (c.gemm2.tile.block_m != bm) continue;
-      auto it =
-          std::find_if(out.begin(), out.end(), [&](auto const& s) { return s.block_m == bm; });
-      if (it == out.end())
-        it = out.insert(out.end(), GemmSpace{.block_m = bm, .gemm1 = {}, .gemm2 = {}, .base = c});
-      add(it->gemm1, c.gemm1);
-      add(it->gemm2, c.gemm2);
-    }
-    return out;
+    return gemm_spaces_of(search_space(problem));
   }
 };
 

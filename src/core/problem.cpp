@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "core/names.hpp"
@@ -28,6 +29,13 @@ struct DTypeName {
 };
 constexpr DTypeName kDTypeNames[] = {
     {DType::kBf16, "bf16", 2}, {DType::kFp16, "fp16", 2}, {DType::kFp32, "fp32", 4}};
+
+struct QuantName {
+  Quant quant;
+  const char* name;
+};
+constexpr QuantName kQuantNames[] = {
+    {Quant::kNone, "none"}, {Quant::kFp8Tensor, "fp8_tensor"}, {Quant::kFp8Block, "fp8_block"}};
 
 Error bad_field(std::string const& field, int64_t seen, std::string const& allowed) {
   return make_error(ErrorCode::kInvalidArgument, "problem",
@@ -73,6 +81,24 @@ Result<DType> parse_dtype(std::string_view text) {
                         did_you_mean(text, names));
 }
 
+std::string_view to_string(Quant q) {
+  for (auto const& n : kQuantNames) {
+    if (n.quant == q) return n.name;
+  }
+  return "none";
+}
+
+Result<Quant> parse_quant(std::string_view text) {
+  std::vector<std::string> names;
+  for (auto const& n : kQuantNames) {
+    if (text == n.name) return n.quant;
+    names.emplace_back(n.name);
+  }
+  return make_error(ErrorCode::kInvalidArgument, "quant",
+                    "unknown quant '" + clip(text) + "'; expected one of none, fp8_tensor, fp8_block" +
+                        did_you_mean(text, names));
+}
+
 int dtype_bytes(DType dtype) {
   for (auto const& d : kDTypeNames) {
     if (d.dtype == dtype) return d.bytes;
@@ -99,7 +125,11 @@ double flops(MoeProblem const& p) {
 double expert_weight_bytes(MoeProblem const& p) {
   double const n1k = static_cast<double>(gemm1_n(p)) * static_cast<double>(p.hidden_size);
   double const ki = static_cast<double>(p.hidden_size) * static_cast<double>(p.intermediate_size);
-  return (n1k + ki) * dtype_bytes(p.dtype);
+  if (p.quant == Quant::kNone) return (n1k + ki) * dtype_bytes(p.dtype);
+  double const scales = p.quant == Quant::kFp8Block
+                            ? (n1k + ki) / (double{kFp8BlockSize} * double{kFp8BlockSize})
+                            : 2.0;
+  return n1k + ki + 4.0 * scales;
 }
 
 Status validate(MoeProblem const& p) {
@@ -120,6 +150,20 @@ Status validate(MoeProblem const& p) {
     return bad_field("top_k", p.top_k,
                      "1 <= top_k <= num_experts (" + std::to_string(p.num_experts) + ")");
   }
+  if (p.quant != Quant::kNone && p.dtype != DType::kBf16) {
+    return make_error(ErrorCode::kInvalidArgument, "problem",
+                      "quant = " + std::string(to_string(p.quant)) + " with dtype = " +
+                          std::string(to_string(p.dtype)) +
+                          "; quantised layers take and return bf16 (dtype=bf16)");
+  }
+  if (p.quant == Quant::kFp8Block) {
+    for (auto [name, v] : {std::pair{"hidden_size (K)", p.hidden_size},
+                           std::pair{"intermediate_size (I)", p.intermediate_size}}) {
+      if (v % kFp8BlockSize != 0) {
+        return bad_field(name, v, "a multiple of 128 with quant = fp8_block (128x128 blocks)");
+      }
+    }
+  }
   if (p.arch.empty()) {
     return make_error(ErrorCode::kInvalidArgument, "problem",
                       "arch is empty; expected e.g. 'sm_90a' or 'cpu'");
@@ -132,7 +176,8 @@ std::string to_string(MoeProblem const& p) {
          ", I=" + std::to_string(p.intermediate_size) + ", E=" + std::to_string(p.num_experts) +
          ", top_k=" + std::to_string(p.top_k) + ", act=" + std::string(to_string(p.activation)) +
          ", dtype=" + std::string(to_string(p.dtype)) + ", arch=" + p.arch +
-         (p.has_bias ? ", bias)" : ")");
+         (p.has_bias ? ", bias" : "") +
+         (p.quant != Quant::kNone ? ", quant=" + std::string(to_string(p.quant)) : "") + ")";
 }
 
 namespace {
@@ -141,7 +186,7 @@ namespace {
 Result<std::map<std::string, std::string>> problem_spec_items(std::string_view spec,
                                                               std::string const& where) {
   static std::vector<std::string> const kKeys = {"E",     "K", "I",    "topk", "act",
-                                                 "dtype", "M", "arch", "bias"};
+                                                 "dtype", "M", "arch", "bias", "quant"};
   std::map<std::string, std::string> values;
   size_t pos = 0;
   while (pos <= spec.size()) {
@@ -163,7 +208,7 @@ Result<std::map<std::string, std::string>> problem_spec_items(std::string_view s
     if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
       return make_error(ErrorCode::kInvalidArgument, where,
                         "unknown key '" + clip(key) +
-                            "'; expected E, K, I, topk, act, dtype, M, arch, bias" +
+                            "'; expected E, K, I, topk, act, dtype, M, arch, bias, quant" +
                             did_you_mean(key, kKeys));
     }
     if (values.count(key) != 0) {
@@ -222,6 +267,11 @@ Result<MoeProblem> parse_problem_spec(std::string_view spec) {
     }
     p.has_bias = b == "1";
   }
+  if (values.count("quant") != 0) {
+    auto quant = parse_quant(values["quant"]);
+    if (!quant.ok()) return make_error(quant.error().code, where, quant.error().message);
+    p.quant = *quant;
+  }
   Status const st = validate(p);
   if (!st.ok()) return make_error(st.error().code, where, st.error().message);
   return p;
@@ -232,7 +282,8 @@ std::string format_problem_spec(MoeProblem const& p) {
          ",I=" + std::to_string(p.intermediate_size) + ",topk=" + std::to_string(p.top_k) +
          ",act=" + std::string(to_string(p.activation)) +
          ",dtype=" + std::string(to_string(p.dtype)) + ",M=" + std::to_string(p.num_tokens) +
-         ",arch=" + p.arch + (p.has_bias ? ",bias=1" : "");
+         ",arch=" + p.arch + (p.has_bias ? ",bias=1" : "") +
+         (p.quant != Quant::kNone ? ",quant=" + std::string(to_string(p.quant)) : "");
 }
 
 }  // namespace moetune::core

@@ -25,6 +25,22 @@ inline constexpr double kSwigluOaiLimit = 7.0;
 /// Element type of x, w1, w2 and out. Accumulation is always fp32.
 enum class DType { kBf16, kFp16, kFp32 };
 
+/// How w1, w2 and the activations entering each GEMM are quantised (x, out and the bias stay in
+/// `dtype`, which must then be bf16). fp8 is e4m3 (max 448), accumulation fp32.
+/// kFp8Tensor: one fp32 scale per expert for w1 and for w2 ([E]); one static fp32 scale for the
+///             GEMM1 input and one for the GEMM2 input (the engines' a1_scale / a2_scale).
+/// kFp8Block:  fp32 scales per 128x128 weight block (w1 [E, N1/128, K/128], w2 [E, K/128,
+///             I/128]); activations quantised per token per 128 channels on the fly (scale =
+///             amax / 448), promoted per 128-deep k-block in fp32. Needs K and I multiples of 128.
+enum class Quant { kNone, kFp8Tensor, kFp8Block };
+/// CLI/JSON names: "none", "fp8_tensor", "fp8_block".
+std::string_view to_string(Quant q);
+Result<Quant> parse_quant(std::string_view text);
+/// The fp8 block of kFp8Block (weights: kFp8BlockSize square; activations: 1 x kFp8BlockSize).
+inline constexpr int kFp8BlockSize = 128;
+/// Largest finite e4m3 value: a block's scale is amax / kFp8Max.
+inline constexpr double kFp8Max = 448.0;
+
 /// CLI/JSON names: "silu", "relu2", "gelu", "gelu_tanh", "swigluoai".
 std::string_view to_string(Activation act);
 /// Parses a CLI/JSON activation name; the error offers "did you mean".
@@ -61,6 +77,8 @@ struct MoeProblem {
   /// GEMM2 before the routing weight), in the weights' dtype (problem spec: bias=1). Tables and
   /// their keys describe the unbiased layer, whose choice serves both.
   bool has_bias = false;
+  /// Quantised weights and GEMM inputs (problem spec quant=fp8_tensor|fp8_block); see Quant.
+  Quant quant = Quant::kNone;
 
   bool operator==(MoeProblem const&) const = default;
 };
@@ -71,19 +89,21 @@ int64_t gemm1_n(MoeProblem const& p);
 int64_t num_pairs(MoeProblem const& p);
 /// 2 * M * top_k * (N1*K + K*I): the floating-point work of the layer.
 double flops(MoeProblem const& p);
-/// Bytes of one expert's weights (w1 and w2) in the problem's dtype.
+/// Bytes of one expert's weights (w1 and w2): the problem's dtype, or 1 byte an element plus the
+/// fp32 scales when quantised.
 double expert_weight_bytes(MoeProblem const& p);
 
-/// Checks every field: sizes in [1, kMax*] (M in [0, kMaxTokens]), top_k <= E. The error names
-/// the field, the value seen and what is allowed.
+/// Checks every field: sizes in [1, kMax*] (M in [0, kMaxTokens]), top_k <= E; a quantised
+/// problem has dtype bf16, and fp8_block K and I multiples of 128. The error names the field, the
+/// value seen and what is allowed.
 Status validate(MoeProblem const& p);
 
 /// "MoeProblem(M=16, K=2048, I=768, E=128, top_k=8, act=silu, dtype=bf16, arch=sm_90a)"
-/// (", bias" before the parenthesis when has_bias).
+/// (", bias" and ", quant=fp8_block" before the parenthesis when set).
 std::string to_string(MoeProblem const& p);
 
 /// Parses the one problem form every command accepts:
-///   "E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16[,M=16][,arch=sm_90a][,bias=1]"
+///   "E=128,K=2048,I=768,topk=8,act=silu,dtype=bf16[,M=16][,arch=sm_90a][,bias=1][,quant=..]"
 /// Keys are case-sensitive as written; unknown keys get "did you mean"; E, K, I, topk and act
 /// are required, dtype defaults to bf16, M to 0. The result is validated.
 Result<MoeProblem> parse_problem_spec(std::string_view spec);

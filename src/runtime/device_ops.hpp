@@ -28,6 +28,11 @@ struct LayerArgs {
   void* out = nullptr;
   void const* b1 = nullptr;  ///< [E, N1] when the problem has biases, else null
   void const* b2 = nullptr;  ///< [E, K] likewise
+  /// fp8 problems' scales (RunArgs says which); null otherwise.
+  float const* w1_scale = nullptr;
+  float const* w2_scale = nullptr;
+  float const* a1_scale = nullptr;
+  float const* a2_scale = nullptr;
   /// Set (caller_workspace runners): the launch takes its scratch from here, not the held one.
   WorkspaceSource workspace;
 };

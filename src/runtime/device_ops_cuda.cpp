@@ -28,7 +28,11 @@ kc::MoeArgs moe_args(LayerArgs const& a) {
           .w2 = a.w2,
           .out = a.out,
           .b1 = a.b1,
-          .b2 = a.b2};
+          .b2 = a.b2,
+          .w1_scale = a.w1_scale,
+          .w2_scale = a.w2_scale,
+          .a1_scale = a.a1_scale,
+          .a2_scale = a.a2_scale};
 }
 
 class CudaDeviceOps final : public DeviceOps {

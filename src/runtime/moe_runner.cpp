@@ -86,8 +86,13 @@ core::Status MoeRunner::run(RunArgs const& a, Knobs const& knobs, Choice* chosen
                                 .out = a.out,
                                 .b1 = a.b1,
                                 .b2 = a.b2,
+                                .w1_scale = a.w1_scale,
+                                .w2_scale = a.w2_scale,
+                                .a1_scale = a.a1_scale,
+                                .a2_scale = a.a2_scale,
                                 .workspace = a.workspace};
   MOETUNE_RETURN_IF_ERROR(impl_->check_biases(a.b1, a.b2));
+  MOETUNE_RETURN_IF_ERROR(impl_->check_scales(a));
   if (knobs.mode == KnobMode::kExplicit) {
     auto c = impl_->explicit_choice(m, knobs.config);
     if (!c.ok()) return c.error();

@@ -290,6 +290,28 @@ class RunnerImpl {
                                 "; pass both biases exactly when problem.has_bias is set");
   }
 
+  /// The fp8 scales given exactly as the runner's problem.quant asks (RunArgs says which).
+  core::Status check_scales(RunArgs const& a) const {
+    bool const q = problem.quant != core::Quant::kNone;
+    bool const tensor = problem.quant == core::Quant::kFp8Tensor;
+    struct Want {
+      char const* name;
+      void const* ptr;
+      bool needed;
+    };
+    for (Want const w : {Want{"w1_scale", a.w1_scale, q}, Want{"w2_scale", a.w2_scale, q},
+                         Want{"a1_scale", a.a1_scale, tensor},
+                         Want{"a2_scale", a.a2_scale, tensor}}) {
+      if ((w.ptr != nullptr) == w.needed) continue;
+      return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner",
+                              std::string("RunArgs ") + w.name + " is " +
+                                  (w.ptr ? "set" : "null") + " but the runner's problem has quant " +
+                                  std::string(core::to_string(problem.quant)) + "; pass " + w.name +
+                                  (w.needed ? "" : " only for an fp8 quant that takes it"));
+    }
+    return core::Status::Ok();
+  }
+
   core::Result<Choice> explicit_choice(int64_t m, core::MoeConfig const& c) const {
     core::Status s = backend->can_implement(at(m), c);
     if (!s.ok()) {

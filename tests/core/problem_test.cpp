@@ -86,6 +86,31 @@ TEST(Problem, DerivedSizesFollowTheActivation) {
   EXPECT_EQ(gemm1_n(p), 3);
 }
 
+TEST(Problem, QuantRoundTripsAndIsCheckedAgainstDtypeAndTheBlock) {
+  auto p = parse_problem_spec("E=8,K=256,I=128,topk=2,act=silu,quant=fp8_block");
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  EXPECT_EQ(p->quant, Quant::kFp8Block);
+  EXPECT_EQ(*parse_problem_spec(format_problem_spec(*p)), *p);
+  EXPECT_NE(to_string(*p).find(", quant=fp8_block)"), std::string::npos) << to_string(*p);
+  // 1 byte per element plus one fp32 scale per 128x128 block: (256*256 + 256*128) / 16384 blocks.
+  EXPECT_DOUBLE_EQ(expert_weight_bytes(*p), 256.0 * 256 + 256 * 128 + 4.0 * 6);
+  auto tensor = parse_problem_spec("E=8,K=100,I=60,topk=2,act=gelu,quant=fp8_tensor");
+  ASSERT_TRUE(tensor.ok()) << tensor.error().to_string();  // no block: any K and I
+  EXPECT_DOUBLE_EQ(expert_weight_bytes(*tensor), 60.0 * 100 * 2 + 4.0 * 2);
+
+  auto unaligned = parse_problem_spec("E=8,K=192,I=128,topk=2,act=silu,quant=fp8_block");
+  ASSERT_FALSE(unaligned.ok());
+  EXPECT_NE(unaligned.error().message.find("hidden_size (K) = 192"), std::string::npos)
+      << unaligned.error().message;
+  auto fp32 = parse_problem_spec("E=8,K=256,I=128,topk=2,act=silu,dtype=fp32,quant=fp8_tensor");
+  ASSERT_FALSE(fp32.ok());
+  EXPECT_NE(fp32.error().message.find("dtype = fp32"), std::string::npos) << fp32.error().message;
+  auto typo = parse_problem_spec("E=8,K=256,I=128,topk=2,act=silu,quant=fp8_blok");
+  ASSERT_FALSE(typo.ok());
+  EXPECT_NE(typo.error().message.find("did you mean 'fp8_block'"), std::string::npos)
+      << typo.error().message;
+}
+
 TEST(Problem, ToStringShowsEveryField) {
   MoeProblem const p{.num_tokens = 16,
                      .hidden_size = 2048,

@@ -41,7 +41,8 @@ def test_vllm_serves_gpt_oss_swigluoai_with_biases():
     ({"apply_router_weight_on_input": True}, "apply_router_weight_on_input"),
     ({"expert_map": torch.arange(8)}, "expert_map"),
     ({"global_num_experts": 16}, "global_num_experts=16"),
-    ({"quant_config": SimpleNamespace(use_fp8_w8a8=True)}, "quant_config.use_fp8_w8a8"),
+    ({"quant_config": SimpleNamespace(use_fp8_w8a8=True)}, "use_fp8_w8a8=True but w1 has dtype"),
+    ({"quant_config": SimpleNamespace(use_int8_w8a8=True)}, "quant_config.use_int8_w8a8"),
 ])
 def test_vllm_refuses_what_it_does_not_serve(kwargs, named):
     x, w1, w2, tw, ids = make_layer(3, 64, 32, 8, 2, seed=31)

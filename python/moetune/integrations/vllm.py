@@ -4,8 +4,9 @@ compares them), served by moetune.fused_moe.
 
 Served: bf16 experts, all local (global_num_experts -1 or E, no expert_map), activation "silu"
 or "swigluoai" (gpt-oss; and the non-gated "*_no_mul" forms), router weights applied after GEMM2,
-no quantisation (quant_config None or unquantised; its w1_bias / w2_bias are served, as gpt-oss
-uses them). Anything else raises ValueError naming the argument.
+quant_config None, unquantised or fp8 (use_fp8_w8a8: block_shape [128, 128] with per-token-group
+activations, or per-tensor with static a1/a2 scales); its w1_bias / w2_bias are served, as gpt-oss
+uses them. Anything else raises ValueError naming the argument.
 
 Routing vLLM to it (the module-level function, as model code and tests import it):
 
@@ -18,6 +19,8 @@ installed where moetune is tested), and vLLM's modular-kernel path (TritonExpert
 `install` does not touch.
 """
 
+import torch
+
 import moetune
 
 from ._engine_args import activation_name, refuse_if_set
@@ -28,9 +31,20 @@ _WHERE = "moetune.integrations.vllm.fused_experts"
 def _check_quant(quant_config):
     if quant_config is None:
         return
-    for name in ("use_fp8_w8a8", "use_int8_w8a8", "use_int8_w8a16", "use_int4_w4a16",
-                 "ocp_mx_scheme"):
+    for name in ("use_int8_w8a8", "use_int8_w8a16", "use_int4_w4a16", "ocp_mx_scheme",
+                 "per_act_token_quant", "per_out_ch_quant"):
         refuse_if_set(_WHERE, **{f"quant_config.{name}": getattr(quant_config, name, None)})
+
+
+def _fp8_args(quant_config, w1):
+    """fused_moe's fp8 keywords from vLLM's quant_config (use_fp8_w8a8), else {}."""
+    if quant_config is None or not getattr(quant_config, "use_fp8_w8a8", False):
+        return {}
+    if w1.dtype != torch.float8_e4m3fn:
+        raise ValueError(f"{_WHERE}: quant_config.use_fp8_w8a8=True but w1 has dtype {w1.dtype}; "
+                         "expected torch.float8_e4m3fn weights with their scales")
+    return {name: getattr(quant_config, name, None)
+            for name in ("w1_scale", "w2_scale", "a1_scale", "a2_scale", "block_shape")}
 
 
 def fused_experts(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu",
@@ -46,7 +60,7 @@ def fused_experts(hidden_states, w1, w2, topk_weights, topk_ids, activation="sil
     b1 = getattr(quant_config, "w1_bias", None)
     b2 = getattr(quant_config, "w2_bias", None)
     return moetune.fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation=act,
-                             w1_bias=b1, w2_bias=b2)
+                             w1_bias=b1, w2_bias=b2, **_fp8_args(quant_config, w1))
 
 
 def install():

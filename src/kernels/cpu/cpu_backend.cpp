@@ -107,6 +107,11 @@ core::Status cpu_tiled_can_implement(core::MoeProblem const& problem,
     return unsupported("problem.dtype = " + std::string(core::to_string(problem.dtype)) +
                        " is not supported (allowed: bf16, fp32); use bf16 or fp32");
   }
+  if (problem.quant != core::Quant::kNone) {
+    return unsupported("problem.quant = " + std::string(core::to_string(problem.quant)) +
+                       " is not implemented by cpu_tiled; run fp8 layers on the cuda backend "
+                       "(sm_90a)");
+  }
   MOETUNE_RETURN_IF_ERROR(check_gemm("gemm1", config.gemm1, problem.hidden_size, "K"));
   MOETUNE_RETURN_IF_ERROR(check_gemm("gemm2", config.gemm2, problem.intermediate_size, "I"));
   if (config.gemm1.tile.block_m != config.gemm2.tile.block_m) {

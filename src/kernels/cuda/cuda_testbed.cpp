@@ -125,6 +125,12 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                             "problem.has_bias: the testbed generates no biases (tune and bench "
                             "the unbiased problem; its choice serves the biased layer)");
   }
+  if (problem.quant != core::Quant::kNone) {
+    return core::make_error(core::ErrorCode::kUnsupported, "cuda testbed",
+                            "problem.quant = " + std::string(core::to_string(problem.quant)) +
+                                ": the testbed generates no fp8 weights or scales yet; run fp8 "
+                                "layers through the torch op or MoeRunner (bench/fp8_bench.py)");
+  }
   // The weights are kept only where they are the ones this seed draws (Testbed::prepare: every
   // input from `seed` alone). NOTE: kept for any seed of the same shape, a bench point's weights,
   // and its digest, would come from the first point of its M list.

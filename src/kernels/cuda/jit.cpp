@@ -147,16 +147,23 @@ bool read_cached_module(std::string const& path, std::vector<std::string> const&
   return true;
 }
 
-/// NVRTC over the embedded sources: one translation unit that includes the kernel files, the
-/// instantiations from `name_exprs`; fills m.cubin, m.lowered and m.ptxas_log.
+/// NVRTC over the embedded sources: one translation unit that includes the kernel files (the fp8
+/// ones only where a name expression asks for an fp8 kernel, so that the bf16 modules' front end
+/// stays as it was), the instantiations from `name_exprs`; fills m.cubin, m.lowered and
+/// m.ptxas_log.
 core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
                            std::vector<std::string> const& opts, JitModule& m) {
-  const std::string main_src =
+  std::string main_src =
       "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_ws_kernel.cuh\"\n"
       "#include \"sm90_swap_kernel.cuh\"\n"
       "#include \"sm90_align_kernel.cuh\"\n#include \"sm90_decode_kernel.cuh\"\n"
       "#include \"sm90_decode_fused_kernel.cuh\"\n"
       "#include \"sm90_reference_kernel.cuh\"\n";
+  for (auto const& e : name_exprs) {
+    if (e.find("_fp8_") == std::string::npos) continue;
+    main_src += "#include \"sm90_fp8_gemm_kernel.cuh\"\n#include \"sm90_fp8_quant_kernel.cuh\"\n";
+    break;
+  }
   std::vector<const char*> hdr_text, hdr_name;
   for (auto const& [name, text] : jit_sources()) {
     hdr_name.push_back(name.c_str());

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 
 namespace moetune::kernels::cuda {
@@ -74,6 +75,7 @@ double wave_fill(int64_t tiles) {
 }  // namespace
 
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
+  if (p.quant != core::Quant::kNone) return fp8_default_config(p);
   const double per_expert = pairs_per_expert(p);
   auto kc = [](int bm, int bn, int bk, int warps, int stages, int gm,
                core::Schedule schedule = core::Schedule::kAuto) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_swap_geometry.hpp"
 
 namespace moetune::kernels::cuda {
@@ -339,6 +340,7 @@ core::Status check_resources(GemmGeometry const& g, core::KernelConfig const& k,
 
 core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
                                          bool is_gemm1) {
+  if (p.quant != core::Quant::kNone) return fp8_gemm_geometry(p, k, is_gemm1);
   if (is_swap_ws(k)) return swap_geometry(p, k, is_gemm1);
   if (k.launch.swap_ab) return decode_geometry(p, k, is_gemm1);
   const ScheduleKind s = schedule_kind(k);
@@ -354,6 +356,7 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
 
 core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const& c,
                                 FastPaths const& fast_paths) {
+  if (p.quant != core::Quant::kNone) return fp8_can_implement(p, c);
   if (!fast_paths.wgmma_mainloop) {
     for (auto const* k : {&c.gemm1, &c.gemm2}) {
       if (k->launch.schedule == core::Schedule::kCooperative ||
@@ -421,6 +424,7 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
 }
 
 std::string gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  if (g.fp8) return fp8_gemm_name_expr(g, act, is_gemm1);
   if (g.decode) {
     const std::string tail = std::to_string(g.block_n) + "," + std::to_string(g.warps_m) + "," +
                              std::to_string(g.stages) + "," + std::to_string(g.block_k / 256) + ">";

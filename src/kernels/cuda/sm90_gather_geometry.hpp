@@ -53,15 +53,19 @@ struct GemmGeometry {
   /// decode GEMM2, lever decode_w2_stage: bytes of the CTA's w2 rows (top_k x block_n x I bf16)
   /// staged in shared memory after the partial dots; 0 where they do not fit (no staging).
   int decode_stage_bytes = 0;
+  /// The fp8 regime (problem quant; sm90_fp8_gemm_kernel.cuh): 1 per-tensor, 2 block-scaled;
+  /// 0 = bf16. block_k then counts fp8 elements, one byte each.
+  int fp8 = 0;
 
   /// Threads per CTA: the MMA warps (two warpgroups for pingpong), plus the producer warpgroup of
   /// schedules tma_ws and pingpong.
   int threads() const { return (pingpong ? 256 : warps_m * warps_n * 32) + (mma == 2 ? 128 : 0); }
   int b_rows() const { return gated ? 2 * block_n : block_n; }
-  /// Dynamic shared memory: stages x (A tile + B tile), bf16 (+1 KB alignment slack for wgmma).
+  /// Dynamic shared memory: stages x (A tile + B tile), bf16 or fp8 (+1 KB alignment slack for
+  /// wgmma).
   int smem_bytes() const {
     if (decode) return decode_smem;
-    return stages * (block_m + b_rows()) * block_k * 2 + (mma ? 1024 : 0);
+    return stages * (block_m + b_rows()) * block_k * (fp8 ? 1 : 2) + (mma ? 1024 : 0);
   }
   /// decode GEMM2 with its w2 rows staged: the partial dots, 16-byte aligned, then the rows.
   int decode_staged_smem() const { return (decode_smem + 15) / 16 * 16 + decode_stage_bytes; }

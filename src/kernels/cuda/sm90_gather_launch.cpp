@@ -8,10 +8,12 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_fp8_launch.hpp"
+#include "kernels/cuda/sm90_layer_parts.hpp"
 #include "kernels/cuda/sm90_tma_host.hpp"
 
 namespace moetune::kernels::cuda {
-namespace {
+namespace parts {
 
 // Host mirrors of the device parameter structs (sm90_align_kernel.cuh, sm90_gather_kernel.cuh);
 // field order and types must match exactly.
@@ -133,11 +135,6 @@ size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 // align zeroes them (moe_align_kernel, or the first threads of moe_align_place_kernel's grid).
 constexpr int kSchedInts = 4;
 
-struct WorkspaceLayout {
-  size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
-  size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
-         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
-};
 
 /// A tma_ws GEMM1 of block_m 192 or 256 (sm90_ws_kernel.cuh) and a swap-AB GEMM1 of 128 and up
 /// (sm90_swap_kernel.cuh) load x by TMA from a copy in sorted-row order.
@@ -184,6 +181,18 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
     w.xp = off;
     off += align_up(2 * static_cast<size_t>(mb) * block_m * p.hidden_size);
   }
+  if (p.quant != core::Quant::kNone) {  // fp8: the quantised inputs of both GEMMs, their scales
+    const size_t rows = static_cast<size_t>(mb) * block_m;
+    const size_t m = static_cast<size_t>(p.num_tokens);
+    w.xq = off;
+    off += align_up(m * p.hidden_size);
+    w.xs = off;
+    off += align_up(4 * m * (p.hidden_size / core::kFp8BlockSize));
+    w.hq = off;
+    off += align_up(rows * p.intermediate_size);
+    w.hs = off;
+    off += align_up(4 * rows * (p.intermediate_size / core::kFp8BlockSize));
+  }
   w.total = off;
   return w;
 }
@@ -201,7 +210,7 @@ core::Status check_workspace(WorkspaceLayout const& w, size_t workspace_bytes, c
 /// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it). cooperative: every
 /// CTA co-resident (lever decode_fused's grid barrier), or the launch fails.
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
-                   cudaStream_t stream, bool pdl, int cluster = 1, bool cooperative = false) {
+                   cudaStream_t stream, bool pdl, int cluster, bool cooperative) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
@@ -231,7 +240,9 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
   return cudaLaunchKernelExC(&cfg, reinterpret_cast<const void*>(k), params);
 }
 
-}  // namespace
+}  // namespace parts
+
+using namespace parts;
 
 // A third of L2 for GEMM2's early rows leaves the rest to GEMM1's stream, which runs meanwhile.
 int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes) {
@@ -272,27 +283,8 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
       .total;
 }
 
-namespace {
+namespace parts {
 
-/// The workspace of one call, carved as layout_for says, and the align step's block counts.
-struct LayerBuffers {
-  int32_t* sorted_pairs = nullptr;
-  float* sorted_weights = nullptr;  // each sorted row's routing weight (GEMM2's epilogue scale)
-  int32_t* block_expert = nullptr;
-  int32_t* num_blocks = nullptr;
-  int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
-  int32_t* num_sub = nullptr;
-  int32_t* hist = nullptr;
-  int32_t* sched = nullptr;    // kSchedInts counters of lever dynamic_tiles
-  int32_t* barrier = nullptr;  // lever decode_fused's arrival count and generation
-  void* h = nullptr;
-  void* y = nullptr;
-  void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
-  int pairs = 0;       // M x top_k
-  int mb = 0;          // align blocks at most (of align_m rows)
-  int align_m = 0;     // align's block_m (GEMM2's)
-  int m_sub = 1;       // GEMM1 tiles per align block
-};
 
 LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem const& p,
                    int align_m, int m_sub) {
@@ -310,6 +302,12 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.h = ws + w.h;
   b.y = ws + w.y;
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;
+  if (w.xq > 0) {
+    b.xq = reinterpret_cast<unsigned char*>(ws + w.xq);
+    b.xs = reinterpret_cast<float*>(ws + w.xs);
+    b.hq = reinterpret_cast<unsigned char*>(ws + w.hq);
+    b.hs = reinterpret_cast<float*>(ws + w.hs);
+  }
   b.pairs = static_cast<int>(core::num_pairs(p));
   b.mb = static_cast<int>(max_blocks(b.pairs, p.num_experts, align_m));
   b.align_m = align_m;
@@ -614,7 +612,7 @@ core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& 
   return core::Status::Ok();
 }
 
-}  // namespace
+}  // namespace parts
 
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
@@ -626,6 +624,9 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x);
   MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_gather"));
   const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
+  if (p.quant != core::Quant::kNone) {
+    return launch_fp8_layer(k, p, args, b, stream, stages, fast_paths);
+  }
   if (k.g1.decode) return launch_decode(k, p, args, b, stream, stages, fast_paths);
   if (stages & kStageAlign)
     MOETUNE_RETURN_IF_ERROR(launch_align(k, p, args, b, stream, fast_paths));

@@ -32,6 +32,13 @@ struct MoeArgs {
   void* out = nullptr;
   const void* b1 = nullptr;  ///< [E, N1]; set exactly when the problem has_bias
   const void* b2 = nullptr;  ///< [E, K]
+  /// fp8 problems (quant; w1 and w2 e4m3): fp8_block: w1_scale [E, N1/128, K/128] and
+  /// w2_scale [E, K/128, I/128]; fp8_tensor: w1_scale and w2_scale [E], a1_scale and a2_scale
+  /// [1] (the static scales of the GEMM inputs). Null otherwise.
+  const float* w1_scale = nullptr;
+  const float* w2_scale = nullptr;
+  const float* a1_scale = nullptr;
+  const float* a2_scale = nullptr;
 };
 
 /// Which stages a launch runs (per-stage timing runs them one at a time).

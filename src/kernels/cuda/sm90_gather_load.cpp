@@ -10,6 +10,7 @@
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -56,7 +57,7 @@ std::string geometry_key(GemmGeometry const& g) {
   std::string key;
   for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
                 int(g.gated), g.mma, int(g.pingpong), g.cluster_m, g.cluster_n, int(g.decode),
-                int(g.swap), g.split_k, g.decode_smem, g.decode_stage_bytes}) {
+                int(g.swap), g.split_k, g.decode_smem, g.decode_stage_bytes, g.fp8}) {
     key += std::to_string(v) + ",";
   }
   return key + ";";
@@ -114,7 +115,7 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
     }
     return exprs;
   }
-  return std::vector<std::string>{
+  std::vector<std::string> exprs{
       gemm_name_expr(*g1, act, true),
       gemm_name_expr(*g2, act, false),
       align_expr(align_block_m(*g1, *g2), g1->block_m),
@@ -122,6 +123,8 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
       "&moetune_dev::moe_align_count_kernel",
       "&moetune_dev::moe_align_place_kernel<" + align_args(align_block_m(*g1, *g2), g1->block_m),
       "&moetune_dev::moe_permute_rows_kernel"};
+  if (p.quant != core::Quant::kNone) exprs.push_back(fp8_quant_name_expr(p.quant));
+  return exprs;
 }
 
 core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(
@@ -155,8 +158,8 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
   k->g2 = *g2;
   k->from_cache = true;
   // In sm90_gather_name_exprs order (the decode kernels: GEMM1, GEMM2 and the fused kernel).
-  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,       &k->align,  &k->combine,
-                           &k->align_count, &k->align_place, &k->permute};
+  cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,       &k->align,   &k->combine,
+                           &k->align_count, &k->align_place, &k->permute, &k->quant};
   cudaKernel_t* decode_slots[] = {&k->gemm1, &k->gemm2, &k->fused};
   size_t slot = 0;
   for (auto const& exprs : *modules) {

@@ -25,6 +25,8 @@ struct Sm90GatherKernels {
   cudaKernel_t align_count = nullptr, align_place = nullptr;
   /// x copied into GEMM1's sorted-row order (a tma_ws GEMM1 of block_m 256 loads it by TMA).
   cudaKernel_t permute = nullptr;
+  /// The fp8 regime's input quantisation (sm90_fp8_quant_kernel.cuh); null for bf16 problems.
+  cudaKernel_t quant = nullptr;
   /// Lever decode_fused (decode configs, loaded only with the lever on): the layer in one
   /// cooperative launch, with fused_smem bytes of dynamic shared memory (all an SM's CTA can
   /// take beside the kernel's static shared memory: its staged w2 rows).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_swap_geometry.hpp"
 
@@ -341,6 +342,7 @@ std::vector<core::KernelConfig> sm90_decode_candidates(core::MoeProblem const& p
 }
 
 std::vector<core::MoeConfig> sm90_joint_search_space(core::MoeProblem const& p) {
+  if (p.quant != core::Quant::kNone) return fp8_search_space(p);
   std::vector<core::MoeConfig> out;
   for (int bm : sm90_block_m_candidates(p)) {
     auto c1 = sm90_gemm_candidates(p, bm, true);
@@ -360,6 +362,8 @@ std::vector<core::MoeConfig> sm90_joint_search_space(core::MoeProblem const& p) 
 }
 
 std::vector<core::GemmSpace> sm90_gemm_search_space(core::MoeProblem const& p) {
+  // fp8: the default per-GEMM split of the joint space (Backend::gemm_search_space's rule).
+  if (p.quant != core::Quant::kNone) return core::gemm_spaces_of(fp8_search_space(p));
   std::vector<core::GemmSpace> out;
   for (int bm : sm90_block_m_candidates(p)) {
     core::GemmSpace s{.block_m = bm,

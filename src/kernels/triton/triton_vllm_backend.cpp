@@ -126,6 +126,10 @@ int64_t triton_vllm_smem_bytes(std::string const& arch, core::KernelConfig const
 core::Status triton_vllm_can_implement(core::MoeProblem const& problem,
                                        core::MoeConfig const& config, int64_t smem_limit_bytes) {
   MOETUNE_RETURN_IF_ERROR(check_problem(problem));
+  if (problem.quant != core::Quant::kNone) {
+    return unsupported("problem.quant = " + std::string(core::to_string(problem.quant)) +
+                       " is not tuned by the triton family yet; tune the bf16 layer");
+  }
   if (smem_limit_bytes == 0) {
     smem_limit_bytes = triton_vllm_smem_limit(problem.arch);
     if (smem_limit_bytes == 0) {

@@ -22,11 +22,13 @@
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda/sm90_gather_space.hpp"
 #include "kernels/cuda/sm90_swap_geometry.hpp"
+#include "fresh_cubin_cache.hpp"
 #include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
 
+using testing::FreshCubinCache;
 using testing::moe_shape;
 
 // Problems here run M = 64 unless a test says otherwise (past the decode kernels' M: their default
@@ -119,31 +121,6 @@ TEST(Sm90Jit, CompilesTheDefaultConfigWithoutAGpu) {
   EXPECT_TRUE(again->from_cache);
   EXPECT_EQ(again->cubin, m->cubin);
 }
-
-/// Points MOETUNE_CACHE_DIR at a fresh folder for the scope (the ptxas report comes only with a
-/// real compile, not from the cubin cache) and restores the old value after.
-class FreshCubinCache {
- public:
-  explicit FreshCubinCache(std::string const& tag) : dir_(moetune::testing::unique_temp_dir(tag)) {
-    const char* old = std::getenv("MOETUNE_CACHE_DIR");
-    had_ = old != nullptr;
-    if (had_) saved_ = old;
-    ::setenv("MOETUNE_CACHE_DIR", dir_.c_str(), 1);
-  }
-  ~FreshCubinCache() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-    if (had_)
-      ::setenv("MOETUNE_CACHE_DIR", saved_.c_str(), 1);
-    else
-      ::unsetenv("MOETUNE_CACHE_DIR");
-  }
-  bool ok() const { return !dir_.empty(); }
-
- private:
-  std::string dir_, saved_;
-  bool had_ = false;
-};
 
 // Threads compiling the same module at once (a pool over configs that share a GEMM module) run
 // NVRTC once: the others wait and read the cache file the first one wrote.

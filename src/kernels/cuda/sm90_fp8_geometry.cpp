@@ -1,0 +1,154 @@
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
+
+#include <string_view>
+#include <utility>
+
+namespace moetune::kernels::cuda {
+namespace {
+
+std::string str(int v) { return std::to_string(v); }
+
+/// The fp8 rules that concern one GEMM's knobs, in the order a user would fix them.
+core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const& k,
+                             bool is_gemm1) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const auto& t = k.tile;
+  const bool block = p.quant == core::Quant::kFp8Block;
+  const int width = (is_gemm1 && core::is_gated(p.activation) ? 2 : 1) * t.block_n;
+  if (k.launch.schedule != core::Schedule::kCooperative || k.launch.swap_ab ||
+      k.launch.cluster_m != 1 || k.launch.cluster_n != 1 || k.launch.num_threads != 0) {
+    return geometry_error(gemm, "launch = (" + core::short_string(k) +
+                                    "): fp8 runs schedule cooperative only, without swap_ab, "
+                                    "clusters or num_threads; use schedule cooperative");
+  }
+  if (t.block_m != 64 && t.block_m != 128) {
+    return geometry_error(gemm, "tile.block_m = " + str(t.block_m) + " with fp8; use 64 or 128");
+  }
+  if (k.pipeline.num_warps != t.block_m / 16) {
+    return geometry_error(gemm, "pipeline.num_warps = " + str(k.pipeline.num_warps) +
+                                    " with fp8 block_m " + str(t.block_m) +
+                                    " (one warpgroup per 64 rows); use " + str(t.block_m / 16));
+  }
+  if (t.block_k != kFp8BlockK) {
+    return geometry_error(gemm, "tile.block_k = " + str(t.block_k) + " with fp8; use 128");
+  }
+  if (t.block_n % 16 != 0 || width > (block ? 128 : 256)) {
+    return geometry_error(gemm, "tile.block_n = " + str(t.block_n) +
+                                    " with fp8 (wgmma width " + str(width) +
+                                    "); use a multiple of 16 with width <= " +
+                                    str(block ? 128 : 256) +
+                                    (block ? " (block-scaled keeps partial sums too)" : ""));
+  }
+  if (block && 128 % t.block_n != 0) {
+    return geometry_error(gemm, "tile.block_n = " + str(t.block_n) +
+                                    " with fp8_block; use 16, 32, 64 or 128 (a tile's columns "
+                                    "inside one 128-wide weight block)");
+  }
+  if (k.pipeline.split_k != 1) {
+    return geometry_error(gemm, "pipeline.split_k = " + str(k.pipeline.split_k) +
+                                    " with fp8; use 1");
+  }
+  if (k.pipeline.num_stages < 3) {
+    return geometry_error(gemm, "pipeline.num_stages = " + str(k.pipeline.num_stages) +
+                                    " with fp8; use 3 or more");
+  }
+  return core::Status::Ok();
+}
+
+core::KernelConfig fp8_kernel(int block_m, int block_n, int stages, int group_m) {
+  core::KernelConfig k;
+  k.tile = {.block_m = block_m, .block_n = block_n, .block_k = kFp8BlockK, .group_m = group_m};
+  k.pipeline = {.num_warps = block_m / 16, .num_stages = stages, .split_k = 1};
+  k.launch.schedule = core::Schedule::kCooperative;
+  return k;
+}
+
+}  // namespace
+
+core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                             bool is_gemm1) {
+  MOETUNE_RETURN_IF_ERROR(check_fp8_knobs(p, k, is_gemm1));
+  GemmGeometry g;
+  g.block_m = k.tile.block_m;
+  g.block_n = k.tile.block_n;
+  g.block_k = kFp8BlockK;
+  g.warps_m = k.tile.block_m / 16;
+  g.warps_n = 1;
+  g.stages = k.pipeline.num_stages;
+  g.group_m = k.tile.group_m;
+  g.gated = is_gemm1 && core::is_gated(p.activation);
+  g.mma = 1;
+  g.fp8 = p.quant == core::Quant::kFp8Block ? 2 : 1;
+  const int smem = g.smem_bytes() + g.block_m * 28;  // + the tile's row tables
+  if (smem > kSm90MaxSmemBytes) {
+    return geometry_error(is_gemm1 ? "gemm1" : "gemm2",
+                          "needs " + str(smem) + " bytes of shared memory (" + str(g.stages) +
+                              " fp8 stages), over the sm_90 limit of " + str(kSm90MaxSmemBytes) +
+                              "; use fewer stages or a smaller tile");
+  }
+  return g;
+}
+
+core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const& c) {
+  MOETUNE_RETURN_IF_ERROR(core::validate(p));
+  for (auto [name, v] : {std::pair{"K", p.hidden_size}, std::pair{"I", p.intermediate_size}}) {
+    if (v % kFp8BlockK != 0) {
+      return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                              std::string(name) + " = " + std::to_string(v) +
+                                  " is not a multiple of 128, which the fp8 kernels' 128-byte "
+                                  "k-tiles need; use quant none (bf16)");
+    }
+  }
+  if (p.num_experts > 1024) {
+    return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                            "E = " + std::to_string(p.num_experts) +
+                                " exceeds the align kernel's 1024 experts");
+  }
+  if (c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
+    return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                            "gemm1.tile.block_m = " + str(c.gemm1.tile.block_m) +
+                                " differs from gemm2.tile.block_m = " + str(c.gemm2.tile.block_m) +
+                                " with fp8; both GEMMs read the align step's padding: make "
+                                "them equal");
+  }
+  auto g1 = fp8_gemm_geometry(p, c.gemm1, true);
+  if (!g1.ok()) return g1.error();
+  auto g2 = fp8_gemm_geometry(p, c.gemm2, false);
+  if (!g2.ok()) return g2.error();
+  return core::Status::Ok();
+}
+
+std::string fp8_gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  return "&moetune_dev::moe_fp8_gemm_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
+         str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +
+         (is_gemm1 ? "true" : "false") + "," + (g.fp8 == 2 ? "true" : "false") + ">";
+}
+
+std::string fp8_quant_name_expr(core::Quant q) {
+  return std::string("&moetune_dev::moe_fp8_quant_kernel<") +
+         (q == core::Quant::kFp8Block ? "true" : "false") + ">";
+}
+
+core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
+  const int block_m = pairs_per_expert(p) < 48 ? 64 : 128;
+  const bool block = p.quant == core::Quant::kFp8Block;
+  const int n1 = core::is_gated(p.activation) && block ? 64 : 128;
+  return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, 4, 8),
+                         .gemm2 = fp8_kernel(block_m, 128, 4, 8)};
+}
+
+std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p) {
+  std::vector<core::MoeConfig> out;
+  for (int bm : {64, 128})
+    for (int bn1 : {64, 128})
+      for (int bn2 : {64, 128})
+        for (int stages : {3, 4, 6})
+          for (int gm : {1, 8}) {
+            core::MoeConfig c{.gemm1 = fp8_kernel(bm, bn1, stages, gm),
+                              .gemm2 = fp8_kernel(bm, bn2, stages, gm)};
+            if (fp8_can_implement(p, c).ok()) out.push_back(c);
+          }
+  return out;
+}
+
+}  // namespace moetune::kernels::cuda

@@ -1,0 +1,41 @@
+// The fp8 regime of sm90_gather (problem quant fp8_tensor / fp8_block): how a KernelConfig maps
+// onto moe_fp8_gemm_kernel's template parameters, what can_implement accepts and why, the default
+// rule and the search space. Host-only, no CUDA headers (CI checks configs without a GPU).
+// Config fields: schedule cooperative; block_m 64 or 128 (one warpgroup per 64 rows, so num_warps
+// = block_m / 16); block_n a multiple of 16 with the wgmma width (2 block_n for gated GEMM1) at
+// most 256, and block-scaled at most 128 dividing 128; block_k 128 (one fp8 swizzle atom, one
+// scale block); num_stages 3..8 within shared memory; group_m >= 1; split_k 1; no swap_ab, no
+// clusters. GEMM1 and GEMM2 share block_m (the align step's padding).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/backend.hpp"
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "kernels/cuda/sm90_gather_geometry.hpp"
+
+namespace moetune::kernels::cuda {
+
+/// block_k of every fp8 config: 128 e4m3 values = one 128-byte swizzle row = one scale block.
+inline constexpr int kFp8BlockK = 128;
+
+/// The geometry of one fp8 GEMM (GemmGeometry::fp8 set), or why the config cannot run.
+core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                             bool is_gemm1);
+/// can_implement of the fp8 regime for the whole layer (p.quant != kNone).
+core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const& c);
+/// NVRTC name expression of an fp8 GEMM kernel.
+std::string fp8_gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
+/// NVRTC name expression of the quantisation kernel of a problem's quant.
+std::string fp8_quant_name_expr(core::Quant q);
+/// The default rule: block_m 64 while an expert averages fewer than 48 pairs, else 128; block_n
+/// 128 (gated GEMM1 64 when block-scaled, whose partial sums double the accumulators); 4 stages;
+/// group_m 8.
+core::MoeConfig fp8_default_config(core::MoeProblem const& p);
+/// Every config of the regime the tuner may try (before can_implement prunes it).
+std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);
+
+}  // namespace moetune::kernels::cuda

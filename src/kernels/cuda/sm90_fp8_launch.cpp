@@ -1,0 +1,165 @@
+#include "kernels/cuda/sm90_fp8_launch.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "kernels/cuda/cuda_check.hpp"
+
+namespace moetune::kernels::cuda {
+namespace {
+
+// Host mirrors of the device parameter structs (sm90_fp8_quant_kernel.cuh,
+// sm90_fp8_gemm_kernel.cuh); field order and types must match exactly.
+struct Fp8QuantParams {
+  const void* src;
+  unsigned char* dst;
+  float* scale;
+  const float* tensor_scale;
+  const int32_t* sorted_pairs;
+  const int32_t* num_blocks;
+  int block_m;
+  long long rows;
+  int cols;
+};
+static_assert(sizeof(Fp8QuantParams) == 72, "Fp8QuantParams must match the device struct");
+
+struct Fp8GemmParams {
+  const unsigned char* a;
+  const float* a_scale;
+  const unsigned char* b;
+  const float* b_scale;
+  void* out;
+  const int32_t* sorted_pairs;
+  const int32_t* block_expert;
+  const int32_t* num_blocks;
+  const float* sorted_weights;
+  const void* bias;
+  int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks;
+};
+static_assert(sizeof(Fp8GemmParams) == 104, "Fp8GemmParams must match the device struct");
+
+core::Status missing(const char* name, core::Quant q) {
+  return core::make_error(core::ErrorCode::kInvalidArgument, "launch_fp8_layer",
+                          std::string(name) + " is null but quant " +
+                              std::string(core::to_string(q)) + " needs it; pass the " +
+                              (q == core::Quant::kFp8Block ? "block" : "static") + " scales");
+}
+
+core::Status check_scales(core::MoeProblem const& p, MoeArgs const& a) {
+  if (a.w1_scale == nullptr) return missing("w1_scale", p.quant);
+  if (a.w2_scale == nullptr) return missing("w2_scale", p.quant);
+  if (p.quant == core::Quant::kFp8Tensor) {
+    if (a.a1_scale == nullptr) return missing("a1_scale", p.quant);
+    if (a.a2_scale == nullptr) return missing("a2_scale", p.quant);
+  }
+  return core::Status::Ok();
+}
+
+/// One warp per row and 128-column group, 8 warps a CTA, at most 16 CTAs per SM.
+core::Status launch_quant(Sm90GatherKernels const& k, Fp8QuantParams qp, cudaStream_t stream,
+                          bool pdl) {
+  const long long units = qp.rows * (qp.cols / 128);
+  const unsigned grid = static_cast<unsigned>(std::clamp<long long>(
+      (units + 7) / 8, 1, static_cast<long long>(k.sm_count) * 16));
+  void* params[] = {&qp};
+  MOETUNE_CUDA_CHECK(parts::launch(k.quant, dim3(grid), dim3(256), params, 0, stream, pdl));
+  return core::Status::Ok();
+}
+
+core::Status launch_fp8_gemm(cudaKernel_t f, GemmGeometry const& g, Fp8GemmParams gp,
+                             parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
+  const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
+  const unsigned tiles = static_cast<unsigned>(b.mb) * n_blocks;
+  void* params[] = {&gp};
+  MOETUNE_CUDA_CHECK(
+      parts::launch(f, dim3(tiles), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
+  return core::Status::Ok();
+}
+
+/// GEMM1's input: x [M, K] in token order.
+core::Status quantise_x(Sm90GatherKernels const& k, core::MoeProblem const& p, MoeArgs const& a,
+                        parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
+  return launch_quant(k,
+                      Fp8QuantParams{a.x, b.xq, b.xs, a.a1_scale, nullptr, nullptr, 0,
+                                     p.num_tokens, static_cast<int>(p.hidden_size)},
+                      stream, pdl);
+}
+
+/// GEMM2's input: h's rows of the valid blocks that hold a pair.
+core::Status quantise_h(Sm90GatherKernels const& k, core::MoeProblem const& p, MoeArgs const& a,
+                        parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
+  return launch_quant(
+      k,
+      Fp8QuantParams{b.h, b.hq, b.hs, a.a2_scale, b.sorted_pairs, b.num_blocks, b.align_m,
+                     static_cast<long long>(b.mb) * b.align_m,
+                     static_cast<int>(p.intermediate_size)},
+      stream, pdl);
+}
+
+Fp8GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& a,
+                           parts::LayerBuffers const& b) {
+  const bool block = p.quant == core::Quant::kFp8Block;
+  return Fp8GemmParams{b.xq,
+                       block ? b.xs : a.a1_scale,
+                       static_cast<const unsigned char*>(a.w1),
+                       a.w1_scale,
+                       b.h,
+                       b.sorted_pairs,
+                       b.block_expert,
+                       b.num_blocks,
+                       b.sorted_weights,
+                       a.b1,
+                       static_cast<int>(p.hidden_size),
+                       static_cast<int>(p.intermediate_size),
+                       static_cast<int>(core::gemm1_n(p)),
+                       static_cast<int>(p.top_k),
+                       b.mb};
+}
+
+Fp8GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& a,
+                           parts::LayerBuffers const& b) {
+  const bool block = p.quant == core::Quant::kFp8Block;
+  return Fp8GemmParams{b.hq,
+                       block ? b.hs : a.a2_scale,
+                       static_cast<const unsigned char*>(a.w2),
+                       a.w2_scale,
+                       b.y,
+                       b.sorted_pairs,
+                       b.block_expert,
+                       b.num_blocks,
+                       b.sorted_weights,
+                       nullptr,
+                       static_cast<int>(p.intermediate_size),
+                       static_cast<int>(p.hidden_size),
+                       static_cast<int>(p.hidden_size),
+                       static_cast<int>(p.top_k),
+                       b.mb};
+}
+
+}  // namespace
+
+core::Status launch_fp8_layer(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                              MoeArgs const& args, parts::LayerBuffers const& b,
+                              cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
+  MOETUNE_RETURN_IF_ERROR(check_scales(p, args));
+  const bool pdl = fast_paths.pdl;
+  if (stages & kStageAlign) {
+    MOETUNE_RETURN_IF_ERROR(parts::launch_align(k, p, args, b, stream, fast_paths));
+  }
+  if (stages & kStageGemm1) {
+    MOETUNE_RETURN_IF_ERROR(quantise_x(k, p, args, b, stream, pdl));
+    MOETUNE_RETURN_IF_ERROR(
+        launch_fp8_gemm(k.gemm1, k.g1, gemm1_params(p, args, b), b, stream, pdl));
+  }
+  if (stages & kStageGemm2) {
+    MOETUNE_RETURN_IF_ERROR(quantise_h(k, p, args, b, stream, pdl));
+    MOETUNE_RETURN_IF_ERROR(
+        launch_fp8_gemm(k.gemm2, k.g2, gemm2_params(p, args, b), b, stream, pdl));
+  }
+  if (stages & kStageCombine) {
+    MOETUNE_RETURN_IF_ERROR(parts::launch_combine(k, p, args, b, stream, pdl));
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace moetune::kernels::cuda

@@ -1,0 +1,74 @@
+// The pieces of an sm90_gather layer launch that its regimes share (sm90_gather_launch.cpp and
+// the fp8 regime's sm90_fp8_launch.cpp): the workspace layout and its carving, the launch helper,
+// and the align and combine steps. Internal to kernels/cuda.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/problem.hpp"
+#include "core/result.hpp"
+#include "kernels/cuda/sm90_gather_launch.hpp"
+
+namespace moetune::kernels::cuda::parts {
+
+/// Byte offsets of the buffers of one call in the workspace.
+struct WorkspaceLayout {
+  size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
+  size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
+         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
+  /// fp8 (problem quant): x and h quantised (e4m3) and their block scales; 0 = absent.
+  size_t xq = 0, xs = 0, hq = 0, hs = 0;
+};
+
+/// The workspace of one call, carved as layout_for says, and the align step's block counts.
+struct LayerBuffers {
+  int32_t* sorted_pairs = nullptr;
+  float* sorted_weights = nullptr;  // each sorted row's routing weight (GEMM2's epilogue scale)
+  int32_t* block_expert = nullptr;
+  int32_t* num_blocks = nullptr;
+  int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
+  int32_t* num_sub = nullptr;
+  int32_t* hist = nullptr;
+  int32_t* sched = nullptr;    // kSchedInts counters of lever dynamic_tiles
+  int32_t* barrier = nullptr;  // lever decode_fused's arrival count and generation
+  void* h = nullptr;
+  void* y = nullptr;
+  void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
+  // fp8: xq [M, K] e4m3 and xs [M, K/128] fp32; hq [rows, I] and hs [rows, I/128]; else null.
+  unsigned char* xq = nullptr;
+  float* xs = nullptr;
+  unsigned char* hq = nullptr;
+  float* hs = nullptr;
+  int pairs = 0;    // M x top_k
+  int mb = 0;       // align blocks at most (of align_m rows)
+  int align_m = 0;  // align's block_m (GEMM2's)
+  int m_sub = 1;    // GEMM1 tiles per align block
+};
+
+/// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
+/// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x. A
+/// quantised problem gets room for its fp8 inputs and scales.
+WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
+                           bool permuted_x);
+/// The caller's workspace against what layout `w` needs.
+core::Status check_workspace(WorkspaceLayout const& w, size_t workspace_bytes, const char* where);
+LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem const& p,
+                   int align_m, int m_sub);
+
+/// Launches one kernel, with the programmatic-stream-serialization attribute when `pdl`.
+cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
+                   cudaStream_t stream, bool pdl, int cluster = 1, bool cooperative = false);
+
+/// Route/align into b's sorted pairs and blocks.
+core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                          MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                          FastPaths const& fast_paths);
+/// out[t] = sum_j y[t * top_k + j] (+ biases) in a fixed order.
+core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                            bool pdl);
+
+}  // namespace moetune::kernels::cuda::parts

@@ -1,0 +1,102 @@
+"""moetune.fused_moe with fp8 (e4m3) weights on CUDA: block-scaled (128x128 weights, activations
+per token per 128 channels) and per-tensor, against an fp64 reference that repeats the
+quantisation of the kernels' inputs and dequantises the same scales. Fresh random data whose
+weight blocks differ in range by orders of magnitude; the caching allocator poisoned with NaN;
+edge M; experts with no token; a wrong block scale must fail the same check (negative twin)."""
+
+import pytest
+import torch
+
+import moetune
+from fp8_reference import fp8_reference, make_fp8_layer, static_scales
+from moe_reference import rel_l2
+
+pytestmark = pytest.mark.gpu
+
+# The kernels differ from the reference only where fp32 accumulation moves a value of h across a
+# bf16 or e4m3 rounding boundary; 2% relative L2 leaves room for that and none for a wrong scale
+# (a block off by its neighbour's scale is off by up to 10^4).
+TOL = 2e-2
+
+
+def _poison(nbytes=256 << 20):
+    t = torch.full((nbytes // 2,), float("nan"), dtype=torch.bfloat16, device="cuda")
+    del t
+
+
+def _run(layer, activation, block, **kw):
+    return moetune.fused_moe(layer["x"], layer["w1"], layer["w2"], layer["topk_weights"],
+                             layer["topk_ids"], activation=activation, w1_scale=layer["w1_scale"],
+                             w2_scale=layer["w2_scale"],
+                             block_shape=[128, 128] if block else None, **kw)
+
+
+# (M, K, I, E, top_k, activation): edge and odd M, a Qwen3-30B-A3B-like K and I, non-gated.
+BLOCK_CASES = [(1, 512, 256, 16, 4, "silu"), (5, 512, 256, 16, 4, "silu"),
+               (77, 2048, 768, 32, 8, "silu"), (300, 1024, 512, 16, 2, "relu2"),
+               (1024, 2048, 768, 32, 8, "silu")]
+
+
+@pytest.mark.parametrize("case", BLOCK_CASES, ids=[f"M{c[0]}-K{c[1]}-I{c[2]}-{c[5]}"
+                                                   for c in BLOCK_CASES])
+def test_block_fp8_matches_the_fp64_reference(case):
+    m, k, i, e, top_k, act = case
+    layer = make_fp8_layer(m, k, i, e, top_k, block=True, activation=act, seed=m)
+    _poison()
+    out = _run(layer, act, True)
+    want = fp8_reference(layer, block=True, activation=act)
+    err = rel_l2(out, want)
+    assert err <= TOL, f"{case}: relative L2 error {err:.3g} > {TOL}"
+    assert torch.equal(out, _run(layer, act, True)), "same inputs gave different bits"
+    # Negative twin: the same check fails when a weight block takes its neighbour's scale.
+    wrong = dict(layer, w1_scale=layer["w1_scale"].roll(1, dims=2).contiguous())
+    assert rel_l2(_run(wrong, act, True), want) > TOL, "a wrong block scale passed the check"
+
+
+def test_block_fp8_with_experts_that_get_no_token_and_an_empty_batch():
+    layer = make_fp8_layer(64, 1024, 512, 32, 4, block=True, seed=7, experts_hit=8)
+    out = _run(layer, "silu", True)
+    assert rel_l2(out, fp8_reference(layer, block=True)) <= TOL
+    empty = make_fp8_layer(0, 1024, 512, 32, 4, block=True, seed=8)
+    assert _run(empty, "silu", True).shape == (0, 1024)
+
+
+@pytest.mark.parametrize("m", [1, 33, 512])
+def test_per_tensor_fp8_matches_the_fp64_reference(m):
+    layer = make_fp8_layer(m, 1024, 384, 8, 2, block=False, seed=100 + m)
+    a1, a2 = static_scales(layer)
+    scales = dict(a1_scale=torch.tensor([a1], device="cuda"),
+                  a2_scale=torch.tensor([a2], device="cuda"))
+    _poison()
+    out = _run(layer, "silu", False, **scales)
+    want = fp8_reference(layer, block=False, a1_scale=a1, a2_scale=a2)
+    err = rel_l2(out, want)
+    assert err <= TOL, f"M={m}: relative L2 error {err:.3g} > {TOL}"
+    assert torch.equal(out, _run(layer, "silu", False, **scales)), "different bits"
+    wrong = dict(layer, w1_scale=layer["w1_scale"].flip(0).contiguous())
+    assert rel_l2(_run(wrong, "silu", False, **scales), want) > TOL, "a wrong scale passed"
+
+
+def test_fp8_inside_a_cuda_graph():
+    layer = make_fp8_layer(16, 512, 256, 16, 4, block=True, seed=3)
+    want = _run(layer, "silu", True)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = _run(layer, "silu", True)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+
+
+def test_bad_scales_are_value_errors_naming_the_argument():
+    layer = make_fp8_layer(8, 512, 256, 16, 4, block=True, seed=4)
+    with pytest.raises(ValueError, match=r"w1_scale has shape \[16, 2, 4\]; expected \[16, 4, 4\]"):
+        _run(dict(layer, w1_scale=layer["w1_scale"][:, :2].contiguous()), "silu", True)
+    with pytest.raises(ValueError, match="a1_scale/a2_scale given with block_shape"):
+        _run(layer, "silu", True, a1_scale=torch.ones(1, device="cuda"),
+             a2_scale=torch.ones(1, device="cuda"))
+    per_expert = dict(layer, w1_scale=layer["w1_scale"][:, 0, 0].contiguous(),
+                      w2_scale=layer["w2_scale"][:, 0, 0].contiguous())
+    with pytest.raises(ValueError, match="a1_scale is None"):
+        _run(per_expert, "silu", False)
