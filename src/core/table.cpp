@@ -184,6 +184,17 @@ Status check_key_matches(TableKey const& key, MoeProblem const& problem,
     return differ("activation", std::string(to_string(*key.activation)), want, "act=" + want);
   }
   std::string const want_dtype(to_string(problem.dtype));
+  if (problem.quant != Quant::kNone) {  // the engines' fp8 names: dtype=fp8_w8a8[,block_shape]
+    bool const block = problem.quant == Quant::kFp8Block;
+    std::string const want = std::string("fp8_w8a8") + (block ? ",block_shape=[128,128]" : "");
+    std::string const seen =
+        (key.dtype_tag.empty() ? want_dtype : key.dtype_tag) +
+        (key.block_shape ? ",block_shape=[" + std::to_string(key.block_shape->first) + "," +
+                               std::to_string(key.block_shape->second) + "]"
+                         : "");
+    if (seen != want) return differ("dtype", seen, want, "dtype=" + want);
+    return Status::Ok();
+  }
   if (!key.dtype_tag.empty()) {
     return differ("dtype", key.dtype_tag, want_dtype, "dtype=" + want_dtype);
   }

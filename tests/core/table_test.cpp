@@ -340,6 +340,31 @@ TEST(Table, CheckKeyMatchesNamesTheFirstDifferingField) {
   EXPECT_FALSE(check_key_matches(t.key, p, "X").ok());
 }
 
+TEST(Table, Fp8ProblemsTakeOnlyTablesNamedForTheirQuantisation) {
+  Table const t = full_table();  // a bf16 table
+  MoeProblem p{.num_tokens = 1,
+               .hidden_size = 2048,
+               .intermediate_size = 768,
+               .num_experts = 128,
+               .top_k = 8,
+               .quant = Quant::kFp8Block};
+  Status const st = check_key_matches(t.key, p, "X");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.error().message.find("dtype is bf16 in the table but fp8_w8a8,block_shape=[128,128]"),
+            std::string::npos)
+      << st.error().message;
+  TableKey fp8 = t.key;
+  fp8.dtype_tag = "fp8_w8a8";
+  fp8.block_shape = std::pair{128, 128};
+  EXPECT_TRUE(check_key_matches(fp8, p, "X").ok());
+  p.quant = Quant::kFp8Tensor;
+  EXPECT_FALSE(check_key_matches(fp8, p, "X").ok());
+  fp8.block_shape.reset();
+  EXPECT_TRUE(check_key_matches(fp8, p, "X").ok());
+  p.quant = Quant::kNone;
+  EXPECT_FALSE(check_key_matches(fp8, p, "X").ok());
+}
+
 TEST(AtomicFile, FailedWriteLeavesTheOldFile) {
   std::string const dir = fresh_dir("atomic");
   std::string const path = dir + "/t.json";
