@@ -8,8 +8,11 @@ in all of vLLM; each says what it stands for:
   Envs          vllm.envs: the three variables the functions read, parsed as vllm/envs.py does.
   OnceLogger    vllm.logger.init_logger(...): info/warning and their *_once forms.
   Platform      vllm.platforms.current_platform: CUDA, not ROCm or XPU; the device name and
-                capability of the layer's device (or a name the caller pins).
-  Ops           vllm._custom_ops.moe_align_block_size (a CUDA op): the same outputs with torch ops.
+                capability of the layer's device (or a name the caller pins); fp8 is e4m3fn.
+  Ops           vllm._custom_ops: moe_align_block_size and scaled_fp8_quant (static per-tensor),
+                CUDA ops, as torch ops with the same outputs.
+  per_token_group_quant_fp8   vllm...quantization.utils.fp8_utils.per_token_group_quant_fp8, which
+                on CUDA runs vLLM's per_token_group_fp8_quant CUDA op: the same math as torch ops.
   set_triton_allocator   vllm.triton_utils.allocation (only the tensor-descriptor path uses it).
   install_modules        the two vllm.* modules imported from inside function bodies, put in
                 sys.modules: vllm.platforms (current_platform) and
@@ -86,6 +89,12 @@ class Platform:
     def is_cuda(self):
         return True
 
+    def is_cuda_alike(self):
+        return True
+
+    def fp8_dtype(self):
+        return torch.float8_e4m3fn
+
     def is_rocm(self):
         return False
 
@@ -143,10 +152,50 @@ def moe_align_block_size(topk_ids, num_experts, block_size, sorted_token_ids, ex
     expert_ids.copy_(torch.where(block_start < total, block_expert, -1).to(expert_ids.dtype))
 
 
+kFp8Max = 448.0  # torch.finfo(torch.float8_e4m3fn).max, vLLM's get_fp8_min_max() on CUDA
+
+
+def scaled_fp8_quant(input, scale=None, num_token_padding=None, scale_ub=None,
+                     use_per_token_if_dynamic=False, output=None, group_shape=None):
+    """vLLM's ops.scaled_fp8_quant for a static per-tensor scale (what fused_experts passes with
+    a1_scale/a2_scale): its static_scaled_fp8_quant CUDA op, one kernel there, four torch ops
+    here: q = clamp(x * (1 / scale), -448, 448) rounded to e4m3 (the op multiplies by the
+    reciprocal). Returns (q, scale), as vLLM does. Dynamic, per-channel or padded forms are not
+    mirrored."""
+    if scale is None or scale.numel() != 1 or num_token_padding or output is not None:
+        raise NotImplementedError(
+            "vllm_shims.scaled_fp8_quant: only the static per-tensor form (one scale, no padding, "
+            "no output buffer) is mirrored; pass a1_scale/a2_scale with one value each")
+    assert input.ndim == 2, input.shape  # as vLLM asserts
+    q = torch.mul(input, torch.reciprocal(scale.float().reshape(1)))  # fp32
+    return q.clamp_(-kFp8Max, kFp8Max).to(torch.float8_e4m3fn), scale
+
+
+def per_token_group_quant_fp8(x, group_size, eps=1e-10, dtype=None, column_major_scales=False,
+                              tma_aligned_scales=False, out_q=None, use_ue8m0=None):
+    """vLLM's fp8_utils.per_token_group_quant_fp8 as it runs on CUDA for fused_experts: its
+    per_token_group_fp8_quant CUDA op (one kernel there, six torch ops here) with row-major fp32
+    scales and use_ue8m0 False (vLLM sets it only where DeepGEMM's e8m0 scales are in use).
+    Per row per group of group_size columns: s = max(amax, eps) / 448, q = clamp(x / s, -448,
+    448) rounded to e4m3 (IEEE division, as the CUDA op). Returns (q [..., C] e4m3,
+    s [..., C / group_size] fp32)."""
+    if column_major_scales or tma_aligned_scales or out_q is not None or use_ue8m0:
+        raise NotImplementedError(
+            "vllm_shims.per_token_group_quant_fp8: only row-major fp32 scales without ue8m0 or an "
+            "output buffer are mirrored (what fused_experts asks for)")
+    assert x.shape[-1] % group_size == 0 and x.stride(-1) == 1, (x.shape, x.stride())
+    groups = x.unflatten(-1, (x.shape[-1] // group_size, group_size))
+    amax = torch.linalg.vector_norm(groups, ord=float("inf"), dim=-1, dtype=torch.float32)
+    s = amax.clamp_min_(eps).div_(kFp8Max)
+    q = torch.div(groups, s.unsqueeze(-1)).clamp_(-kFp8Max, kFp8Max)
+    return q.to(dtype or torch.float8_e4m3fn).flatten(-2), s
+
+
 class Ops:
-    """vllm._custom_ops, reduced to the one op moe_align_block_size.py calls."""
+    """vllm._custom_ops, reduced to the ops the executed functions call."""
 
     moe_align_block_size = staticmethod(moe_align_block_size)
+    scaled_fp8_quant = staticmethod(scaled_fp8_quant)
 
 
 def set_triton_allocator(device):

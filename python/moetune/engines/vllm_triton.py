@@ -1,4 +1,4 @@
-"""vLLM's own Triton fused-MoE kernel (bf16, unquantised), run outside vLLM.
+"""vLLM's own Triton fused-MoE kernel (bf16, and fp8 w8a8), run outside vLLM.
 
     from moetune.engines import vllm_triton
     layer = vllm_triton.VllmTritonMoe(w1, w2, top_k, "silu")   # w1 [E, N1, K], w2 [E, K, I]
@@ -6,6 +6,17 @@
     prepared = layer.prepare(topk_ids)          # vLLM's expert assignment; time it apart
     out = layer.run(x, topk_weights, topk_ids, prepared)   # [M, K]; CUDA-graph capturable
     prepared = layer.prepare(topk_ids, config=row)         # any row instead of vLLM's choice
+
+fp8 (w1, w2 torch.float8_e4m3fn; x and the output stay bf16), as fused_experts takes it with
+use_fp8_w8a8=True:
+    VllmTritonMoe(w1, w2, top_k, "silu", w1_scale=s1, w2_scale=s2, block_shape=[128, 128])
+        # s1 [E, N1/128, K/128], s2 [E, K/128, I/128] fp32; activations quantised per token
+        # per 128 channels before GEMM1, the intermediate again before GEMM2
+    VllmTritonMoe(w1, w2, top_k, "silu", w1_scale=s1, w2_scale=s2, a1_scale=a1, a2_scale=a2)
+        # per-tensor: s1, s2 [E]; static input scales a1, a2 (one value each)
+The config lookup sees dtype "fp8_w8a8" and the block shape, as vLLM's _get_config_dtype_str
+gives them: its fp8 table file (E=..,N=..,device_name=..,dtype=fp8_w8a8[,block_shape=[128,128]]
+.json) where vLLM ships one, else its default rule for fp8.
 
 Nothing of vLLM's is in this repository. find_engine() says where its source comes from, first
 found wins: the engine_dir argument, the installed vllm package (its files are read, never
@@ -19,16 +30,28 @@ vllm_shims.py. What runs is vLLM's:
   try_get_optimal_moe_config / get_moe_configs / get_config_file_name / get_default_config
   (vLLM's table lookup, nearest-M row and default rule; VLLM_TUNED_CONFIG_FOLDER is honoured),
   _prepare_expert_assignment (including vLLM's align-free "naive" path when
-  M * top_k * 4 <= E) and moe_align_block_size's Python wrapper (buffer sizes, hence the grid).
+  M * top_k * 4 <= E) and moe_align_block_size's Python wrapper (buffer sizes, hence the grid);
+  for fp8, moe_kernel_quantize_input and _fp8_quantize of fused_moe/utils.py (which quantiser,
+  with which arguments, and the scale shapes the kernel reads).
 What is mirrored rather than executed, from fused_experts_impl of vLLM 0.33.0:
   the align CUDA op (vllm_shims.moe_align_block_size, torch ops, same outputs);
+  the fp8 quantisers, CUDA ops in vLLM, torch stand-ins here (vllm_shims) with the same math:
+  per token per 128-group, s = max(amax, 1e-10) / 448, q = e4m3(clamp(x / s, -448, 448))
+  (per_token_group_quant_fp8 -> vLLM's per_token_group_fp8_quant CUDA op; ue8m0 scales off);
+  per-tensor, q = e4m3(clamp(x * (1 / a_scale), -448, 448)) (static_scaled_fp8_quant). Not
+  vLLM's Triton quant kernel: its fp8_utils.py is not among the files FETCH extracts, and on CUDA
+  vLLM runs the CUDA op, not that kernel. Their cost differs: one kernel per quantisation in vLLM,
+  four (per-tensor) or six (group) small torch ops here, which overstates vLLM's time where the
+  layer is short (bench/fp8_bench.py times the stand-ins apart, column standin_us);
   the activation: silu -> silu(gate) * up in bf16 (vLLM's silu_and_mul CUDA op rounds silu to
   bf16, then the product); relu2 -> vLLM's own torch code for "relu2_no_mul";
   moe_sum -> torch.sum(dim=1) (vLLM's CUDA op adds in bf16 step by step; torch accumulates in
   fp32 and rounds once: equal for top_k <= 2, within an ulp otherwise).
 The cache buffers are allocated per call as vLLM does (cache1 and cache3 share one buffer).
-Covered by tests/python/test_vllm_peer.py (CPU, Triton interpreter; and a GPU twin); the tuner's
-triton family (moetune.tuner.triton_worker) runs every candidate through it.
+Covered by tests/python/test_vllm_peer.py (bf16) and test_vllm_fp8_peer.py (fp8), each on the
+CPU under the Triton interpreter and with a GPU twin; the tuner's triton family
+(moetune.tuner.triton_worker) runs every candidate through it; bench/fp8_bench.py times the fp8
+path as moetune's peer.
 """
 
 import ast
@@ -58,7 +81,8 @@ EXTRACT = [
     ("platform_utils", "vllm/utils/platform_utils.py", ["get_device_name_as_file_name"]),
     ("moe_utils", _FM + "utils.py", ["enable_swap_ab", "resolve_moe_use_td",
                                      "_warned_moe_use_td_ineffective",
-                                     "warn_if_moe_use_td_ineffective"]),
+                                     "warn_if_moe_use_td_ineffective",
+                                     "moe_kernel_quantize_input", "_fp8_quantize"]),
     ("moe_align_block_size", _FM + "moe_align_block_size.py", ["moe_align_block_size"]),
     ("fused_moe", _FM + "fused_moe.py", [
         "write_zeros_to_output", "fused_moe_kernel", "invoke_fused_moe_triton_kernel",
@@ -66,8 +90,13 @@ EXTRACT = [
         "should_moe_wna16_use_cuda", "get_default_config", "try_get_optimal_moe_config",
         "_weights_host_resident", "_prepare_expert_assignment"]),
 ]
-# Names the executed functions use only on branches a bf16 unquantised launch never takes.
-UNREACHED = {"invoke_fused_moe_wna16_cuda_kernel", "invoke_fused_moe_wna16_triton_kernel"}
+# Names the executed functions use only on branches a bf16 or fp8 w8a8 launch never takes
+# (wna16 kernels; moe_kernel_quantize_input's int8, nvfp4, mxfp and emulation branches).
+UNREACHED = {"invoke_fused_moe_wna16_cuda_kernel", "invoke_fused_moe_wna16_triton_kernel",
+             "_fp8_quantize_dequantize", "_int8_quantize", "_nvfp4_quantize",
+             "ref_nvfp4_quant_dequant", "_mxfp4_quantize", "_mxfp8_e4m3_quantize",
+             "_mxfp6_e3m2_quantize", "_mxfp6_e2m3_quantize"}
+FP8 = torch.float8_e4m3fn
 _LOADED = {}
 
 
@@ -298,6 +327,7 @@ def load(engine_dir=None):
            "Any": typing.Any, "Literal": typing.Literal,
            "envs": vllm_shims.Envs(), "logger": vllm_shims.OnceLogger("moetune.peers.vllm"),
            "current_platform": platform, "ops": vllm_shims.Ops,
+           "per_token_group_quant_fp8": vllm_shims.per_token_group_quant_fp8,
            "set_triton_allocator": vllm_shims.set_triton_allocator}
     mods = {}
     for ns, rel, names in EXTRACT:
@@ -325,23 +355,46 @@ def _act_relu2(out, h):
 ACTIVATIONS = {"silu": (True, _act_silu), "relu2": (False, _act_relu2)}
 
 
-class VllmTritonMoe:
-    """One MoE layer run the way vLLM 0.33.0's fused_experts runs it for bf16 weights.
+def _cdiv(a, b):
+    return -(-a // b)
 
-    w1 [E, N1, K] (silu: rows [gate; up], N1 = 2I; relu2: N1 = I), w2 [E, K, I], both bf16 with
-    unit last stride. device_name: the name vLLM's table lookup sees (default: the weights'
-    CUDA device, torch.cuda.get_device_name; on the CPU none, so vLLM's default rule).
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class VllmTritonMoe:
+    """One MoE layer run the way vLLM 0.33.0's fused_experts runs it, bf16 or fp8 w8a8.
+
+    w1 [E, N1, K] (silu: rows [gate; up], N1 = 2I; relu2: N1 = I), w2 [E, K, I], unit last
+    stride; bf16, or torch.float8_e4m3fn with w1_scale and w2_scale (fp32):
+      block_shape [bn, bk] (checkpoints: [128, 128]): w1_scale [E, cdiv(N1, bn), cdiv(K, bk)],
+        w2_scale [E, cdiv(K, bn), cdiv(I, bk)]; K and I multiples of bk (vLLM's group quantiser
+        asserts it); no a1_scale/a2_scale (vLLM's block path ignores them; refused here);
+      block_shape None: per-tensor, w1_scale and w2_scale [E], a1_scale and a2_scale one value
+        each (static; vLLM's dynamic per-tensor form, a1_scale None, is not mirrored).
+    device_name: the name vLLM's table lookup sees (default: the weights' CUDA device,
+    torch.cuda.get_device_name; on the CPU none, so vLLM's default rule). capability: the
+    (major, minor) vLLM's platform checks see (default: the weights' CUDA device's; None off the
+    GPU); with (9, 0) the fp8 kernel takes vLLM's Hopper SWAP_AB form at BLOCK_SIZE_M < 64.
+    Fails with ValueError naming the argument whose shape or dtype is wrong.
     """
 
-    def __init__(self, w1, w2, top_k, activation="silu", device_name=None, engine=None):
+    def __init__(self, w1, w2, top_k, activation="silu", device_name=None, engine=None, *,
+                 w1_scale=None, w2_scale=None, a1_scale=None, a2_scale=None, block_shape=None,
+                 capability=None):
         if activation not in ACTIVATIONS:
             raise ValueError(f"VllmTritonMoe: activation {activation!r}; expected one of "
                              f"{sorted(ACTIVATIONS)}")
         gated, self._act = ACTIVATIONS[activation]
-        if w1.dim() != 3 or w2.dim() != 3 or w1.dtype != torch.bfloat16 or w2.dtype != w1.dtype:
+        if w1.dim() != 3 or w2.dim() != 3 or w1.dtype not in (torch.bfloat16, FP8) or \
+                w2.dtype != w1.dtype:
             raise ValueError(f"VllmTritonMoe: w1 {tuple(w1.shape)} {w1.dtype}, w2 "
-                             f"{tuple(w2.shape)} {w2.dtype}; expected 3-D bf16 [E, N1, K], "
-                             f"[E, K, I]")
+                             f"{tuple(w2.shape)} {w2.dtype}; expected 3-D [E, N1, K], [E, K, I], "
+                             f"both bf16 or both float8_e4m3fn")
         E, N1, K = w1.shape
         inter = w2.size(2)
         if w2.size(0) != E or w2.size(1) != K or N1 != (2 * inter if gated else inter):
@@ -349,12 +402,64 @@ class VllmTritonMoe:
                              f"form one {activation} layer (w1 [E, {'2I' if gated else 'I'}, K], "
                              f"w2 [E, K, I])")
         self.w1, self.w2, self.top_k, self.activation = w1, w2, int(top_k), activation
+        self.use_fp8_w8a8 = w1.dtype == FP8
+        self.block_shape = None if block_shape is None else [int(b) for b in block_shape]
+        self.w1_scale, self.w2_scale = w1_scale, w2_scale
+        self.a1_scale, self.a2_scale = a1_scale, a2_scale
+        self._check_quant_args()
+        # vLLM's _get_config_dtype_str: "fp8_w8a8" for use_fp8_w8a8, None for bf16.
+        self.config_dtype = "fp8_w8a8" if self.use_fp8_w8a8 else None
         self.engine = engine if engine is not None else load()
         if device_name is None and w1.is_cuda:
             device_name = torch.cuda.get_device_name(w1.device)
         self.device_name = device_name
-        self.capability = torch.cuda.get_device_capability(w1.device) if w1.is_cuda else None
+        if capability is None and w1.is_cuda:
+            capability = torch.cuda.get_device_capability(w1.device)
+        self.capability = None if capability is None else tuple(capability)
         self._choices = {}
+
+    def _check_quant_args(self):
+        E, N1, K = self.w1.shape
+        inter = self.w2.size(2)
+        given = {n: getattr(self, n) for n in ("w1_scale", "w2_scale", "a1_scale", "a2_scale")}
+        if not self.use_fp8_w8a8:
+            extra = [n for n, t in given.items() if t is not None]
+            if extra or self.block_shape is not None:
+                raise ValueError(f"VllmTritonMoe: {extra or ['block_shape']} given with bf16 "
+                                 f"weights; scales and block_shape go with float8_e4m3fn w1/w2")
+            return
+        bs = self.block_shape
+        if bs is not None and (len(bs) != 2 or min(bs) <= 0):
+            raise ValueError(f"VllmTritonMoe: block_shape {bs}; expected [block_n, block_k] "
+                             f"(checkpoints: [128, 128]) or None (per-tensor)")
+        if bs is not None:
+            want = {"w1_scale": (E, _cdiv(N1, bs[0]), _cdiv(K, bs[1])),
+                    "w2_scale": (E, _cdiv(K, bs[0]), _cdiv(inter, bs[1]))}
+            extra = [n for n in ("a1_scale", "a2_scale") if given[n] is not None]
+            if extra:
+                raise ValueError(f"VllmTritonMoe: {extra} given with block_shape {bs}; the "
+                                 f"activations' scales are per token per group, computed per call")
+            if K % bs[1] or inter % bs[1]:
+                raise ValueError(f"VllmTritonMoe: K = {K}, I = {inter} with block_shape {bs}; "
+                                 f"both must be multiples of {bs[1]} (vLLM's group quantiser)")
+        else:
+            want = {"w1_scale": (E,), "w2_scale": (E,), "a1_scale": (1,), "a2_scale": (1,)}
+        for name, shape in want.items():
+            t = given[name]
+            if t is None or t.dtype != torch.float32 or t.numel() != _numel(shape) or \
+                    (len(shape) > 1 and tuple(t.shape) != shape) or t.device != self.w1.device:
+                seen = "None" if t is None else f"{tuple(t.shape)} {t.dtype} on {t.device}"
+                raise ValueError(f"VllmTritonMoe: {name} {seen}; expected {list(shape)} float32 "
+                                 f"on {self.w1.device} for fp8 "
+                                 f"{'block ' + str(bs) if bs else 'per-tensor'} weights")
+
+    def _use_platform(self):
+        """Points the shim platform at this layer's device; drops vLLM's per-process caches of it
+        (vLLM assumes one device per process; a harness may hold layers for several)."""
+        eng = self.engine
+        eng.platform.device_name, eng.platform.capability = self.device_name, self.capability
+        eng.get_device_name_as_file_name.cache_clear()
+        eng.enable_swap_ab.cache_clear()
 
     def config_for(self, M):
         """vLLM's config for M tokens: its table row nearest M, else its default rule."""
@@ -362,18 +467,16 @@ class VllmTritonMoe:
         if M in self._choices:
             return self._choices[M]
         eng = self.engine
-        eng.platform.device_name, eng.platform.capability = self.device_name, self.capability
-        # vLLM caches the device name and the table by (E, N, dtype), once per process (one
-        # device); a harness may hold layers for several names, so both are looked up afresh.
-        eng.get_device_name_as_file_name.cache_clear()
-        eng.get_moe_configs.cache_clear()
+        self._use_platform()
+        eng.get_moe_configs.cache_clear()  # cached by (E, N, dtype, block) alone, as above
         E, _, N = self.w2.shape
-        # dtype None: vLLM's _get_config_dtype_str for bf16 unquantised.
-        config = eng.try_get_optimal_moe_config(self.w1.size(), self.w2.size(), self.top_k, None,
-                                                M, block_shape=None)
+        dtype, bs = self.config_dtype, self.block_shape
+        config = eng.try_get_optimal_moe_config(self.w1.size(), self.w2.size(), self.top_k, dtype,
+                                                M, block_shape=bs)
         source, path = "default", None
-        if eng.get_moe_configs(E, N, None, 0, 0):  # the lookup try_get_... just made (cached)
-            name = eng.get_config_file_name(E, N, None, None)
+        bn, bk = bs if bs else (0, 0)
+        if eng.get_moe_configs(E, N, dtype, bn, bk):  # the lookup try_get_... just made (cached)
+            name = eng.get_config_file_name(E, N, dtype, bs)
             folders = [eng.envs.VLLM_TUNED_CONFIG_FOLDER,
                        os.path.join(os.path.dirname(eng.__file__), "configs")]
             path = next((os.path.join(d, name) for d in folders
@@ -395,13 +498,26 @@ class VllmTritonMoe:
                              f"expected top_k = {self.top_k}")
         config = self.config_for(M).config if config is None else dict(config)
         sorted_ids, expert_ids, post_padded = self.engine._prepare_expert_assignment(
-            topk_ids, config, M, top_k, self.w1.size(0), None, ignore_invalid_experts=True,
+            topk_ids, config, M, top_k, self.w1.size(0), None, block_shape=self.block_shape,
+            ignore_invalid_experts=True,
             weights_host_resident=self.engine._weights_host_resident(self.w1, self.w2))
         return Prepared(sorted_ids, expert_ids, post_padded, config, M)
+
+    def quantize(self, a, a_scale):
+        """vLLM's moe_kernel_quantize_input for one GEMM's input a [rows, cols] bf16: (q, scale).
+
+        fp8 block: q e4m3 [rows, cols], scale [rows, cols / block_k] fp32 (a_scale ignored, as
+        vLLM); fp8 per-tensor: q e4m3 and a_scale itself; bf16: (a, None). No host sync.
+        """
+        quant_dtype = self.engine.platform.fp8_dtype() if self.use_fp8_w8a8 else None
+        return self.engine.moe_kernel_quantize_input(
+            A=a, A_scale=a_scale, quant_dtype=quant_dtype, per_act_token_quant=False,
+            block_shape=self.block_shape)
 
     def run(self, x, topk_weights, topk_ids, prepared, poison=None):
         """out [M, K] = sum_j topk_weights[m, j] * w2[e] @ act(w1[e] @ x[m]); no host sync.
 
+        x and out are bf16 (fp8 layers quantise x and the intermediate per call, as vLLM).
         poison: a value the intermediate buffers are filled with first (a check passes NaN, so an
         element no kernel wrote reaches the output as NaN); None, as vLLM, leaves them as found.
         """
@@ -411,10 +527,11 @@ class VllmTritonMoe:
             raise ValueError(f"VllmTritonMoe.run: x {tuple(x.shape)}, topk_weights "
                              f"{tuple(topk_weights.shape)}, topk_ids {tuple(topk_ids.shape)}, "
                              f"prepared for M = {prepared.num_tokens}; all must share M")
-        if x.dtype != w1.dtype or not x.is_contiguous() or x.size(1) != w1.size(2):
+        if x.dtype != torch.bfloat16 or not x.is_contiguous() or x.size(1) != w1.size(2):
             raise ValueError(f"VllmTritonMoe.run: x {tuple(x.shape)} {x.dtype} contiguous="
                              f"{x.is_contiguous()}; expected contiguous [M, {w1.size(2)}] "
-                             f"{w1.dtype}")
+                             f"torch.bfloat16")
+        self._use_platform()  # enable_swap_ab reads the capability at launch
         _, N, _ = w1.shape
         K = w2.size(1)
         # As fused_experts_impl: cache1 and cache3 share memory, cache2 is apart.
@@ -426,14 +543,19 @@ class VllmTritonMoe:
         if poison is not None:
             cache13.fill_(poison)
             cache2.fill_(poison)
-        launch = dict(compute_type=eng.tl.bfloat16, use_fp8_w8a8=False, use_int8_w8a8=False,
-                      use_int8_w8a16=False, use_int4_w4a16=False, per_channel_quant=False,
-                      block_shape=None)
+        launch = dict(compute_type=eng.tl.bfloat16, use_fp8_w8a8=self.use_fp8_w8a8,
+                      use_int8_w8a8=False, use_int8_w8a16=False, use_int4_w4a16=False,
+                      per_channel_quant=False, block_shape=self.block_shape)
         ids = (prepared.sorted_token_ids, prepared.expert_ids, prepared.num_tokens_post_padded)
-        eng.dispatch_fused_moe_kernel(x, w1, cache1, None, None, None, topk_weights, *ids,
-                                      False, top_k, prepared.config, B_bias=None, **launch)
+        qx, a1q_scale = self.quantize(x, self.a1_scale)
+        eng.dispatch_fused_moe_kernel(qx, w1, cache1, a1q_scale, self.w1_scale, None,
+                                      topk_weights, *ids, False, top_k, prepared.config,
+                                      B_bias=None, **launch)
         self._act(cache2, cache1.view(-1, N))
-        eng.dispatch_fused_moe_kernel(cache2, w2, cache3, None, None, None, topk_weights, *ids,
-                                      True, 1, prepared.config, B_bias=None, **launch)
+        qh, a2q_scale = self.quantize(cache2, self.a2_scale)
+        eng.dispatch_fused_moe_kernel(qh, w2, cache3, a2q_scale, self.w2_scale, None,
+                                      topk_weights, *ids, True, 1, prepared.config, B_bias=None,
+                                      **launch)
         torch.sum(cache3, dim=1, out=out)  # vLLM's ops.moe_sum(cache3, out)
         return out
+
