@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""fp8 fused MoE on one GPU: moetune.fused_moe with e4m3 weights against the fp8 floor measured
-in the same run.
+"""fp8 fused MoE on one GPU: moetune.fused_moe and vLLM's Triton fp8 path against the fp8 floor.
+
+moetune.fused_moe with e4m3 weights, and vLLM's Triton fp8 path as its peer, against the fp8
+floor measured in the same run.
 
     PYTHONPATH=build/python python bench/fp8_bench.py --out fp8.csv [--shapes F2,F3,F4]
-        [--ms 1,4,...] [--check-m 64]
+        [--ms 1,4,...] [--check-m 64] [--no-vllm]
 
 Shapes (../shared/anchors/h100-fp8-vllm.md names them so): F2 Qwen3-30B-A3B-like E128 K2048 I768
 top-8, F4 DeepSeek-V3-like E256 K7168 I2048 top-8 (block 128x128, activations per token per 128
@@ -11,10 +13,26 @@ channels), F3 Mixtral-like E8 K4096 I14336 top-2 (per-tensor, static input scale
 Ceilings in the same run: copy rate (bf16 copy of 2 GiB) and fp8 dense rate (torch._scaled_mm,
 8192^3 e4m3, the best of the cuBLASLt kernels torch picks). Floor = max(bytes / copy rate,
 flops / fp8 rate); bytes = hit experts' weights at 1 B an element plus their scales, x and the
-output in bf16, the routing. Each point is one moetune call in a CUDA graph, L2 flushed before
-every replay, median of the replays; the layer's default rule (no fp8 tables ship). A check at
---check-m per shape: relative L2 against a quantisation-faithful fp64 reference (the one the
-tests use) on the experts that M hits. Prints a table last.
+output in bf16, the routing. Each point is one call in a CUDA graph, L2 flushed before every
+replay, median of the replays. A check at --check-m per shape and system: relative L2 against a
+quantisation-faithful fp64 reference (the one the tests use) on the experts that M hits.
+
+Systems (column `system`), same weights, inputs and protocol, interleaved per point:
+  moetune      moetune.fused_moe; the layer's default rule (no fp8 tables ship).
+  vllm_triton  vLLM 0.33.0's fused_moe_kernel on its use_fp8_w8a8 path (moetune.engines.
+               vllm_triton, from .engines/ or an installed vllm): vLLM's launch and its config
+               lookup for dtype fp8_w8a8 (and block_shape): its shipped fp8 table for this device
+               and shape where there is one, else its default rule (column `config` says which).
+               Its expert assignment (align) is computed once per point outside the graph, in
+               vLLM's favour, as bench/torch_ops_bench.py does. Its two activation quantisations
+               run inside the graph as torch stand-ins for vLLM's CUDA ops (several small kernels
+               where vLLM launches one), which overstates vLLM's time at small M: `standin_us` is
+               their time alone, in a graph of their own; vLLM runs one kernel for each instead.
+               vLLM's rel_l2 runs ~1-2% from the reference: it rounds the intermediate to bf16
+               three times before re-quantising to e4m3 (tests/python/test_vllm_fp8_peer.py).
+If the harness fails to load (no .engines/, a mismatched vLLM) or a point fails, a vllm_triton
+row carries the reason in `note` and the run goes on. Prints a table last: per shape and system
+the geomean and worst t/floor, and for moetune how many points beat vllm_triton.
 """
 
 import argparse
@@ -39,8 +57,10 @@ SHAPES = {
     "F4": dict(E=256, K=7168, I=2048, top_k=8, block=True),
 }
 MS = [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
-FIELDS = ["shape", "quant", "m", "median_us", "p10_us", "p90_us", "floor_us", "t_floor", "bound",
-          "experts_hit", "rel_l2", "config", "copy_gbs", "fp8_tflops", "sm_mhz"]
+FIELDS = ["shape", "quant", "m", "system", "median_us", "p10_us", "p90_us", "floor_us", "t_floor",
+          "bound", "experts_hit", "rel_l2", "config", "standin_us", "copy_gbs", "fp8_tflops",
+          "sm_mhz", "note"]
+SYSTEMS = ("moetune", "vllm_triton")
 
 
 def fp8_tflops():
@@ -92,8 +112,8 @@ def floor_us(s, m, ids, copy_gbs, tflops):
     return (bw_us, "bw") if bw_us >= mm_us else (mm_us, "compute"), hit
 
 
-def check(s, weights, m, a_scales):
-    """Relative L2 of moetune against the tests' fp64 reference, on the experts M hits."""
+def check(s, weights, m, a_scales, runner):
+    """Relative L2 of runner(layer) against the tests' fp64 reference, on the experts M hits."""
     from fp8_reference import fp8_reference
     from moe_reference import rel_l2
     w1, w2, w1s, w2s = weights
@@ -101,8 +121,7 @@ def check(s, weights, m, a_scales):
     hit, local = torch.unique(ids, return_inverse=True)
     layer = dict(x=x, w1=w1[hit], w2=w2[hit], w1_scale=w1s[hit], w2_scale=w2s[hit],
                  topk_weights=tw, topk_ids=local.int())
-    out = run(s, layer["x"], layer["w1"], layer["w2"], tw, layer["topk_ids"], layer["w1_scale"],
-              layer["w2_scale"], a_scales)
+    out = runner(layer)
     kw = {} if s["block"] else dict(a1_scale=float(a_scales[0]), a2_scale=float(a_scales[1]))
     return rel_l2(out, fp8_reference(layer, block=s["block"], **kw))
 
@@ -113,29 +132,146 @@ def run(s, x, w1, w2, tw, ids, w1s, w2s, a_scales):
     return moetune.fused_moe(x, w1, w2, tw, ids, w1_scale=w1s, w2_scale=w2s, **kw)
 
 
-def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, rows):
+def run_layer(s, layer, a_scales):
+    return run(s, layer["x"], layer["w1"], layer["w2"], layer["topk_weights"],
+               layer["topk_ids"], layer["w1_scale"], layer["w2_scale"], a_scales)
+
+
+def vllm_layer(s, w1, w2, w1s, w2s, a_scales):
+    """vLLM's fp8 path on these weights (moetune.engines.vllm_triton); raises if it cannot load."""
+    from moetune.engines import vllm_triton
+
+    kw = dict(block_shape=[128, 128]) if s["block"] else dict(a1_scale=a_scales[0],
+                                                               a2_scale=a_scales[1])
+    return vllm_triton.VllmTritonMoe(w1, w2, s["top_k"], "silu", engine=vllm_triton.load(),
+                                     w1_scale=w1s, w2_scale=w2s, **kw)
+
+
+def run_vllm_layer(s, layer, a_scales):
+    v = vllm_layer(s, layer["w1"], layer["w2"], layer["w1_scale"], layer["w2_scale"], a_scales)
+    ids = layer["topk_ids"]
+    return v.run(layer["x"], layer["topk_weights"], ids, v.prepare(ids))
+
+
+def vllm_config_text(choice):
+    c = choice.config
+    return (f"{choice.source} BM{c['BLOCK_SIZE_M']} BN{c['BLOCK_SIZE_N']} BK{c['BLOCK_SIZE_K']} "
+            f"G{c['GROUP_SIZE_M']} w{c['num_warps']} s{c['num_stages']}")
+
+
+def standin_us(v, s, x, flush):
+    """The two activation quantisations of vLLM's path alone (the torch stand-ins), in a graph."""
+    h = torch.randn(x.size(0) * s["top_k"], s["I"], device="cuda").to(torch.bfloat16)
+    g, _ = capture(lambda: (v.quantize(x, v.a1_scale), v.quantize(h, v.a2_scale)))
+    med = time_graph(g, flush)[0]
+    del g, h
+    return med
+
+
+def point_row(name, s, m, system, timing, fl, bound, hit, err, config, copy_gbs, tflops):
+    med, p10, p90 = timing
+    return dict(shape=name, quant="block128" if s["block"] else "tensor", m=m, system=system,
+                median_us=f"{med:.1f}", p10_us=f"{p10:.1f}", p90_us=f"{p90:.1f}",
+                floor_us=f"{fl:.1f}", t_floor=f"{med / fl:.3f}", bound=bound, experts_hit=hit,
+                rel_l2=err, config=config, copy_gbs=f"{copy_gbs:.0f}",
+                fp8_tflops=f"{tflops:.0f}", sm_mhz=sm_mhz())
+
+
+def note_row(name, s, m, system, why):
+    return dict(shape=name, quant="block128" if s["block"] else "tensor", m=m, system=system,
+                note=f"not run: {why}"[:300])
+
+
+def _why(e):
+    return f"{type(e).__name__}: {e}".replace("\n", " ")
+
+
+def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows):
     s = SHAPES[name]
     weights = make_weights(s)
     # Static input scales of the per-tensor shape: x ~ N(0, 1), the intermediate of these weights.
     a_scales = (torch.tensor([5.0 / 448], device="cuda"), torch.tensor([64.0 / 448], device="cuda"))
-    err = check(s, weights, check_m, a_scales) if check_m > 0 else float("nan")
+    errs = {"moetune": check(s, weights, check_m, a_scales, lambda l: run_layer(s, l, a_scales))
+            if check_m > 0 else float("nan")}
+    v, vllm_note = None, None
+    if use_vllm:
+        try:
+            v = vllm_layer(s, *weights, a_scales)
+            errs["vllm_triton"] = check(s, weights, check_m, a_scales,
+                                        lambda l: run_vllm_layer(s, l, a_scales)) \
+                if check_m > 0 else float("nan")
+        except Exception as e:  # recorded, not hidden: the rows say why vLLM is missing
+            v, vllm_note = None, _why(e)
+            print(f"{name}: vllm_triton not run: {vllm_note}", flush=True)
     for m in ms:
         x, tw, ids = make_inputs(s, m, seed=m)
-        fn = lambda: run(s, x, weights[0], weights[1], tw, ids, weights[2], weights[3], a_scales)
-        g, _ = capture(fn)
-        med, p10, p90 = time_graph(g, flush)
         (fl, bound), hit = floor_us(s, m, ids, copy_gbs, tflops)
-        rows.append(dict(shape=name, quant="block128" if s["block"] else "tensor", m=m,
-                         median_us=f"{med:.1f}", p10_us=f"{p10:.1f}", p90_us=f"{p90:.1f}",
-                         floor_us=f"{fl:.1f}", t_floor=f"{med / fl:.3f}", bound=bound,
-                         experts_hit=hit, rel_l2=f"{err:.2e}" if m == ms[0] else "",
-                         config="default rule", copy_gbs=f"{copy_gbs:.0f}",
-                         fp8_tflops=f"{tflops:.0f}", sm_mhz=sm_mhz()))
-        print(f"{name} M={m}: {med:.1f} us, floor {fl:.1f} ({bound}), x{med / fl:.2f}",
-              flush=True)
-        del g
-    del weights
+        first = m == ms[0]
+        systems = {"moetune": (lambda: run(s, x, weights[0], weights[1], tw, ids, weights[2],
+                                           weights[3], a_scales), "default rule")}
+        if v is not None:
+            try:
+                prepared = v.prepare(ids)  # outside the graph: align is not timed
+                systems["vllm_triton"] = (lambda: v.run(x, tw, ids, prepared),
+                                          vllm_config_text(v.config_for(m)))
+            except Exception as e:
+                rows.append(note_row(name, s, m, "vllm_triton", _why(e)))
+        elif vllm_note is not None:
+            rows.append(note_row(name, s, m, "vllm_triton", vllm_note))
+        said = []
+        for system, (fn, config) in systems.items():
+            try:
+                g, _ = capture(fn)
+                timing = time_graph(g, flush)
+                del g
+                err = f"{errs[system]:.2e}" if first else ""
+                row = point_row(name, s, m, system, timing, fl, bound, hit, err, config,
+                                copy_gbs, tflops)
+                if system == "vllm_triton":
+                    row["standin_us"] = f"{standin_us(v, s, x, flush):.1f}"
+                rows.append(row)
+                said.append(f"{system} {timing[0]:.1f} us x{timing[0] / fl:.2f}")
+            except Exception as e:
+                if system == "moetune":
+                    raise
+                torch.cuda.empty_cache()
+                rows.append(note_row(name, s, m, system, _why(e)))
+                said.append(f"{system} not run")
+        print(f"{name} M={m}: floor {fl:.1f} ({bound}); " + ", ".join(said), flush=True)
+    del weights, v
     torch.cuda.empty_cache()
+
+
+def geomean(values):
+    return math.exp(sum(map(math.log, values)) / len(values))
+
+
+def summary(names, rows):
+    """Per shape and system: geomean and worst t/floor; for moetune, the points (M) where it beats
+    vllm_triton and the geomean of their time ratio."""
+    timed = [r for r in rows if r.get("t_floor")]
+    lines = [f"device {torch.cuda.get_device_name()}",
+             "shape  system       points  geomean t/floor  worst  vs vllm_triton"]
+    for n in names:
+        for system in SYSTEMS:
+            mine = {r["m"]: r for r in timed if r["shape"] == n and r["system"] == system}
+            if not mine:
+                continue
+            t = [float(r["t_floor"]) for r in mine.values()]
+            versus = ""
+            if system == "moetune":
+                peer = {r["m"]: float(r["median_us"]) for r in timed
+                        if r["shape"] == n and r["system"] == "vllm_triton"}
+                both = [m for m in mine if m in peer]
+                if both:
+                    wins = sum(float(mine[m]["median_us"]) < peer[m] for m in both)
+                    ratio = geomean([float(mine[m]["median_us"]) / peer[m] for m in both])
+                    versus = f"faster at {wins}/{len(both)}, time ratio geomean {ratio:.3f}"
+            lines.append(f"{n:5}  {system:11}  {len(t):6}  {geomean(t):15.3f}  {max(t):5.3f}  "
+                         f"{versus}".rstrip())
+    notes = sorted({(r["shape"], r["note"]) for r in rows if r.get("note")})
+    lines += [f"note {shape}: {note}" for shape, note in notes]
+    return "\n".join(lines)
 
 
 def main():
@@ -144,6 +280,7 @@ def main():
     ap.add_argument("--shapes", default="F2,F3,F4")
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--check-m", type=int, default=4, help="M of the correctness check (0: none)")
+    ap.add_argument("--no-vllm", action="store_true", help="moetune only: no vllm_triton peer")
     a = ap.parse_args()
     names = a.shapes.split(",")
     bad = [n for n in names if n not in SHAPES]
@@ -157,18 +294,15 @@ def main():
     flush = lambda: scratch.zero_()
     rows = []
     for n in names:
-        bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, rows)
+        bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, not a.no_vllm, rows)
     with open(a.out + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w = csv.DictWriter(f, fieldnames=FIELDS, restval="")
         w.writeheader()
         w.writerows(rows)
         f.flush()
         os.fsync(f.fileno())
     os.replace(a.out + ".tmp", a.out)
-    print("\nshape  geomean t/floor  worst  (device " + torch.cuda.get_device_name() + ")")
-    for n in names:
-        r = [float(x["t_floor"]) for x in rows if x["shape"] == n]
-        print(f"{n:5}  {math.exp(sum(map(math.log, r)) / len(r)):.3f}  {max(r):.3f}")
+    print("\n" + summary(names, rows))
 
 
 if __name__ == "__main__":
