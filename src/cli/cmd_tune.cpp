@@ -524,7 +524,8 @@ void setup_tune(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   app.add_option("--margin", args->margin,
                  "a challenger's CI upper bound must sit this fraction below the incumbent's CI "
-                 "lower bound to replace it; else a tie and the incumbent stays")
+                 "lower bound to replace it, else the incumbent stays; a tie only where the "
+                 "interval of their time ratio lies within this fraction of 1 on both sides")
       ->capture_default_str();
   app.add_option("--timeout-s", args->timeout_s,
                  "per-candidate timeout (one check or one timing); the worker is killed and "

@@ -85,9 +85,10 @@ std::string bucket_line(tuner::BucketResult const& r) {
     if (r.has_challenger) {
       out += "  best challenger " + core::short_string(r.challenger) + " margin " + m;
     }
-    out += r.tie              ? "  tie (incumbent kept)"
-           : r.incumbent_kept ? "  incumbent kept"
-                              : "  challenger wins";
+    out += r.tie                      ? "  tie (incumbent kept)"
+           : r.verdict == "undecided" ? "  undecided (incumbent kept)"
+           : r.incumbent_kept         ? "  incumbent kept"
+                                      : "  challenger wins";
     if (r.settle_rounds > 0) {
       out += " after " + std::to_string(r.settle_rounds) + " settling final round" +
              (r.settle_rounds > 1 ? "s" : "");
@@ -139,7 +140,10 @@ core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& i
            << " warm-up, median + 95% bootstrap CI, incumbent kept unless beaten beyond the CI by "
            << info.margin * 100
            << (info.paired_passes ? "% and by a paired t-test over the passes" : "%")
-           << " (the winner then the earliest challenger tied with the fastest), routing "
+           << "; tied only where the interval of the time ratio lies within the margin on both "
+              "sides and the pooled medians within "
+           << tuner::kTieMaxPooledGap * 100
+           << "% (the winner then the earliest challenger tied with the fastest), routing "
            << core::format_routing(info.routing) << "; verdict " << r.verdict;
   if (r.tie) protocol << " with " << core::short_string(r.challenger) << " (both in the store)";
   s.protocol = protocol.str();

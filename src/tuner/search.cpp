@@ -134,13 +134,17 @@ core::Status BucketSearch::time(CandidateResult& c, int round, int reps,
     c.outcome = (*found)->outcome;
     c.reason = (*found)->reason;
     *samples = (*found)->samples_us;
-    if (c.outcome == Outcome::kOk) c.stats = stats_of(c, *samples);
+    if (c.outcome == Outcome::kOk) {
+      c.stats = stats_of(c, *samples);
+      pool(c, *samples);
+    }
     return core::Status::Ok();
   }
   Reply reply;
   if (request(c, Request{.op = "time", .warmup = options_.warmup, .reps = reps}, &reply)) {
     *samples = reply.response.samples_us;
     c.stats = stats_of(c, *samples);
+    pool(c, *samples);
   } else {
     samples->clear();
   }
@@ -151,6 +155,16 @@ TimingStats BucketSearch::stats_of(CandidateResult const& c, std::vector<double>
   uint64_t const seed =
       std::hash<std::string>{}(core::short_string(c.config)) ^ static_cast<uint64_t>(task_.bucket);
   return bootstrap_median(s, seed, options_.resamples);
+}
+
+/// Adds one timing round's raw samples of `c` to all of its rounds' and updates its pooled median.
+void BucketSearch::pool(CandidateResult& c, std::vector<double> const& samples) {
+  if (samples_.size() <= static_cast<size_t>(c.index)) samples_.resize(c.index + 1);
+  std::vector<double>& all = samples_[c.index];
+  for (double s : samples) {
+    if (std::isfinite(s)) all.push_back(s);
+  }
+  c.pooled_median_us = median(all);
 }
 
 /// Round 0's check of `c` and the gate: true when it passed and its cheap timing comes next;
@@ -164,7 +178,10 @@ core::Result<bool> BucketSearch::round0_check(CandidateResult& c) {
     c.reason = (*found)->reason;
     c.digest = (*found)->digest;
     c.rel_err = (*found)->rel_err;
-    if (c.outcome == Outcome::kOk) c.stats = stats_of(c, (*found)->samples_us);
+    if (c.outcome == Outcome::kOk) {
+      c.stats = stats_of(c, (*found)->samples_us);
+      pool(c, (*found)->samples_us);
+    }
     return false;
   }
   Reply reply;
@@ -193,6 +210,7 @@ core::Status BucketSearch::round0_time(CandidateResult& c) {
               &reply)) {
     samples = reply.response.samples_us;
     c.stats = stats_of(c, samples);
+    pool(c, samples);
   }
   return save(c, 0, samples);
 }

@@ -32,20 +32,23 @@
 //      (forward, backward, backward, forward; final_reps in all); the drift common to all
 //      finalists between passes is divided out (remove_pass_drift); median and bootstrap CI; the
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
-//      bound by `margin` (with paired_passes, also the paired test over the passes) (else a tie:
-//      the table keeps the incumbent, both are recorded; when that tie leaves the fastest's median
-//      ahead of the incumbent's by more than the margin, the data point to a gain the intervals
-//      cannot yet show, so the final round is run again, up to kSettleRounds times, with every
-//      round's samples pooled, until the tie is settled either way: one disturbed pass, such as a
-//      clock dip at large M, then no longer keeps a slower incumbent); among challengers tied with
-//      the fastest and themselves beating the incumbent so, the earliest in search order wins (by
-//      the config's place in the family's space, which the worker derives from the problem alone;
-//      per GEMM: its GEMM1's place in the GEMM1 lists, then its GEMM2's; configs the space lacks
-//      after it by creation: so neither which neighbours' winners seeded the search nor which
-//      near-equal candidate noise made a stage's fastest changes it, and repeated tunes break ties
-//      the same way); the winner is checked again and must reproduce its digest; the other
-//      finalists tied with the winner (neither beats the other so) are reported and stored with
-//      it (BucketResult::tied, decisions.tied);
+//      bound by `margin` (with paired_passes, also the paired test over the passes); else the
+//      table keeps the incumbent, both recorded: a tie when the interval of their time ratio lies
+//      within 1 -+ margin on both sides (tuner::within_margin) and their pooled medians over every
+//      round they got are within kTieMaxPooledGap of each other, else undecided; when undecided
+//      leaves the fastest's median ahead of the incumbent's by more than the margin, the data
+//      point to a gain the intervals cannot yet show, so the final round is run again, up to
+//      kSettleRounds times, with every round's samples pooled, until it is settled: one disturbed
+//      pass, such as a clock dip at large M, then no longer keeps a slower incumbent; among
+//      challengers tied with the fastest (the same tie rule) and themselves beating the incumbent
+//      so, the earliest in search order wins (by the config's place in the family's space, which
+//      the worker derives from the problem alone; per GEMM: its GEMM1's place in the GEMM1 lists,
+//      then its GEMM2's; configs the space lacks after it by creation: so neither which
+//      neighbours' winners seeded the search nor which near-equal candidate noise made a stage's
+//      fastest changes it, and repeated tunes break ties the same way); the winner is checked again
+//      and must reproduce its digest; the other finalists tied with the winner (the same tie rule:
+//      equal within the margin on both sides, none more than kTieMaxPooledGap from it by pooled
+//      medians) are reported and stored with it (BucketResult::tied, decisions.tied);
 //   5. --repeat N: the final round again N times; agreement = share naming the same winner.
 // Candidate indices (what --inject-fault names) follow creation order: anchors, stage 1 of each
 // group, stage 2 of each group, then the cross product's new pairs. Every measurement is looked
@@ -81,6 +84,7 @@ namespace moetune::tuner {
 /// 5: an unsettled final round is followed by settling rounds (kSettleRound).
 /// 6: a stage's ties are those its fastest did not beat in every halving round (stage_ties), at
 ///    twice the margin, four carried, so final rounds hold more finalists.
+/// (Selection's tie rule, issue 54, changed what is decided from the rounds, not what they hold.)
 inline constexpr int kSearchVersion = 6;
 
 /// Store rounds: halving rounds are 0, 1, ...; the final round's passes kFinalRound + pass;
@@ -124,6 +128,13 @@ inline constexpr int kStageTiesNearest = 3;
 inline constexpr int kStageTiesCarried = kStageTiesNearest + 1;
 /// SearchOptions::stage2_gemm1s at most (tune --stage2-gemm1s).
 inline constexpr int kMaxStage2Gemm1s = 1 + kStageTiesNearest;
+/// A tie declared by selection (BucketResult::tie and tied, and the winner's choice among the
+/// challengers tied with the fastest) also needs the two configs' pooled medians
+/// (CandidateResult::pooled_median_us) within this fraction of each other, either way: the final
+/// round's interval alone can call equal a config that every earlier round timed slower (on the
+/// H200, tie sets of S1 held configs a median 4.2% and up to 15.8% behind the winner, 64 more
+/// than 5% behind and 58 of those slower in every pass).
+inline constexpr double kTieMaxPooledGap = 0.02;
 /// A finalist (other than the incumbent) whose latest median exceeds this many times the best
 /// finalist's is not timed in the final round: no noise or drift seen (at most ~17% between
 /// passes on the H200) turns it into the winner.
@@ -188,7 +199,11 @@ struct CandidateResult {
   core::MoeConfig config;
   Outcome outcome = Outcome::kOk;
   std::string reason;
-  TimingStats stats;   ///< of the latest round it was timed in
+  TimingStats stats;  ///< of the latest round it was timed in
+  /// The median of its raw samples pooled over every timing round it got before the decision
+  /// (round 0, halving or stage rounds, final and settling rounds; repeats not), in us; 0 when
+  /// never timed. What a declared tie is capped by (kTieMaxPooledGap).
+  double pooled_median_us = 0;
   std::string digest;  ///< of its round-0 check
   double rel_err = 0;
   int rounds = 0;            ///< timing rounds it took part in; kNotRun: never measured (budget or
@@ -226,10 +241,13 @@ struct BucketResult {
   std::string verdict;  ///< Verdict name, or "no_incumbent"
   bool incumbent_kept = false;
   bool tie = false;  ///< the incumbent and the fastest challenger are tied (the incumbent stays)
-  int settle_rounds = 0;  ///< final rounds run again to settle a tie (needs_settling)
-  /// The other ok finalists statistically tied with the winner: neither beats the other beyond
-  /// the intervals and the margin (tuner::decide both ways), in search order. A repeated tune that
-  /// names one of these declared the tie (bench/tuner_targets.py's agreement).
+  int settle_rounds = 0;  ///< final rounds run again to settle "undecided" (needs_settling)
+  /// The other ok finalists tied with the winner, in search order: the interval of their time
+  /// ratio to the winner's lies within 1 -+ margin on both sides (tuner::within_margin) and their
+  /// pooled medians (CandidateResult::pooled_median_us) within kTieMaxPooledGap of the winner's.
+  /// A finalist the final cannot separate from the winner but cannot show equal to it is not
+  /// here. A repeated tune that names one of these declared the tie (bench/tuner_targets.py's
+  /// agreement).
   std::vector<core::MoeConfig> tied;
   int repeats = 0;
   int agreeing = 0;  ///< repeats naming the same winner

@@ -42,6 +42,7 @@ class BucketSearch {
   bool request(CandidateResult& c, Request req, Reply* reply);
   core::Status time(CandidateResult& c, int round, int reps, std::vector<double>* samples);
   TimingStats stats_of(CandidateResult const& c, std::vector<double> const& samples) const;
+  void pool(CandidateResult& c, std::vector<double> const& samples);
   core::Result<bool> round0_check(CandidateResult& c);
   core::Status round0_time(CandidateResult& c);
   core::Status round0(CandidateResult& c);
@@ -71,6 +72,7 @@ class BucketSearch {
   core::Status final_round(Candidates const& finalists, int base_round,
                            std::vector<std::vector<double>>* pooled = nullptr);
   std::array<int, 3> search_order(CandidateResult const& c) const;
+  Verdict verdict(CandidateResult const& incumbent, CandidateResult const& challenger) const;
   void decide(Candidates const& finalists);
   void restore_decision(BucketResult const& from, std::deque<CandidateResult> const& cands);
   core::Result<bool> recheck_winner();
@@ -95,6 +97,9 @@ class BucketSearch {
   size_t anchors_ = 0;  ///< cands_[0, anchors_): incumbent, neighbours' winners, default
   /// search_order's keys by candidate index ({-1, ...}: not yet computed).
   mutable std::vector<std::array<int, 3>> order_;
+  /// Every raw sample of each candidate, over all its timing rounds, by candidate index (pool):
+  /// CandidateResult::pooled_median_us is their median.
+  std::vector<std::vector<double>> samples_;
   /// SearchOptions::paired_passes: each finalist's pass medians of the pooled final rounds (the
   /// first and its settling rounds), by its position in the finalists.
   std::vector<std::vector<double>> pooled_pass_medians_;

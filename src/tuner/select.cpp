@@ -140,11 +140,27 @@ std::array<int, 3> BucketSearch::search_order(CandidateResult const& c) const {
   return key;
 }
 
+/// tuner::decide on the two candidates' stats, except that a tie also needs their pooled medians
+/// within kTieMaxPooledGap of each other (else undecided, or incumbent_faster when the
+/// challenger's median is not lower).
+Verdict BucketSearch::verdict(CandidateResult const& incumbent,
+                              CandidateResult const& challenger) const {
+  Verdict const v = tuner::decide(incumbent.stats, challenger.stats, options_.margin);
+  if (v != Verdict::kTie) return v;
+  double const a = incumbent.pooled_median_us, b = challenger.pooled_median_us;
+  if (a > 0 && b > 0 && b <= a * (1 + kTieMaxPooledGap) && a <= b * (1 + kTieMaxPooledGap)) {
+    return v;
+  }
+  return challenger.stats.median_us < incumbent.stats.median_us ? Verdict::kUndecided
+                                                                : Verdict::kIncumbentFaster;
+}
+
 /// Selection among the ok finalists: the incumbent stays unless the fastest challenger (the one
 /// reported) beats it beyond the intervals and the margin. The winner is then the earliest in
-/// search order among the challengers the fastest does not beat so (statistically tied with it)
-/// and that beat the incumbent so themselves: which of two equivalent configs wins does not depend
-/// on noise, so repeated tunes name the same.
+/// search order among the challengers tied with the fastest (`verdict`: the interval of their
+/// ratio within the margin on both sides, pooled medians within kTieMaxPooledGap) and that beat
+/// the incumbent so themselves: which of two equal configs wins does not depend on noise, so
+/// repeated tunes name the same.
 void BucketSearch::decide(Candidates const& finalists) {
   Candidates ranked = ok_sorted_among(finalists);
   result_.ok = !ranked.empty();
@@ -163,7 +179,7 @@ void BucketSearch::decide(Candidates const& finalists) {
   CandidateResult const* earliest = fastest;
   for (CandidateResult* c : ranked) {
     if (c->index != 0 && search_order(*c) < search_order(*earliest) &&
-        tuner::decide(c->stats, fastest->stats, options_.margin) != Verdict::kChallengerWins &&
+        verdict(*fastest, *c) == Verdict::kTie &&
         (inc.outcome != Outcome::kOk ||
          tuner::decide(inc.stats, c->stats, options_.margin) == Verdict::kChallengerWins)) {
       earliest = c;
@@ -179,9 +195,7 @@ void BucketSearch::decide(Candidates const& finalists) {
   result_.tie = false;
   if (result_.incumbent_ok) {
     result_.incumbent_stats = inc.stats;
-    Verdict const v = fastest == nullptr
-                          ? Verdict::kIncumbentFaster
-                          : tuner::decide(inc.stats, fastest->stats, options_.margin);
+    Verdict const v = fastest == nullptr ? Verdict::kIncumbentFaster : verdict(inc, *fastest);
     result_.verdict = std::string(to_string(v));
     result_.tie = v == Verdict::kTie;
     winner = v == Verdict::kChallengerWins ? earliest : &inc;
@@ -193,11 +207,7 @@ void BucketSearch::decide(Candidates const& finalists) {
   result_.tied.clear();
   Candidates tied;
   for (CandidateResult* c : ranked) {
-    if (c != winner &&
-        tuner::decide(c->stats, winner->stats, options_.margin) != Verdict::kChallengerWins &&
-        tuner::decide(winner->stats, c->stats, options_.margin) != Verdict::kChallengerWins) {
-      tied.push_back(c);
-    }
+    if (c != winner && verdict(*winner, *c) == Verdict::kTie) tied.push_back(c);
   }
   std::sort(tied.begin(), tied.end(),
             [&](auto* a, auto* b) { return search_order(*a) < search_order(*b); });
@@ -213,6 +223,7 @@ void BucketSearch::restore_decision(BucketResult const& from,
     cands_[i].stats = cands[i].stats;
     cands_[i].outcome = cands[i].outcome;
     cands_[i].reason = cands[i].reason;
+    cands_[i].pooled_median_us = cands[i].pooled_median_us;
   }
   result_.ok = from.ok;
   result_.winner = from.winner;
@@ -271,6 +282,7 @@ core::Result<bool> BucketSearch::recheck_winner() {
 core::Status BucketSearch::run_repeats(Candidates const& finalists) {
   BucketResult const main = result_;
   std::deque<CandidateResult> const cands = cands_;
+  std::vector<std::vector<double>> const samples = samples_;
   for (int k = 1; k <= options_.repeat; ++k) {
     if (Clock::now() >= options_.deadline) break;
     MOETUNE_RETURN_IF_ERROR(final_round(finalists, kFinalRound + k * kFinalPasses));
@@ -278,6 +290,7 @@ core::Status BucketSearch::run_repeats(Candidates const& finalists) {
     ++result_.repeats;
     if (result_.ok && result_.winner == main.winner) ++result_.agreeing;
     restore_decision(main, cands);
+    samples_ = samples;  // each repeat pools its own round with the main decision's
   }
   return core::Status::Ok();
 }
@@ -304,9 +317,10 @@ core::Result<BucketResult> BucketSearch::run() {
   std::vector<std::vector<double>> pooled;
   MOETUNE_RETURN_IF_ERROR(final_round(*finalists, kFinalRound, &pooled));
   decide(*finalists);
-  // A tie the medians say is a gain: the final round again, its samples pooled with the first's.
-  while (result_.ok && result_.tie && result_.settle_rounds < kSettleRounds &&
-         Clock::now() < options_.deadline &&
+  // Undecided where the medians say a gain: the final round again, its samples pooled with the
+  // first's.
+  while (result_.ok && result_.verdict == to_string(Verdict::kUndecided) &&
+         result_.settle_rounds < kSettleRounds && Clock::now() < options_.deadline &&
          needs_settling(result_.incumbent_stats, result_.challenger_stats, options_.margin)) {
     int const base = kSettleRound + result_.settle_rounds * kFinalPasses;
     MOETUNE_RETURN_IF_ERROR(final_round(*finalists, base, &pooled));

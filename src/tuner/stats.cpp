@@ -94,8 +94,9 @@ std::string_view to_string(Verdict v) {
     case Verdict::kIncumbentFaster: return "incumbent_faster";
     case Verdict::kChallengerWins: return "challenger_wins";
     case Verdict::kTie: return "tie";
+    case Verdict::kUndecided: return "undecided";
   }
-  return "tie";
+  return "undecided";
 }
 
 namespace {
@@ -109,13 +110,22 @@ double student_t_975(size_t df) {
 }
 }  // namespace
 
-bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
-                        std::vector<double> const& challenger_pass_us, double margin) {
+std::optional<RatioInterval> pooled_ratio_interval(TimingStats const& incumbent,
+                                                   TimingStats const& challenger) {
+  if (!(incumbent.ci_low_us > 0) || incumbent.samples == 0 || challenger.samples == 0) {
+    return std::nullopt;
+  }
+  return RatioInterval{.low = challenger.ci_low_us / incumbent.ci_high_us,
+                       .high = challenger.ci_high_us / incumbent.ci_low_us};
+}
+
+std::optional<RatioInterval> paired_ratio_interval(std::vector<double> const& incumbent_pass_us,
+                                                   std::vector<double> const& challenger_pass_us) {
   size_t const n = std::min(incumbent_pass_us.size(), challenger_pass_us.size());
-  if (n < 2) return false;
+  if (n < 2) return std::nullopt;
   std::vector<double> r;
   for (size_t p = 0; p < n; ++p) {
-    if (!(incumbent_pass_us[p] > 0)) return false;
+    if (!(incumbent_pass_us[p] > 0)) return std::nullopt;
     r.push_back(challenger_pass_us[p] / incumbent_pass_us[p]);
   }
   double mean = 0;
@@ -124,22 +134,45 @@ bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
   double ss = 0;
   for (double x : r) ss += (x - mean) * (x - mean);
   double const sd = std::sqrt(ss / static_cast<double>(n - 1));
-  return mean + student_t_975(n - 1) * sd / std::sqrt(static_cast<double>(n)) < 1 - margin;
+  double const half = student_t_975(n - 1) * sd / std::sqrt(static_cast<double>(n));
+  return RatioInterval{.low = mean - half, .high = mean + half};
+}
+
+bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
+                        std::vector<double> const& challenger_pass_us, double margin) {
+  auto const r = paired_ratio_interval(incumbent_pass_us, challenger_pass_us);
+  return r && r->high < 1 - margin;
+}
+
+namespace {
+/// Both carry pass medians of the same passes, enough to pair (the final rounds' paired test).
+bool paired(TimingStats const& a, TimingStats const& b) {
+  return a.pass_medians_us.size() >= 3 && a.pass_medians_us.size() == b.pass_medians_us.size();
+}
+}  // namespace
+
+bool within_margin(TimingStats const& incumbent, TimingStats const& challenger, double margin) {
+  auto inside = [&](std::optional<RatioInterval> const& r) {
+    return r && r->low >= 1 - margin && r->high <= 1 + margin;
+  };
+  if (!inside(pooled_ratio_interval(incumbent, challenger))) return false;
+  return !paired(incumbent, challenger) ||
+         inside(paired_ratio_interval(incumbent.pass_medians_us, challenger.pass_medians_us));
 }
 
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin) {
-  if (!(challenger.median_us < incumbent.median_us)) return Verdict::kIncumbentFaster;
-  if (!(challenger.ci_high_us < incumbent.ci_low_us * (1 - margin))) return Verdict::kTie;
-  auto const& a = incumbent.pass_medians_us;
-  auto const& b = challenger.pass_medians_us;
-  if (a.size() >= 3 && a.size() == b.size() && !paired_passes_beat(a, b, margin)) {
-    return Verdict::kTie;
+  bool const lower = challenger.median_us < incumbent.median_us;
+  if (lower && challenger.ci_high_us < incumbent.ci_low_us * (1 - margin) &&
+      (!paired(incumbent, challenger) ||
+       paired_passes_beat(incumbent.pass_medians_us, challenger.pass_medians_us, margin))) {
+    return Verdict::kChallengerWins;
   }
-  return Verdict::kChallengerWins;
+  if (within_margin(incumbent, challenger, margin)) return Verdict::kTie;
+  return lower ? Verdict::kUndecided : Verdict::kIncumbentFaster;
 }
 
 bool needs_settling(TimingStats const& incumbent, TimingStats const& challenger, double margin) {
-  return decide(incumbent, challenger, margin) == Verdict::kTie &&
+  return decide(incumbent, challenger, margin) == Verdict::kUndecided &&
          challenger.median_us < incumbent.median_us * (1 - margin);
 }
 

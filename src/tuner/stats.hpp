@@ -1,9 +1,11 @@
 // Statistics of the tuner: the median of timing samples, a seeded bootstrap confidence interval of
-// the median, and the incumbent rule (a challenger wins only beyond both intervals and a margin).
+// the median, and the incumbent rule (a challenger wins only beyond both intervals and a margin;
+// it ties only where the interval of the time ratio lies within the margin on both sides).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -44,36 +46,65 @@ std::vector<std::vector<double>> remove_pass_drift(
 
 /// What selection decided between the incumbent and the fastest challenger.
 enum class Verdict {
-  kIncumbentFaster,  ///< the incumbent's median is the lowest: it stays
+  kIncumbentFaster,  ///< the incumbent's median is the lowest and no tie is shown: it stays
   kChallengerWins,   ///< challenger.ci_high < incumbent.ci_low * (1 - margin): it replaces it
-  kTie,              ///< the challenger's median is lower but not beyond the intervals and margin
+  kTie,        ///< shown equal: the ratio's interval lies within 1 -+ margin (`within_margin`)
+  kUndecided,  ///< the challenger's median is lower, but neither a win nor a tie is shown:
+               ///< the incumbent stays, and more data may settle it (`needs_settling`)
 };
-std::string_view to_string(Verdict v);  ///< "incumbent_faster", "challenger_wins", "tie"
+/// "incumbent_faster", "challenger_wins", "tie", "undecided"
+std::string_view to_string(Verdict v);
+
+/// An interval of the time ratio challenger / incumbent (0.97 = the challenger 3% faster).
+struct RatioInterval {
+  double low = 0;
+  double high = 0;
+};
+
+/// Every ratio the two bootstrap intervals allow together: [challenger.ci_low /
+/// incumbent.ci_high, challenger.ci_high / incumbent.ci_low]. nullopt when the incumbent's interval
+/// does not lie above 0 (no samples).
+std::optional<RatioInterval> pooled_ratio_interval(TimingStats const& incumbent,
+                                                   TimingStats const& challenger);
+/// Paired over the passes both were timed in: r_p = challenger / incumbent of pass p's medians (a
+/// drift common to the pass cancels in the ratio), and the 95% Student-t interval of their mean,
+/// mean(r) -+ t(0.975, n - 1) sd(r) / sqrt(n). nullopt for fewer than 2 passes or an incumbent pass
+/// median not above 0.
+std::optional<RatioInterval> paired_ratio_interval(std::vector<double> const& incumbent_pass_us,
+                                                   std::vector<double> const& challenger_pass_us);
+
+/// The tie rule: the interval of challenger / incumbent lies within [1 - margin, 1 + margin], on
+/// both sides: pooled_ratio_interval's and, when both carry pass medians of the same passes (at
+/// least 3), paired_ratio_interval's too. An interval that merely overlaps the other, or reaches
+/// past the margin on one side, is not a tie: on the H200 a rule that called every pair it could
+/// not separate a tie put configs up to 15.8% behind the winner into S1's tie sets (issue 54).
+bool within_margin(TimingStats const& incumbent, TimingStats const& challenger, double margin);
 
 /// The incumbent rule. `margin` is a fraction (0.01 = the challenger's whole interval must sit 1%
 /// below the incumbent's). When both carry pass medians of the same passes (at least 3), the
-/// challenger must also win paired_passes_beat: a win by the intervals whose passes disagree is a
-/// tie.
+/// challenger must also win paired_passes_beat: a win by the intervals whose passes disagree is
+/// not a win. Else kTie when within_margin, else kIncumbentFaster when the challenger's median is
+/// not lower, else kUndecided.
 Verdict decide(TimingStats const& incumbent, TimingStats const& challenger, double margin);
-/// Paired over the passes both were timed in: r_p = challenger / incumbent of pass p's medians (a
-/// drift common to the pass cancels in the ratio), and the upper bound of the 95% Student-t
-/// interval of their mean, mean(r) + t(0.975, n - 1) sd(r) / sqrt(n), below 1 - margin. The passes
-/// are the replicates: on the H200 (S1 M = 8192) one finalist's pass medians in a final spanned 12%
-/// (1899-2127 us) and the pooled intervals still separated it from the winner (1972-2072 against
-/// 1887-1906 us), a win, while the per-pass ratio's interval (0.896-1.004) did not; the other four
-/// tunes had the two in the other order.
+/// paired_ratio_interval's upper bound below 1 - margin. The passes are the replicates: on the
+/// H200 (S1 M = 8192) one finalist's pass medians in a final spanned 12% (1899-2127 us) and the
+/// pooled intervals still separated it from the winner (1972-2072 against 1887-1906 us), a win,
+/// while the per-pass ratio's interval (0.896-1.004) did not; the other four tunes had the two in
+/// the other order.
 bool paired_passes_beat(std::vector<double> const& incumbent_pass_us,
                         std::vector<double> const& challenger_pass_us, double margin);
-/// A tie that more data may settle: `decide` says tie, yet the challenger's median sits below the
-/// incumbent's by more than `margin` (the gain is there in the medians, the intervals are too wide
-/// to show it). A tie whose medians are within the margin is a tie, settled.
+/// An undecided verdict that more data may settle: `decide` says kUndecided, and the challenger's
+/// median sits below the incumbent's by more than `margin` (the gain is there in the medians, the
+/// intervals are too wide to show it). Undecided within the margin by the medians is not settled:
+/// the incumbent stays.
 bool needs_settling(TimingStats const& incumbent, TimingStats const& challenger, double margin);
 
 /// Successive halving's cut over `ranked` (fastest median first): the first `keep` survive, and so
 /// does each next one that the last survivor does not beat by `decide` (beyond both intervals and
-/// `margin`), up to `cap` in all (at least `keep`, at most ranked.size()). A candidate tied with
-/// the cut line is then not dropped on noise: on the H200 a fifth tune dropped the config four
-/// tunes named at M = 4 where its median equalled the last survivor's.
+/// `margin`), up to `cap` in all (at least `keep`, at most ranked.size()). A candidate the cut
+/// line cannot separate from it (tied or undecided) is then not dropped on noise: on the H200 a
+/// fifth tune dropped the config four tunes named at M = 4 where its median equalled the last
+/// survivor's.
 size_t halving_keep(std::vector<TimingStats> const& ranked, size_t keep, size_t cap, double margin);
 /// halving_keep's `cap` for a round of `alive` candidates that keeps `keep`: half as many again,
 /// but `slack` fewer than alive (1: every round of three or more shrinks; 2 where the incumbent

@@ -1,18 +1,21 @@
-// Issue 4's target (c) in simulation: repeated tunes of one bucket name one config as winner or
-// declared tie (bench/tuner_targets.py's rule). The cpu backend's real spaces and checks, with
-// timings from a cost model whose landscape has a family of near-equal configs per GEMM (within 1%,
-// as the H200 tunes showed: group_m 1 or 8, 4 or 5 stages) and noise of the sizes in the stores of
-// four H200 tunes of S1: 0.4% per sample, a per-tune offset of each config (0.4%: one config's
-// final median moved 0.1-0.8% between tunes of one device call, at most 1.6%) and a slow drift over
-// the requests. Under this model the rule agrees in every bucket; on the H200 it agreed in 6 of 12:
-// the model's tunes declare 15-19 ties (the cpu family's block_m groups each send finalists), the
-// H200's 2-6, so this test guards the tie rule under noise but does not reproduce the device's
-// disagreement (docs/tuner.md). A second model adds each timing request's own offset of its config,
-// which does reproduce one way tunes disagreed on the device (a stage's order flipping between
-// rounds). The negative twin shows the measurement can fail.
+// Repeated tunes in simulation: their winners lie within 1% of each other (issue 54's target for
+// the shipped winners, which replaces issue 4's "same winner or declared tie"), and every tie they
+// declare lies within kTieMaxPooledGap of its winner, both judged by the model's own times. The
+// cpu backend's real spaces and checks, with timings from a cost model whose landscape has a
+// family of near-equal configs per GEMM (within 1%, as the H200 tunes showed: group_m 1 or 8, 4 or
+// 5 stages) and noise of the sizes in the stores of four H200 tunes of S1: 0.4% per sample, a
+// per-tune offset of each config (0.4%: one config's final median moved 0.1-0.8% between tunes of
+// one device call, at most 1.6%) and a slow drift over the requests. A second model adds each
+// timing request's own offset of its config, which reproduces one way tunes disagreed on the
+// device (a stage's order flipping between rounds). Under the earlier tie rule (tied: neither
+// beats the other) every bucket "agreed" by tie sets, but those sets held 561-2185 ties reaching
+// 2.8%, 7.7% and 16.7% from their winners under the three noises here, and the winners spread up
+// to 2.2%, 6.7% and 8.1%; under the rule now, 1.3%, 0.01% and none, with winners within 0.8%, 1.1%
+// and 5.9%. The negative twins show both measurements can fail.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <random>
 #include <string>
@@ -107,13 +110,6 @@ SearchOptions options(double margin, bool paired_passes) {
   return o;
 }
 
-struct Agreement {
-  int buckets = 0;
-  int agreeing = 0;
-};
-
-/// `tunes` tunes of each of `landscapes` buckets: a bucket agrees when one config is, for every
-/// tune, its winner or a finalist it declared tied with the winner (bench/tuner_targets.py's rule).
 struct Noise {
   double sample_sd, offset_sd, drift_sd;
   double request_sd = 0;  ///< each timing request's own offset of its config (all its samples)
@@ -125,13 +121,40 @@ Noise h200_noise(double request_sd = 0) {
   return {.sample_sd = 0.004, .offset_sd = 0.004, .drift_sd = 0.002, .request_sd = request_sd};
 }
 
+/// What `tunes` tunes of each of `landscapes` buckets named, judged by the model's own times (the
+/// landscape, without the noise).
+struct Agreement {
+  int buckets = 0;
+  /// Buckets whose tunes' winners all lie within 1% of each other (issue 54's target for the
+  /// shipped winners, measured on the device by pooled times).
+  int within_1pct = 0;
+  double widest = 0;  ///< the largest (slowest winner / fastest winner - 1) of a bucket
+  /// Buckets where one config is, for every tune, its winner or a finalist it declared tied with
+  /// the winner (bench/tuner_targets.py's rule; issue 4's target c).
+  int one_named = 0;
+  int tied = 0;              ///< declared ties, over all tunes
+  double tied_farthest = 0;  ///< the largest |tied / its winner - 1| of a declared tie
+};
+
+std::string describe(Agreement const& a) {
+  char buf[200];
+  std::snprintf(buf, sizeof(buf),
+                "%d of %d buckets within 1%% (widest %.2f%%), %d named one config; %d ties, "
+                "farthest %.2f%% from its winner",
+                a.within_1pct, a.buckets, 100 * a.widest, a.one_named, a.tied,
+                100 * a.tied_farthest);
+  return buf;
+}
+
 /// paired_passes: the final's paired test over passes (the tuner's default); off here unless a test
 /// asks for it, so the tests written before it keep checking the pooled rule.
 Agreement simulate(int landscapes, int tunes, Noise noise, double margin,
                    bool paired_passes = false) {
   Agreement a;
   for (int l = 0; l < landscapes; ++l) {
+    auto model = [&](core::MoeConfig const& c) { return landscape(c, uint64_t(l)); };
     std::vector<std::vector<core::MoeConfig>> named;
+    double fastest = 0, slowest = 0;
     for (int t = 0; t < tunes; ++t) {
       NoisyWorker worker(uint64_t(l), uint64_t(t), noise.sample_sd, noise.offset_sd, noise.drift_sd,
                          noise.request_sd);
@@ -141,17 +164,26 @@ Agreement simulate(int landscapes, int tunes, Noise noise, double margin,
       auto r = tune_bucket(worker, **store, task, options(margin, paired_passes));
       EXPECT_TRUE(r.ok() && r->ok) << (r.ok() ? "no winner" : r.error().to_string());
       if (!r.ok()) return a;
+      double const w = model(r->winner);
+      fastest = t == 0 ? w : std::min(fastest, w);
+      slowest = std::max(slowest, w);
+      for (core::MoeConfig const& c : r->tied) {
+        ++a.tied;
+        a.tied_farthest = std::max(a.tied_farthest, std::abs(model(c) / w - 1));
+      }
       std::vector<core::MoeConfig> s = r->tied;
       s.push_back(r->winner);
       named.push_back(std::move(s));
     }
     ++a.buckets;
+    a.widest = std::max(a.widest, slowest / fastest - 1);
+    if (slowest <= fastest * 1.01) ++a.within_1pct;
     for (core::MoeConfig const& c : named.front()) {
       bool everywhere = true;
       for (auto const& s : named)
         everywhere = everywhere && std::find(s.begin(), s.end(), c) != s.end();
       if (everywhere) {
-        ++a.agreeing;
+        ++a.one_named;
         break;
       }
     }
@@ -159,45 +191,50 @@ Agreement simulate(int landscapes, int tunes, Noise noise, double margin,
   return a;
 }
 
-TEST(Agreement, FiveTunesUnderModelledH200NoiseNameOneConfigInEveryBucket) {
+TEST(Agreement, FiveTunesUnderModelledH200NoiseNameWinnersWithinOnePercent) {
+  // Winners within 1% of each other in every bucket (widest 0.79% when measured), and every
+  // declared tie within kTieMaxPooledGap of its winner by the model (farthest 1.29%).
   Agreement const a = simulate(8, 5, h200_noise(), 0.01);
   ASSERT_EQ(a.buckets, 8);
-  EXPECT_GE(a.agreeing, 8) << a.agreeing << " of " << a.buckets << " buckets agree";
+  EXPECT_EQ(a.within_1pct, 8) << describe(a);
+  EXPECT_LE(a.tied_farthest, kTieMaxPooledGap) << describe(a);
 }
 
-TEST(Agreement, FiveTunesWhoseRequestsMoveConfigsApartNameOneConfigInEveryBucket) {
+TEST(Agreement, FiveTunesWhoseRequestsMoveConfigsApartNameWinnersWithinOneAndAHalfPercent) {
   // Each timing request also moves its config by its own 2% (sd): on the H200 a pair of configs
   // moved 1-3% against each other between halving rounds seconds apart (in a tune's store), so a
-  // stage's last round alone put the config other tunes named out of the final round. With a
-  // stage's ties judged over all its halving rounds (stage_ties) every bucket agrees; judged on the
-  // last round alone, 5 of these 8 did (1 of 8 at 3%).
+  // stage's last round alone put the config other tunes named out of the final round. The winners
+  // lay within 1.08% of each other when measured (6 of 8 buckets within 1%).
   Agreement const a = simulate(8, 5, h200_noise(0.02), 0.01);
   ASSERT_EQ(a.buckets, 8);
-  EXPECT_GE(a.agreeing, 8) << a.agreeing << " of " << a.buckets << " buckets agree";
+  EXPECT_LE(a.widest, 0.015) << describe(a);
+  EXPECT_LE(a.tied_farthest, kTieMaxPooledGap) << describe(a);
 }
 
-TEST(Agreement, WithPairedPassesFiveTunesAgreeWhereRequestsMoveConfigsBy4Percent) {
-  // Requests moving their config by 4% (sd): on the H200 one config's pass medians in a final
-  // spanned 12% (S1 M = 8192). With the paired test over passes (the default) a lead that the
-  // passes do not all show is a tie, and every bucket agrees.
+TEST(Agreement, WhereRequestsMoveConfigsBy4PercentNoTieIsDeclaredBeyondTheCap) {
+  // Requests moving their config by 4% (sd), as one config's pass medians spanned 12% in an H200
+  // final (S1 M = 8192): four passes cannot show configs within 1% equal, so ties are few, and
+  // none lies further than kTieMaxPooledGap from its winner by the model. The winners then spread
+  // (5.9% when measured, 2 of 8 buckets within 1%): the noise, no longer hidden in tie sets.
   Agreement const a = simulate(8, 5, h200_noise(0.04), 0.01, /*paired_passes=*/true);
   ASSERT_EQ(a.buckets, 8);
-  EXPECT_GE(a.agreeing, 8) << a.agreeing << " of " << a.buckets << " buckets agree";
+  EXPECT_LE(a.tied_farthest, kTieMaxPooledGap) << describe(a);
 }
 
-TEST(Agreement, WithoutPairedPassesTunesDisagreeWhereRequestsMoveConfigsBy4Percent) {
-  // The twin: the same noise judged by the pooled intervals alone (5 of 8 when measured).
-  Agreement const a = simulate(8, 5, h200_noise(0.04), 0.01);
+TEST(Agreement, WithAFivePercentMarginTiesReachFurtherThanTheCap) {
+  // The negative twin: the same noise with ties allowed 5% either way; the measurement of how far
+  // a tie reaches must be able to fail (4.4% when measured).
+  Agreement const a = simulate(8, 5, h200_noise(0.04), 0.05, /*paired_passes=*/true);
   ASSERT_EQ(a.buckets, 8);
-  EXPECT_LT(a.agreeing, 8) << "the pooled intervals agreed everywhere under this noise";
+  EXPECT_GT(a.tied_farthest, kTieMaxPooledGap) << describe(a);
 }
 
-TEST(Agreement, WithoutAMarginAndWithLargeOffsetsTunesDisagree) {
-  // Negative twin: the same measurement of agreement must be able to fail.
+TEST(Agreement, WithoutAMarginAndWithLargeOffsetsWinnersSpread) {
+  // Negative twin of the winners' spread: per-tune offsets of 3% (sd) and no margin.
   Agreement const a =
       simulate(8, 5, {.sample_sd = 0.004, .offset_sd = 0.03, .drift_sd = 0.002}, 0.0);
   ASSERT_EQ(a.buckets, 8);
-  EXPECT_LT(a.agreeing, 8) << "agreement was measured as total where the tunes cannot agree";
+  EXPECT_LT(a.within_1pct, 8) << describe(a);
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
-// Settling a final round (search.hpp, step 4): a tie between the incumbent and the fastest
-// challenger whose medians differ by more than the margin runs the final round again, pooled with
-// the first, at most kSettleRounds times. On the cpu backend's real spaces and checks with a cost
-// model whose challenger is disturbed in chosen final passes (an in-process worker).
+// Settling a final round (search.hpp, step 4): an undecided verdict between the incumbent and the
+// fastest challenger (no win, no tie) whose medians differ by more than the margin runs the final
+// round again, pooled with the first, at most kSettleRounds times. On the cpu backend's real spaces
+// and checks with a cost model whose challenger is disturbed in chosen final passes (an in-process
+// worker).
 #include <gtest/gtest.h>
 
-#include "kernels/cpu/cpu_backend.hpp"
 #include "tuner/in_process_worker.hpp"
 #include "tuner/search.hpp"
+#include "tuner/stage2_pair.hpp"
 #include "tuner/tuner_test_util.hpp"
 
 namespace moetune::tuner {
@@ -25,36 +26,21 @@ SearchOptions settle_options() {
 }
 constexpr int kFinalPassReps = 2;
 
-/// The model's incumbent (100 us) and challenger: the first feasible GEMM1 and GEMM2 of the cpu
-/// family's block_m 16 group (the incumbent takes the next feasible GEMM2), so the search builds
-/// the challenger from its stages' own configs.
+/// The model's incumbent (100 us) and challenger: stage2_pair()'s second and first, so the search
+/// builds the challenger from its stages' own configs.
 struct Pair {
   core::MoeConfig incumbent, challenger;
 };
 Pair pair() {
-  kernels::cpu::CpuBackend backend;
-  core::MoeProblem const p = tiny_task().problem;
-  auto ok = [&](core::MoeConfig const& c) { return backend.can_implement(p, c).ok(); };
-  for (core::GemmSpace const& g : backend.gemm_search_space(p)) {
-    if (g.block_m != 16) continue;
-    for (core::KernelConfig const& k1 : g.gemm1) {
-      if (!ok({k1, g.base.gemm2})) continue;  // stage 1 times it with the base GEMM2
-      std::vector<core::KernelConfig> k2s;
-      for (core::KernelConfig const& k2 : g.gemm2) {
-        if (ok({k1, k2})) k2s.push_back(k2);
-      }
-      if (k2s.size() >= 2) return {.incumbent = {k1, k2s[1]}, .challenger = {k1, k2s[0]}};
-    }
-  }
-  ADD_FAILURE() << "no block_m 16 GEMM1 with two feasible GEMM2 configs";
-  return {};
+  testing::Stage2Pair const p = testing::stage2_pair();
+  return {.incumbent = p.second, .challenger = p.first};
 }
 
 /// Tunes tiny_task with pair()'s incumbent (100 us). Every other config costs 105 us and more
 /// (5 for a GEMM1 other than the challenger's, 8 for another GEMM2), so the stages name the
-/// challenger's GEMMs; the challenger runs 96 us, except in final passes: there its k-th one
+/// challenger's GEMMs; the challenger runs `other_us`, except in final passes: there its k-th one
 /// (counted over the main and the settling rounds) takes `final_pass_us(k)`.
-BucketResult tune_with(std::function<double(int)> final_pass_us) {
+BucketResult tune_with(std::function<double(int)> final_pass_us, double other_us = 96) {
   Pair const p = pair();
   int final_passes = 0;
   InProcessWorker worker([&, p](Request const& r) {
@@ -63,7 +49,7 @@ BucketResult tune_with(std::function<double(int)> final_pass_us) {
       return 100.0 + (r.config.gemm1 == p.challenger.gemm1 ? 0 : 5) +
              (r.config.gemm2 == p.challenger.gemm2 ? 0 : 8);
     }
-    if (r.reps != kFinalPassReps) return 96.0;
+    if (r.reps != kFinalPassReps) return other_us;
     return final_pass_us(final_passes++);
   });
   auto store = Store::open(":memory:");
@@ -74,10 +60,10 @@ BucketResult tune_with(std::function<double(int)> final_pass_us) {
   return r.ok() ? *r : BucketResult{};
 }
 
-TEST(Settle, ATieTheMediansCallAGainIsSettledByAnotherFinalRound) {
+TEST(Settle, AnUndecidedVerdictTheMediansCallAGainIsSettledByAnotherFinalRound) {
   // Main final: the challenger alternates 96 / 100 us between passes (median 98: 2% ahead, its
-  // interval reaching the incumbent's), a tie that needs settling; the settling round runs it at
-  // 96 throughout, and the pooled samples show the gain.
+  // interval reaching the incumbent's), undecided and in need of settling; the settling round runs
+  // it at 96 throughout, and the pooled samples show the gain.
   BucketResult const r = tune_with([](int k) { return k < kFinalPasses && k % 2 == 1 ? 100 : 96; });
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.settle_rounds, 1);
@@ -86,20 +72,23 @@ TEST(Settle, ATieTheMediansCallAGainIsSettledByAnotherFinalRound) {
   EXPECT_FALSE(r.tie);
 }
 
-TEST(Settle, AnUnsettledTieStopsAfterKSettleRoundsWithTheIncumbentKept) {
-  // The challenger alternates in every pass of every round: the tie stays, bounded.
+TEST(Settle, AnUnsettledVerdictStopsAfterKSettleRoundsWithTheIncumbentKept) {
+  // The challenger alternates in every pass of every round: undecided it stays, bounded; 4% apart
+  // in every other pass is not a tie.
   BucketResult const r = tune_with([](int k) { return k % 2 == 1 ? 100.0 : 96.0; });
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.settle_rounds, kSettleRounds);
-  EXPECT_TRUE(r.tie);
+  EXPECT_EQ(r.verdict, "undecided");
+  EXPECT_FALSE(r.tie);
   EXPECT_EQ(core::short_string(r.winner), core::short_string(pair().incumbent));
 }
 
 TEST(Settle, ATieWithinTheMarginIsNotSettled) {
-  // 99.5 us in every final pass: within the 1% margin by the median, a tie with nothing to settle.
-  BucketResult const r = tune_with([](int) { return 99.5; });
+  // 99.5 us in every request: within the 1% margin on both sides, a tie with nothing to settle.
+  BucketResult const r = tune_with([](int) { return 99.5; }, 99.5);
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.settle_rounds, 0);
+  EXPECT_EQ(r.verdict, "tie");
   EXPECT_TRUE(r.tie);
   EXPECT_EQ(core::short_string(r.winner), core::short_string(pair().incumbent));
 }

@@ -1,4 +1,6 @@
-// tuner/stats: medians, seeded bootstrap intervals, and the incumbent rule with its margin.
+// tuner/stats: medians, seeded bootstrap intervals, and the incumbent rule with its margin: a win
+// beyond both intervals, a tie only where the interval of the time ratio lies within the margin on
+// both sides, else undecided.
 #include "tuner/stats.hpp"
 
 #include <cmath>
@@ -44,8 +46,9 @@ TimingStats stats(double median, double low, double high) {
 TEST(Stats, ChallengerWinsOnlyBeyondBothIntervalsAndTheMargin) {
   TimingStats const incumbent = stats(100, 98, 102);
   EXPECT_EQ(decide(incumbent, stats(90, 89, 91), 0.01), Verdict::kChallengerWins);
-  // Negative twin: the same medians, but the challenger's interval reaches into the margin.
-  EXPECT_EQ(decide(incumbent, stats(90, 89, 97.5), 0.01), Verdict::kTie);
+  // Negative twin: the same medians, but the challenger's interval reaches into the margin: no
+  // win, and 10% apart by the medians is no tie either.
+  EXPECT_EQ(decide(incumbent, stats(90, 89, 97.5), 0.01), Verdict::kUndecided);
 }
 
 /// `s` with these pass medians (SearchOptions::paired_passes).
@@ -54,14 +57,14 @@ TimingStats with_passes(TimingStats s, std::vector<double> passes) {
   return s;
 }
 
-TEST(Stats, AWinByTheIntervalsWhosePassesDisagreeIsATie) {
+TEST(Stats, AWinByTheIntervalsWhosePassesDisagreeIsUndecided) {
   // The pooled intervals separate by more than the margin (90 +- 1 against 100 +- 2), but in the
   // fourth pass the challenger ran 1% slower: the paired interval of its per-pass ratio reaches
   // past 0.99, so the four passes do not show a gain.
   TimingStats const incumbent = with_passes(stats(100, 98, 102), {100, 100, 100, 100});
   TimingStats const challenger = with_passes(stats(90, 89, 91), {88, 89, 90, 101});
   EXPECT_FALSE(paired_passes_beat(incumbent.pass_medians_us, challenger.pass_medians_us, 0.01));
-  EXPECT_EQ(decide(incumbent, challenger, 0.01), Verdict::kTie);
+  EXPECT_EQ(decide(incumbent, challenger, 0.01), Verdict::kUndecided);
 }
 
 TEST(Stats, AWinByTheIntervalsWhosePassesAgreeStaysAWin) {
@@ -75,21 +78,96 @@ TEST(Stats, AWinByTheIntervalsWhosePassesAgreeStaysAWin) {
             Verdict::kChallengerWins);
 }
 
-TEST(Stats, OverlappingIntervalsAreATieAndASlowerChallengerLoses) {
+TEST(Stats, OverlappingIntervalsAreUndecidedNotATieAndASlowerChallengerLoses) {
+  // The intervals overlap, so neither is shown faster; but their ratio may lie anywhere in
+  // [94/105, 104/95] = [0.895, 1.095], far past the 1% margin on both sides: not shown equal.
   TimingStats const incumbent = stats(100, 95, 105);
-  EXPECT_EQ(decide(incumbent, stats(99, 94, 104), 0.01), Verdict::kTie);
+  EXPECT_EQ(decide(incumbent, stats(99, 94, 104), 0.01), Verdict::kUndecided);
   EXPECT_EQ(decide(incumbent, stats(101, 99, 103), 0.01), Verdict::kIncumbentFaster);
   EXPECT_EQ(to_string(Verdict::kTie), "tie");
+  EXPECT_EQ(to_string(Verdict::kUndecided), "undecided");
 }
 
-TEST(Stats, ATieWhoseMediansDifferByMoreThanTheMarginNeedsSettling) {
+TEST(Stats, ATieNeedsTheRatiosIntervalWithinTheMarginOnBothSides) {
+  TimingStats const inc = stats(100, 99.9, 100.1);
+  // [99.6 / 100.1, 100.3 / 99.9] = [0.995, 1.004]: inside [0.99, 1.01], a tie whichever median
+  // is lower.
+  EXPECT_TRUE(within_margin(inc, stats(99.9, 99.6, 100.3), 0.01));
+  EXPECT_EQ(decide(inc, stats(99.9, 99.6, 100.3), 0.01), Verdict::kTie);
+  EXPECT_EQ(decide(inc, stats(100.1, 99.6, 100.3), 0.01), Verdict::kTie);
+  // Negative twins: the upper side past 1.01 (the lower side inside), then the lower side past
+  // 0.99 (the upper inside). A rule that tests one side calls one of them a tie.
+  EXPECT_FALSE(within_margin(inc, stats(100.4, 99.6, 101.2), 0.01));
+  EXPECT_EQ(decide(inc, stats(100.4, 99.6, 101.2), 0.01), Verdict::kIncumbentFaster);
+  EXPECT_FALSE(within_margin(inc, stats(99.6, 98.8, 100.3), 0.01));
+  EXPECT_EQ(decide(inc, stats(99.6, 98.8, 100.3), 0.01), Verdict::kUndecided);
+  // No samples: no interval, no tie.
+  EXPECT_FALSE(within_margin(TimingStats{}, stats(100, 99.9, 100.1), 0.01));
+}
+
+TEST(Stats, ATieByTheIntervalsWhosePassesDisagreeIsNoTie) {
+  // Pooled intervals within 0.5% of each other, but pass by pass the challenger is 3% faster, then
+  // 3% slower: the paired interval of the per-pass ratio reaches past the margin on both sides.
+  TimingStats const inc = with_passes(stats(100, 99.9, 100.1), {100, 100, 100, 100});
+  TimingStats const swings = with_passes(stats(100, 99.7, 100.3), {97, 103, 97, 103});
+  EXPECT_FALSE(within_margin(inc, swings, 0.01));
+  EXPECT_EQ(decide(inc, swings, 0.01), Verdict::kIncumbentFaster);
+  // The twin: passes within 0.2% of the incumbent's, a tie.
+  TimingStats const steady = with_passes(stats(100, 99.7, 100.3), {99.8, 100.2, 99.9, 100.1});
+  EXPECT_TRUE(within_margin(inc, steady, 0.01));
+  EXPECT_EQ(decide(inc, steady, 0.01), Verdict::kTie);
+}
+
+/// 16 samples around `median_us`, spread evenly over +-`spread` (a fraction) in a fixed shuffled
+/// order.
+std::vector<double> spread_samples(double median_us, double spread) {
+  std::vector<double> out;
+  for (int i = 0; i < 16; ++i) out.push_back(median_us * (1 + spread * ((i * 7 % 16) - 7.5) / 7.5));
+  return out;
+}
+
+TEST(Stats, AConfigThreePercentSlowerIsNotTiedEitherWay) {
+  // The planted config: 3% slower, samples spread +-3% (as at large M on the H200), so the two
+  // bootstrap intervals cannot show a win either way, which the old rule called a tie.
+  TimingStats const fast = bootstrap_median(spread_samples(100, 0.03), 1);
+  TimingStats const slow = bootstrap_median(spread_samples(103, 0.03), 2);
+  ASSERT_GT(fast.ci_high_us, slow.ci_low_us * 0.99);  // no win by the intervals
+  EXPECT_FALSE(within_margin(fast, slow, 0.01));
+  EXPECT_FALSE(within_margin(slow, fast, 0.01));
+  EXPECT_EQ(decide(slow, fast, 0.01), Verdict::kUndecided);
+  EXPECT_EQ(decide(fast, slow, 0.01), Verdict::kIncumbentFaster);
+  // With pass medians too: slower in every pass, by 1.5-4.5%, which four passes do not show as a
+  // win (t(0.975, 3) = 3.18), and do not show as equal either.
+  TimingStats const fast_p = with_passes(fast, {100, 100, 100, 100});
+  TimingStats const slow_p = with_passes(slow, {101.5, 104.5, 104.5, 101.5});
+  EXPECT_FALSE(paired_passes_beat(slow_p.pass_medians_us, fast_p.pass_medians_us, 0.01));
+  EXPECT_EQ(decide(slow_p, fast_p, 0.01), Verdict::kUndecided);
+  EXPECT_EQ(decide(fast_p, slow_p, 0.01), Verdict::kIncumbentFaster);
+}
+
+TEST(Stats, AConfigFromTheSameDistributionIsTied) {
+  // The twin: the same samples (+-0.4%, the H200's per-sample noise) in another order, bootstrapped
+  // with another seed: the ratio's interval lies within the 1% margin, a tie both ways.
+  std::vector<double> const a = spread_samples(100, 0.004);
+  std::vector<double> const b(a.rbegin(), a.rend());
+  TimingStats const x = with_passes(bootstrap_median(a, 1), {100.1, 99.9, 100.0, 100.2});
+  TimingStats const y = with_passes(bootstrap_median(b, 2), {100.0, 100.1, 99.8, 100.1});
+  EXPECT_TRUE(within_margin(x, y, 0.01));
+  EXPECT_TRUE(within_margin(y, x, 0.01));
+  EXPECT_EQ(decide(x, y, 0.01), Verdict::kTie);
+  EXPECT_EQ(decide(y, x, 0.01), Verdict::kTie);
+}
+
+TEST(Stats, AnUndecidedVerdictWhoseMediansDifferByMoreThanTheMarginNeedsSettling) {
   TimingStats const inc = stats(100, 99, 101);
-  // 2% faster by the median, but its interval reaches the incumbent's: a tie more data may settle.
+  // 2% faster by the median, but its interval reaches the incumbent's: undecided, and more data
+  // may settle it.
   TimingStats const wide = stats(98, 96, 100);
-  EXPECT_EQ(decide(inc, wide, 0.01), Verdict::kTie);
+  EXPECT_EQ(decide(inc, wide, 0.01), Verdict::kUndecided);
   EXPECT_TRUE(needs_settling(inc, wide, 0.01));
-  // Within the margin by the median: a tie, settled.
+  // Within the margin by the median: undecided, not settled (the incumbent stays).
   TimingStats const near = stats(99.5, 99, 100);
+  EXPECT_EQ(decide(inc, near, 0.01), Verdict::kUndecided);
   EXPECT_FALSE(needs_settling(inc, near, 0.01));
   // A clear win or a slower challenger: nothing to settle.
   TimingStats const clear = stats(95, 94.9, 95.1);
@@ -149,8 +227,9 @@ TEST(Stats, DriftCommonToAllFinalistsBetweenPassesIsRemovedBeforeTheVerdict) {
   std::vector<double> raw_inc, raw_ch;
   for (auto const& p : by_pass[0]) raw_inc.insert(raw_inc.end(), p.begin(), p.end());
   for (auto const& p : by_pass[1]) raw_ch.insert(raw_ch.end(), p.begin(), p.end());
-  // Pooled raw, the second pass widens both intervals into each other.
-  EXPECT_EQ(decide(bootstrap_median(raw_inc, 1), bootstrap_median(raw_ch, 2), 0.01), Verdict::kTie);
+  // Pooled raw, the second pass widens both intervals into each other: no win.
+  EXPECT_EQ(decide(bootstrap_median(raw_inc, 1), bootstrap_median(raw_ch, 2), 0.01),
+            Verdict::kUndecided);
   auto clean = remove_pass_drift(by_pass);
   ASSERT_EQ(clean.size(), 4u);
   ASSERT_EQ(clean[0].size(), 15u);
