@@ -163,8 +163,9 @@ struct SearchOptions {
   /// Final rounds: a challenger beats another finalist only when it also wins the paired test over
   /// the passes both were timed in (tuner::paired_passes_beat: the Student-t interval of its
   /// per-pass ratio below 1 - margin), not by the intervals of the pooled samples alone; settling
-  /// rounds add their passes. On by default: with it the H200 tunes met all three tuner targets
-  /// (docs/tuner.md); tune --no-paired-passes turns it off (in the tune hash).
+  /// rounds add their passes; a tie needs its interval within the margin too. On by default since
+  /// the H200 tunes (docs/tuner.md, measured under the earlier tie rule); tune --no-paired-passes
+  /// turns it off (in the tune hash).
   bool paired_passes = true;
   /// The worker compiles a batch in the background while it answers the batch's checks (all
   /// checks first, then the cheap timings, so nothing is timed beside a compile); false: the
