@@ -53,6 +53,23 @@ def test_block_fp8_matches_the_fp64_reference(case):
     assert rel_l2(_run(wrong, act, True), want) > TOL, "a wrong block scale passed the check"
 
 
+def _kernel(block_m, block_n):
+    return {"tile": {"block_m": block_m, "block_n": block_n, "block_k": 128, "group_m": 8},
+            "pipeline": {"num_warps": block_m // 16, "num_stages": 4, "split_k": 1},
+            "launch": {"schedule": "cooperative"}}
+
+
+def test_block_fp8_128_row_tiles_give_the_bits_of_the_default():
+    # The default rule runs block-scaled layers on 64-row tiles; 128-row tiles (two warpgroups)
+    # must give the same bits: the k-blocks are promoted in the same order whatever the tile.
+    layer = make_fp8_layer(300, 1024, 512, 16, 4, block=True, seed=11)
+    want = _run(layer, "silu", True)
+    assert rel_l2(want, fp8_reference(layer, block=True)) <= TOL
+    for cfg in ({"gemm1": _kernel(128, 64), "gemm2": _kernel(128, 128)},
+                {"gemm1": _kernel(64, 32), "gemm2": _kernel(64, 64)}):
+        assert torch.equal(_run(layer, "silu", True, config=cfg), want), cfg
+
+
 def test_block_fp8_with_experts_that_get_no_token_and_an_empty_batch():
     layer = make_fp8_layer(64, 1024, 512, 32, 4, block=True, seed=7, experts_hit=8)
     out = _run(layer, "silu", True)

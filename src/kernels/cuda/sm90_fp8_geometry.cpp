@@ -130,8 +130,8 @@ std::string fp8_quant_name_expr(core::Quant q) {
 }
 
 core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
-  const int block_m = pairs_per_expert(p) < 48 ? 64 : 128;
   const bool block = p.quant == core::Quant::kFp8Block;
+  const int block_m = block || pairs_per_expert(p) < 48 ? 64 : 128;
   const int n1 = core::is_gated(p.activation) && block ? 64 : 128;
   return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, 4, 8),
                          .gemm2 = fp8_kernel(block_m, 128, 4, 8)};

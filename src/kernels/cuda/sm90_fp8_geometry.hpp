@@ -31,9 +31,11 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
 std::string fp8_gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
 /// NVRTC name expression of the quantisation kernel of a problem's quant.
 std::string fp8_quant_name_expr(core::Quant q);
-/// The default rule: block_m 64 while an expert averages fewer than 48 pairs, else 128; block_n
-/// 128 (gated GEMM1 64 when block-scaled, whose partial sums double the accumulators); 4 stages;
-/// group_m 8.
+/// The default rule: block-scaled, block_m 64 at every M (each k-block's MMAs are waited for
+/// before their promotion, so two co-resident 64-row CTAs keep the tensor core busy where one
+/// 128-row CTA idles it); per-tensor, block_m 64 while an expert averages fewer than 48 pairs,
+/// else 128. block_n 128 (gated GEMM1 64 when block-scaled, whose partial sums double the
+/// accumulators); 4 stages; group_m 8.
 core::MoeConfig fp8_default_config(core::MoeProblem const& p);
 /// Every config of the regime the tuner may try (before can_implement prunes it).
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);

@@ -46,8 +46,9 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
                 "fp8 block-scaled: a tile's columns must lie in one 128-wide weight block");
   static_assert(kStages >= 3, "fp8 path: at least 3 stages (two tiles in flight)");
 
-  float acc[kAccPerThread];                           // as WgmmaMainloop's
-  float part[kBlockScaled ? kAccPerThread : 1];       // one k-block's sums (block-scaled)
+  static constexpr int kPartN = kBlockScaled ? kAccPerThread : 1;
+  float acc[kAccPerThread];  // as WgmmaMainloop's
+  float part[kPartN];        // one k-block's sums (block-scaled)
 
   MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
     (void)mm;
@@ -78,7 +79,7 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   }
 
   /// acc += part * a_scale(row) * b_scale(gate or up), the scales of load_scales.
-  MOETUNE_DEVICE void promote(float4 sc) {
+  MOETUNE_DEVICE void promote(float const (&part)[kPartN], float4 sc) {
     const float f[2][2] = {{sc.x * sc.z, sc.y * sc.z}, {sc.x * sc.w, sc.y * sc.w}};
 #pragma unroll
     for (int j = 0; j < kAccPerThread; ++j) {
@@ -92,6 +93,22 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   MOETUNE_DEVICE void scale_all(float s) {
 #pragma unroll
     for (int j = 0; j < kAccPerThread; ++j) acc[j] *= s;
+  }
+
+  /// Waits for tile kt's copies, makes them visible to wgmma, and queues tile kt + kStages - 2
+  /// into the stage tile kt - 2 held (its MMAs retired by the wait<1> of iteration kt - 1).
+  MOETUNE_DEVICE static void refill(char* smem, int kt, int num_k_tiles, const moe_bf16* a,
+                                    const long long* a_off, const moe_bf16* b_base,
+                                    int b_gate_row0, int b_up_row0, int valid_n, int k_units) {
+    cp_async_wait<kStages - 3>();  // tile kt landed (this thread's copies)
+    fence_proxy_async();  // NOTE: cp.async writes are generic-proxy; wgmma reads async-proxy
+    __syncthreads();      // ... and every thread's copies are visible
+    const int next = kt + kStages - 2;
+    if (next < num_k_tiles) {
+      Loader::load_stage(smem, next % kStages, next, a, a_off, b_base, b_gate_row0, b_up_row0,
+                         valid_n, k_units);
+    }
+    cp_async_commit();
   }
 
   /// Runs the whole K loop. a / a_off / b_base / k_units in 2-byte units (see the header).
@@ -110,27 +127,14 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
       }
       cp_async_commit();
     }
-    for (int kt = 0; kt < num_k_tiles; ++kt) {
-      cp_async_wait<kStages - 3>();  // tile kt landed (this thread's copies)
-      fence_proxy_async();  // NOTE: cp.async writes are generic-proxy; wgmma reads async-proxy
-      __syncthreads();      // ... and every thread's copies are visible
-      const int next = kt + kStages - 2;
-      if (next < num_k_tiles) {
-        Loader::load_stage(smem, next % kStages, next, a, a_off, b_base, b_gate_row0, b_up_row0,
-                           valid_n, k_units);
+    if (kBlockScaled) {
+      for (int kt = 0; kt < num_k_tiles; ++kt) {
+        refill(smem, kt, num_k_tiles, a, a_off, b_base, b_gate_row0, b_up_row0, valid_n, k_units);
+        block_step(smem, kt, scales);
       }
-      cp_async_commit();
-      if (kBlockScaled) {
-        fence(part);
-        wgmma_fence();
-        compute_stage(part, smem, kt % kStages, true);
-        wgmma_commit();
-        const float4 sc = load_scales(scales, kt);  // loads in flight under the MMAs
-        fence(part);
-        wgmma_wait<0>();  // the partial sums are read now: no group stays in flight
-        fence(part);
-        promote(sc);
-      } else {
+    } else {
+      for (int kt = 0; kt < num_k_tiles; ++kt) {
+        refill(smem, kt, num_k_tiles, a, a_off, b_base, b_gate_row0, b_up_row0, valid_n, k_units);
         fence(acc);
         wgmma_fence();
         compute_stage(acc, smem, kt % kStages, false);
@@ -139,11 +143,27 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
         wgmma_wait<1>();  // MMAs of tile kt-1 are done; tile kt may still run
         fence(acc);
       }
+      fence(acc);
+      wgmma_wait<0>();
+      fence(acc);
     }
-    fence(acc);
-    wgmma_wait<0>();
-    fence(acc);
     cp_async_wait<0>();
+  }
+
+  /// One block-scaled k-tile: its MMAs into `part`, waited for, then promoted.
+  /// NOTE: promoting k-block kt - 1 while kt's MMAs run (two partial buffers, wait<1>) made ptxas
+  /// serialise every wgmma (C7514: it cannot tell which group a promotion reads) and spill; so
+  /// each k-block is waited for before its promotion, as CUTLASS and DeepGEMM do.
+  MOETUNE_DEVICE void block_step(char* smem, int kt, Fp8TileScales const& scales) {
+    fence(part);
+    wgmma_fence();
+    compute_stage(part, smem, kt % kStages, true);
+    wgmma_commit();
+    const float4 sc = load_scales(scales, kt);  // loads in flight under the MMAs
+    fence(part);
+    wgmma_wait<0>();  // the partial sums are read now: no group stays in flight
+    fence(part);
+    promote(part, sc);
   }
 };
 
