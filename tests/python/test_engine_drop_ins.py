@@ -85,6 +85,10 @@ def test_sglang_refuses_quantisation_and_expert_parallelism():
     x, w1, w2, tw, ids = make_layer(3, 64, 32, 8, 2, seed=41)
     with pytest.raises(ValueError, match="use_fp8_w8a8=True"):
         mt_sgl.fused_moe(x, w1, w2, TopK(tw, ids, None), use_fp8_w8a8=True)
+    with pytest.raises(ValueError, match="use_int8_w8a8=True"):
+        mt_sgl.fused_moe(x, w1, w2, TopK(tw, ids, None), use_int8_w8a8=True)
+    with pytest.raises(ValueError, match="w1_scale"):  # a scale without use_fp8_w8a8
+        mt_sgl.fused_moe(x, w1, w2, TopK(tw, ids, None), w1_scale=torch.ones(8))
     cfg = SimpleNamespace(num_experts=16, num_local_experts=8)
     with pytest.raises(ValueError, match="8 of 16 experts local"):
         mt_sgl.fused_moe(x, w1, w2, TopK(tw, ids, None), cfg)

@@ -117,3 +117,24 @@ def test_bad_scales_are_value_errors_naming_the_argument():
                       w2_scale=layer["w2_scale"][:, 0, 0].contiguous())
     with pytest.raises(ValueError, match="a1_scale is None"):
         _run(per_expert, "silu", False)
+
+
+def test_engine_drop_ins_serve_fp8_as_the_op_does():
+    from collections import namedtuple
+    from types import SimpleNamespace
+
+    import moetune.integrations.sglang as mt_sgl
+    import moetune.integrations.vllm as mt_vllm
+    layer = make_fp8_layer(9, 512, 256, 16, 4, block=True, seed=12)
+    want = _run(layer, "silu", True)
+    args = (layer["x"], layer["w1"], layer["w2"])
+    qc = SimpleNamespace(use_fp8_w8a8=True, w1_scale=layer["w1_scale"],
+                         w2_scale=layer["w2_scale"], a1_scale=None, a2_scale=None,
+                         block_shape=[128, 128])
+    got = mt_vllm.fused_experts(*args, layer["topk_weights"], layer["topk_ids"], quant_config=qc)
+    assert torch.equal(got, want)
+    topk = namedtuple("StandardTopKOutput", ["topk_weights", "topk_ids", "router_logits"])
+    got = mt_sgl.fused_moe(*args, topk(layer["topk_weights"], layer["topk_ids"], None),
+                           use_fp8_w8a8=True, w1_scale=layer["w1_scale"],
+                           w2_scale=layer["w2_scale"], block_shape=[128, 128])
+    assert torch.equal(got, want)
