@@ -133,8 +133,9 @@ core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
   const bool block = p.quant == core::Quant::kFp8Block;
   const int block_m = block || pairs_per_expert(p) < 48 ? 64 : 128;
   const int n1 = core::is_gated(p.activation) && block ? 64 : 128;
+  const int n2 = !block && block_m == 128 ? 256 : 128;
   return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, 4, 8),
-                         .gemm2 = fp8_kernel(block_m, 128, 4, 8)};
+                         .gemm2 = fp8_kernel(block_m, n2, 4, 8)};
 }
 
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p) {

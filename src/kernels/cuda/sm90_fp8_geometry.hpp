@@ -35,7 +35,8 @@ std::string fp8_quant_name_expr(core::Quant q);
 /// before their promotion, so two co-resident 64-row CTAs keep the tensor core busy where one
 /// 128-row CTA idles it); per-tensor, block_m 64 while an expert averages fewer than 48 pairs,
 /// else 128. block_n 128 (gated GEMM1 64 when block-scaled, whose partial sums double the
-/// accumulators); 4 stages; group_m 8.
+/// accumulators; per-tensor GEMM2 at block_m 128: 256, the wgmma width the gated GEMM1 already
+/// has); 4 stages; group_m 8.
 core::MoeConfig fp8_default_config(core::MoeProblem const& p);
 /// Every config of the regime the tuner may try (before can_implement prunes it).
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);
