@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/backend.hpp"
+#include "core/names.hpp"
 #include "core/resolver.hpp"
 #include "core/table.hpp"
 #include "moetune/moe_runner.hpp"
@@ -74,7 +75,10 @@ class RunnerImpl {
   core::Status load_scoped_knob_cache(core::DeviceInfo const& device);
   core::Status reserve_known_workspace();
 
-  void warn(std::string const& line) {  // caller holds mu or is still in create()
+  /// One printable line whatever the text echoes (a cache's bytes may hold newlines, invalid
+  /// UTF-8 or kilobytes): escaped and cut in its middle, as the CLI's errors are.
+  void warn(std::string const& text) {  // caller holds mu or is still in create()
+    std::string const line = core::clip_middle(text);
     warnings.push_back(line);
     if (options.warn) {
       options.warn(line);

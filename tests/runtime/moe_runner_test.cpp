@@ -113,6 +113,20 @@ TEST_F(RunnerTest, EntryFromAnotherDriverIsIgnoredWithOneWarning) {
       << r->warnings()[0];
 }
 
+TEST_F(RunnerTest, AWarningEchoingBytesFromTheCacheIsOnePrintableLine) {
+  auto probe = make(true);
+  runtime::CacheEntry stale = entry_for(*probe, 8, tile_config(16, 32));
+  stale.scope.driver = "550\n\xff" + std::string(5000, 'x');  // a newline, a stray byte, 5 KB
+  ASSERT_TRUE(runtime::merge_into_knob_cache(dir_ + "/knobs.json", stale).ok());
+  auto r = make(true);
+  ASSERT_EQ(r->warnings().size(), 1u);
+  std::string const w = r->warnings()[0];
+  EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+  EXPECT_EQ(w.find('\xff'), std::string::npos) << w;
+  EXPECT_LT(w.size(), 1200u);
+  EXPECT_NE(w.find("550\\n"), std::string::npos) << w;  // written as an escape
+}
+
 TEST_F(RunnerTest, CorruptCacheIsAnErrorNamingTheFile) {
   std::filesystem::create_directories(dir_);
   { std::ofstream(dir_ + "/knobs.json") << "{\"cache_version\": 1, \"entries\": [{}]}"; }
