@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""The summary of an interleaved A/B of `moetune_sm90_bench --no-sweep` runs (bench/run_h200_bin_ab.sh,
-bench/run_h200_env_ab.sh): RUNS/<arm>-<round>/*.csv for each arm and round. bench/run_h200_recipe_ab.sh
-reads its runs with load() and median() and prints its own table.
+"""The summary of an interleaved A/B of `moetune_sm90_bench --no-sweep` runs (`bench/device.sh
+stage-ab`): RUNS/<arm>-<round>/*.csv for each arm and round.
 
 Per point, the median over rounds of each arm's layer time and GEMM stage times, its ratio to the
 first arm, and whether every run of every arm gave the same output digest. Two arms: one line per
-point (the second arm's ratio to the first), then each round's times; more arms: a line per arm.
+point (the second arm's ratio to the first; "every": yes where each of its runs beat every run of
+the first), then each round's times and the second arm's config where it differs from the
+first's; more arms: a line per arm.
 
 Usage: ab_summary.py RUNS ROUNDS DIGESTS ARM ARM [ARM...]
 Exit 1 when DIGESTS is "equal" and the digests differ or a run is missing; 2 on bad usage.
@@ -42,9 +43,9 @@ def main(argv):
     base, wide = arms[0], len(arms) == 2
     if wide:
         a, b = arms
-        print("%-4s %6s %10s %10s %8s %9s %9s %9s %9s %7s" % (
+        print("%-4s %6s %10s %10s %8s %9s %9s %9s %9s %5s %7s" % (
             "shp", "M", a + " us", b + " us", "%s/%s" % (b, a), a + " gemm1", b + " gemm1",
-            a + " gemm2", b + " gemm2", "bits"))
+            a + " gemm2", b + " gemm2", "every", "bits"))
     else:
         print("%-4s %6s %-10s %10s %7s %9s %9s %s" % ("shp", "M", "arm", "us", "/" + base[:6],
                                                       "gemm1", "gemm2", "bits"))
@@ -57,13 +58,18 @@ def main(argv):
         t0 = median(by_arm.get(base, []), "time_us")
         if wide:
             ra, rb = by_arm.get(a, []), by_arm.get(b, [])
-            print("%-4s %6d %10.2f %10.2f %8.3f %9.2f %9.2f %9.2f %9.2f %7s" % (
+            every = bool(ra and rb) and (max(float(x["time_us"]) for x in rb) <
+                                         min(float(x["time_us"]) for x in ra))
+            print("%-4s %6d %10.2f %10.2f %8.3f %9.2f %9.2f %9.2f %9.2f %5s %7s" % (
                 shape, m, t0, median(rb, "time_us"), median(rb, "time_us") / t0,
                 median(ra, "gemm1_us"), median(rb, "gemm1_us"), median(ra, "gemm2_us"),
-                median(rb, "gemm2_us"), "same" if same else "DIFFER"))
-            print("     per round %s: %s  %s: %s" % (
+                median(rb, "gemm2_us"), "yes" if every else "no", "same" if same else "DIFFER"))
+            config_a = ra[0].get("config", "") if ra else ""
+            config_b = rb[0].get("config", "") if rb else ""
+            print("     per round %s: %s  %s: %s%s" % (
                 a, " ".join("%.2f" % float(x["time_us"]) for x in ra),
-                b, " ".join("%.2f" % float(x["time_us"]) for x in rb)))
+                b, " ".join("%.2f" % float(x["time_us"]) for x in rb),
+                "  %s config: %s" % (b, config_b) if config_b != config_a else ""))
             continue
         for arm in arms:
             rows = by_arm.get(arm, [])

@@ -6,11 +6,11 @@ without a GPU, and `moetune check` keeps them honest.
 
 usage: bench/csv_to_recipe.py [--command "DEVICE COMMAND"] CSV [CSV...] > recipes/h200.json
 --command: the device command that wrote the CSV, as each row's source records it (default: the
-recipe re-time `bash bench/run_h200.sh --recipe recipes/h200.json`); the conversion is appended,
-naming each row's run by its id (<date>-<commit>, from the CSV's columns), not by a file path.
-With several CSVs (e.g. a sweep per schedule), each point takes the fastest row among them; re-time
-that recipe in one run (bench/run_h200.sh --recipe) and convert the re-time CSV alone, so every
-pinned number comes from one run.
+recipe re-time `bench/device.sh kernels --no-tests -- --recipe recipes/h200.json`); the
+conversion is appended, naming each row's run by its id (<date>-<commit>, from the CSV's columns),
+not by a file path. With several CSVs (e.g. a sweep per schedule), each point takes the fastest
+row among them; re-time that recipe in one run (`bench/device.sh kernels -- --recipe`) and
+convert the re-time CSV alone, so every pinned number comes from one run.
 Warns on stderr (the recipe is written all the same) where the row-or-default choice rests on a low
 clock: the row and the default within 2% of each other at a point whose SM clock sample is below
 90% of the highest sample of its CSV (a throttled run once shipped the default at two points where
@@ -79,7 +79,7 @@ def low_clock_close_calls(rows, top):
 
 def main():
     args = sys.argv[1:]
-    command = "bash bench/run_h200.sh --recipe recipes/h200.json"
+    command = "bench/device.sh kernels --no-tests -- --recipe recipes/h200.json"
     if args[:1] == ["--command"]:
         if len(args) < 2:
             sys.exit("csv_to_recipe: --command needs the device command")

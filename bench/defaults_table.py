@@ -2,13 +2,14 @@
 """Writes docs/defaults-h200.md from a moetune_sm90_bench CSV (columns time_us = the recipe row,
 default_us = sm90_default_config at the same point, same run, same data).
 
-usage: bench/defaults_table.py RUN.csv [LATER.csv ...] > docs/defaults-h200.md
+usage: bench/defaults_table.py [--moetune PATH] RUN.csv [LATER.csv ...] > docs/defaults-h200.md
 (RUN.csv: the CSV of a result of record, e.g. bench/results/h200-protocol-s1s3.csv)
 With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (a full run, then
 re-times of the rows a later commit changed); each point's run is in the table. Where the
-rule has changed since the run (bench/fit_defaults.py's default_pair, the rule's mirror, gives
-another config than the CSV's default_config), the row says so: when the rule now gives the recipe
-row itself, its default time is the row's; otherwise the new default is named, not timed.
+rule has changed since the run (`moetune defaults --backend cuda` of --moetune, default
+$MOETUNE_BIN else build/moetune, gives another config than the CSV's default_config), the row says
+so: when the rule now gives the recipe row itself, its default time is the row's; otherwise the
+new default is named, not timed.
 """
 import csv
 import math
@@ -16,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from fit_defaults import default_pair  # noqa: E402
+from fit_defaults import default_moetune, default_pairs  # noqa: E402
 
 RULE = """| regime | rule |
 |---|---|
@@ -53,13 +54,23 @@ def run_cell(row, several):
     return f" {run_id(row)} |" if several else ""
 
 
+def shape_of(row):
+    return (int(row["E"]), int(row["K"]), int(row["I"]), int(row["top_k"]), row["act"])
+
+
 def main(argv=None):
-    paths = sys.argv[1:] if argv is None else argv
+    args = list(sys.argv[1:] if argv is None else argv)
+    moetune = default_moetune()
+    if args[:1] == ["--moetune"] and len(args) > 1:
+        moetune, args = args[1], args[2:]
+    paths = args
     path = " ".join(paths)
     points = {}
     for p in paths:
         for r in csv.DictReader(open(p)):
             points[(r["shape"], int(r["M"]))] = r
+    rule_now = default_pairs(moetune, [shape_of(r) for r in points.values()],
+                             [m for _, m in points])
     order = {"S1": 0, "S2": 1, "S3": 2}
     rows = [points[k] for k in sorted(points, key=lambda k: (order.get(k[0], 9), k[1]))]
     runs = sorted({run_id(r) for r in rows})
@@ -79,8 +90,7 @@ def main(argv=None):
     stats = {}
     for r in rows:
         t, d = float(r["time_us"]), float(r["default_us"])
-        g1, g2 = default_pair(r["act"] == "silu", int(r["E"]), int(r["K"]), int(r["I"]),
-                              int(r["top_k"]), int(r["M"]))
+        g1, g2 = rule_now[shape_of(r) + (int(r["M"]),)]
         now = g1 if g1 == g2 else g1 + "|" + g2
         if now != r["default_config"]:
             if now == r["config"]:

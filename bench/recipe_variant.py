@@ -14,7 +14,7 @@ usage: bench/recipe_variant.py RECIPE (--set GEMM.FIELD=VALUE [--set ...] | --fr
   --out DIR` wrote), so tuned rows can be A/B'd against the pinned ones; rows the tables lack stay.
   --list-changed: instead of the recipe, print the rows whose config differs from the pinned one
   (unset fields at their defaults) as "SHAPES MS" (e.g. "S2,S3 128,1024"), for
-  bench/run_h200_recipe_ab.sh's --shapes and --m; "none" when no row differs.
+  `bench/device.sh stage-ab`'s --shapes and --m; "none" when no row differs.
 Exit 2 on bad arguments or a field that does not exist; nothing is written then.
 e.g. bench/recipe_variant.py recipes/h200.json --set both.launch.cluster_m=2 \\
        --where both.launch.schedule=tma_ws --min-m 512 > /tmp/cluster2.json

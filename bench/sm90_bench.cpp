@@ -12,7 +12,7 @@
 // them); 2: the --out folder cannot be written (checked before anything is measured). Fast paths:
 // the lever table's defaults at the H200 deployment; MOETUNE_LEVER_<NAME> = on|off forces one (e.g.
 // to time a lever per stage), and the run logs the set it used. Shapes: S1-S3 (--shapes; none skips
-// them) and any --shape NAME=E,K,I,TOPK,ACT (held-out models: bench/run_h200_heldout.sh).
+// them) and any --shape NAME=E,K,I,TOPK,ACT (held-out models: `bench/device.sh kernels --heldout`).
 // --sweep-log FILE keeps every candidate the sweep timed, for bench/fit_defaults.py.
 #include <algorithm>
 #include <chrono>
@@ -31,6 +31,7 @@
 #include <unistd.h>  // environ
 
 #include "bench/bench_stats.hpp"
+#include "bench/gpu_ceilings.hpp"
 #include "core/build_info.hpp"
 #include "core/config.hpp"
 #include "core/problem.hpp"
@@ -42,7 +43,6 @@
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_swap_geometry.hpp"
 #include "kernels/fast_paths_from_levers.hpp"
-#include "sm90_ceilings.hpp"
 
 using namespace moetune;
 using kernels::cuda::CudaTestbed;
@@ -229,7 +229,7 @@ Options parse_options(int argc, char** argv) {
 /// What every row of a run shares.
 struct RunInfo {
   std::string commit, date, device, driver;
-  Ceilings ceil;
+  bench::GpuCeilings ceil;
   double peak = 0;
   kernels::cuda::NvmlTelemetry::Reading ceil_clocks;  // NVML while the ceilings were measured
 };
@@ -459,7 +459,8 @@ void time_dense(kernels::cuda::NvmlTelemetry& nvml, Point& pt) {
   const long pairs = static_cast<long>(pt.p.num_tokens * pt.p.top_k);
   const long k = static_cast<long>(pt.p.hidden_size), i = static_cast<long>(pt.p.intermediate_size);
   const long n1 = static_cast<long>(core::gemm1_n(pt.p));
-  const double quick = cublas_dense_us(pairs, n1, k, 3) + cublas_dense_us(pairs, k, i, 3);
+  const double quick =
+      bench::cublas_dense_us(pairs, n1, k, 3) + bench::cublas_dense_us(pairs, k, i, 3);
   if (quick <= 0) {
     std::fprintf(stderr, "dense %s M=%lld: cuBLAS unavailable or out of memory\n", pt.shape.c_str(),
                  (long long)pt.p.num_tokens);
@@ -467,8 +468,8 @@ void time_dense(kernels::cuda::NvmlTelemetry& nvml, Point& pt) {
   }
   const int reps = reps_for(quick);
   nvml.start(5);
-  pt.dense_gemm1_us = cublas_dense_us(pairs, n1, k, reps);
-  pt.dense_gemm2_us = cublas_dense_us(pairs, k, i, reps);
+  pt.dense_gemm1_us = bench::cublas_dense_us(pairs, n1, k, reps);
+  pt.dense_gemm2_us = bench::cublas_dense_us(pairs, k, i, reps);
   nvml.stop();
   pt.dense_clocks = nvml.reading();
 }
@@ -630,7 +631,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   nvml.start(5);
-  run.ceil = measure_ceilings();
+  run.ceil = bench::measure_gpu_ceilings();
   nvml.stop();
   run.ceil_clocks = nvml.reading();
   std::fprintf(stderr,

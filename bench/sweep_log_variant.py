@@ -11,7 +11,7 @@ usage: bench/sweep_log_variant.py RECIPE SWEEP_LOG --block-m BM [--points S2:204
   SWEEP_LOG may be gzipped (.gz). --points: only these points (default: every point the space has
   both GEMMs timed at). Shapes S1-S3 map to the recipe's shape names; other shapes in the
   log are skipped. --list-changed: print the changed points as "SHAPES MS" (e.g. "S2,S3 512,2048")
-  for bench/run_h200_recipe_ab.sh's --shapes and --m, or "none".
+  for `bench/device.sh stage-ab`'s --shapes and --m, or "none".
 Exit 2 on bad arguments, an unreadable file or a config that does not parse; nothing is written
 then.
 """

@@ -14,7 +14,7 @@ each call under its 10 minutes (--out outlives the call while the machine stays 
 machine needs DIR carried back: unpack a call's triton-run.tgz into it here):
     carry [".engines", ".devbin"], command "PYTHONUNBUFFERED=1 python3
     bench/triton_vllm_device.py --out build/triton-device --report-to $OUT --shapes S2"
-(bench/run_triton_vllm_device.sh runs several shapes in one call, each under `timeout`, and packs
+(`bench/device.sh triton-vllm` runs several shapes in one call, each under `timeout`, and packs
 what comes back; bench/results/h100-triton-vllm.csv is its run of record.)
 
 tune  per shape: a recipe (device = this GPU's name, arch sm_90a, the 12 buckets, routing uniform),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tuner's issue-4 targets from one bench/run_h200_tuner.sh folder.
+"""The tuner's issue-4 targets from one `bench/device.sh tuner` folder.
 
 Reads the stores (decisions are recorded per bucket as it finishes, so a run stopped by its
 timeout still counts the buckets it did) and the --json outputs where the runs finished:
@@ -16,6 +16,7 @@ it declared statistically tied with its winner (decisions.tied). Where a bucket 
 the config most tunes named and, for each other tune, whether it was missing from that tune's
 final round or how far behind its winner it ran there.
 Usage: bench/tuner_targets.py DIR
+       bench/tuner_targets.py --faults STORE   (part d: each injected fault and its outcome)
 """
 import csv
 import json
@@ -241,8 +242,21 @@ def main(folder):
     return 0
 
 
+def faults(path):
+    """Part d: each injected fault of the store at `path` and the outcome the tuner recorded."""
+    rows = query(path, "SELECT fault, outcome, substr(reason, 1, 90) AS reason FROM measurements "
+                       "WHERE fault != '' AND round = 0")
+    if not rows:
+        print("d: no fault measurements in %s" % path)
+    for r in rows:
+        print("d: %-8s -> %-14s %s" % (r["fault"], r["outcome"], r["reason"]))
+    return 0
+
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) == 3 and sys.argv[1] == "--faults":
+        sys.exit(faults(sys.argv[2]))
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
     sys.exit(main(sys.argv[1]))

@@ -8,7 +8,7 @@ ninja -C build-cuda -j2 cuda_kernel_tests moetune_sm90_bench moetune runtime_cud
 mkdir -p .devbin
 cp build-cuda/tests/cuda_kernel_tests build-cuda/moetune_sm90_bench .devbin/
 # moetune (bench, ab, run, tune on the cuda backend) and the MoeRunner GPU tests:
-# bench/run_h200_ab.sh, bench/run_h200_runtime.sh, bench/run_h200_tuner.sh.
+# `bench/device.sh` (protocol, runtime, tuner, ...).
 cp build-cuda/moetune build-cuda/tests/runtime_cuda_tests .devbin/
 strip .devbin/* 2>/dev/null || true
 du -sh .devbin

@@ -3,7 +3,7 @@
 (vLLM Triton fused_moe and torch._grouped_mm on the same H200 model, same protocol) and the
 issue's targets. Prints a markdown table and per-shape summary.
 
-usage: bench/compare_peers.py RUN.csv [LATER.csv ...]   (RUN.csv: <OUT>/<date>-<commit>.csv)
+usage: tools/compare_peers.py RUN.csv [LATER.csv ...]   (RUN.csv: <OUT>/<date>-<commit>.csv)
 With several CSVs, a (shape, M) point of a later CSV replaces the earlier one (e.g. a full run,
 then a re-time of the rows a later commit changed); the table names each point's commit.
 Each point's time is what the recipe made from the CSV ships (bench/csv_to_recipe.py): the row's

@@ -2,7 +2,7 @@
 """Where a kernel's warps wait, from Nsight Compute's source page: per kernel, the warp stall
 samples by reason and the SASS instructions that hold the most samples.
 
-usage: bench/ncu_stalls.py FILE [--top N]
+usage: tools/ncu_stalls.py FILE [--top N]
   FILE: the output of `ncu --section SourceCounters --section WarpStateStats --page source
   --print-source sass --csv ...` (plain or .gz); what ncu or the program printed before the first
   "Kernel Name" line is skipped. --top: instructions listed per kernel (8).

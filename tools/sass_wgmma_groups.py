@@ -9,7 +9,7 @@ the k-tile just issued, so the tensor pipe drains every k-tile. ptxas prints no 
 Found in the swap-AB kernel on the H200 (full tiles 1.5-1.8x slower than they are with the width
 chosen per tile).
 
-usage: bench/sass_wgmma_groups.py [--cuobjdump PATH] INPUT [INPUT...]
+usage: tools/sass_wgmma_groups.py [--cuobjdump PATH] INPUT [INPUT...]
   INPUT: a cubin cache folder (MOETUNE_CACHE_DIR or its cubin/ folder: every MOETUNE-CUBIN file in
   it is disassembled), one such file, or a text file of `cuobjdump -sass` output.
   --cuobjdump: the disassembler (default: `cuobjdump` on PATH; CUDA's toolkit has it, and PyPI's

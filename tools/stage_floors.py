@@ -14,7 +14,7 @@ ratio to the layer floor is what the intermediates cost at the floor, and time /
 what the kernels leave on top. Stage times are measured alone (graph replay after an L2 flush), so
 they add up to more than the layer, whose launches overlap.
 
-usage: bench/stage_floors.py RUN.csv [--shapes S1,S2] [--min-m M]
+usage: tools/stage_floors.py RUN.csv [--shapes S1,S2] [--min-m M]
 Prints a markdown table, one row per point. Exit 2 on a missing file or column.
 """
 import argparse

@@ -1,5 +1,5 @@
-// Host ceilings and the floor formula; see ceilings.hpp. The GPU ceilings reuse
-// bench/sm90_ceilings.cpp (compiled into moetune_bench when CUDA is on).
+// Host ceilings and the floor formula; see ceilings.hpp. The GPU ceilings are gpu_ceilings.cpp's
+// (shared with the kernel benchmark, compiled only when CUDA is on).
 #include "bench/ceilings.hpp"
 
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #if MOETUNE_HAVE_CUDA
-#include "../../bench/sm90_ceilings.hpp"
+#include "bench/gpu_ceilings.hpp"
 #endif
 
 namespace moetune::bench {
@@ -96,7 +96,7 @@ Ceilings measure_cpu_ceilings(int copy_mib) {
 Ceilings measure_cuda_ceilings() {
   Ceilings c;
 #if MOETUNE_HAVE_CUDA
-  ::Ceilings const g = ::measure_ceilings();
+  GpuCeilings const g = measure_gpu_ceilings();
   c.copy_GBps = g.copy_GBps;
   c.matmul_GFLOPs = g.matmul_TFLOPs * 1e3;
   c.copy_source = "cudaMemcpy device-to-device 4 GiB, read+write counted, median of 10";

@@ -3,7 +3,7 @@
 //   bytes_min = experts_hit * (N1*K + K*I) * b + 2*M*K*b + 8*M*top_k   (b = dtype bytes)
 // (bench/sm90_bench.cpp's formula: every hit expert's weights once, x read and out written once,
 // the routing ids and weights). The ceilings are measured in the same process, never taken from a
-// data sheet: on the GPU, device copy bandwidth and cuBLAS bf16 matmul rate (bench/sm90_ceilings);
+// data sheet: on the GPU, device copy bandwidth and cuBLAS bf16 matmul rate (gpu_ceilings.hpp);
 // on the CPU, a multi-threaded memcpy and a plain blocked fp32 GEMM loop on every hardware thread.
 #pragma once
 
@@ -25,7 +25,7 @@ struct Ceilings {
 
 /// Measures the host ceilings (about half a second). `copy_mib` sizes the copied buffer.
 Ceilings measure_cpu_ceilings(int copy_mib = 128);
-/// Measures the GPU ceilings (bench/sm90_ceilings.cpp); without CUDA in the build, zeros and a
+/// Measures the GPU ceilings (gpu_ceilings.hpp); without CUDA in the build, zeros and a
 /// source saying so.
 Ceilings measure_cuda_ceilings();
 

@@ -1,4 +1,7 @@
-#include "sm90_ceilings.hpp"
+// GPU ceilings and cuBLAS's dense GEMM; see gpu_ceilings.hpp. The whole file is CUDA-only: a build
+// without nvcc compiles it to nothing (ceilings.cpp then reports the ceilings as not measured).
+#if defined(MOETUNE_HAVE_CUDA)
+#include "bench/gpu_ceilings.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -9,6 +12,7 @@
 #include <string>
 #include <vector>
 
+namespace moetune::bench {
 namespace {
 
 double median(std::vector<double> v) {
@@ -139,8 +143,8 @@ double median_ms(int warmup, int reps, bool sync_each, Launch launch) {
 
 }  // namespace
 
-Ceilings measure_ceilings(int matmul_reps) {
-  Ceilings c;
+GpuCeilings measure_gpu_ceilings(int matmul_reps) {
+  GpuCeilings c;
   c.copy_GBps = copy_bandwidth();
   const Cublas& blas = Cublas::get();
   if (!blas.ok()) {
@@ -173,3 +177,6 @@ double cublas_dense_us(long m, long n, long k, int reps) {
   if (!pa || !pb || !pc) return 0;
   return 1e3 * median_ms(3, reps, false, [&] { return blas.run(m, n, k, pa, pb, pc); });
 }
+
+}  // namespace moetune::bench
+#endif  // MOETUNE_HAVE_CUDA

@@ -64,6 +64,7 @@ void setup_materialize(CLI::App& app, int& exit_code);
 void setup_check(CLI::App& app, int& exit_code);
 void setup_lint(CLI::App& app, int& exit_code);
 void setup_show(CLI::App& app, int& exit_code);
+void setup_defaults(CLI::App& app, int& exit_code);
 void setup_worker(CLI::App& app, int& exit_code);
 void setup_levers(CLI::App& app, int& exit_code);
 void setup_run(CLI::App& app, int& exit_code);

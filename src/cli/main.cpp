@@ -16,6 +16,8 @@ std::vector<CommandSpec> const& command_table() {
       {"check", "regenerate a recipe's tables and diff them with what ships", setup_check},
       {"lint", "find stale, unreachable or mismatched rows in tables", setup_lint},
       {"show", "print a table (rows, configs, sources)", setup_show},
+      {"defaults", "print the config a backend's default rule gives a problem at each M",
+       setup_defaults},
       {"worker", "internal: the tuner's device process (tuner/worker.hpp)", setup_worker, true},
       {"levers", "list, show, resolve and diff the kernel fast-path levers", setup_levers},
       {"run", "serve one layer call through MoeRunner and say which rule chose the config",

@@ -2,7 +2,8 @@
 """bench/ab_summary.py (ctest runs this from the source tree): on synthetic runs of two and of three
 arms, the medians over rounds and the ratios to the first arm are printed, equal digests pass
 (exit 0), one corrupted digest or a missing round is caught (exit 1 with DIGESTS=equal, exit 0 with
-any), and bad usage is refused (exit 2)."""
+any), a second arm faster in every run says so with its config, and bad usage is refused
+(exit 2)."""
 import contextlib
 import csv
 import io
@@ -15,10 +16,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import ab_summary  # noqa: E402
 
-FIELDS = ["shape", "M", "time_us", "gemm1_us", "gemm2_us", "digest"]
+FIELDS = ["shape", "M", "time_us", "gemm1_us", "gemm2_us", "digest", "config"]
 
 
-def write_runs(root, times, digest="d1"):
+def write_runs(root, times, digest="d1", config="cfg"):
     """times: arm -> list (per round) of (shape, M, time_us); gemm1 = time / 2, gemm2 = time / 4."""
     for arm, rounds in times.items():
         for r, points in enumerate(rounds, start=1):
@@ -29,7 +30,7 @@ def write_runs(root, times, digest="d1"):
                 w.writeheader()
                 for shape, m, t in points:
                     w.writerow({"shape": shape, "M": m, "time_us": t, "gemm1_us": t / 2,
-                                "gemm2_us": t / 4, "digest": digest})
+                                "gemm2_us": t / 4, "digest": digest, "config": config})
 
 
 class AbSummary(unittest.TestCase):
@@ -49,6 +50,17 @@ class AbSummary(unittest.TestCase):
             self.assertEqual(line[:5], ["S1", "64", "102.00", "85.00", "0.833"])
             self.assertEqual(line[-1], "same")
             self.assertIn("per round A: 100.00 104.00 102.00  B: 90.00 80.00 85.00", out)
+
+    def test_two_arms_say_whether_b_beat_a_in_every_run_and_name_bs_other_config(self):
+        with tempfile.TemporaryDirectory() as d:
+            write_runs(d, {"A": [[("S2", 2048, 400.0)], [("S2", 2048, 420.0)]]})
+            write_runs(d, {"B": [[("S2", 2048, 380.0)], [("S2", 2048, 390.0)]]}, config="wide")
+            _, out = self.run_main(d, 2, "any", ["A", "B"])
+            self.assertEqual(out.splitlines()[1].split()[-2], "yes")
+            self.assertIn("B config: wide", out)
+            write_runs(d, {"B": [[("S2", 2048, 380.0)], [("S2", 2048, 405.0)]]}, config="wide")
+            _, out = self.run_main(d, 2, "any", ["A", "B"])
+            self.assertEqual(out.splitlines()[1].split()[-2], "no")  # 405 is not below 400
 
     def test_three_arms_print_a_line_per_arm_with_its_ratio_to_the_first(self):
         with tempfile.TemporaryDirectory() as d:

@@ -2,9 +2,11 @@
 """bench/defaults_table.py (ctest runs this from the source tree): a point whose CSV default is
 still the rule's keeps its measured default time; where the rule has changed since the run and now
 gives the recipe row itself, the default time is the row's and the row says what was measured;
-where it now gives another config, the measured time stays and the new config is named, not timed."""
+where it now gives another config, the measured time stays and the new config is named, not timed.
+"The rule now" is `moetune defaults --backend cuda`'s answer (a stand-in binary here)."""
 import contextlib
 import io
+import json
 import os
 import sys
 import tempfile
@@ -18,6 +20,10 @@ HEADER = "commit,shape,E,K,I,top_k,act,M,time_us,default_us,config,default_confi
 S3 = "S3,8,4096,14336,2,silu"
 OLD_512 = "m128n128k64g8w8s4tw|m256n128k64g8w8s4tw"  # the rule before its 192-row band
 NEW_512 = "m192n96k64g1w12s4swaptw|m192n128k64g8w12s4tw"
+STAND_IN = os.path.join(ROOT, "tests", "bench", "defaults_stand_in.py")
+# What the stand-in's rule gives S3 (E 8, K 4096, I 14336, top-2, silu) now.
+RULE_NOW = {"8,4096,14336,2,silu,256": "m128n128k64g8w8s4tw|m128n256k64g8w8s4tw",
+            "8,4096,14336,2,silu,512": NEW_512}
 
 
 def table(rows):
@@ -25,9 +31,13 @@ def table(rows):
         path = os.path.join(d, "run.csv")
         with open(path, "w") as f:
             f.write(HEADER + "\n" + "".join("abcdef0," + r + "\n" for r in rows))
+        rule = os.path.join(d, "rule.json")
+        with open(rule, "w") as f:
+            json.dump(RULE_NOW, f)
+        os.environ["STAND_IN_RULE"] = rule
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            defaults_table.main([path])
+            defaults_table.main(["--moetune", STAND_IN, path])
         return {line.split(" | ")[1]: line for line in out.getvalue().splitlines()
                 if line.startswith("| S3 | ")}
 

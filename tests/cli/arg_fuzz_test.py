@@ -30,8 +30,8 @@ TINY = "E=8,K=256,I=128,topk=2,act=silu,dtype=bf16"
 # tune and check tune or regenerate whole recipes (tens of seconds each): they get no valid recipe.
 SLOW_WITH_A_RECIPE = {"tune", "check", "ab"}
 # The internal worker reads requests from stdin; it is not a user's command.
-SUBCOMMANDS = ["tune", "resolve", "materialize", "check", "lint", "show", "levers", "run",
-               "prewarm", "pack", "bench", "ab", "report"]
+SUBCOMMANDS = ["tune", "resolve", "materialize", "check", "lint", "show", "defaults", "levers",
+               "run", "prewarm", "pack", "bench", "ab", "report"]
 
 
 def flags_of(binary, sub):

@@ -42,8 +42,8 @@ TEST_F(CliBadInput, UnknownSubcommandSuggestsTheClosestOne) {
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err,
             "moetune: unknown subcommand 'tunee'; expected one of tune, resolve, materialize, "
-            "check, lint, show, levers, run, prewarm, pack, bench, ab, report; did you mean "
-            "'tune'?\n");
+            "check, lint, show, defaults, levers, run, prewarm, pack, bench, ab, report; did you "
+            "mean 'tune'?\n");
 }
 
 TEST_F(CliBadInput, MissingRequiredOptionIsAUsageError) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/ncu_stalls.py (ctest runs this from the source tree): on a synthetic ncu source page of
+"""tools/ncu_stalls.py (ctest runs this from the source tree): on a synthetic ncu source page of
 two kernels it counts each kernel's samples, ranks the stall reasons and lists the instruction
 that holds the most samples first; a file without a kernel block is refused (exit 2)."""
 import contextlib
@@ -11,7 +11,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import ncu_stalls  # noqa: E402
 
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)",'

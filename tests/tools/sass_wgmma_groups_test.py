@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/sass_wgmma_groups.py (ctest runs this from the source tree): on synthetic cuobjdump -sass
+"""tools/sass_wgmma_groups.py (ctest runs this from the source tree): on synthetic cuobjdump -sass
 text, a kernel whose wgmma group is closed by an empty HGMMA (the swap-AB k loop before the width
 was chosen per tile) is flagged with exit 1, the same kernel with the group closed on its last real
 HGMMA passes with exit 0, functions without wgmma are not listed, and a cubin without a
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import sass_wgmma_groups  # noqa: E402
 
 # One k-tile of a main loop as ptxas writes it: four HGMMA, the last closing the group (gsb0).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/stage_floors.py (ctest runs this from the source tree): the per-stage floors of a synthetic
+"""tools/stage_floors.py (ctest runs this from the source tree): the per-stage floors of a synthetic
 row equal the bytes and flops worked out by hand (gated and not, bandwidth- and compute-bound), a
 shape filter and --min-m leave rows out, and a CSV without a needed column or file is refused
 (exit 2)."""
@@ -12,7 +12,7 @@ import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
 import stage_floors  # noqa: E402
 
 

@@ -1,5 +1,5 @@
-// l2_probe.cuh: what the L2 probes (bench/l2_sides.cu, bench/l2_stream_mix.cu) share beside the
-// GEMMs' own primitives (src/kernels/cuda/sm90_tma.cuh, its 1-D bulk_copy_g2s among them): the
+// l2_probe.cuh: what the L2 probes (tools/l2/l2_sides.cu, tools/l2/l2_stream_mix.cu) share beside
+// the GEMMs' own primitives (src/kernels/cuda/sm90_tma.cuh, its 1-D bulk_copy_g2s among them): the
 // checked CUDA call, the SM id and the multicast form of the 1-D bulk copy. nvcc, sm_90a; each
 // probe is one file.
 #pragma once

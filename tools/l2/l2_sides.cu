@@ -18,7 +18,8 @@
 // MiB. The map differs from chip to chip (pairs of SMs; 64 / 68 or 66 / 66 SMs per side).
 //
 // Build: the CMake target moetune_l2_sides, or
-//   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_sides bench/l2_sides.cu
+//   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_sides
+//   tools/l2/l2_sides.cu
 // Run: moetune_l2_sides [map.txt]. It prints the map and per-SM slow-line fractions, and writes
 // the map to map.txt when given: one digit per SM, 0 for SM 0's side, 1 for the other.
 #include <algorithm>

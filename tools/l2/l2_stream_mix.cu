@@ -19,7 +19,7 @@
 //
 // Build: the CMake target moetune_l2_stream_mix, or
 //   nvcc -O2 -std=c++17 -gencode arch=compute_90a,code=sm_90a -Isrc -o l2_stream_mix
-//   bench/l2_stream_mix.cu
+//   tools/l2/l2_stream_mix.cu
 // Run: moetune_l2_stream_mix (about a second): the walk table, then the r x pair table.
 #include <cuda.h>
 

@@ -21,9 +21,9 @@ namespace {
 using core::Activation;
 using testing::moe_shape;
 
-// One line of tests/kernels/cuda/default_rule_grid.csv: a shape at M tokens and the two configs
-// bench/fit_defaults.py's default_pair() gives it (its mirror of this rule, which
-// tests/bench/fit_defaults_test.py checks against the same file).
+// One line of tests/kernels/cuda/default_rule_grid.csv: a shape at M tokens and the two configs the
+// rule gives it, pinned so that a change of the rule shows up row by row (regenerate the grid
+// with the `moetune defaults` command of tests/cli/defaults_test.cpp, which prints it verbatim).
 struct GridRow {
   int line = 0;
   core::MoeProblem p;
@@ -225,14 +225,14 @@ TEST(Sm90DefaultRule, FallsThroughWhereTheOutputIsNarrowerThanTheTile) {
   EXPECT_TRUE(sm90_can_implement(p, c).ok()) << core::short_string(c);
 }
 
-TEST(Sm90DefaultRule, GivesEveryShapeOfTheGridWhatFitDefaultsPyMirrors) {
+TEST(Sm90DefaultRule, GivesEveryShapeOfTheGridItsPinnedConfigs) {
   const std::vector<GridRow> rows = load_grid();
   ASSERT_GE(rows.size(), 100u) << "tests/kernels/cuda/default_rule_grid.csv is missing or short";
   std::string all;
   for (auto const& m : grid_mismatches(rows)) all += m + "\n";
   EXPECT_TRUE(all.empty()) << all
-                           << "keep sm90_default_config, bench/fit_defaults.py (RULE, "
-                              "default_pair) and the grid equal";
+                           << "a changed rule: regenerate the grid with `moetune defaults` "
+                              "(tests/cli/defaults_test.cpp names the command)";
 }
 
 TEST(Sm90DefaultRule, GridCheckReportsTheOneRowWhoseExpectationWasChanged) {

@@ -5,7 +5,7 @@
 // random N(0, 1) inputs with the output poisoned before every run, every element checked; two
 // runs give the same bits; auto is refused during a real CUDA graph capture (and the capture
 // survives the refusal); a second runner on the same cache serves from it without tuning; the
-// levers reach the launches. Run on the device by bench/run_h200_runtime.sh.
+// levers reach the launches. Run on the device by `bench/device.sh runtime`.
 #include <cuda_runtime.h>
 
 #include <filesystem>
@@ -133,7 +133,7 @@ class RunnerCuda : public ::testing::Test {
   void SetUp() override {
     if (!kernels::cuda_device_present()) {
       GTEST_SKIP() << "no CUDA device visible: the cuda MoeRunner tests run on the device "
-                      "machine (bench/run_h200_runtime.sh)";
+                      "machine (bench/device.sh runtime)";
     }
     auto dev = kernels::cuda::query_cuda_device();
     if (!dev.ok() || dev->arch.rfind("sm_90", 0) != 0) {
