@@ -72,7 +72,8 @@ void check_biases(char const* op, MoeTensors const& t, core::MoeProblem& p) {
   std::pair<char const*, at::Tensor const*> const biases[] = {{"w1_bias", t.w1_bias},
                                                               {"w2_bias", t.w2_bias}};
   // fp8 layers keep their biases in the activations' dtype.
-  auto const want = t.quant != core::Quant::kNone ? t.hidden_states.scalar_type() : t.w1.scalar_type();
+  auto const want =
+      t.quant != core::Quant::kNone ? t.hidden_states.scalar_type() : t.w1.scalar_type();
   for (auto [name, b] : biases) {
     check_device(op, name, *b, t.hidden_states.device());
     TORCH_CHECK_TYPE(b->scalar_type() == want, op, ": ", name, " has dtype ", b->scalar_type(),
@@ -88,15 +89,15 @@ void check_biases(char const* op, MoeTensors const& t, core::MoeProblem& p) {
   for (auto [name, b] : biases) check_contiguous(op, name, *b);
 }
 
-/// One fp32 scale tensor of an fp8 call: on the device, contiguous, of `want` shape (or, per-tensor,
-/// `numel` values).
+/// One fp32 scale tensor of an fp8 call: on the device, contiguous, of `want` shape (or,
+/// per-tensor, `numel` values).
 void check_scale(char const* op, char const* name, at::Tensor const* t, at::Device dev,
                  std::vector<int64_t> const& want, char const* layout) {
   TORCH_CHECK_VALUE(t != nullptr, op, ": ", name, " is None; the fp8 layer needs it (", layout,
                     ")");
   check_device(op, name, *t, dev);
-  TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, op, ": ", name, " has dtype ",
-                   t->scalar_type(), "; expected float32");
+  TORCH_CHECK_TYPE(t->scalar_type() == at::kFloat, op, ": ", name, " has dtype ", t->scalar_type(),
+                   "; expected float32");
   bool const ok = want.size() == 1 ? t->numel() == want[0] : t->sizes() == at::IntArrayRef(want);
   TORCH_CHECK_VALUE(ok, op, ": ", name, " has shape ", sizes_of(*t), "; expected ",
                     at::IntArrayRef(want), " (", layout, ")");

@@ -19,9 +19,9 @@ namespace {
 struct KeyHash {
   size_t operator()(RunnerKey const& k) const {
     size_t h = std::hash<std::string>{}(k.config);
-    for (int64_t v : {int64_t{k.device_index}, k.hidden_size, k.intermediate_size, k.num_experts,
-                      k.top_k, int64_t(k.activation), int64_t(k.dtype), int64_t(k.has_bias),
-                      int64_t(k.quant)}) {
+    for (int64_t v :
+         {int64_t{k.device_index}, k.hidden_size, k.intermediate_size, k.num_experts, k.top_k,
+          int64_t(k.activation), int64_t(k.dtype), int64_t(k.has_bias), int64_t(k.quant)}) {
       h = h * 1000003u ^ std::hash<int64_t>{}(v);
     }
     return h;

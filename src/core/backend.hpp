@@ -38,8 +38,7 @@ inline std::vector<GemmSpace> gemm_spaces_of(std::vector<MoeConfig> const& joint
   for (MoeConfig const& c : joint) {
     int const bm = c.gemm1.tile.block_m;
     if (c.gemm2.tile.block_m != bm) continue;
-    auto it =
-        std::find_if(out.begin(), out.end(), [&](auto const& s) { return s.block_m == bm; });
+    auto it = std::find_if(out.begin(), out.end(), [&](auto const& s) { return s.block_m == bm; });
     if (it == out.end())
       it = out.insert(out.end(), GemmSpace{.block_m = bm, .gemm1 = {}, .gemm2 = {}, .base = c});
     add(it->gemm1, c.gemm1);

@@ -95,7 +95,8 @@ Result<Quant> parse_quant(std::string_view text) {
     names.emplace_back(n.name);
   }
   return make_error(ErrorCode::kInvalidArgument, "quant",
-                    "unknown quant '" + clip(text) + "'; expected one of none, fp8_tensor, fp8_block" +
+                    "unknown quant '" + clip(text) +
+                        "'; expected one of none, fp8_tensor, fp8_block" +
                         did_you_mean(text, names));
 }
 
@@ -152,8 +153,8 @@ Status validate(MoeProblem const& p) {
   }
   if (p.quant != Quant::kNone && p.dtype != DType::kBf16) {
     return make_error(ErrorCode::kInvalidArgument, "problem",
-                      "quant = " + std::string(to_string(p.quant)) + " with dtype = " +
-                          std::string(to_string(p.dtype)) +
+                      "quant = " + std::string(to_string(p.quant)) +
+                          " with dtype = " + std::string(to_string(p.dtype)) +
                           "; quantised layers take and return bf16 (dtype=bf16)");
   }
   if (p.quant == Quant::kFp8Block) {

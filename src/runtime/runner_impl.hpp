@@ -303,13 +303,13 @@ class RunnerImpl {
       void const* ptr;
       bool needed;
     };
-    for (Want const w : {Want{"w1_scale", a.w1_scale, q}, Want{"w2_scale", a.w2_scale, q},
-                         Want{"a1_scale", a.a1_scale, tensor},
-                         Want{"a2_scale", a.a2_scale, tensor}}) {
+    for (Want const w :
+         {Want{"w1_scale", a.w1_scale, q}, Want{"w2_scale", a.w2_scale, q},
+          Want{"a1_scale", a.a1_scale, tensor}, Want{"a2_scale", a.a2_scale, tensor}}) {
       if ((w.ptr != nullptr) == w.needed) continue;
       return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner",
-                              std::string("RunArgs ") + w.name + " is " +
-                                  (w.ptr ? "set" : "null") + " but the runner's problem has quant " +
+                              std::string("RunArgs ") + w.name + " is " + (w.ptr ? "set" : "null") +
+                                  " but the runner's problem has quant " +
                                   std::string(core::to_string(problem.quant)) + "; pass " + w.name +
                                   (w.needed ? "" : " only for an fp8 quant that takes it"));
     }

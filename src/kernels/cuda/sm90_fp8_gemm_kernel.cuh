@@ -25,9 +25,9 @@ struct Fp8GemmParams {
   const int* block_expert;
   const int* num_blocks;
   const float* sorted_weights;
-  const moe_bf16* bias;  // GEMM1 with kActBias: b1 [E, N1]; null elsewhere
-  int k_dim;             // K (GEMM1) or I (GEMM2)
-  int n_dim;             // I (GEMM1) or K (GEMM2)
+  const moe_bf16* bias;   // GEMM1 with kActBias: b1 [E, N1]; null elsewhere
+  int k_dim;              // K (GEMM1) or I (GEMM2)
+  int n_dim;              // I (GEMM1) or K (GEMM2)
   int b_rows_per_expert;  // N1 (GEMM1) or K (GEMM2)
   int top_k;
   int max_blocks;
@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(kBlockM * 2, 1) moe_fp8_gemm_kernel(Fp8GemmPar
 
   const int n0 = pid_n * kBlockN;
   const int valid_n = min(kBlockN, p.n_dim - n0);
-  const auto* b_base = reinterpret_cast<const moe_bf16*>(
-      p.b + (long long)expert * p.b_rows_per_expert * p.k_dim);
+  const auto* b_base =
+      reinterpret_cast<const moe_bf16*>(p.b + (long long)expert * p.b_rows_per_expert * p.k_dim);
   Fp8TileScales scales{};
   if (kBlockScaled) scales = fp8_tile_scales<Mainloop, kIsGemm1>(p, a_row, expert, n0);
   Mainloop ml;

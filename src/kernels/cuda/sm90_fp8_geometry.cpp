@@ -33,11 +33,10 @@ core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const
     return geometry_error(gemm, "tile.block_k = " + str(t.block_k) + " with fp8; use 128");
   }
   if (t.block_n % 16 != 0 || width > (block ? 128 : 256)) {
-    return geometry_error(gemm, "tile.block_n = " + str(t.block_n) +
-                                    " with fp8 (wgmma width " + str(width) +
-                                    "); use a multiple of 16 with width <= " +
-                                    str(block ? 128 : 256) +
-                                    (block ? " (block-scaled keeps partial sums too)" : ""));
+    return geometry_error(
+        gemm, "tile.block_n = " + str(t.block_n) + " with fp8 (wgmma width " + str(width) +
+                  "); use a multiple of 16 with width <= " + str(block ? 128 : 256) +
+                  (block ? " (block-scaled keeps partial sums too)" : ""));
   }
   if (block && 128 % t.block_n != 0) {
     return geometry_error(gemm, "tile.block_n = " + str(t.block_n) +
@@ -45,12 +44,12 @@ core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const
                                     "inside one 128-wide weight block)");
   }
   if (k.pipeline.split_k != 1) {
-    return geometry_error(gemm, "pipeline.split_k = " + str(k.pipeline.split_k) +
-                                    " with fp8; use 1");
+    return geometry_error(gemm,
+                          "pipeline.split_k = " + str(k.pipeline.split_k) + " with fp8; use 1");
   }
   if (k.pipeline.num_stages < 3) {
-    return geometry_error(gemm, "pipeline.num_stages = " + str(k.pipeline.num_stages) +
-                                    " with fp8; use 3 or more");
+    return geometry_error(
+        gemm, "pipeline.num_stages = " + str(k.pipeline.num_stages) + " with fp8; use 3 or more");
   }
   return core::Status::Ok();
 }
@@ -100,9 +99,9 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
     }
   }
   if (p.num_experts > 1024) {
-    return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
-                            "E = " + std::to_string(p.num_experts) +
-                                " exceeds the align kernel's 1024 experts");
+    return core::make_error(
+        core::ErrorCode::kUnsupported, "sm90_gather",
+        "E = " + std::to_string(p.num_experts) + " exceeds the align kernel's 1024 experts");
   }
   if (c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
     return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",

@@ -59,8 +59,8 @@ core::Status check_scales(core::MoeProblem const& p, MoeArgs const& a) {
 core::Status launch_quant(Sm90GatherKernels const& k, Fp8QuantParams qp, cudaStream_t stream,
                           bool pdl) {
   const long long units = qp.rows * (qp.cols / 128);
-  const unsigned grid = static_cast<unsigned>(std::clamp<long long>(
-      (units + 7) / 8, 1, static_cast<long long>(k.sm_count) * 16));
+  const unsigned grid = static_cast<unsigned>(
+      std::clamp<long long>((units + 7) / 8, 1, static_cast<long long>(k.sm_count) * 16));
   void* params[] = {&qp};
   MOETUNE_CUDA_CHECK(parts::launch(k.quant, dim3(grid), dim3(256), params, 0, stream, pdl));
   return core::Status::Ok();
@@ -80,20 +80,19 @@ core::Status launch_fp8_gemm(cudaKernel_t f, GemmGeometry const& g, Fp8GemmParam
 core::Status quantise_x(Sm90GatherKernels const& k, core::MoeProblem const& p, MoeArgs const& a,
                         parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
   return launch_quant(k,
-                      Fp8QuantParams{a.x, b.xq, b.xs, a.a1_scale, nullptr, nullptr, 0,
-                                     p.num_tokens, static_cast<int>(p.hidden_size)},
+                      Fp8QuantParams{a.x, b.xq, b.xs, a.a1_scale, nullptr, nullptr, 0, p.num_tokens,
+                                     static_cast<int>(p.hidden_size)},
                       stream, pdl);
 }
 
 /// GEMM2's input: h's rows of the valid blocks that hold a pair.
 core::Status quantise_h(Sm90GatherKernels const& k, core::MoeProblem const& p, MoeArgs const& a,
                         parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
-  return launch_quant(
-      k,
-      Fp8QuantParams{b.h, b.hq, b.hs, a.a2_scale, b.sorted_pairs, b.num_blocks, b.align_m,
-                     static_cast<long long>(b.mb) * b.align_m,
-                     static_cast<int>(p.intermediate_size)},
-      stream, pdl);
+  return launch_quant(k,
+                      Fp8QuantParams{b.h, b.hq, b.hs, a.a2_scale, b.sorted_pairs, b.num_blocks,
+                                     b.align_m, static_cast<long long>(b.mb) * b.align_m,
+                                     static_cast<int>(p.intermediate_size)},
+                      stream, pdl);
 }
 
 Fp8GemmParams gemm1_params(core::MoeProblem const& p, MoeArgs const& a,

@@ -83,7 +83,7 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
     const float f[2][2] = {{sc.x * sc.z, sc.y * sc.z}, {sc.x * sc.w, sc.y * sc.w}};
 #pragma unroll
     for (int j = 0; j < kAccPerThread; ++j) {
-      const int half = (j & 3) >> 1;           // rows lane/4 (i = 0, 1) or lane/4 + 8 (i = 2, 3)
+      const int half = (j & 3) >> 1;            // rows lane/4 (i = 0, 1) or lane/4 + 8 (i = 2, 3)
       const int up = j >= kBlockN / 2 ? 1 : 0;  // gated: the up fragments follow the gate's
       acc[j] = fmaf(part[j], f[kGated ? up : 0][half], acc[j]);
     }
@@ -98,8 +98,8 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   /// Waits for tile kt's copies, makes them visible to wgmma, and queues tile kt + kStages - 2
   /// into the stage tile kt - 2 held (its MMAs retired by the wait<1> of iteration kt - 1).
   MOETUNE_DEVICE static void refill(char* smem, int kt, int num_k_tiles, const moe_bf16* a,
-                                    const long long* a_off, const moe_bf16* b_base,
-                                    int b_gate_row0, int b_up_row0, int valid_n, int k_units) {
+                                    const long long* a_off, const moe_bf16* b_base, int b_gate_row0,
+                                    int b_up_row0, int valid_n, int k_units) {
     cp_async_wait<kStages - 3>();  // tile kt landed (this thread's copies)
     fence_proxy_async();  // NOTE: cp.async writes are generic-proxy; wgmma reads async-proxy
     __syncthreads();      // ... and every thread's copies are visible

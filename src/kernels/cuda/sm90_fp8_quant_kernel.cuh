@@ -49,10 +49,9 @@ __global__ void __launch_bounds__(256) moe_fp8_quant_kernel(Fp8QuantParams p) {
     if (p.sorted_pairs != nullptr && p.sorted_pairs[row] < 0) continue;
     const long long at = row * p.cols + g * 128 + lane * 4;
     const uint2 raw = *reinterpret_cast<const uint2*>(p.src + at);
-    const float v[4] = {bf16_to_float((moe_bf16)(raw.x & 0xFFFF)),
-                        bf16_to_float((moe_bf16)(raw.x >> 16)),
-                        bf16_to_float((moe_bf16)(raw.y & 0xFFFF)),
-                        bf16_to_float((moe_bf16)(raw.y >> 16))};
+    const float v[4] = {
+        bf16_to_float((moe_bf16)(raw.x & 0xFFFF)), bf16_to_float((moe_bf16)(raw.x >> 16)),
+        bf16_to_float((moe_bf16)(raw.y & 0xFFFF)), bf16_to_float((moe_bf16)(raw.y >> 16))};
     float s;
     if (kBlock) {
       float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));

@@ -14,6 +14,7 @@
 
 #include "../../core/temp_dir.hpp"
 
+#include "fresh_cubin_cache.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
@@ -22,7 +23,6 @@
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda/sm90_gather_space.hpp"
 #include "kernels/cuda/sm90_swap_geometry.hpp"
-#include "fresh_cubin_cache.hpp"
 #include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {

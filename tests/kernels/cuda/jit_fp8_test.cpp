@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "fresh_cubin_cache.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_gather_load.hpp"
 #include "kernels/cuda/sm90_gather_space.hpp"
-#include "fresh_cubin_cache.hpp"
 #include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
@@ -77,8 +77,8 @@ TEST(Fp8Geometry, RefusesWhatTheKernelCannotRunNamingTheField) {
   mixed.gemm2.pipeline.num_warps = 8;
   EXPECT_NE(refusal(p, mixed).find("differs from gemm2.tile.block_m"), std::string::npos)
       << refusal(p, mixed);
-  auto odd = fp8(moe_shape(8, 4000, 14336, 2, core::Activation::kSiluGated),
-                 core::Quant::kFp8Tensor, 4);
+  auto odd =
+      fp8(moe_shape(8, 4000, 14336, 2, core::Activation::kSiluGated), core::Quant::kFp8Tensor, 4);
   EXPECT_NE(refusal(odd, sm90_default_config(odd)).find("K = 4000 is not a multiple of 128"),
             std::string::npos);
 }
