@@ -1,6 +1,7 @@
-// The pieces of an sm90_gather layer launch that its regimes share (sm90_gather_launch.cpp and
-// the fp8 regime's sm90_fp8_launch.cpp): the workspace layout and its carving, the launch helper,
-// and the align and combine steps. Internal to kernels/cuda.
+// The pieces of an sm90_gather layer launch that its regimes share (sm90_gather_launch.cpp, the
+// decode regime's sm90_decode_launch.cpp and the fp8 regime's sm90_fp8_launch.cpp): the workspace
+// layout and its carving, the launch helper, and the align, decode and combine steps. Internal to
+// kernels/cuda.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -66,6 +67,15 @@ cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t 
 core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                           FastPaths const& fast_paths);
+/// Tiny M (decode configs): two launches, GEMM1 routes itself, GEMM2 combines itself; or (lever
+/// decode_fused, where decode_fused_takes) one cooperative launch (sm90_decode_launch.cpp).
+core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                           unsigned stages, FastPaths const& fast_paths);
+/// Lever decode_fused's kernel; `trace` (or null) receives its phase stamps.
+core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                                 MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
+                                 FastPaths const& fast_paths, int64_t* trace = nullptr);
 /// out[t] = sum_j y[t * top_k + j] (+ biases) in a fixed order.
 core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& p,
                             MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
