@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_out.hpp"
 #include "core/lint.hpp"
+#include "core/table_lookup.hpp"
 #include "kernels/testbed.hpp"
 
 namespace moetune::cli {
@@ -45,9 +46,11 @@ Backends find_backends(LintArgs const& args, std::optional<core::Recipe> const& 
   auto files = core::list_table_files(args.tables_dir);
   if (files.ok()) {
     for (std::string const& file : *files) {
-      auto table = core::load_table(file);
-      if (!table.ok() || table->key.family.empty()) continue;
-      b.family_of[shape_id(core::problem_for_key(table->key, 1))] = table->key.family;
+      // Only the key is needed here: a lookup reads it without parsing the rows.
+      auto table = core::TableLookup::open(file);
+      if (!table.ok() || table->head().key.family.empty()) continue;
+      core::TableKey const& key = table->head().key;
+      b.family_of[shape_id(core::problem_for_key(key, 1))] = key.family;
     }
   }
   if (recipe) {
@@ -81,8 +84,8 @@ std::vector<core::LintFinding> shown_findings(std::vector<core::LintFinding> con
   for (core::LintFinding const& f : findings) {
     if (f.kind == core::LintKind::kTinyMShadow && f.bucket) {
       if (keys.count(f.file) == 0) {
-        auto table = core::load_table(f.file);
-        keys[f.file] = table.ok() ? std::optional(table->key) : std::nullopt;
+        auto table = core::TableLookup::open(f.file);
+        keys[f.file] = table.ok() ? std::optional(table->head().key) : std::nullopt;
       }
       std::optional<core::TableKey> const& key = keys[f.file];
       ShapeId const id = shape_id(core::problem_for_key(key.value_or(core::TableKey{}), 1));

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "core/json_text.hpp"
 #include "core/resolver.hpp"
+#include "core/table_lookup.hpp"
 
 namespace moetune::cli {
 namespace {
@@ -52,15 +53,17 @@ void print_resolution(core::Resolution const& r) {
 
 void run_resolve(ResolveArgs const& args) {
   for (int64_t const m : args.ms) check_m(m, "--m");
-  core::Table table = load_table_or_exit(args.table_path);
+  // Opened for lookups: a table of 100k rows costs its keys and the rows asked for, not a parse
+  // of every row (core/table_lookup.hpp); errors are load_table's.
+  core::TableLookup table = unwrap(core::TableLookup::open(args.table_path));
   std::optional<core::MoeProblem> problem;
   if (!args.problem_spec.empty()) {
     problem = parse_problem_or_exit(args.problem_spec);
-    unwrap(core::check_key_matches(table.key, *problem, args.table_path));
+    unwrap(core::check_key_matches(table.head().key, *problem, args.table_path));
   }
   for (int64_t const m : args.ms) {
     core::Resolution const r =
-        core::resolve(table, m, default_config_for(table, args.table_path, problem));
+        unwrap(core::resolve(table, m, default_config_for(table.head(), args.table_path, problem)));
     if (!args.json) {
       print_resolution(r);
     } else if (args.ms.size() == 1) {

@@ -169,27 +169,30 @@ Result<std::vector<LintFinding>> lint_tables(std::string const& dir,
   }
   for (auto const& path : *files) {
     std::string const base = fs::path(path).filename().string();
-    auto text = read_file(path);
-    auto vllm = text.ok() ? parse_vllm_table(*text, path) : Result<Table>(text.error());
+    auto vllm = [&]() -> Result<Table> {  // the text is freed before the manifest is read
+      auto text = read_file(path);
+      return text.ok() ? parse_vllm_table(*text, path) : Result<Table>(text.error());
+    }();
     if (!vllm.ok()) {
       out.push_back(finding(LintKind::kLoadError, path, std::nullopt, vllm.error().to_string()));
       continue;
     }
-    Table table = *vllm;
+    Table table = std::move(*vllm);
     auto mtext = read_file(manifest_path(path));
     if (mtext.ok()) {
       auto manifest = parse_manifest(*mtext, manifest_path(path));
+      *mtext = std::string();  // the text is not needed past the parse
       if (!manifest.ok()) {
         out.push_back(
             finding(LintKind::kLoadError, path, std::nullopt, manifest.error().to_string()));
         continue;
       }
-      auto mismatches = manifest_mismatches(*manifest, *vllm, base, manifest_path(path));
+      auto mismatches = manifest_mismatches(*manifest, table, base, manifest_path(path));
       for (auto const& e : mismatches) {
         out.push_back(finding(LintKind::kManifestMismatch, path, std::nullopt, e.to_string()));
       }
       if (!mismatches.empty()) continue;
-      table = *manifest;
+      table = std::move(*manifest);
     }
     std::string family = table.key.family;
     if (recipe.has_value()) {

@@ -14,6 +14,7 @@
 #include "core/config.hpp"
 #include "core/source.hpp"
 #include "core/table.hpp"
+#include "core/table_lookup.hpp"
 
 namespace moetune::core {
 
@@ -53,5 +54,8 @@ std::optional<int64_t> nearest_key(Table const& table, int64_t m);
 
 /// Resolves M against a table with its policy. Total: every M >= 0 gets an answer.
 Resolution resolve(Table const& table, int64_t m, DefaultConfigFn const& default_config);
+/// The same answer from a table opened for lookups, reading only the row it serves. Fails only
+/// when that row does not read: load_table's error for the table.
+Result<Resolution> resolve(TableLookup& table, int64_t m, DefaultConfigFn const& default_config);
 
 }  // namespace moetune::core

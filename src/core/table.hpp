@@ -2,13 +2,14 @@
 // the engines' file lacks. On disk a table is two files in one directory:
 //   E=128,N=768,device_name=NVIDIA_H200,family=sm90_gather.json            the rows
 //   E=128,N=768,device_name=NVIDIA_H200,family=sm90_gather.json.moetune    the manifest (JSON):
-//       full TableKey, policy, per-row GEMM2 config when it differs, knobs the engines lack, and
-//       per-row Source
+//       full TableKey, policy, both GEMMs' configs per row, and per row Source (the fields one
+//       run shares written once under "sources")
 // The file name comes from core/engine_rows.hpp (table_file_name): our own families carry
 // ",family=..", so no engine loads them; an engine family's table has exactly the engine's name.
 // The rows file holds each row's GEMM1 config in the engines' six fields; an engine never sees
 // the manifest (its name does not end in .json). A table with no manifest (any vLLM/SGLang file)
 // loads with both GEMMs set to the file's row and no key fields beyond the name.
+// load_table reads every row; core/table_lookup.hpp reads the one row a lookup serves.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,8 @@
 namespace moetune::core {
 
 /// Format version of the manifest; readers accept [kOldestManifestVersion, kManifestVersion].
-inline constexpr int kManifestVersion = 1;
+/// Version 2 added "sources" (a source's shared fields written once) and writes no indentation.
+inline constexpr int kManifestVersion = 2;
 inline constexpr int kOldestManifestVersion = 1;
 
 /// The full key of a table. The vLLM file name is derived from (E, N, device, dtype, block_shape);
@@ -153,11 +155,15 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file);
 /// vLLM's order less absent_fields (+ SPLIT_K when != 1, + vllm_extra), newline at end.
 std::string format_vllm_table(Table const& table);
 
-/// The manifest as JSON text: {"manifest_version", "key", "policy", "rows": {"M": {"config",
-/// "source"}}}; rows hold both GEMMs' full configs and the sources.
+/// The manifest as JSON text, version 2: {"manifest_version", "key", "policy", "sources",
+/// "rows": {"M": {"config", "source"}}}, one line per source and per row. Each row holds both
+/// GEMMs' full configs and its source as {"index" into "sources", "numbers", "digest"} (or
+/// null); "sources" holds each distinct rest of a source (kind, date, device, protocol, command).
 std::string format_manifest(Table const& table);
-/// Parses a manifest (strict; a version outside [kOldestManifestVersion, kManifestVersion] is
-/// kVersion naming the file). The result has has_manifest = true and no extra.
+/// Parses a manifest of version 1 (no "sources"; each row's source whole) or 2 (strict; a
+/// version outside [kOldestManifestVersion, kManifestVersion] is kVersion naming the file). A
+/// row's source may be null, a whole Source, or {"index", "numbers", "digest"}. The result has
+/// has_manifest = true and no extra.
 Result<Table> parse_manifest(std::string_view text, std::string const& file);
 /// Every disagreement between a manifest and the vLLM file it sits beside (`vllm_file_name` is
 /// the vLLM file's base name), as kMismatch errors with where = the manifest path, in order: key

@@ -1,13 +1,14 @@
 // The two files of a table: vLLM's config JSON (format fixed by vLLM's save_configs and
 // get_moe_configs) and moetune's manifest sidecar, plus the checks that they agree.
 #include <algorithm>
-#include <charconv>
 #include <filesystem>
+#include <unordered_map>
 
 #include "core/engine_rows.hpp"
 #include "core/json_io.hpp"
 #include "core/names.hpp"
 #include "core/table.hpp"
+#include "core/table_rows.hpp"
 
 namespace moetune::core {
 
@@ -16,78 +17,6 @@ namespace {
 constexpr char const* kRegenerate =
     "; the pair is out of step (an interrupted write, a rename or an edit): regenerate it with "
     "`moetune materialize` (or the `moetune tune` that made it) or delete the stale manifest";
-
-/// vLLM's six fields, in the order sort_config writes them.
-constexpr char const* kVllmFields[] = {"BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K",
-                                       "GROUP_SIZE_M", "num_warps",    "num_stages"};
-
-int* vllm_field(KernelConfig& k, int i) {
-  int* const fields[] = {&k.tile.block_m, &k.tile.block_n,       &k.tile.block_k,
-                         &k.tile.group_m, &k.pipeline.num_warps, &k.pipeline.num_stages};
-  return fields[i];
-}
-
-/// The C++ path of vLLM field i, for messages.
-constexpr char const* kVllmFieldPaths[] = {"tile.block_m",       "tile.block_n",
-                                           "tile.block_k",       "tile.group_m",
-                                           "pipeline.num_warps", "pipeline.num_stages"};
-
-std::optional<int64_t> parse_m(std::string const& key) {
-  int64_t m = 0;
-  auto [ptr, ec] = std::from_chars(key.data(), key.data() + key.size(), m);
-  if (ec != std::errc() || ptr != key.data() + key.size() || key.empty()) return std::nullopt;
-  return m;
-}
-
-/// Whether an unknown row field is a near miss of a field moetune models (a typo such as
-/// "BLOCK_SIZE_MM"), not another kernel's parameter passed through.
-std::string typo_of_known_field(std::string const& name) {
-  std::vector<std::string> known(std::begin(kVllmFields), std::end(kVllmFields));
-  known.push_back("SPLIT_K");
-  return did_you_mean(name, known);
-}
-
-Status parse_vllm_row(Json const& j, JsonAt const& at, TableRow* row) {
-  if (!j.is_object()) {
-    return json_error(ErrorCode::kParse, at, "expected an object, got " + describe_json(j));
-  }
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string const& name = it.key();
-    if (name == "SPLIT_K" ||
-        std::find(std::begin(kVllmFields), std::end(kVllmFields), name) != std::end(kVllmFields)) {
-      continue;
-    }
-    if (std::string const typo = typo_of_known_field(name); !typo.empty()) {
-      return json_error(ErrorCode::kParse, at,
-                        "unknown field '" + clip(name) + "' looks like a misspelt engine field" +
-                            typo + " (other fields, such as ROCm's kpack, are kept as they are)");
-    }
-    row->vllm_extra[name] = it.value().dump();
-  }
-  KernelConfig k;
-  k.pipeline.num_warps = kTritonDefaultWarps;
-  k.pipeline.num_stages = kTritonDefaultStages;
-  for (int i = 0; i < 6; ++i) {
-    if (!j.contains(kVllmFields[i])) {
-      // The engines pass the row as the kernel's keyword arguments: the four tile fields are
-      // kernel parameters it cannot run without; num_warps/num_stages have Triton's defaults.
-      if (i >= 4) {
-        row->absent_fields.push_back(kVllmFields[i]);
-        continue;
-      }
-      return json_error(ErrorCode::kParse, at,
-                        std::string("missing field '") + kVllmFields[i] +
-                            "'; an engine row needs BLOCK_SIZE_M/N/K and GROUP_SIZE_M");
-    }
-    MOETUNE_RETURN_IF_ERROR(
-        from_json(j[kVllmFields[i]], at.field(kVllmFields[i]), vllm_field(k, i)));
-  }
-  if (j.contains("SPLIT_K")) {
-    MOETUNE_RETURN_IF_ERROR(from_json(j["SPLIT_K"], at.field("SPLIT_K"), &k.pipeline.split_k));
-  }
-  row->config = uniform_config(k);
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -114,7 +43,7 @@ Result<Table> parse_vllm_table(std::string_view text, std::string const& file) {
   std::vector<int64_t> file_order;
   std::vector<std::pair<int64_t, Error>> row_errors;
   auto on_member = [&](std::string const& key, Json& value, bool repeats) -> Status {
-    auto const m = parse_m(key);
+    auto const m = parse_row_key(key);
     if (!m.has_value()) {
       if (value.is_object()) {
         return json_error(
@@ -172,59 +101,95 @@ std::string format_vllm_table(Table const& table) {
       auto v = parse_json(text, "extra");
       r[name] = v.ok() ? *v : Json(text);
     }
-    j[std::to_string(m)] = r;
+    // Appended without ordered_map's search of every earlier key (quadratic in the rows): a row
+    // key is an integer, so it is neither an extra's name nor another row's.
+    j.get_ref<Json::object_t&>().Container::emplace_back(std::to_string(m), std::move(r));
   }
   return print_json(j, 4);
 }
 
+namespace {
+
+/// `j` on one line.
+std::string compact(Json const& j) {
+  std::string text = print_json(j, -1);
+  text.pop_back();  // print_json's newline
+  return text;
+}
+
+}  // namespace
+
 std::string format_manifest(Table const& table) {
-  Json rows = Json::object();
+  // One line per source and per row, nothing indented: a 100k-row manifest stays a few times
+  // its rows file, and a reader finds each row without parsing the others. A source's fields
+  // other than its numbers and digest are the same for every row one run tuned, so they are
+  // written once under "sources" and each row names its entry.
+  std::string sources, rows;
+  std::unordered_map<std::string, size_t> source_index;
   for (auto const& [m, row] : table.rows) {
-    rows[std::to_string(m)] = Json{{"config", to_json(row.config)},
-                                   {"source", row.source ? to_json(*row.source) : Json(nullptr)}};
+    Json source(nullptr);
+    if (row.source) {
+      std::string shared = compact(shared_source_json(*row.source));
+      auto [it, added] = source_index.emplace(std::move(shared), source_index.size());
+      if (added) sources += (sources.empty() ? "\n" : ",\n") + it->first;
+      source = row_source_json(*row.source, it->second);
+    }
+    rows += (rows.empty() ? "\n" : ",\n") + compact(Json(std::to_string(m))) + ":" +
+            compact(Json{{"config", to_json(row.config)}, {"source", std::move(source)}});
   }
-  Json j{{"manifest_version", kManifestVersion},
-         {"key", to_json(table.key)},
-         {"policy", to_json(table.policy)},
-         {"rows", rows}};
-  return print_json(j, 2);
+  return "{\"manifest_version\":" + std::to_string(kManifestVersion) +
+         ",\n\"key\":" + compact(to_json(table.key)) +
+         ",\n\"policy\":" + compact(to_json(table.policy)) + ",\n\"sources\":[" + sources +
+         (sources.empty() ? "]" : "\n]") + ",\n\"rows\":{" + rows +
+         (rows.empty() ? "}}\n" : "\n}}\n");
 }
 
 Result<Table> parse_manifest(std::string_view text, std::string const& file) {
   // Rows are read one at a time as the parser completes them, so a 100k-row manifest never
-  // becomes one tree. The first row error waits until the top level (version, key) is checked,
-  // which a too-new manifest must fail first.
+  // becomes one tree. The first row error waits until the top level (version, key, sources) is
+  // checked, which a too-new manifest must fail first; so do the rows that name a source, since
+  // "sources" may follow "rows" in a file written by hand.
   Table table;
   table.has_manifest = true;
   JsonAt const at{file, ""};
   JsonAt const rows_at = at.field("rows");
   std::optional<Error> row_error;
+  std::vector<std::pair<int64_t, int64_t>> source_index;  // (M, index) of rows naming a source
   auto on_row = [&](std::string const& key, Json& value, bool) -> Status {
     if (row_error) return Status::Ok();
-    auto const m = parse_m(key);
+    auto const m = parse_row_key(key);
     if (!m.has_value() || *m < 1) {
       row_error = json_error(ErrorCode::kParse, rows_at,
                              "key '" + clip(key) + "' is not a token count >= 1");
       return Status::Ok();
     }
-    JsonAt const row_at = rows_at.index(*m);
-    auto rr = ObjectReader::open(value, row_at, {"config", "source"});
-    TableRow row;
-    Status st = rr.ok() ? rr->required("config", &row.config) : Status(rr.error());
-    if (st.ok()) st = rr->optional("source", &row.source);
-    if (!st.ok()) {
+    if (table.rows.count(*m) != 0) {  // "016" after "16": one row written twice
+      row_error = json_error(
+          ErrorCode::kParse, rows_at,
+          "key '" + clip(key) + "' is M=" + std::to_string(*m) + " again; keep one row per M");
+      return Status::Ok();
+    }
+    ManifestRow row;
+    if (Status const st = parse_manifest_row(value, rows_at.index(*m), &row); !st.ok()) {
       row_error = st.error();
       return Status::Ok();
     }
-    table.rows[*m] = std::move(row);
+    if (row.source_index) source_index.emplace_back(*m, *row.source_index);
+    table.rows[*m] = std::move(row.row);
     return Status::Ok();
   };
   auto j = parse_json_streamed(text, file, DuplicateKeys::kError, {"rows"}, on_row);
   if (!j.ok()) return j.error();
-  auto r = ObjectReader::open(*j, at, {"manifest_version", "key", "policy", "rows"});
-  if (!r.ok()) return r.error();
+  // The version before the fields: a newer manifest may hold fields this build does not know,
+  // and the error to give is that it is newer.
   int version = 0;
-  MOETUNE_RETURN_IF_ERROR(r->required("manifest_version", &version));
+  if (j->is_object() && j->contains("manifest_version")) {
+    MOETUNE_RETURN_IF_ERROR(
+        from_json((*j)["manifest_version"], at.field("manifest_version"), &version));
+  }
+  auto r = ObjectReader::open(*j, at, {"manifest_version", "key", "policy", "sources", "rows"});
+  if (!r.ok() && version <= kManifestVersion) return r.error();
+  if (r.ok() && !r->has("manifest_version")) return r->missing("manifest_version");
   if (version < kOldestManifestVersion || version > kManifestVersion) {
     return make_error(ErrorCode::kVersion, file,
                       "manifest_version " + std::to_string(version) + " is not readable by this " +
@@ -232,14 +197,28 @@ Result<Table> parse_manifest(std::string_view text, std::string const& file) {
                           std::to_string(kManifestVersion) +
                           "); regenerate it with `moetune materialize` or update moetune");
   }
+  if (version < 2 && r->has("sources")) {
+    return json_error(ErrorCode::kParse, at,
+                      "field 'sources' is new in manifest_version 2, but this file says " +
+                          std::to_string(version) + "; set manifest_version to 2");
+  }
   MOETUNE_RETURN_IF_ERROR(r->required("key", &table.key));
   MOETUNE_RETURN_IF_ERROR(r->optional("policy", &table.policy));
+  std::vector<Source> sources;
+  if (r->has("sources")) {
+    MOETUNE_RETURN_IF_ERROR(parse_manifest_sources((*j)["sources"], at.field("sources"), &sources));
+  }
   if (!r->has("rows")) return r->missing("rows");
   Json const& rows = (*j)["rows"];
   if (!rows.is_object()) {
     return json_error(ErrorCode::kParse, rows_at, "expected an object, got " + describe_json(rows));
   }
   if (row_error) return *row_error;
+  for (auto const& [m, index] : source_index) {
+    ManifestRow row{std::move(table.rows[m]), index};
+    MOETUNE_RETURN_IF_ERROR(attach_source(&row, sources, rows_at.index(m)));
+    table.rows[m] = std::move(row.row);
+  }
   return table;
 }
 

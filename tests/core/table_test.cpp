@@ -317,8 +317,109 @@ TEST(Table, TooNewManifestIsAVersionError) {
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error().code, ErrorCode::kVersion);
   EXPECT_EQ(t.error().to_string(),
-            "f.moetune: manifest_version 99 is not readable by this build (reads 1..1); "
+            "f.moetune: manifest_version 99 is not readable by this build (reads 1..2); "
             "regenerate it with `moetune materialize` or update moetune");
+  // A newer manifest's new fields do not hide that it is newer.
+  auto newer = parse_manifest(R"({"manifest_version": 3, "key": {}, "rows": {}, "shards": []})",
+                              "f.moetune");
+  ASSERT_FALSE(newer.ok());
+  EXPECT_EQ(newer.error().code, ErrorCode::kVersion);
+  auto unknown = parse_manifest(R"({"manifest_version": 2, "key": {}, "rows": {}, "shards": []})",
+                                "f.moetune");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().to_string(),
+            "f.moetune: unknown field 'shards'; expected one of manifest_version, key, policy, "
+            "sources, rows");
+}
+
+// Version 2: the fields a run shares are written once under "sources", each row names its entry
+// and keeps its own numbers and digest; one line per source and per row, nothing indented.
+TEST(Table, ManifestWritesWhatARunSharesOnceAndARowALine) {
+  Table t = full_table();
+  t.rows[16].source = testing::measured_source(31.25, 40.5);
+  t.rows[256].source = testing::measured_source(12.5, 13.0);
+  t.rows[256].source->digest = "";
+  t.rows[512].config = uniform_config(KernelConfig{});
+  t.rows[512].source = testing::measured_source();
+  t.rows[512].source->protocol = "another protocol";
+  t.rows[1024].config = uniform_config(KernelConfig{});
+  std::string const text = format_manifest(t);
+  EXPECT_EQ(text.substr(0, 23), "{\"manifest_version\":2,\n");
+  size_t const rows_at = text.find("\"rows\":{\n");
+  ASSERT_NE(rows_at, std::string::npos);
+  size_t const sources_at = text.find("\"sources\":[");
+  std::string const sources = text.substr(sources_at, rows_at - sources_at);
+  EXPECT_EQ(std::count(sources.begin(), sources.end(), '\n'), 4) << sources;  // 2 entries
+  EXPECT_EQ(sources.find("\"numbers\""), std::string::npos) << sources;
+  std::string const rows = text.substr(rows_at);
+  EXPECT_EQ(std::count(rows.begin(), rows.end(), '\n'), 6) << rows;  // "rows":{, 4 rows, }}
+  EXPECT_NE(rows.find("\"256\":{\"config\":"), std::string::npos) << rows;
+  EXPECT_NE(
+      rows.find("\"source\":{\"index\":0,\"numbers\":{\"default_us\":13.0,\"time_us\":12.5}}"),
+      std::string::npos)
+      << rows;
+  EXPECT_NE(rows.find("\"source\":{\"index\":1,"), std::string::npos) << rows;
+  EXPECT_NE(rows.find("\"1024\":{\"config\":{\"gemm1\":"), std::string::npos) << rows;
+  EXPECT_EQ(text.find("  "), std::string::npos);  // no indentation anywhere
+  auto back = parse_manifest(text, "t.json.moetune");
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->rows, t.rows);
+}
+
+// A manifest written before version 2 (indented, every source whole) reads as it always did.
+TEST(Table, ManifestOfVersion1StillReads) {
+  auto t = parse_manifest(R"({
+  "manifest_version": 1,
+  "key": {"num_experts": 8, "intermediate_size": 128, "device_name": "cpu"},
+  "rows": {
+    "16": {
+      "config": {"gemm1": {"tile": {"block_m": 16}}},
+      "source": {"kind": "measured", "date": "2026-09-19", "numbers": {"time_us": 3.5},
+                 "digest": "ab", "command": "moetune tune"}
+    },
+    "32": {"config": {"gemm1": {"tile": {"block_m": 32}}}, "source": null}
+  }
+})",
+                          "t.json.moetune");
+  ASSERT_TRUE(t.ok()) << t.error().to_string();
+  ASSERT_EQ(t->rows.size(), 2u);
+  EXPECT_EQ(t->rows.at(16).config.gemm2.tile.block_m, 16);
+  EXPECT_EQ(t->rows.at(16).source->numbers.at("time_us"), 3.5);
+  EXPECT_EQ(t->rows.at(16).source->command, "moetune tune");
+  EXPECT_FALSE(t->rows.at(32).source.has_value());
+}
+
+TEST(Table, ManifestSourceIndexAndSpellingErrorsNameTheField) {
+  std::string const head =
+      R"({"manifest_version": 2, "key": {}, "sources": [{"kind": "tuned", "command": "c"}],
+          "rows": {"16": {"config": {}, "source": {"index": )";
+  ASSERT_TRUE(parse_manifest(head + "0}}}}", "m").ok());
+  auto far = parse_manifest(head + "1}}}}", "m");
+  ASSERT_FALSE(far.ok());
+  EXPECT_EQ(far.error().to_string(),
+            "m: rows[16].source.index: 1 names no entry of sources (it has 1); regenerate the "
+            "table with `moetune materialize` or the `moetune tune` that made it");
+  auto stray = parse_manifest(head + "0, \"kind\": \"tuned\"}}}}", "m");
+  ASSERT_FALSE(stray.ok());
+  EXPECT_EQ(stray.error().to_string(),
+            "m: rows[16].source: unknown field 'kind'; expected one of index, numbers, digest");
+  auto shared_numbers = parse_manifest(
+      R"({"manifest_version": 2, "key": {}, "sources": [{"numbers": {}}], "rows": {}})", "m");
+  ASSERT_FALSE(shared_numbers.ok());
+  EXPECT_EQ(shared_numbers.error().to_string(),
+            "m: sources[0]: unknown field 'numbers'; expected one of kind, date, device, "
+            "protocol, command");
+  auto old =
+      parse_manifest(R"({"manifest_version": 1, "key": {}, "sources": [], "rows": {}})", "m");
+  ASSERT_FALSE(old.ok());
+  EXPECT_EQ(old.error().to_string(),
+            "m: field 'sources' is new in manifest_version 2, but this file says 1; set "
+            "manifest_version to 2");
+  auto twice = parse_manifest(
+      R"({"manifest_version": 2, "key": {}, "rows": {"16": {"config": {}}, "016": {"config": {}}}})",
+      "m");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error().to_string(), "m: rows: key '016' is M=16 again; keep one row per M");
 }
 
 TEST(Table, CheckKeyMatchesNamesTheFirstDifferingField) {
@@ -350,8 +451,9 @@ TEST(Table, Fp8ProblemsTakeOnlyTablesNamedForTheirQuantisation) {
                .quant = Quant::kFp8Block};
   Status const st = check_key_matches(t.key, p, "X");
   ASSERT_FALSE(st.ok());
-  EXPECT_NE(st.error().message.find("dtype is bf16 in the table but fp8_w8a8,block_shape=[128,128]"),
-            std::string::npos)
+  EXPECT_NE(
+      st.error().message.find("dtype is bf16 in the table but fp8_w8a8,block_shape=[128,128]"),
+      std::string::npos)
       << st.error().message;
   TableKey fp8 = t.key;
   fp8.dtype_tag = "fp8_w8a8";
