@@ -2,7 +2,7 @@
 // NVRTC only when `moetune prewarm` did not put them there), one device workspace allocated up
 // front, launches on the caller's stream with no host synchronisation. Compiled only with
 // MOETUNE_HAVE_CUDA; exercised on a GPU by tests/runtime/cuda/runner_cuda_test.cpp,
-// examples/01_moe_runner and `moetune run --backend cuda` (bench/run_h200_runtime.sh).
+// examples/01_moe_runner and `moetune run --backend cuda` (`bench/device.sh runtime`).
 #if defined(MOETUNE_HAVE_CUDA)
 
 #include <cuda_runtime.h>
