@@ -1,6 +1,7 @@
 // One checked MoeRunner call; see checked_run.hpp. The device half is checked_run_cuda.cpp.
 #include "runtime/checked_run.hpp"
 
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/moe_data.hpp"
@@ -19,6 +20,13 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
                                      int64_t m, Knobs const& knobs, uint64_t seed) {
   core::MoeProblem p = runner.problem();
   p.num_tokens = m;
+  if (p.quant != core::Quant::kNone) {
+    return core::make_error(core::ErrorCode::kUnsupported, "run_checked",
+                            "quant " + std::string(core::to_string(p.quant)) +
+                                ": the checked run generates no fp8 weights or scales yet; run fp8 "
+                                "layers through the torch op (moetune.fused_moe with w1_scale / "
+                                "w2_scale) or bench/fp8_bench.py");
+  }
   auto data = kernels::cpu::generate_moe_data(p, routing, seed);
   if (!data.ok()) return data.error();
   std::vector<unsigned char> out(static_cast<size_t>(m * p.hidden_size) *

@@ -50,6 +50,14 @@ TEST_F(CliRun, JsonNamesTheDefaultRuleWithoutTablesAndTheTableRuleWithThem) {
   EXPECT_TRUE(has(t.out, "key 4 (nearest key"));
 }
 
+TEST_F(CliRun, AnFp8ProblemIsRefusedSayingWhereFp8Runs) {
+  RunResult r = run({"run", "--backend", "cpu", "--problem", kProblem + ",quant=fp8_block", "--m",
+                     "4", "--cache", path("knobs.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_TRUE(has(r.err, "quant fp8_block: the checked run generates no fp8 weights")) << r.err;
+  EXPECT_TRUE(has(r.err, "moetune.fused_moe with w1_scale")) << r.err;
+}
+
 TEST_F(CliRun, ExplicitFileIsValidatedAndAConflictNamesConfigAndProblem) {
   write("ok.json", R"({"gemm1": {"tile": {"block_m": 16, "block_n": 32}}})");
   RunResult ok = run_m(5, {"--knobs", path("ok.json").string()});
