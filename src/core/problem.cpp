@@ -12,30 +12,45 @@ namespace moetune::core {
 
 namespace {
 
-struct ActivationName {
-  Activation act;
+/// One enum's CLI/JSON names, in the order error messages list them.
+template <class T>
+struct Named {
+  T value;
   const char* name;
 };
-constexpr ActivationName kActivationNames[] = {{Activation::kSiluGated, "silu"},
-                                               {Activation::kRelu2, "relu2"},
-                                               {Activation::kGelu, "gelu"},
-                                               {Activation::kGeluTanh, "gelu_tanh"},
-                                               {Activation::kSwigluOai, "swigluoai"}};
-
-struct DTypeName {
-  DType dtype;
-  const char* name;
-  int bytes;
-};
-constexpr DTypeName kDTypeNames[] = {
-    {DType::kBf16, "bf16", 2}, {DType::kFp16, "fp16", 2}, {DType::kFp32, "fp32", 4}};
-
-struct QuantName {
-  Quant quant;
-  const char* name;
-};
-constexpr QuantName kQuantNames[] = {
+constexpr Named<Activation> kActivationNames[] = {{Activation::kSiluGated, "silu"},
+                                                  {Activation::kRelu2, "relu2"},
+                                                  {Activation::kGelu, "gelu"},
+                                                  {Activation::kGeluTanh, "gelu_tanh"},
+                                                  {Activation::kSwigluOai, "swigluoai"}};
+constexpr Named<DType> kDTypeNames[] = {
+    {DType::kBf16, "bf16"}, {DType::kFp16, "fp16"}, {DType::kFp32, "fp32"}};
+constexpr Named<Quant> kQuantNames[] = {
     {Quant::kNone, "none"}, {Quant::kFp8Tensor, "fp8_tensor"}, {Quant::kFp8Block, "fp8_block"}};
+
+/// The name of `value` (the table's first name when it has none).
+template <class T, size_t N>
+std::string_view name_of(Named<T> const (&table)[N], T value) {
+  for (auto const& n : table) {
+    if (n.value == value) return n.name;
+  }
+  return table[0].name;
+}
+
+/// The value named `text`, or "unknown <what> '<text>'; expected one of ..." with a suggestion.
+template <class T, size_t N>
+Result<T> parse_named(Named<T> const (&table)[N], std::string_view text, char const* what) {
+  std::vector<std::string> names;
+  std::string listed;
+  for (auto const& n : table) {
+    if (text == n.name) return n.value;
+    names.emplace_back(n.name);
+    listed += (listed.empty() ? "" : ", ") + std::string(n.name);
+  }
+  return make_error(ErrorCode::kInvalidArgument, what,
+                    "unknown " + std::string(what) + " '" + clip(text) + "'; expected one of " +
+                        listed + did_you_mean(text, names));
+}
 
 Error bad_field(std::string const& field, int64_t seen, std::string const& allowed) {
   return make_error(ErrorCode::kInvalidArgument, "problem",
@@ -44,68 +59,21 @@ Error bad_field(std::string const& field, int64_t seen, std::string const& allow
 
 }  // namespace
 
-std::string_view to_string(Activation act) {
-  for (auto const& a : kActivationNames) {
-    if (a.act == act) return a.name;
-  }
-  return "silu";
-}
+std::string_view to_string(Activation act) { return name_of(kActivationNames, act); }
 
 Result<Activation> parse_activation(std::string_view text) {
-  std::vector<std::string> names;
-  for (auto const& a : kActivationNames) {
-    if (text == a.name) return a.act;
-    names.emplace_back(a.name);
-  }
-  return make_error(ErrorCode::kInvalidArgument, "activation",
-                    "unknown activation '" + clip(text) +
-                        "'; expected one of silu, relu2, gelu, gelu_tanh, swigluoai" +
-                        did_you_mean(text, names));
+  return parse_named(kActivationNames, text, "activation");
 }
 
-std::string_view to_string(DType dtype) {
-  for (auto const& d : kDTypeNames) {
-    if (d.dtype == dtype) return d.name;
-  }
-  return "bf16";
-}
+std::string_view to_string(DType dtype) { return name_of(kDTypeNames, dtype); }
 
-Result<DType> parse_dtype(std::string_view text) {
-  std::vector<std::string> names;
-  for (auto const& d : kDTypeNames) {
-    if (text == d.name) return d.dtype;
-    names.emplace_back(d.name);
-  }
-  return make_error(ErrorCode::kInvalidArgument, "dtype",
-                    "unknown dtype '" + clip(text) + "'; expected one of bf16, fp16, fp32" +
-                        did_you_mean(text, names));
-}
+Result<DType> parse_dtype(std::string_view text) { return parse_named(kDTypeNames, text, "dtype"); }
 
-std::string_view to_string(Quant q) {
-  for (auto const& n : kQuantNames) {
-    if (n.quant == q) return n.name;
-  }
-  return "none";
-}
+std::string_view to_string(Quant q) { return name_of(kQuantNames, q); }
 
-Result<Quant> parse_quant(std::string_view text) {
-  std::vector<std::string> names;
-  for (auto const& n : kQuantNames) {
-    if (text == n.name) return n.quant;
-    names.emplace_back(n.name);
-  }
-  return make_error(ErrorCode::kInvalidArgument, "quant",
-                    "unknown quant '" + clip(text) +
-                        "'; expected one of none, fp8_tensor, fp8_block" +
-                        did_you_mean(text, names));
-}
+Result<Quant> parse_quant(std::string_view text) { return parse_named(kQuantNames, text, "quant"); }
 
-int dtype_bytes(DType dtype) {
-  for (auto const& d : kDTypeNames) {
-    if (d.dtype == dtype) return d.bytes;
-  }
-  return 2;
-}
+int dtype_bytes(DType dtype) { return dtype == DType::kFp32 ? 4 : 2; }
 
 bool is_gated(Activation act) {
   return act == Activation::kSiluGated || act == Activation::kSwigluOai;
