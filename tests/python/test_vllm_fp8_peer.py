@@ -27,7 +27,6 @@ Seed: MOETUNE_TEST_SEED (default 0), printed in every failure.
 
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -40,6 +39,7 @@ ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 sys.path.insert(0, HERE)
 from fp8_reference import (FP8_MAX, dequant_groups, dequant_weight_blocks,  # noqa: E402
                            fp8_reference, make_fp8_layer, quant_groups, static_scales)
+from interpreter_child import run_interpreter_child  # noqa: E402
 from moe_reference import rel_l2  # noqa: E402
 
 SEED = int(os.environ.get("MOETUNE_TEST_SEED", "0"))
@@ -191,15 +191,8 @@ def _child(out_path):
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("vllm_fp8_peer") / "outputs.pt"
-    env = dict(os.environ, TRITON_INTERPRET="1", MOETUNE_TEST_SEED=str(SEED))
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), str(out)], env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, (f"interpreter child exited {proc.returncode} (seed={SEED}):\n"
-                                  f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    results = torch.load(out)
-    print(f"fp8 interpreter child: {time.monotonic() - started:.1f} s wall, cases "
+    results, wall = run_interpreter_child(__file__, tmp_path_factory.mktemp("vllm_fp8_peer"), SEED, 900)
+    print(f"fp8 interpreter child: {wall:.1f} s wall, cases "
           f"{results['seconds']:.1f} s, seed={SEED}")
     return results
 

@@ -19,7 +19,6 @@ Seed: MOETUNE_TEST_SEED (default 0), printed in every failure.
 
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -30,6 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 sys.path.insert(0, HERE)
+from interpreter_child import run_interpreter_child  # noqa: E402
 from moe_reference import check_close, make_layer, reference  # noqa: E402
 
 SEED = int(os.environ.get("MOETUNE_TEST_SEED", "0"))
@@ -110,15 +110,8 @@ def _child(out_path):
 
 @pytest.fixture(scope="module")
 def interpreted(tmp_path_factory):
-    out = tmp_path_factory.mktemp("vllm_peer") / "outputs.pt"
-    env = dict(os.environ, TRITON_INTERPRET="1", MOETUNE_TEST_SEED=str(SEED))
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), str(out)], env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, (f"interpreter child exited {proc.returncode} (seed={SEED}):\n"
-                                  f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-    results = torch.load(out)
-    print(f"interpreter child: {time.monotonic() - started:.1f} s wall, cases "
+    results, wall = run_interpreter_child(__file__, tmp_path_factory.mktemp("vllm_peer"), SEED, 600)
+    print(f"interpreter child: {wall:.1f} s wall, cases "
           f"{results['seconds']:.1f} s, interpreter patches {results['patches']}, seed={SEED}")
     return results
 
