@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -295,7 +296,10 @@ TEST_F(SearchTest, HalvingRoundsAndTheFinalTimeForwardAndBackward) {
 }
 
 // The reported ties are ok finalists that neither beat the winner nor were beaten by it beyond the
-// intervals and the margin; a 50% margin makes every finalist near the winner one.
+// intervals and the margin, and whose pooled median is within kTieMaxPooledGap of the winner's; a
+// 50% margin leaves the pooled-median cap to decide. Real timings on a loaded machine may give no
+// finalist within 2%, so whether any tie is declared is left to the deterministic
+// Tie.AFinalistEqualInEveryRoundIsDeclaredTied; here every declared one is checked.
 TEST_F(SearchTest, TiedFinalistsAreWithinTheIntervalsAndMarginOfTheWinner) {
   SearchOptions options = fast_options();
   options.margin = 0.5;
@@ -303,7 +307,9 @@ TEST_F(SearchTest, TiedFinalistsAreWithinTheIntervalsAndMarginOfTheWinner) {
   auto store = Store::open(":memory:");
   auto r = tune_bucket(worker, **store, tiny_task(), options);
   ASSERT_TRUE(r.ok());
-  ASSERT_FALSE(r->tied.empty());
+  auto w = std::find_if(r->results.begin(), r->results.end(),
+                        [&](CandidateResult const& x) { return x.config == r->winner; });
+  ASSERT_NE(w, r->results.end());
   for (core::MoeConfig const& t : r->tied) {
     EXPECT_NE(t, r->winner);
     auto c = std::find_if(r->results.begin(), r->results.end(),
@@ -312,6 +318,8 @@ TEST_F(SearchTest, TiedFinalistsAreWithinTheIntervalsAndMarginOfTheWinner) {
     EXPECT_EQ(c->outcome, Outcome::kOk);
     EXPECT_NE(decide(c->stats, r->winner_stats, options.margin), Verdict::kChallengerWins);
     EXPECT_NE(decide(r->winner_stats, c->stats, options.margin), Verdict::kChallengerWins);
+    EXPECT_LE(std::abs(c->pooled_median_us / w->pooled_median_us - 1.0), kTieMaxPooledGap)
+        << core::short_string(t);
   }
 }
 
