@@ -246,9 +246,10 @@ tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx)
   o.stage2_gemm1s = args.stage2_gemm1s;
   o.paired_passes = args.paired_passes;
   o.faults = args.faults;
-  // This bucket may use the budget left but half an even share per bucket after it.
-  o.deadline =
-      tuner::bucket_deadline(Clock::now(), ctx.deadline, ctx.buckets_total - ctx.bucket_index + 1);
+  // An even share of the budget left (three for the run's first bucket, compiling cold).
+  o.deadline = tuner::bucket_deadline(Clock::now(), ctx.deadline,
+                                      ctx.buckets_total - ctx.bucket_index + 1,
+                                      ctx.bucket_index == 1);
   return o;
 }
 
@@ -533,7 +534,7 @@ void setup_tune(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   app.add_option("--budget-min", args->budget_min,
                  "time budget in minutes for the whole run (0 = none): past a bucket's share "
-                 "(the budget left but half an even share per bucket after it), new candidates "
+                 "(an even share of the budget left, three for the first bucket), new candidates "
                  "are not run and halving jumps to the final round")
       ->capture_default_str();
   app.add_option("--inject-fault", args->inject_fault,

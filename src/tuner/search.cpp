@@ -26,13 +26,14 @@ std::vector<core::MoeConfig> neighbour_seeds(std::map<int64_t, core::MoeConfig> 
 
 std::chrono::steady_clock::time_point bucket_deadline(
     std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point run_deadline,
-    int buckets_left) {
+    int buckets_left, bool first) {
   if (run_deadline == std::chrono::steady_clock::time_point::max() || run_deadline <= now) {
     return run_deadline;
   }
-  auto const left = run_deadline - now;
   int const n = std::max(1, buckets_left);
-  return run_deadline - left / (2 * n) * (n - 1);
+  int const shares = std::min(n, first ? kFirstBucketShares : 1);
+  if (shares == n) return run_deadline;
+  return now + (run_deadline - now) / n * shares;
 }
 
 std::string prune_key(std::string const& reason) {

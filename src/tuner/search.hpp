@@ -277,15 +277,16 @@ using Progress = std::function<void(double fraction)>;
 core::Result<BucketResult> tune_bucket(WorkerClient& worker, Store& store, BucketTask const& task,
                                        SearchOptions const& options, Progress const& progress = {});
 
-/// The deadline of the next bucket of a run with a time budget (`run_deadline`; max = none): what
-/// is left of the run's budget, less half an even share for each of the `buckets_left` - 1 buckets
-/// after it. A bucket that costs more than its even share (the first, compiling from a cold
-/// cache; the largest M, checking the most output) is then not cut while the run as a whole
-/// fits, and every later bucket still keeps half an even share of what is left. The last bucket
-/// gets all of it; a spent budget gives run_deadline itself.
+/// The deadline of the next bucket of a run with a time budget (`run_deadline`; max = none): an
+/// even share of what is left of the run's budget over the `buckets_left` buckets, so a bucket
+/// whose search could use any amount (a large space) cannot starve the buckets after it, and
+/// what a bucket leaves unused goes to those after it. The run's first bucket (`first`) gets
+/// kFirstBucketShares shares: it compiles from a cold cache what later buckets reuse. The last
+/// bucket gets all that is left; a spent budget gives run_deadline itself.
+inline constexpr int kFirstBucketShares = 3;
 std::chrono::steady_clock::time_point bucket_deadline(
     std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point run_deadline,
-    int buckets_left);
+    int buckets_left, bool first);
 
 /// Seeds for `bucket`: the winners of buckets already tuned, nearest (in log2 M) first.
 std::vector<core::MoeConfig> neighbour_seeds(std::map<int64_t, core::MoeConfig> const& winners,

@@ -219,3 +219,28 @@ def test_find_engine_prefers_the_argument_then_an_installed_vllm_then_engines(tm
         assert found.origin == ".engines" and found.path.endswith(".engines/vllm-0.33.0"), found
     else:
         assert found.origin == "installed vllm", found
+
+
+@pytest.mark.gpu
+@needs_engine
+def test_gpu_testbed_runs_the_kernels_its_compiler_processes_put_in_the_cache(tmp_path,
+                                                                             monkeypatch):
+    """Rows compiled in the background by triton_pool are loaded from Triton's cache by their
+    checks (no compile in the testbed's process: the cache gains nothing) and are correct."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    from moetune.tuner import triton_testbed
+
+    p = dict(TINY, num_tokens=96, hidden_size=256, intermediate_size=128, arch="sm_90a")
+    bed = triton_testbed.Testbed(interpret=False)
+    bed.load()
+    bed.prepare(p, {"kind": "uniform", "seed": 5}, 5)
+    rows = triton_rules.space(p)[:6]
+    bed.compile_in_background(rows)
+    for _, futures in bed._pending.values():
+        assert [f.result(timeout=300) > 0 for f in futures] == [True, True]
+    filled = sorted(os.listdir(tmp_path / "cache"))
+    for row in rows:
+        got = bed.check(row)
+        assert got["all_finite"] and got["rel_l2_error"] < 1e-2, (row, got)
+    assert sorted(os.listdir(tmp_path / "cache")) == filled
+    bed.stop()

@@ -367,32 +367,34 @@ TEST(Search, PruneKeyIsTheFieldBeforeTheValue) {
             "3 ok, 1 crashed");
 }
 
-TEST(BucketDeadline, TheFirstOfManyBucketsMayUseMoreThanAnEvenShare) {
-  // A cold cubin cache makes the first bucket compile what later buckets reuse: 120 s for 12
-  // buckets lets it run to 65 s (120 less 11 half-shares of 5 s), not to an even 10 s.
+TEST(BucketDeadline, TheRunsFirstBucketGetsThreeEvenShares) {
+  // A cold cache makes the first bucket compile what later buckets reuse: 120 s for 12 buckets
+  // lets it run to 30 s, not to an even 10 s, and not to the 65 s that starved the rest.
   auto const now = std::chrono::steady_clock::now();
-  auto const d = bucket_deadline(now, now + std::chrono::seconds(120), 12);
-  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(d - now).count(), 65000);
+  auto const d = bucket_deadline(now, now + std::chrono::seconds(120), 12, true);
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::milliseconds>(d - now).count(), 30000);
+  EXPECT_EQ(bucket_deadline(now, now + std::chrono::seconds(120), 2, true),
+            now + std::chrono::seconds(120));  // three shares of two: all of it
 }
 
-TEST(BucketDeadline, EachBucketAfterItKeepsHalfAnEvenShare) {
+TEST(BucketDeadline, EveryLaterBucketGetsAnEvenShareOfWhatIsLeft) {
   auto const now = std::chrono::steady_clock::now();
   auto const run_deadline = now + std::chrono::seconds(300);
   for (int left = 1; left <= 16; ++left) {
-    auto const d = bucket_deadline(now, run_deadline, left);
-    double const kept_s = std::chrono::duration<double>(run_deadline - d).count();
-    EXPECT_NEAR(kept_s, (left - 1) * 0.5 * 300.0 / left, 1e-6) << left << " buckets left";
-    EXPECT_GT(d, now) << left << " buckets left";
+    auto const d = bucket_deadline(now, run_deadline, left, false);
+    double const used_s = std::chrono::duration<double>(d - now).count();
+    EXPECT_NEAR(used_s, 300.0 / left, 1e-6) << left << " buckets left";
   }
-  EXPECT_EQ(bucket_deadline(now, run_deadline, 1), run_deadline);  // the last gets all that is left
+  EXPECT_EQ(bucket_deadline(now, run_deadline, 1, false), run_deadline);  // the last: all left
 }
 
 TEST(BucketDeadline, NoBudgetOrASpentOneIsPassedThrough) {
   auto const now = std::chrono::steady_clock::now();
   auto const none = std::chrono::steady_clock::time_point::max();
-  EXPECT_EQ(bucket_deadline(now, none, 12), none);
-  EXPECT_EQ(bucket_deadline(now, now - std::chrono::seconds(1), 12), now - std::chrono::seconds(1));
-  EXPECT_EQ(bucket_deadline(now, now + std::chrono::seconds(10), 0),
+  EXPECT_EQ(bucket_deadline(now, none, 12, true), none);
+  EXPECT_EQ(bucket_deadline(now, now - std::chrono::seconds(1), 12, false),
+            now - std::chrono::seconds(1));
+  EXPECT_EQ(bucket_deadline(now, now + std::chrono::seconds(10), 0, false),
             now + std::chrono::seconds(10));
 }
 

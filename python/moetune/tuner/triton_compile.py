@@ -12,11 +12,12 @@ row compiles within the limit, 1 otherwise (one line per failing row), 2 on bad 
 """
 
 import argparse
+import concurrent.futures
 import json
 import os
 import sys
 
-from . import triton_rules
+from . import triton_pool, triton_rules
 
 _POINTERS = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "topk_weights_ptr": "*fp32",
              "sorted_token_ids_ptr": "*i32", "expert_ids_ptr": "*i32",
@@ -53,12 +54,13 @@ def launch_args(problem, row, gemm):
     return ints, constexprs
 
 
-def compile_row(engine, problem, row, gemm, capability):
-    """Compiles one launch; returns the kernel's shared memory in bytes (raises on failure)."""
-    import triton
+def specialization(engine, problem, row, gemm, capability):
+    """vLLM's launch of row's GEMM (1 or 2) as Triton's JIT specializes it, serialized as
+    JITFunction.preload reads it (triton_pool compiles it)."""
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
+    from triton.compiler.compiler import make_backend
+    from triton.runtime.jit import serialize_specialization_data
 
     kernel = engine.fused_moe_kernel
     ints, constexprs = launch_args(problem, row, gemm)
@@ -77,15 +79,16 @@ def compile_row(engine, problem, row, gemm, capability):
             signature[name] = "i32" if ints[name] < 2 ** 31 else "i64"
             if ints[name] % 16 == 0:
                 attrs[(i,)] = [["tt.divisibility", 16]]
-    src = ASTSource(fn=kernel, signature=signature, attrs=attrs,
-                    constexprs={(kernel.arg_names.index(n),): v for n, v in constexprs.items()})
-    out = triton.compile(src, target=GPUTarget("cuda", capability, 32),
-                         options={"num_warps": row["num_warps"], "num_stages": row["num_stages"]})
-    return out.metadata.shared
+    options = make_backend(GPUTarget("cuda", capability, 32)).parse_options(
+        {"num_warps": row["num_warps"], "num_stages": row["num_stages"]})
+    constants = {(kernel.arg_names.index(n),): v for n, v in constexprs.items()}
+    return serialize_specialization_data(f"{kernel.fn.__module__}.{kernel.fn.__qualname__}",
+                                         signature, constants, attrs, options, None)
 
 
-def check_table(path, arch):
-    """[(M, message)] for every row that does not compile within arch's limit."""
+def check_table(path, arch, jobs=1):
+    """[(M, message)] for every row that does not compile within arch's limit; jobs > 1 compiles
+    in that many processes (triton_pool)."""
     from moetune.engines import vllm_triton
 
     with open(path) as f:
@@ -97,21 +100,38 @@ def check_table(path, arch):
                "activation": key["activation"], "dtype": key["dtype"], "arch": arch}
     engine = vllm_triton.load()
     capability = int(arch[3:5])
-    limit = triton_rules.kSmemLimitBytes[arch]
-    failures = []
+    target = ("cuda", capability, 32)
+    pool = triton_pool.CompilePool(engine.engine_dir, target, jobs) if jobs > 1 else None
+    launches = []
     for m, row in sorted(rows.items()):
-        p = dict(problem, num_tokens=m)
         for gemm in (1, 2):
-            try:
-                shared = compile_row(engine, p, row, gemm, capability)
-            except Exception as e:  # noqa: BLE001  (a compile failure is this row's finding)
-                failures.append((m, f"GEMM{gemm} does not compile: {type(e).__name__}: "
-                                    f"{str(e).splitlines()[-1] if str(e) else ''}"))
+            spec = specialization(engine, dict(problem, num_tokens=m), row, gemm, capability)
+            if pool is not None:
+                launches.append((m, gemm, pool.submit(spec)))
                 continue
-            if shared > limit:
-                failures.append((m, f"GEMM{gemm} needs {shared} bytes of shared memory, over "
-                                    f"{arch}'s {limit}"))
+            future = concurrent.futures.Future()
+            try:
+                future.set_result(triton_pool.compile_specialization(engine.fused_moe_kernel,
+                                                                     spec, target))
+            except Exception as e:  # noqa: BLE001  (a compile failure is this row's finding)
+                future.set_exception(e)
+            launches.append((m, gemm, future))
+    failures = [f for m, gemm, future in launches
+                for f in _findings(m, gemm, future, arch, triton_rules.kSmemLimitBytes[arch])]
+    if pool is not None:
+        pool.close()
     return failures
+
+
+def _findings(m, gemm, future, arch, limit):
+    try:
+        shared = future.result()
+    except Exception as e:  # noqa: BLE001
+        text = str(e).strip().splitlines()
+        return [(m, f"GEMM{gemm} does not compile: {type(e).__name__}: {text[-1] if text else ''}")]
+    if shared > limit:
+        return [(m, f"GEMM{gemm} needs {shared} bytes of shared memory, over {arch}'s {limit}")]
+    return []
 
 
 def main(argv=None):
@@ -119,6 +139,8 @@ def main(argv=None):
     ap.add_argument("table", help="a vLLM table file with its .moetune manifest beside it")
     ap.add_argument("--arch", default="sm_90a", choices=sorted(a for a in triton_rules.
                                                                kSmemLimitBytes if a != "cpu"))
+    ap.add_argument("--jobs", type=int, default=triton_pool.default_processes(),
+                    help="compiler processes (default: one per core but one, at most 16)")
     a = ap.parse_args(argv)
     if not os.path.isfile(a.table) or not os.path.isfile(a.table + ".moetune"):
         print(f"triton_compile: {a.table}: needs the table and its .moetune manifest",
@@ -128,7 +150,7 @@ def main(argv=None):
         print("triton_compile: TRITON_INTERPRET=1 is set; the interpreter compiles nothing: unset "
               "it", file=sys.stderr)
         return 2
-    failures = check_table(a.table, a.arch)
+    failures = check_table(a.table, a.arch, max(1, a.jobs))
     for m, why in failures:
         print(f"{a.table}: row {m}: {why}")
     if not failures:

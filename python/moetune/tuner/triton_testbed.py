@@ -16,9 +16,9 @@ for the process, since Triton reads it when the kernel is decorated).
            digest = FNV-1a of the output's bits (the winner's recheck compares it).
   time     interpreter: wall time per run; cuda: one CUDA graph of the run, replayed `reps`
            times with L2 flushed before each replay, CUDA events around each replay.
-  compile  cuda: vLLM's two launches traced with warmup=True under Triton's AsyncCompileMode (a
-           thread pool), so the kernels of a batch compile together; the interpreter has nothing
-           to compile.
+  compile  cuda: vLLM's two launches traced with warmup=True, their specializations compiled in
+           a pool of processes (triton_pool) into Triton's cache, from which the row's first
+           launch loads them; the interpreter has nothing to compile.
 """
 
 import math
@@ -123,8 +123,8 @@ class Testbed:
         self.data = None
         self.problem = None
         self._assignments = {}  # BLOCK_SIZE_M -> vLLM's Prepared
-        self._executor = None
-        self._pending = {}  # short(row) -> [FutureKernel]: a background compile's kernels
+        self._pool = None  # triton_pool.CompilePool, started by the first compile
+        self._pending = {}  # short(row) -> (row, [Future]): its launches in the pool
 
     # ---- setup ----
 
@@ -212,83 +212,105 @@ class Testbed:
 
     # ---- compile ----
 
-    def _trace(self, row, collected):
-        """vLLM's two launches for row with warmup=True: compiles (or, under AsyncCompileMode,
-        queues the compile of) both kernels without launching them."""
+    def _trace(self, row, hook=None):
+        """vLLM's two launches for row with warmup=True, without running them: each is compiled
+        (or found in Triton's caches) or, with hook as Triton's jit_cache_hook, handed to it."""
+        from triton import knobs
+
         eng = self.engine
         real = eng.fused_moe_kernel
 
         class Warm:
             def __getitem__(self, grid):
                 def launch(*args, **kwargs):
-                    collected.append(real.run(*args, grid=grid, warmup=True, **kwargs))
+                    real.run(*args, grid=grid, warmup=True, **kwargs)
                 return launch
 
         eng.fused_moe_kernel = Warm()
+        knobs.runtime.jit_cache_hook = hook
         try:
             self._run(row)
         finally:
             eng.fused_moe_kernel = real
+            knobs.runtime.jit_cache_hook = None
 
     def compile(self, rows):
         """Compiles rows now, together; one Failure or None per row."""
-        started = self._start(rows)
-        return [self._finish(key) for key in started]
+        keys = self._start(rows)
+        return [self._finish(key) for key in keys]
 
     def compile_in_background(self, rows):
         """Starts compiling rows; a row's check waits for its own (wait_for)."""
         self._start(rows)
 
     def _start(self, rows):
+        """Hands each row's launches not compiled yet to the compiler processes (triton_pool);
+        a launch Triton's frontend refuses is that row's failure at once."""
         keys = [triton_rules.short(r) for r in rows]
         if self.interpret:
             return keys
-        from concurrent.futures import ThreadPoolExecutor
+        from triton.runtime import driver
 
-        from triton.runtime import _async_compile
+        from . import triton_pool
 
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max(1, min(16, (os.cpu_count() or 2) - 1)))
-        mode = _async_compile.AsyncCompileMode(self._executor)
-        mode.__enter__()
-        try:
-            for key, row in zip(keys, rows):
-                collected = []
-                try:
-                    self._trace(row, collected)
-                except Exception as e:  # noqa: BLE001  (a frontend error is this row's own)
-                    collected = [e]
-                self._pending[key] = collected
-        finally:
-            _async_compile.active_mode.set(None)  # leave without waiting: compiles go on
+        if self._pool is None:
+            t = driver.active.get_current_target()
+            self._pool = triton_pool.CompilePool(self.engine.engine_dir,
+                                                 (t.backend, t.arch, t.warp_size))
+        for key, row in zip(keys, rows):
+            if key in self._pending:
+                continue
+            specs = []
+            try:
+                def record(**kw):
+                    specs.append(kw["compile"]["specialization_data"])
+                    return True  # compiled by the pool, not here
+
+                self._trace(row, record)
+                futures = [self._pool.submit(s) for s in specs]
+            except Exception as e:  # noqa: BLE001  (a frontend error is this row's own)
+                futures = [e]
+            self._pending[key] = (row, futures)
         return keys
 
     def _finish(self, key):
-        """Waits for key's kernels (finalizing them into Triton's cache); its Failure or None."""
-        for item in self._pending.pop(key, []):
-            try:
+        """Waits for key's kernels, then loads them from Triton's cache into vLLM's kernel (a
+        launch the processes did not compile is compiled here); its Failure or None."""
+        row, futures = self._pending.pop(key, (None, []))
+        try:
+            for item in futures:
                 if isinstance(item, Exception):
                     raise item
-                if hasattr(item, "result"):
-                    item.result()
-            except Exception as e:  # noqa: BLE001
-                return Failure("compile_failed", f"{type(e).__name__}: {e}"[:2000])
+                item.result()
+            if row is not None:
+                self._trace(row)
+        except Exception as e:  # noqa: BLE001
+            return Failure("compile_failed", f"{type(e).__name__}: {e}"[:2000])
         return None
 
     def wait_for(self, row):
-        failure = self._finish(triton_rules.short(row))
+        """Compiles row (if no background compile has) and loads it; raises its Failure."""
+        key = triton_rules.short(row)
+        if key not in self._pending:
+            self._start([row])
+        failure = self._finish(key)
         if failure is not None:
             raise failure
 
     def stop(self):
         """Cancels compiles not started yet and waits for the running ones (no timing shares
-        the host with a compile)."""
-        for items in self._pending.values():
-            for item in items:
-                if hasattr(item, "future"):
-                    item.future.cancel()
-        for key in list(self._pending):
-            self._finish(key)
+        the host with a compile); a row that lost a compile starts again when it is needed."""
+        lost = set()
+        for key, (_, futures) in self._pending.items():
+            for f in futures:
+                if not isinstance(f, Exception) and f.cancel():
+                    lost.add(key)
+        for _, futures in self._pending.values():
+            for f in futures:
+                if not isinstance(f, Exception) and not f.cancelled():
+                    f.exception()  # waits; a failure stays for the row's check
+        for key in lost:
+            del self._pending[key]
 
     # ---- check and time ----
 
@@ -298,9 +320,6 @@ class Testbed:
         d = self._need()
         if not self.interpret:
             self.wait_for(row)
-            failure = self.compile([row])[0]
-            if failure is not None:
-                raise failure
         out = self._run(row, poison=float("nan"))
         if corrupt == "wrong":
             out.view(-1)[0] = 1.0e4

@@ -1,0 +1,123 @@
+"""moetune.tuner.triton_pool on the CPU: vLLM's fused_moe_kernel compiled for sm_90a in child
+processes (Triton's compiler and ptxas need no GPU) into the Triton cache the caller reads.
+
+A launch the pool compiled is a cache hit here afterwards (nothing new in the cache directory);
+its answer equals an in-process compile's; a specialization Triton refuses is a CompileError
+with Triton's message and the pool goes on; a child that dies mid-request fails that request and
+the next one gets a new child. The GPU half (the tuner's testbed loading the pool's kernels into
+vLLM's launches) is tests/python/test_triton_worker.py's GPU test.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
+pytestmark = pytest.mark.skipif(
+    not os.path.isfile(os.path.join(ENGINE, "manifest.json")),
+    reason=".engines/vllm-0.33.0 is absent: run scripts/fetch_engine_kernels.py")
+TARGET = ("cuda", 90, 32)
+PROBLEM = {"num_tokens": 256, "hidden_size": 256, "intermediate_size": 128, "num_experts": 8,
+           "top_k": 2, "activation": "silu", "dtype": "bf16", "arch": "sm_90a"}
+ROWS = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1,
+         "num_warps": 4, "num_stages": 3} for bm in (16, 64)]
+
+
+@pytest.fixture
+def engine(tmp_path, monkeypatch):
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        pytest.skip("TRITON_INTERPRET=1 is set: vLLM's kernel would be the interpreter's")
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton-cache"))
+    from moetune.engines import vllm_triton
+
+    return vllm_triton.load(ENGINE)
+
+
+def _specs(engine):
+    from moetune.tuner import triton_compile
+
+    return [triton_compile.specialization(engine, PROBLEM, row, gemm, 90)
+            for row in ROWS for gemm in (1, 2)]
+
+
+def _cache_entries():
+    root = os.environ["TRITON_CACHE_DIR"]
+    return sorted(os.listdir(root)) if os.path.isdir(root) else []
+
+
+def test_pool_fills_the_cache_the_caller_then_reads(engine):
+    from moetune.tuner import triton_pool
+
+    specs = _specs(engine)
+    pool = triton_pool.CompilePool(engine.engine_dir, TARGET, processes=2)
+    try:
+        shared = [f.result(timeout=300) for f in [pool.submit(s) for s in specs]]
+    finally:
+        pool.close()
+    filled = _cache_entries()
+    assert len(filled) >= len(specs)
+    here = [triton_pool.compile_specialization(engine.fused_moe_kernel, s, TARGET) for s in specs]
+    assert here == shared and all(s > 0 for s in shared)
+    assert _cache_entries() == filled, "the caller compiled again what the pool had compiled"
+
+
+def test_refused_specialization_is_a_compile_error_and_the_pool_goes_on(engine):
+    from moetune.tuner import triton_pool
+
+    spec = _specs(engine)[0]
+    bad = spec.replace('"num_warps": 4', '"num_warps": 3')
+    assert bad != spec
+    pool = triton_pool.CompilePool(engine.engine_dir, TARGET, processes=1)
+    try:
+        with pytest.raises(triton_pool.CompileError, match="num_warps must be a power of 2"):
+            pool.submit(bad).result(timeout=300)
+        assert pool.submit(spec).result(timeout=300) > 0
+    finally:
+        pool.close()
+
+
+def test_a_child_that_dies_fails_its_request_and_is_replaced(engine):
+    from moetune.tuner import triton_pool
+
+    class FirstChildDies(triton_pool.CompilePool):
+        spawned = 0
+
+        def _spawn(self):
+            FirstChildDies.spawned += 1
+            if FirstChildDies.spawned == 1:
+                return subprocess.Popen(
+                    [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(3)"],
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+            return super()._spawn()
+
+    spec = _specs(engine)[0]
+    pool = FirstChildDies(engine.engine_dir, TARGET, processes=1)
+    try:
+        with pytest.raises(triton_pool.CompileError, match=r"died \(exit 3\)"):
+            pool.submit(spec).result(timeout=300)
+        assert pool.submit(spec).result(timeout=300) > 0
+    finally:
+        pool.close()
+    assert FirstChildDies.spawned == 2
+
+
+def test_triton_compile_jobs_matches_one_process(engine, tmp_path):
+    """The offline compile of a table gives the same findings in two processes as in one."""
+    import json
+
+    from moetune.tuner import triton_compile
+
+    table = tmp_path / "E=8,N=128,device_name=X.json"
+    rows = {"1": ROWS[0], "256": dict(ROWS[1], BLOCK_SIZE_N=256, BLOCK_SIZE_K=256, num_stages=5)}
+    table.write_text(json.dumps(rows))
+    key = {k: PROBLEM[k] for k in ("hidden_size", "intermediate_size", "num_experts", "top_k",
+                                   "activation", "dtype")}
+    (tmp_path / (table.name + ".moetune")).write_text(json.dumps({"key": key}))
+    one = triton_compile.check_table(str(table), "sm_90a", jobs=1)
+    two = triton_compile.check_table(str(table), "sm_90a", jobs=2)
+    assert one == two
+    assert [m for m, _ in one] == [256, 256], one  # 64 x 256 x 256 x 5 stages: over 227 KB
