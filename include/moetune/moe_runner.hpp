@@ -13,6 +13,8 @@
 //                served. Refused while a CUDA graph is being captured (a sweep launches and
 //                synchronises).
 // Kernel fast paths (levers) are fixed at create(): RunnerOptions::levers, else MOETUNE_LEVER_*.
+// With lever batch_invariant on, knobs none and auto serve the backend's batch-invariant config
+// at every M (tables, the knob cache and auto bypassed) and explicit configs are refused.
 // Every answer (Choice) says which rule chose it. docs/runtime.md describes the whole flow;
 // examples/01_moe_runner/ is a runnable copy-me example.
 #pragma once
@@ -54,8 +56,10 @@ struct Knobs {
 
 /// Which rule chose a config. kOtherDevice: a row of a table whose device_name is not this
 /// device's (a table tuned on an H200 serving on an H100; RunnerOptions::same_device_tables).
-enum class ChoiceRule { kExplicit, kCache, kTable, kDefault, kAuto, kOtherDevice };
-/// "explicit", "cache", "table", "default", "auto", "other_device".
+/// kBatchInvariant: lever batch_invariant on, the backend's batch-invariant config
+/// (core::Backend::batch_invariant_config).
+enum class ChoiceRule { kExplicit, kCache, kTable, kDefault, kAuto, kOtherDevice, kBatchInvariant };
+/// "explicit", "cache", "table", "default", "auto", "other_device", "batch_invariant".
 char const* to_string(ChoiceRule r);
 
 /// The answer for one M: the config, the rule, and a sentence saying why.
@@ -191,7 +195,8 @@ class MoeRunner {
   /// problem, an unknown or unavailable backend, a corrupt table or cache (naming the file), or a
   /// bad MOETUNE_* variable (an unknown name, a lever knob other than on|off, a knob for a lever
   /// not served at this deployment: the lever resolver's one-line message; a MOETUNE_DEVICE_NAME
-  /// or MOETUNE_TABLES_SAME_DEVICE value it cannot take).
+  /// or MOETUNE_TABLES_SAME_DEVICE value it cannot take), or with lever batch_invariant on where
+  /// the backend has no batch-invariant config for the problem (fp8 on cuda).
   static core::Result<std::unique_ptr<MoeRunner>> create(core::MoeProblem problem,
                                                          std::string const& backend,
                                                          RunnerOptions options = {});
@@ -211,8 +216,9 @@ class MoeRunner {
   /// Runs the layer for M tokens. Pointers are device pointers (cuda; `stream` is a cudaStream_t)
   /// or host pointers (cpu; `stream` is ignored). Layouts: x [M, K], topk_ids [M, top_k] int32,
   /// topk_weights [M, top_k] fp32, w1 [E, N1, K], w2 [E, K, I], out [M, K] in the problem dtype.
-  /// Fails when M > max_tokens, on a refused explicit config, or when "auto" would tune during
-  /// graph capture. `chosen`, when given, receives the Choice.
+  /// Fails when M > max_tokens, on a refused explicit config (every explicit config under lever
+  /// batch_invariant), or when "auto" would tune during graph capture. `chosen`, when given,
+  /// receives the Choice.
   core::Status run(void* stream, void const* x, int32_t const* topk_ids, float const* topk_weights,
                    void const* w1, void const* w2, void* out, int64_t m, Knobs const& knobs = {},
                    Choice* chosen = nullptr);

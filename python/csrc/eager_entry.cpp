@@ -45,13 +45,16 @@ bool as_string(PyObject* o, std::string& out) {
   return true;
 }
 
-/// fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation, config) -> Tensor | None
+/// fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, activation, config
+///           [, batch_invariant]) -> Tensor | None
 PyObject* fused_moe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   HANDLE_TH_ERRORS
-  if (nargs != 7) {
-    PyErr_SetString(PyExc_TypeError, "_moetune_eager.fused_moe takes 7 positional arguments");
+  if (nargs != 7 && nargs != 8) {
+    PyErr_SetString(PyExc_TypeError, "_moetune_eager.fused_moe takes 7 or 8 positional arguments");
     return nullptr;
   }
+  if (nargs == 8 && !PyBool_Check(args[7])) Py_RETURN_NONE;  // not a bool: the op says why
+  bool const batch_invariant = nargs == 8 && args[7] == Py_True;
   if (c10::impl::dispatch_mode_enabled()) Py_RETURN_NONE;
   bool const grad_mode = at::GradMode::is_enabled();
   at::Tensor const* t[5];
@@ -63,7 +66,8 @@ PyObject* fused_moe(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   std::string activation, config;
   if (!as_string(args[5], activation) || !as_string(args[6], config)) Py_RETURN_NONE;
   return THPVariable_Wrap(moetune::python::fused_moe_out_of_place(*t[0], *t[1], *t[2], *t[3], *t[4],
-                                                                  activation, config));
+                                                                  activation, config, std::nullopt,
+                                                                  std::nullopt, batch_invariant));
   END_HANDLE_TH_ERRORS
 }
 

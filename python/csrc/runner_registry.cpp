@@ -2,16 +2,21 @@
 #include "runner_registry.hpp"
 
 #include <c10/util/Exception.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <mutex>
 #include <unordered_map>
 
 #include "core/json_text.hpp"
+#include "core/lever.hpp"
+#include "core/lever_resolve.hpp"
 #include "core/table.hpp"
 #if defined(MOETUNE_HAVE_CUDA)
 #include "kernels/cuda/cuda_backend.hpp"
 #endif
+
+extern char** environ;
 
 namespace moetune::python {
 namespace {
@@ -19,9 +24,9 @@ namespace {
 struct KeyHash {
   size_t operator()(RunnerKey const& k) const {
     size_t h = std::hash<std::string>{}(k.config);
-    for (int64_t v :
-         {int64_t{k.device_index}, k.hidden_size, k.intermediate_size, k.num_experts, k.top_k,
-          int64_t(k.activation), int64_t(k.dtype), int64_t(k.has_bias), int64_t(k.quant)}) {
+    for (int64_t v : {int64_t{k.device_index}, k.hidden_size, k.intermediate_size, k.num_experts,
+                      k.top_k, int64_t(k.activation), int64_t(k.dtype), int64_t(k.has_bias),
+                      int64_t(k.quant), int64_t(k.batch_invariant)}) {
       h = h * 1000003u ^ std::hash<int64_t>{}(v);
     }
     return h;
@@ -78,6 +83,12 @@ ServedRunner create(RunnerKey const& key, char const* op) {
   p.has_bias = key.has_bias;
   p.quant = key.quant;
   p.arch = key.device_index < 0 ? "cpu" : "sm_90a";
+  if (key.batch_invariant) {
+    // The other levers still come from this process's environment, read once here.
+    core::EnvSnapshot env = core::snapshot_environment(environ);
+    env[core::knob_name("batch_invariant")] = "on";
+    opts.levers.env = std::move(env);
+  }
   auto runner = MoeRunner::create(p, key.device_index < 0 ? "cpu" : "cuda", std::move(opts));
   TORCH_CHECK_VALUE(runner.ok(), op, ": ", runner.ok() ? "" : runner.error().to_string());
   served.runner = std::move(*runner);

@@ -25,6 +25,9 @@ struct RunnerKey {
   bool has_bias = false;
   core::Quant quant = core::Quant::kNone;
   std::string config;
+  /// The op's batch_invariant argument: lever batch_invariant on for this runner, whatever
+  /// MOETUNE_LEVER_BATCH_INVARIANT says (false leaves the lever to the environment).
+  bool batch_invariant = false;
   bool operator==(RunnerKey const&) const = default;
 };
 

@@ -60,7 +60,8 @@ at::Tensor new_output(at::Tensor const& like) {
   return at::detail::empty_cpu(like.sizes(), like.scalar_type());
 }
 
-RunnerKey key_of(core::MoeProblem const& p, at::Device dev, std::string const& config) {
+RunnerKey key_of(core::MoeProblem const& p, at::Device dev, std::string const& config,
+                 bool batch_invariant) {
   return {.device_index = dev.is_cuda() ? dev.index() : -1,
           .hidden_size = p.hidden_size,
           .intermediate_size = p.intermediate_size,
@@ -70,7 +71,8 @@ RunnerKey key_of(core::MoeProblem const& p, at::Device dev, std::string const& c
           .dtype = p.dtype,
           .has_bias = p.has_bias,
           .quant = p.quant,
-          .config = config};
+          .config = config,
+          .batch_invariant = batch_invariant};
 }
 
 void raise(char const* op, core::Error const& e) {
@@ -124,14 +126,15 @@ RunArgs run_args(void* stream, MoeTensors const& t, at::Tensor const& ids,
           .workspace = workspace};
 }
 
-/// Runs the layer into `out` ([M, K], hidden_states' dtype and device).
+/// Runs the layer into `out` ([M, K], hidden_states' dtype and device); `batch_invariant` turns
+/// the lever of that name on for the call's runner.
 void run_into(char const* op, MoeTensors const& t, std::string const& activation,
-              std::string const& config, at::Tensor& out) {
+              std::string const& config, bool batch_invariant, at::Tensor& out) {
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
   at::Device const dev = t.hidden_states.device();
   DeviceScope const scope(dev, op);
   void* const stream = scope.stream();
-  ServedRunner& served = runner_for(key_of(p, dev, config), op);
+  ServedRunner& served = runner_for(key_of(p, dev, config, batch_invariant), op);
   at::Tensor const ids = ids_as_int32(t.topk_ids);
   at::Tensor const weights = weights_as_fp32(t.topk_weights);
   TorchWorkspace ws{.stream = stream, .ptr = nullptr};
@@ -146,12 +149,12 @@ void run_into(char const* op, MoeTensors const& t, std::string const& activation
 void fused_moe_(at::Tensor& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
                 at::Tensor const& topk_weights, at::Tensor const& topk_ids,
                 std::string const& activation, std::string const& config,
-                std::optional<at::Tensor> const& w1_bias,
-                std::optional<at::Tensor> const& w2_bias) {
+                std::optional<at::Tensor> const& w1_bias, std::optional<at::Tensor> const& w2_bias,
+                bool batch_invariant) {
   at::Tensor out = new_output(hidden_states);
   run_into("moetune.fused_moe_",
            {hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)},
-           activation, config, out);
+           activation, config, batch_invariant, out);
   hidden_states.copy_(out);
 }
 
@@ -159,14 +162,14 @@ std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::T
                     at::Tensor const& topk_weights, at::Tensor const& topk_ids,
                     std::string const& activation, std::string const& config,
                     std::optional<at::Tensor> const& w1_bias,
-                    std::optional<at::Tensor> const& w2_bias) {
+                    std::optional<at::Tensor> const& w2_bias, bool batch_invariant) {
   char const* op = "moetune.explain";
   MoeTensors const t{hidden_states,    w1, w2, topk_weights, topk_ids, bias_arg(w1_bias),
                      bias_arg(w2_bias)};
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
   at::Device const dev = hidden_states.device();
   DeviceScope const scope(dev, op);
-  ServedRunner& served = runner_for(key_of(p, dev, config), op);
+  ServedRunner& served = runner_for(key_of(p, dev, config, batch_invariant), op);
   auto c = served.runner->choose(p.num_tokens, served.knobs);
   if (!c.ok()) raise(op, c.error());
   std::string const table = served.runner->table_path();
@@ -193,7 +196,7 @@ double bare_runner_us(MoeTensors const& t, std::string const& activation, std::s
   at::Device const dev = t.hidden_states.device();
   DeviceScope const scope(dev, op);
   void* const stream = scope.stream();
-  ServedRunner& served = runner_for(key_of(p, dev, config), op);
+  ServedRunner& served = runner_for(key_of(p, dev, config, false), op);
   at::Tensor const ids = ids_as_int32(t.topk_ids);
   at::Tensor const weights = weights_as_fp32(t.topk_weights);
   at::Tensor out = at::empty(t.hidden_states.sizes(), t.hidden_states.options());
@@ -232,7 +235,7 @@ double host_us_per_call(at::Tensor const& hidden_states, at::Tensor const& w1, a
   if (mode == "op") {
     return us_per_call(iters, [&] {
       at::Tensor out = new_output(hidden_states);
-      run_into(op, t, activation, config, out);
+      run_into(op, t, activation, config, false, out);
     });
   }
   if (mode == "checks") {
@@ -265,11 +268,11 @@ at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor co
                                   at::Tensor const& topk_ids, std::string const& activation,
                                   std::string const& config,
                                   std::optional<at::Tensor> const& w1_bias,
-                                  std::optional<at::Tensor> const& w2_bias) {
+                                  std::optional<at::Tensor> const& w2_bias, bool batch_invariant) {
   at::Tensor out = new_output(hidden_states);
   run_into("moetune.fused_moe",
            {hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)},
-           activation, config, out);
+           activation, config, batch_invariant, out);
   return out;
 }
 
@@ -292,7 +295,7 @@ at::Tensor fused_moe_fp8(at::Tensor const& hidden_states, at::Tensor const& w1,
   t.a1_scale = bias_arg(a1_scale);
   t.a2_scale = bias_arg(a2_scale);
   at::Tensor out = new_output(hidden_states);
-  run_into(op, t, activation, config, out);
+  run_into(op, t, activation, config, false, out);
   return out;
 }
 
@@ -307,15 +310,15 @@ TORCH_LIBRARY(moetune, m) {
   m.def(
       "fused_moe(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
       "Tensor topk_ids, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
-      "Tensor? w2_bias=None) -> Tensor");
+      "Tensor? w2_bias=None, bool batch_invariant=False) -> Tensor");
   m.def(
       "fused_moe_(Tensor(a!) hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
       "Tensor topk_ids, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
-      "Tensor? w2_bias=None) -> ()");
+      "Tensor? w2_bias=None, bool batch_invariant=False) -> ()");
   m.def(
       "explain(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, Tensor topk_ids, "
-      "str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, Tensor? w2_bias=None) "
-      "-> str",
+      "str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, Tensor? w2_bias=None, "
+      "bool batch_invariant=False) -> str",
       &moetune::python::explain);
   m.def("set_tables_root(str root) -> ()", &moetune::python::set_tables_root_op);
   m.def("build_info() -> str", &moetune::python::build_info);

@@ -60,7 +60,7 @@ except ImportError:  # built for another Python, or without Python's headers: di
 
 @torch.library.register_fake("moetune::fused_moe")
 def _fused_moe_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu", config="",
-                    w1_bias=None, w2_bias=None):
+                    w1_bias=None, w2_bias=None, batch_invariant=False):
     return hidden_states.new_empty(hidden_states.shape)
 
 
@@ -73,7 +73,7 @@ def _fused_moe_fp8_fake(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale,
 
 @torch.library.register_fake("moetune::fused_moe_")
 def _fused_moe_inplace_fake(hidden_states, w1, w2, topk_weights, topk_ids, activation="silu",
-                            config="", w1_bias=None, w2_bias=None):
+                            config="", w1_bias=None, w2_bias=None, batch_invariant=False):
     return None
 
 
@@ -95,7 +95,7 @@ def _config_arg(config):
 
 def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", inplace=False,
               config=None, w1_bias=None, w2_bias=None, w1_scale=None, w2_scale=None,
-              a1_scale=None, a2_scale=None, block_shape=None):
+              a1_scale=None, a2_scale=None, block_shape=None, batch_invariant=False):
     """The fused MoE layer: out[m] = sum_j topk_weights[m, j] * expert_{topk_ids[m, j]}(x[m]),
     expert_e(x) = w2[e] @ act(w1[e] @ x + w1_bias[e]) + w2_bias[e] (biases optional).
 
@@ -111,6 +111,11 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     default rule), "auto" (tune this shape once per bucket and cache the winner; refused during
     CUDA graph capture), a dict (one MoeConfig, validated), or a tables directory.
 
+    batch_invariant: True turns lever batch_invariant on (as MOETUNE_LEVER_BATCH_INVARIANT=on
+    does; False leaves it to that knob, off by default): every M runs one batch-invariant config,
+    so a token's output bits do not depend on the other tokens of the batch. Tables, the knob
+    cache and "auto" are then bypassed, a dict config is refused, and fp8 weights are refused.
+
     fp8 (w1 and w2 torch.float8_e4m3fn, hidden_states bfloat16, CUDA), as vLLM passes them:
     block_shape=[128, 128]: w1_scale [E, N1/128, K/128] and w2_scale [E, K/128, I/128] float32
     (DeepSeek-V3 / Qwen3 FP8 checkpoints); the activations are quantised per token per 128
@@ -121,7 +126,12 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     synchronise; topk_ids are not range-checked on the GPU (that check would synchronise).
     """
     c = "" if config is None else _config_arg(config)
+    batch_invariant = _flag_arg("batch_invariant", batch_invariant)
     if w1.dtype == torch.float8_e4m3fn or w1_scale is not None or w2_scale is not None:
+        if batch_invariant:
+            raise ValueError("moetune.fused_moe: batch_invariant=True with fp8 weights; batch "
+                             "invariance is implemented for bfloat16 (CUDA) and bfloat16 or "
+                             "float32 (CPU) layers: pass batch_invariant=False")
         if inplace:
             raise ValueError("moetune.fused_moe: inplace=True with fp8 weights; use the result")
         return _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale,
@@ -130,17 +140,27 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     eager = not _is_compiling()
     biased = w1_bias is not None or w2_bias is not None
     if eager and not inplace and not biased and _fused_moe_fast is not None:
-        out = _fused_moe_fast(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+        out = _fused_moe_fast(hidden_states, w1, w2, topk_weights, topk_ids, activation, c,
+                              batch_invariant)
         if out is not None:
             return out
     if inplace:
         op = _fused_moe_inplace_eager if eager else _fused_moe_inplace
-        op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias)
+        op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias,
+           batch_invariant)
         return hidden_states
     op = _fused_moe_eager if eager else _fused_moe
-    if biased:
-        return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias)
+    if biased or batch_invariant:
+        return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias,
+                  batch_invariant)
     return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+
+
+def _flag_arg(name, value):
+    """A bool argument of the ops (a torch schema `bool` takes nothing else)."""
+    if isinstance(value, bool):
+        return value
+    raise TypeError(f"moetune: {name}: {type(value).__name__} seen; expected True or False")
 
 
 def _quant_arg(block_shape):
@@ -165,16 +185,18 @@ def _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_s
 
 
 def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None,
-            w1_bias=None, w2_bias=None):
+            w1_bias=None, w2_bias=None, batch_invariant=False):
     """Which config fused_moe would run for these tensors, and the rule that chose it.
 
-    Returns a dict: rule ("explicit", "cache", "table", "default", "auto", or "other_device": a
-    row of a table made on another device, which MOETUNE_TABLES_SAME_DEVICE=1 forbids), config,
-    table, fast_paths, and explain (the runner's sentence, as `moetune run` prints it).
+    Returns a dict: rule ("explicit", "cache", "table", "default", "auto", "other_device": a
+    row of a table made on another device, which MOETUNE_TABLES_SAME_DEVICE=1 forbids, or
+    "batch_invariant": lever batch_invariant on), config, table, fast_paths, and explain (the
+    runner's sentence, as `moetune run` prints it).
     """
     c = "" if config is None else _config_arg(config)
+    batch_invariant = _flag_arg("batch_invariant", batch_invariant)
     text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c,
-                                     w1_bias, w2_bias)
+                                     w1_bias, w2_bias, batch_invariant)
     return dict(line.split("=", 1) for line in text.split("\n"))
 
 

@@ -94,14 +94,23 @@ core::Status find_table(std::string const& dir, TableDevicePolicy const& policy,
 
 namespace {
 
-/// Resolves the config of one point: the table's row (or policy default), else the default.
-void resolve_point(kernels::Testbed const& testbed, BenchSeries const& series, BenchPoint* pt) {
+/// Resolves the config of one point: under lever batch_invariant the backend's batch-invariant
+/// config (as MoeRunner serves it), else the table's row (or policy default), else the default.
+core::Status resolve_point(kernels::Testbed const& testbed, BenchSeries const& series,
+                           kernels::FastPaths const& fast_paths, BenchPoint* pt) {
   core::Backend const& backend = testbed.backend();
   core::MoeProblem const problem = pt->problem;
+  if (fast_paths.batch_invariant) {
+    auto c = backend.batch_invariant_config(problem);
+    if (!c.ok()) return c.error();
+    pt->config = *c;
+    pt->rule = "batch_invariant";
+    return core::Status::Ok();
+  }
   if (!series.table) {
     pt->config = backend.default_config(problem);
     pt->rule = "default";
-    return;
+    return core::Status::Ok();
   }
   auto const r = core::resolve(*series.table, problem.num_tokens, [&](int64_t m) {
     core::MoeProblem p = problem;
@@ -114,6 +123,7 @@ void resolve_point(kernels::Testbed const& testbed, BenchSeries const& series, B
   if (row && !series.table_device.empty()) pt->rule = "other_device";
   pt->key = r.key;
   pt->table = series.table_path;
+  return core::Status::Ok();
 }
 
 core::Status measure_point(kernels::Testbed& testbed, BenchOptions const& options,
@@ -166,7 +176,9 @@ core::Result<std::vector<BenchPoint>> run_series(
     auto routing = core::generate_routing(drawn, m, pt.problem.num_experts, pt.problem.top_k);
     if (!routing.ok()) return routing.error();
     pt.experts_hit = core::experts_hit(*routing, pt.problem.num_experts);
-    resolve_point(testbed, series, &pt);
+    if (auto st = resolve_point(testbed, series, *fp, &pt); !st.ok()) {
+      return core::make_error(st.error().code, where, st.error().to_string());
+    }
     if (auto st = measure_point(testbed, options, telemetry, &pt); !st.ok()) {
       return core::make_error(st.error().code, where + " " + core::short_string(pt.config),
                               st.error().to_string());

@@ -60,8 +60,9 @@ struct BenchPoint {
   SampleSummary stats;
   Floor floor;
   double t_over_floor = 0;  ///< 0 when the floor is unknown
-  std::string rule;  ///< the resolver's rule ("exact_key", ...), "default", or "other_device" (a
-                     ///< row of a table made on another device, BenchSeries::table_device)
+  std::string rule;  ///< the resolver's rule ("exact_key", ...), "default", "other_device" (a
+                     ///< row of a table made on another device, BenchSeries::table_device) or
+                     ///< "batch_invariant" (lever batch_invariant on: tables are bypassed)
   std::optional<int64_t> key;
   core::MoeConfig config;
   std::string table;       ///< table path, or "" for the default

@@ -62,6 +62,17 @@ class Backend {
   virtual Status can_implement(MoeProblem const& problem, MoeConfig const& config) const = 0;
   /// The documented default config for (problem, M = problem.num_tokens).
   virtual MoeConfig default_config(MoeProblem const& problem) const = 0;
+  /// The config M = problem.num_tokens runs under lever batch_invariant (docs/levers.md): one in
+  /// which every output element is summed in one K order by one instruction family whatever M
+  /// is, with no split-K, so a token's output bits do not depend on the other tokens of its
+  /// batch. Fails (kUnsupported, naming the family and what to do) where the family has none
+  /// for `problem`; the default says the family has none at all.
+  virtual Result<MoeConfig> batch_invariant_config(MoeProblem const& problem) const {
+    (void)problem;
+    return make_error(ErrorCode::kUnsupported, family(),
+                      "has no batch-invariant config (lever batch_invariant); turn the lever off "
+                      "or use the cpu or cuda backend");
+  }
   /// The search space for (problem, M), before feasibility pruning.
   virtual std::vector<MoeConfig> search_space(MoeProblem const& problem) const = 0;
   /// The per-GEMM spaces for (problem, M), one per block_m, before feasibility pruning. The

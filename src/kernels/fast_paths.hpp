@@ -54,6 +54,13 @@ struct FastPaths {
   /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
   /// slower on the H200 (levers.json evidence).
   bool decode_fused = false;
+  /// cpu and cuda: every M runs the backend's batch-invariant config (Backend::
+  /// batch_invariant_config: one K order and one instruction family for every output element, no
+  /// split-K), and tables, the knob cache and auto are bypassed, so a token's output bits do not
+  /// depend on the other tokens of its batch (the combine already sums top_k in a fixed order).
+  /// Kernels do not read it; the runner and bench choose configs by it. Class correctness: the
+  /// output differs from the lever-off path's wherever that path picks another config.
+  bool batch_invariant = false;
 
   bool operator==(FastPaths const&) const = default;
 };
@@ -74,6 +81,7 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
   add(fp.decode_fused, "decode_fused");
+  add(fp.batch_invariant, "batch_invariant");
   return out;
 }
 

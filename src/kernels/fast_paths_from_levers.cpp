@@ -21,6 +21,7 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"half_tile_skip", &FastPaths::half_tile_skip},
       {"tail_split", &FastPaths::tail_split},
       {"decode_fused", &FastPaths::decode_fused},
+      {"batch_invariant", &FastPaths::batch_invariant},
   };
   return table;
 }

@@ -1,5 +1,6 @@
-// MoeRunner: knob resolution (explicit | cache | table | default | auto), the lock-free memo that
-// makes hot lookups one atomic load, and run(). See include/moetune/moe_runner.hpp.
+// MoeRunner: knob resolution (explicit | cache | table | default | auto | batch_invariant), the
+// lock-free memo that makes hot lookups one atomic load, and run(). See
+// include/moetune/moe_runner.hpp.
 #include "moetune/moe_runner.hpp"
 
 #include "runtime/runner_impl.hpp"
@@ -14,6 +15,7 @@ char const* to_string(ChoiceRule r) {
     case ChoiceRule::kDefault: return "default";
     case ChoiceRule::kAuto: return "auto";
     case ChoiceRule::kOtherDevice: return "other_device";
+    case ChoiceRule::kBatchInvariant: return "batch_invariant";
   }
   return "?";
 }
@@ -22,6 +24,21 @@ int64_t runtime_bucket(int64_t m) {
   int64_t b = m > 0 ? 1 : 0;
   while (b < m) b *= 2;
   return b;
+}
+
+core::Result<Choice> RunnerImpl::batch_invariant_choice(int64_t m, KnobMode mode) const {
+  auto c = backend->batch_invariant_config(at(m));
+  if (!c.ok()) return c.error();
+  return Choice{.m = m,
+                .bucket = runtime_bucket(m),
+                .config = *c,
+                .rule = ChoiceRule::kBatchInvariant,
+                .source = std::nullopt,
+                .explain = "M=" + std::to_string(m) + " -> " + backend->family() +
+                           " batch-invariant config (lever batch_invariant: one K order and one "
+                           "instruction family at every M, no split-K; " +
+                           (mode == KnobMode::kAuto ? "auto does not tune, " : "") +
+                           "the knob cache and tables are not consulted)"};
 }
 
 MoeRunner::MoeRunner(std::unique_ptr<RunnerImpl> impl) : impl_(std::move(impl)) {}

@@ -180,6 +180,12 @@ class RunnerImpl {
             .explain = r.explain + " [" + table_path + other + "]"};
   }
 
+  /// Lever batch_invariant: the backend's batch-invariant config for M, for knobs none and auto
+  /// alike. The knob cache, the table and auto are not consulted: their configs differ per
+  /// bucket, and a token's bits must not depend on which bucket its batch falls in. Defined in
+  /// moe_runner.cpp.
+  core::Result<Choice> batch_invariant_choice(int64_t m, KnobMode mode) const;
+
   /// A cache entry or table row the backend refuses under this runner's fast paths (a lever
   /// switched off the path it needs) is not launched: the default serves, with one warning.
   Choice refused_to_default(Choice c) {
@@ -206,6 +212,11 @@ class RunnerImpl {
   }
 
   core::Result<Slot const*> resolve_locked(int64_t m, KnobMode mode, void* stream) {
+    if (levers.fast_paths.batch_invariant) {
+      auto c = batch_invariant_choice(m, mode);
+      if (!c.ok()) return c.error();
+      return publish(std::move(*c), stream);
+    }
     int64_t const bucket = runtime_bucket(m);
     if (CacheEntry const* e = cache_entry(bucket)) {
       return publish(refused_to_default(from_cache(m, *e, mode == KnobMode::kAuto)), stream);
@@ -317,6 +328,14 @@ class RunnerImpl {
   }
 
   core::Result<Choice> explicit_choice(int64_t m, core::MoeConfig const& c) const {
+    if (levers.fast_paths.batch_invariant) {
+      return core::make_error(
+          core::ErrorCode::kInvalidArgument, "explicit knobs",
+          "config " + core::short_string(c) +
+              " is refused under lever batch_invariant, which serves one batch-invariant config "
+              "at every M (a config chosen per call could differ between batches); pass no "
+              "config (knobs none or auto) or turn the lever off");
+    }
     core::Status s = backend->can_implement(at(m), c);
     if (!s.ok()) {
       return core::make_error(core::ErrorCode::kUnsupported, "explicit knobs",

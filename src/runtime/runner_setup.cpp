@@ -155,6 +155,10 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
     cuda->set_fast_paths(levers.fast_paths);
   }
 #endif
+  if (levers.fast_paths.batch_invariant) {
+    auto c = backend->batch_invariant_config(problem);  // the same check every M meets later
+    if (!c.ok()) return core::make_error(c.error().code, "MoeRunner", c.error().to_string());
+  }
   auto o = runtime::make_device_ops(name, *backend, levers.fast_paths);
   if (!o.ok()) return o.error();
   ops = std::move(*o);
@@ -214,6 +218,9 @@ core::Status RunnerImpl::reserve_known_workspace() {
   std::vector<core::MoeConfig> known;
   for (int64_t m = 1;; m = std::min(m * 2, options.max_tokens)) {
     known.push_back(backend->default_config(at(m)));
+    if (levers.fast_paths.batch_invariant) {
+      if (auto c = backend->batch_invariant_config(at(m)); c.ok()) known.push_back(*c);
+    }
     if (m == options.max_tokens) break;
   }
   // Only configs that can run size it: a row outside the config ranges (split_k 65536) is never

@@ -86,6 +86,21 @@ TEST_F(BenchCli, BenchResolvesConfigsFromTables) {
   EXPECT_NE(csv.find("m8n32k64g1w4s2sk2t1"), std::string::npos) << csv;
 }
 
+TEST_F(BenchCli, BenchUnderLeverBatchInvariantBypassesTablesAndSaysSo) {
+  // The table's split_k 2 row would serve M = 1 and 4; the lever serves its own config instead,
+  // as MoeRunner does (so `moetune ab` of the lever measures what serving it costs).
+  write_split_k_table(path("split"));
+  auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1,4", "--repeats", "2",
+                "--out", "runs", "--ceiling-mib", "8", "--tables", "split", "--levers",
+                "batch_invariant=on"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string const csv = read_text(only_subdir(path("runs")) / "bench.csv");
+  EXPECT_EQ(count_lines(csv), 3) << csv;
+  EXPECT_NE(csv.find(",batch_invariant,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find(",exact_key,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find("sk2"), std::string::npos) << csv;
+}
+
 TEST_F(BenchCli, BenchRefusesALeverNotServedHereBeforeWritingAnything) {
   auto r = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--out", "runs",
                 "--levers", "pdl=on"});

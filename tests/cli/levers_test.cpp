@@ -86,8 +86,8 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "one of MOETUNE_LEVER_ALIGN_MULTI_CTA, MOETUNE_LEVER_WGMMA_MAINLOOP, MOETUNE_LEVER_PDL, "
        "MOETUNE_LEVER_DECODE_L2_PREFETCH, MOETUNE_LEVER_DECODE_W2_STAGE, "
        "MOETUNE_LEVER_DYNAMIC_TILES, MOETUNE_LEVER_HALF_TILE_SKIP, MOETUNE_LEVER_TAIL_SPLIT, "
-       "MOETUNE_LEVER_DECODE_FUSED, MOETUNE_LEVER_CPU_REGISTER_TILES (moetune levers "
-       "list); unset it; did you mean "
+       "MOETUNE_LEVER_DECODE_FUSED, MOETUNE_LEVER_CPU_REGISTER_TILES, "
+       "MOETUNE_LEVER_BATCH_INVARIANT (moetune levers list); unset it; did you mean "
        "'MOETUNE_LEVER_WGMMA_MAINLOOP'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
        "MOETUNE_CACHEDIR=/tmp",
@@ -110,12 +110,12 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "",
        "moetune levers: no lever 'wgmma' in builtin; expected one of align_multi_cta, "
        "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, dynamic_tiles, half_tile_skip, "
-       "tail_split, decode_fused, cpu_register_tiles\n"},
+       "tail_split, decode_fused, cpu_register_tiles, batch_invariant\n"},
       {{"levers", "show", "pdll"},
        "",
        "moetune levers: no lever 'pdll' in builtin; expected one of align_multi_cta, "
        "wgmma_mainloop, pdl, decode_l2_prefetch, decode_w2_stage, dynamic_tiles, half_tile_skip, "
-       "tail_split, decode_fused, cpu_register_tiles; did you mean "
+       "tail_split, decode_fused, cpu_register_tiles, batch_invariant; did you mean "
        "'pdl'?\n"},
   };
   for (auto const& c : cases) {

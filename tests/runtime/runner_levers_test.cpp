@@ -54,8 +54,9 @@ TEST_F(RunnerLeversTest, EmptyEnvironmentGivesEachLeverItsDefaultRule) {
   ASSERT_EQ(lv.levers.size(), kernels::fast_path_names().size());
   for (auto const& l : lv.levers) {
     EXPECT_FALSE(l.rule.empty()) << l.name;
-    EXPECT_EQ(l.decided_by, l.name == "cpu_register_tiles" ? core::LeverDecision::kDefault
-                                                           : core::LeverDecision::kNotServed)
+    bool const served = l.name == "cpu_register_tiles" || l.name == "batch_invariant";
+    EXPECT_EQ(l.decided_by,
+              served ? core::LeverDecision::kDefault : core::LeverDecision::kNotServed)
         << l.name;
   }
 }
@@ -160,7 +161,7 @@ TEST(OnNames, NamesEveryFastPathField) {
   kernels::FastPaths all;
   all.align_multi_cta = all.wgmma_mainloop = all.cpu_register_tiles = all.pdl = true;
   all.decode_l2_prefetch = all.decode_w2_stage = all.dynamic_tiles = all.half_tile_skip = true;
-  all.tail_split = all.decode_fused = true;
+  all.tail_split = all.decode_fused = all.batch_invariant = true;
   std::string expected;
   for (auto const& n : kernels::fast_path_names()) expected += (expected.empty() ? "" : "+") + n;
   EXPECT_EQ(on_names(all), expected);
@@ -173,7 +174,8 @@ TEST(OnNames, NamesEveryFastPathField) {
                                         .dynamic_tiles = false,
                                         .half_tile_skip = false,
                                         .tail_split = false,
-                                        .decode_fused = false}),
+                                        .decode_fused = false,
+                                        .batch_invariant = false}),
             "");
 }
 

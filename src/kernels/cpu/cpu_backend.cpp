@@ -142,6 +142,14 @@ core::MoeConfig cpu_tiled_default_config(core::MoeProblem const& problem) {
   return c;
 }
 
+core::Result<core::MoeConfig> cpu_tiled_batch_invariant_config(core::MoeProblem const& problem) {
+  core::MoeConfig c = cpu_tiled_default_config(problem);
+  c.gemm1.pipeline.split_k = 1;  // the one knob that changes an element's sum order
+  c.gemm2.pipeline.split_k = 1;
+  MOETUNE_RETURN_IF_ERROR(cpu_tiled_can_implement(problem, c));
+  return c;
+}
+
 std::vector<core::MoeConfig> cpu_tiled_search_space(core::MoeProblem const& problem) {
   int64_t const p = pairs_per_expert(problem);
   std::vector<core::MoeConfig> space;

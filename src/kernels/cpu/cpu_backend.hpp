@@ -48,6 +48,16 @@ core::Status cpu_tiled_can_implement(core::MoeProblem const& problem,
 /// The documented default (see the rule at the top of this file) for M = problem.num_tokens.
 core::MoeConfig cpu_tiled_default_config(core::MoeProblem const& problem);
 
+/// The config M = problem.num_tokens runs under lever batch_invariant: the default config with
+/// split_k = 1 (which the default already has). That is enough on cpu_tiled:
+/// NOTE: each output element is `acc += a * b` over its whole depth in increasing order, in fp32
+/// without FMA (microkernel.cpp), whatever block_m, block_n, block_k, group_m and num_threads are
+/// (they only choose which work item and thread sums it, and where in the register tile); only
+/// split_k > 1 adds partial sums in another order, and table rows and the tuner may pick it. The
+/// combine adds top_k in slot order. So the default rule's M-dependent tiles keep a token's bits
+/// (tests/runtime/runner_batch_invariant_test.cpp). Fails as cpu_tiled_can_implement.
+core::Result<core::MoeConfig> cpu_tiled_batch_invariant_config(core::MoeProblem const& problem);
+
 /// The grid the tuner explores for (problem, M), before pruning by can_implement: uniform configs
 /// over block_m {8,16,32,64} x block_n {32,64,128} x block_k {64,128,256} x threads {1, all};
 /// split_k 2 variants (block_n 32/64) when P <= 16; group_m 8 variants when P >= 256; and mixed
@@ -73,6 +83,10 @@ class CpuBackend final : public core::Backend {
   }
   core::MoeConfig default_config(core::MoeProblem const& problem) const override {
     return cpu_tiled_default_config(problem);
+  }
+  core::Result<core::MoeConfig> batch_invariant_config(
+      core::MoeProblem const& problem) const override {
+    return cpu_tiled_batch_invariant_config(problem);
   }
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override {
     return cpu_tiled_search_space(problem);

@@ -23,6 +23,10 @@ core::MoeConfig CudaBackend::default_config(core::MoeProblem const& p) const {
   return sm90_default_config(p, fast_paths_);
 }
 
+core::Result<core::MoeConfig> CudaBackend::batch_invariant_config(core::MoeProblem const& p) const {
+  return sm90_batch_invariant_config(p, fast_paths_);
+}
+
 std::vector<core::MoeConfig> CudaBackend::search_space(core::MoeProblem const& p) const {
   return sm90_joint_search_space(p);
 }

@@ -24,6 +24,9 @@ class CudaBackend final : public core::Backend {
   core::Status can_implement(core::MoeProblem const& problem,
                              core::MoeConfig const& config) const override;
   core::MoeConfig default_config(core::MoeProblem const& problem) const override;
+  /// sm90_batch_invariant_config under this backend's fast paths.
+  core::Result<core::MoeConfig> batch_invariant_config(
+      core::MoeProblem const& problem) const override;
   /// Configs with both GEMMs sharing block_m; the space around the regime of M (see .cpp).
   std::vector<core::MoeConfig> search_space(core::MoeProblem const& problem) const override;
   /// Per block_m of sm90_block_m_candidates: sm90_gemm_candidates of each GEMM (GEMM1 and GEMM2

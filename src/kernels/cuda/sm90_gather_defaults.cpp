@@ -1,9 +1,11 @@
-// sm90_default_config (sm90_gather_defaults.hpp). Covered by
-// tests/kernels/cuda/jit_default_rule_test.cpp (each band's choice and the fall-through),
+// sm90_default_config and sm90_batch_invariant_config (sm90_gather_defaults.hpp). Covered by
+// tests/kernels/cuda/jit_default_rule_test.cpp (each band's choice and the fall-through; the
+// batch-invariant config the same at every M),
 // tests/kernels/cuda/jit_compile_test.cpp (every regime's default is implementable and compiles,
 // H1-H5 too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/sm90_fp8_geometry.hpp"
@@ -72,19 +74,22 @@ double wave_fill(int64_t tiles) {
   return waves > 0 ? static_cast<double>(tiles) / static_cast<double>(waves * kSms) : 1.0;
 }
 
+/// One GEMM's config: tile bm x bn x bk with raster group gm, `warps` warps, `stages` stages,
+/// split_k 1, no cluster.
+core::KernelConfig kc(int bm, int bn, int bk, int warps, int stages, int gm,
+                      core::Schedule schedule = core::Schedule::kAuto) {
+  core::KernelConfig k;
+  k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = gm};
+  k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
+  k.launch.schedule = schedule;
+  return k;
+}
+
 }  // namespace
 
 core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
   if (p.quant != core::Quant::kNone) return fp8_default_config(p);
   const double per_expert = pairs_per_expert(p);
-  auto kc = [](int bm, int bn, int bk, int warps, int stages, int gm,
-               core::Schedule schedule = core::Schedule::kAuto) {
-    core::KernelConfig k;
-    k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = gm};
-    k.pipeline = {.num_warps = warps, .num_stages = stages, .split_k = 1};
-    k.launch.schedule = schedule;
-    return k;
-  };
   constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
   // The swap-AB kernel (sm90_swap_kernel.cuh): block_m pairs per tile, 64 weight rows per MMA
   // warpgroup (block_n = those rows, half of them for a gated GEMM1), group_m 1.
@@ -163,6 +168,36 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     if (sm90_can_implement(p, c, fast_paths).ok()) return c;
   }
   return choices.back();
+}
+
+core::Result<core::MoeConfig> sm90_batch_invariant_config(core::MoeProblem p,
+                                                          FastPaths const& fast_paths) {
+  if (p.quant != core::Quant::kNone) {
+    return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                            "lever batch_invariant: quant " +
+                                std::string(core::to_string(p.quant)) +
+                                " has no batch-invariant config (only bf16 layers do); turn the "
+                                "lever off for fp8 layers");
+  }
+  p.num_tokens = 0;  // the choice must not see M: that is the lever's whole claim
+  constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
+  auto bk = [](int64_t depth) { return depth % 64 == 0 ? 64 : 32; };
+  const int bk1 = bk(p.hidden_size), bk2 = bk(p.intermediate_size);
+  const core::MoeConfig choices[] = {
+      {.gemm1 = kc(128, core::is_gated(p.activation) ? 128 : 256, 64, 8, 4, 8, kTw),
+       .gemm2 = kc(128, 256, 64, 8, 4, 8, kTw)},
+      {.gemm1 = kc(128, 128, bk1, 8, 4, 8), .gemm2 = kc(128, 128, bk2, 8, 4, 8)},
+      {.gemm1 = kc(16, 64, bk1, 4, 4, 8), .gemm2 = kc(16, 64, bk2, 4, 4, 8)}};
+  core::Status last = core::Status::Ok();
+  for (core::MoeConfig const& c : choices) {
+    last = sm90_can_implement(p, c, fast_paths);
+    if (last.ok()) return c;
+  }
+  return core::make_error(
+      core::ErrorCode::kUnsupported, "sm90_gather",
+      "lever batch_invariant: none of its configs runs E=" + std::to_string(p.num_experts) +
+          ",K=" + std::to_string(p.hidden_size) + ",I=" + std::to_string(p.intermediate_size) +
+          " (the last: " + last.error().message + "); turn the lever off for this layer");
 }
 
 }  // namespace moetune::kernels::cuda

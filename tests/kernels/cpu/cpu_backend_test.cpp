@@ -140,6 +140,25 @@ TEST(CpuTiledDefaultConfig, RunsTinyProblemsOnOneThreadAndTheRestOnAll) {
   EXPECT_EQ(cpu_tiled_default_config(demo_problem(4096)).gemm2.launch.num_threads, 0);
 }
 
+TEST(CpuTiledBatchInvariantConfig, IsTheDefaultWithoutSplitKAtEveryM) {
+  // Only split_k changes an element's sum order on cpu_tiled (cpu_backend.hpp); the tiles may
+  // follow M. tests/runtime/runner_batch_invariant_test.cpp checks the bits.
+  for (int64_t m : {0, 1, 7, 64, 1000, 4096}) {
+    core::MoeProblem const p = demo_problem(m);
+    auto c = cpu_tiled_batch_invariant_config(p);
+    ASSERT_TRUE(c.ok()) << c.error().to_string();
+    EXPECT_EQ(*c, cpu_tiled_default_config(p)) << "M=" << m;
+    EXPECT_EQ(c->gemm1.pipeline.split_k, 1) << "M=" << m;
+    EXPECT_EQ(c->gemm2.pipeline.split_k, 1) << "M=" << m;
+    EXPECT_EQ(*CpuBackend{}.batch_invariant_config(p), *c) << "M=" << m;
+  }
+  core::MoeProblem fp8 = demo_problem(4);
+  fp8.quant = core::Quant::kFp8Block;
+  auto refused = cpu_tiled_batch_invariant_config(fp8);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().where, "cpu_tiled");
+}
+
 TEST(CpuTiledSearchSpace, EntriesAreDistinctAndSurvivorsOfPruningRunCorrectly) {
   auto testbed = make_testbed("cpu");
   ASSERT_TRUE(testbed.ok());

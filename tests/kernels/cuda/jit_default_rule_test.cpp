@@ -225,6 +225,67 @@ TEST(Sm90DefaultRule, FallsThroughWhereTheOutputIsNarrowerThanTheTile) {
   EXPECT_TRUE(sm90_can_implement(p, c).ok()) << core::short_string(c);
 }
 
+// Lever batch_invariant: one config per shape, whatever M.
+TEST(Sm90BatchInvariantConfig, IsOneTmaWsConfigWithoutSplitKAtEveryM) {
+  const core::MoeProblem shapes[] = {s1(0), s2(0), s3(0),
+                                     moe_shape(40, 1536, 704, 5, Activation::kGeluTanh)};
+  for (const core::MoeProblem& shape : shapes) {
+    core::MoeProblem p = shape;
+    p.num_tokens = 1;
+    auto first = sm90_batch_invariant_config(p);
+    ASSERT_TRUE(first.ok()) << first.error().to_string();
+    const std::string where =
+        "E=" + std::to_string(p.num_experts) + " " + core::short_string(*first);
+    for (const core::KernelConfig* k : {&first->gemm1, &first->gemm2}) {
+      EXPECT_EQ(k->launch.schedule, core::Schedule::kTmaWarpSpecialized) << where;
+      EXPECT_FALSE(k->launch.swap_ab) << where;
+      EXPECT_EQ(k->pipeline.split_k, 1) << where;
+      EXPECT_EQ(k->tile.block_m, 128) << where;
+      EXPECT_EQ(k->tile.block_k, 64) << where;
+    }
+    EXPECT_EQ(first->gemm1.tile.block_n, core::is_gated(p.activation) ? 128 : 256) << where;
+    EXPECT_EQ(first->gemm2.tile.block_n, 256) << where;
+    // M = 1..16384 spans every regime of the default rule (decode, mma.sync, swap-AB, 192 rows).
+    for (int64_t m : {0, 1, 4, 7, 64, 512, 1000, 2048, 4096, 16384}) {
+      p.num_tokens = m;
+      auto c = sm90_batch_invariant_config(p);
+      ASSERT_TRUE(c.ok()) << c.error().to_string();
+      EXPECT_EQ(*c, *first) << where << " M=" << m << ": " << core::short_string(*c);
+      EXPECT_TRUE(sm90_can_implement(p, *c).ok()) << where << " M=" << m;
+    }
+  }
+  // Negative twin: the default rule does change config with M at these shapes.
+  EXPECT_NE(sm90_default_config(s2(1)), sm90_default_config(s2(4096)));
+}
+
+TEST(Sm90BatchInvariantConfig, FallsBackToOneMmaSyncConfigWhereWgmmaCannotRun) {
+  FastPaths off;
+  off.wgmma_mainloop = false;
+  auto c = sm90_batch_invariant_config(s2(1), off);
+  ASSERT_TRUE(c.ok()) << c.error().to_string();
+  EXPECT_EQ(core::short_string(*c), "m128n128k64g8w8s4");
+  EXPECT_EQ(*sm90_batch_invariant_config(s2(4096), off), *c);
+  // I = 96 is no multiple of wgmma's block_k 64: the mma.sync pair, GEMM2 at block_k 32.
+  const core::MoeProblem narrow = moe_shape(8, 256, 96, 2, Activation::kSiluGated, 5);
+  auto n = sm90_batch_invariant_config(narrow);
+  ASSERT_TRUE(n.ok()) << n.error().to_string();
+  EXPECT_EQ(core::short_string(*n), "m128n128k64g8w8s4|m128n128k32g8w8s4");
+  EXPECT_TRUE(sm90_can_implement(narrow, *n).ok()) << core::short_string(*n);
+  core::MoeProblem wide = narrow;
+  wide.num_tokens = 4096;
+  EXPECT_EQ(*sm90_batch_invariant_config(wide), *n);
+}
+
+TEST(Sm90BatchInvariantConfig, RefusesFp8Problems) {
+  core::MoeProblem p = s2(16);
+  p.quant = core::Quant::kFp8Block;
+  auto c = sm90_batch_invariant_config(p);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.error().to_string(),
+            "sm90_gather: lever batch_invariant: quant fp8_block has no batch-invariant config "
+            "(only bf16 layers do); turn the lever off for fp8 layers");
+}
+
 TEST(Sm90DefaultRule, GivesEveryShapeOfTheGridItsPinnedConfigs) {
   const std::vector<GridRow> rows = load_grid();
   ASSERT_GE(rows.size(), 100u) << "tests/kernels/cuda/default_rule_grid.csv is missing or short";
