@@ -121,3 +121,39 @@ def test_triton_compile_jobs_matches_one_process(engine, tmp_path):
     two = triton_compile.check_table(str(table), "sm_90a", jobs=2)
     assert one == two
     assert [m for m, _ in one] == [256, 256], one  # 64 x 256 x 256 x 5 stages: over 227 KB
+
+
+def test_testbed_loads_what_the_pool_compiled_without_compiling_again(engine, monkeypatch):
+    """The tuner's testbed in cuda mode, its GPU replaced by a stand-in driver that names an
+    sm_90 target (the launches are traced, never run): the JIT's own specializations go to the
+    pool, and loading the rows afterwards adds no kernel to the cache, i.e. the JIT's cache keys
+    equal the pool's. The same on the GPU: test_triton_worker.py's GPU test."""
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+
+    from moetune.tuner import triton_rules, triton_testbed
+
+    class StandIn:
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_current_target(self):
+            return GPUTarget(*TARGET)
+
+    monkeypatch.setattr(driver, "_active", StandIn())
+    bed = triton_testbed.Testbed(interpret=False)
+    bed.device = "cpu"  # the tensors the traced launches take
+    bed.load()
+    bed.prepare(dict(PROBLEM, num_tokens=96), {"kind": "uniform", "seed": 5}, 5)
+    rows = triton_rules.space(dict(PROBLEM, num_tokens=96))[:3]
+    bed.compile_in_background(rows)
+    for _, futures in bed._pending.values():
+        assert [f.result(timeout=300) > 0 for f in futures] == [True, True]
+    filled = _cache_entries()
+    assert [bed._finish(triton_rules.short(r)) for r in rows] == [None] * 3
+    assert _cache_entries() == filled, "the testbed compiled what the pool had compiled"
+    assert bed.compile_stats["rows"] == 3
+    bed._pool.close()

@@ -23,6 +23,8 @@ for the process, since Triton reads it when the kernel is decorated).
 
 import math
 import os
+import sys
+import time
 
 import torch
 
@@ -125,6 +127,8 @@ class Testbed:
         self._assignments = {}  # BLOCK_SIZE_M -> vLLM's Prepared
         self._pool = None  # triton_pool.CompilePool, started by the first compile
         self._pending = {}  # short(row) -> (row, [Future]): its launches in the pool
+        # rows loaded after their compile, and the seconds checks waited for them (and loading)
+        self.compile_stats = {"rows": 0, "wait_s": 0.0}
 
     # ---- setup ----
 
@@ -132,6 +136,14 @@ class Testbed:
         from moetune.engines import vllm_triton
 
         self.engine = vllm_triton.load()
+        if not self.interpret and self._pool is None:  # its children load while the tuner plans
+            from triton.runtime import driver
+
+            from . import triton_pool
+
+            t = driver.active.get_current_target()
+            self._pool = triton_pool.CompilePool(self.engine.engine_dir,
+                                                 (t.backend, t.arch, t.warp_size))
         return self.engine
 
     def smem_limit(self):
@@ -249,14 +261,8 @@ class Testbed:
         keys = [triton_rules.short(r) for r in rows]
         if self.interpret:
             return keys
-        from triton.runtime import driver
-
-        from . import triton_pool
-
         if self._pool is None:
-            t = driver.active.get_current_target()
-            self._pool = triton_pool.CompilePool(self.engine.engine_dir,
-                                                 (t.backend, t.arch, t.warp_size))
+            self.load()
         for key, row in zip(keys, rows):
             if key in self._pending:
                 continue
@@ -277,6 +283,7 @@ class Testbed:
         """Waits for key's kernels, then loads them from Triton's cache into vLLM's kernel (a
         launch the processes did not compile is compiled here); its Failure or None."""
         row, futures = self._pending.pop(key, (None, []))
+        started = time.perf_counter()
         try:
             for item in futures:
                 if isinstance(item, Exception):
@@ -284,6 +291,8 @@ class Testbed:
                 item.result()
             if row is not None:
                 self._trace(row)
+                self.compile_stats["rows"] += 1
+                self.compile_stats["wait_s"] += time.perf_counter() - started
         except Exception as e:  # noqa: BLE001
             return Failure("compile_failed", f"{type(e).__name__}: {e}"[:2000])
         return None
@@ -311,6 +320,12 @@ class Testbed:
                     f.exception()  # waits; a failure stays for the row's check
         for key in lost:
             del self._pending[key]
+        stats = self.compile_stats
+        if stats["rows"]:  # on the tuner's stderr: where a tune's time goes
+            print(f"triton worker: {stats['rows']} configs compiled by {self._pool.processes} "
+                  f"processes; their checks waited {stats['wait_s']:.1f} s for the compiles",
+                  file=sys.stderr, flush=True)
+            self.compile_stats = {"rows": 0, "wait_s": 0.0}
 
     # ---- check and time ----
 
@@ -346,8 +361,6 @@ class Testbed:
 
     def time(self, row, warmup, reps):
         """Samples in microseconds, one per run (see the module docstring)."""
-        import time
-
         if self.interpret:
             for _ in range(warmup):
                 self._run(row)
