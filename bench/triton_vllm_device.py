@@ -3,8 +3,9 @@
 family), then vLLM's layer timed with (a) our file, (b) the file vLLM ships for this GPU, (c)
 vLLM's default rule, at S1-S3 x 12 M (bf16). Prints a short table last; writes CSVs to --out.
 
-    python3 bench/triton_vllm_device.py --out DIR [--phase tune|time|all] [--shapes S1,S2,S3]
-        [--moetune .devbin/moetune] [--agreement S2 --agreement-tunes 3] [--budget-min 5]
+    python3 bench/triton_vllm_device.py --out DIR [--phase tune|time|all|summary]
+        [--shapes S1,S2,S3] [--moetune .devbin/moetune] [--agreement S2 --agreement-tunes 3]
+        [--budget-min 5]
 
 Needs: .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py here, then carry .engines), a moetune
 binary (scripts/build_device.sh: .devbin/moetune; carry .devbin), torch and triton (the device's
@@ -287,7 +288,7 @@ def print_table(shape, summary, tune_s):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
-    ap.add_argument("--phase", choices=["tune", "time", "all"], default="all")
+    ap.add_argument("--phase", choices=["tune", "time", "all", "summary"], default="all")
     ap.add_argument("--shapes", default="S1,S2,S3")
     ap.add_argument("--moetune", default=next((p for p in (".devbin/moetune", "build/moetune")
                                                if os.path.exists(os.path.join(REPO, p))),
@@ -303,6 +304,9 @@ def main():
     a.moetune = os.path.abspath(os.path.join(REPO, a.moetune)) if os.sep in a.moetune else a.moetune
     os.makedirs(a.out, exist_ok=True)
     shapes = a.shapes.split(",")
+    if a.phase == "summary":
+        write_summary(a.out, shapes, a.budget_min)
+        return 0
     vt, rules = package()
     import torch
 
@@ -340,8 +344,56 @@ def main():
             tune_s = json.load(f)
     for shape in shapes:
         print_table(shape, summaries[shape], tune_s.get(shape, "not in this run"))
+    write_summary(a.out, shapes, a.budget_min)
     report(a)
     return 0
+
+
+def write_summary(out, shapes, budget_min):
+    """summary.csv (the results of record's format): per shape and M, the tune's wall time and
+    budget, candidates measured / in the space (from tune-SHAPE.json), and a, b, c with their
+    intervals, c/a and a against b (slower / faster beyond the intervals, else tie). Needs no GPU:
+    `--phase summary` rewrites it from a run's triton_vllm.csv."""
+    with open(os.path.join(out, "triton_vllm.csv")) as f:
+        timed = {(r["shape"], int(r["m"]), r["system"]): r for r in csv.DictReader(f)}
+    seconds = {}
+    if os.path.exists(os.path.join(out, "tune-seconds.json")):
+        with open(os.path.join(out, "tune-seconds.json")) as f:
+            seconds = json.load(f)
+    fields = ["shape", "m", "tune_s", "budget_min", "measured", "candidates"]
+    for k in "abc":
+        fields += [f"{k}_config"] + ([f"{k}_source"] if k == "b" else []) + \
+            [f"{k}_us", f"{k}_ci_low_us", f"{k}_ci_high_us"]
+    fields += ["c_over_a", "a_vs_b"]
+    rows = []
+    for shape in shapes:
+        buckets = {}
+        try:
+            with open(os.path.join(out, f"tune-{shape}.json")) as f:
+                buckets = {b["bucket"]: b for b in json.load(f)["shapes"][0]["buckets"]}
+        except (OSError, ValueError, KeyError, IndexError):
+            pass
+        for m in MS:
+            if (shape, m, "a") not in timed:
+                continue
+            t = {k: timed[(shape, m, k)] for k in "abc"}
+            row = dict(shape=shape, m=m, tune_s=seconds.get(shape, "").split(" ")[0],
+                       budget_min=budget_min, measured=buckets.get(m, {}).get("measured", ""),
+                       candidates=buckets.get(m, {}).get("candidates", ""))
+            for k in "abc":
+                row.update({f"{k}_config": t[k]["config"], f"{k}_us": t[k]["median_us"],
+                            f"{k}_ci_low_us": t[k]["ci_low_us"],
+                            f"{k}_ci_high_us": t[k]["ci_high_us"]})
+            row["b_source"] = t["b"]["source"]
+            a_lo, a_hi = float(t["a"]["ci_low_us"]), float(t["a"]["ci_high_us"])
+            b_lo, b_hi = float(t["b"]["ci_low_us"]), float(t["b"]["ci_high_us"])
+            row["c_over_a"] = f"{float(t['c']['median_us']) / float(t['a']['median_us']):.3f}"
+            row["a_vs_b"] = "slower" if a_lo > b_hi else "faster" if a_hi < b_lo else "tie"
+            rows.append(row)
+    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
 
 
 def report(a):
@@ -352,7 +404,8 @@ def report(a):
     import shutil
 
     os.makedirs(a.report_to, exist_ok=True)
-    for name in ("triton_vllm.csv", "tune.log", "tune-seconds.json", "triton-run.tgz"):
+    for name in ("triton_vllm.csv", "summary.csv", "tune.log", "tune-seconds.json",
+                 "triton-run.tgz"):
         if os.path.exists(os.path.join(a.out, name)):
             shutil.copy(os.path.join(a.out, name), a.report_to)
 
