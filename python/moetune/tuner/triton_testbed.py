@@ -125,7 +125,7 @@ class Testbed:
         self.data = None
         self.problem = None
         self._assignments = {}  # BLOCK_SIZE_M -> vLLM's Prepared
-        self._pool = None  # triton_pool.CompilePool, started by the first compile
+        self._pool = None  # triton_pool.CompilePool (cuda), started by load()
         self._pending = {}  # short(row) -> (row, [Future]): its launches in the pool
         # rows loaded after their compile, and the seconds checks waited for them (and loading)
         self.compile_stats = {"rows": 0, "wait_s": 0.0}
