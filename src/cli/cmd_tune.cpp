@@ -247,9 +247,8 @@ tuner::SearchOptions search_options(TuneArgs const& args, RunContext const& ctx)
   o.paired_passes = args.paired_passes;
   o.faults = args.faults;
   // An even share of the budget left (three for the run's first bucket, compiling cold).
-  o.deadline = tuner::bucket_deadline(Clock::now(), ctx.deadline,
-                                      ctx.buckets_total - ctx.bucket_index + 1,
-                                      ctx.bucket_index == 1);
+  o.deadline = tuner::bucket_deadline(
+      Clock::now(), ctx.deadline, ctx.buckets_total - ctx.bucket_index + 1, ctx.bucket_index == 1);
   return o;
 }
 
