@@ -126,7 +126,8 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     synchronise; topk_ids are not range-checked on the GPU (that check would synchronise).
     """
     c = "" if config is None else _config_arg(config)
-    batch_invariant = _flag_arg("batch_invariant", batch_invariant)
+    if type(batch_invariant) is not bool:
+        _bad_flag("batch_invariant", batch_invariant)
     if w1.dtype == torch.float8_e4m3fn or w1_scale is not None or w2_scale is not None:
         if batch_invariant:
             raise ValueError("moetune.fused_moe: batch_invariant=True with fp8 weights; batch "
@@ -156,10 +157,9 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
 
 
-def _flag_arg(name, value):
-    """A bool argument of the ops (a torch schema `bool` takes nothing else)."""
-    if isinstance(value, bool):
-        return value
+def _bad_flag(name, value):
+    """Raises for a bool argument of the ops that is not a bool (a torch schema `bool` takes
+    nothing else); the callers check the type inline, on the hot path."""
     raise TypeError(f"moetune: {name}: {type(value).__name__} seen; expected True or False")
 
 
@@ -194,7 +194,8 @@ def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu",
     runner's sentence, as `moetune run` prints it).
     """
     c = "" if config is None else _config_arg(config)
-    batch_invariant = _flag_arg("batch_invariant", batch_invariant)
+    if type(batch_invariant) is not bool:
+        _bad_flag("batch_invariant", batch_invariant)
     text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c,
                                      w1_bias, w2_bias, batch_invariant)
     return dict(line.split("=", 1) for line in text.split("\n"))

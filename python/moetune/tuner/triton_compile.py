@@ -13,6 +13,7 @@ row compiles within the limit, 1 otherwise (one line per failing row), 2 on bad 
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import os
 import sys
@@ -101,25 +102,22 @@ def check_table(path, arch, jobs=1):
     engine = vllm_triton.load()
     capability = int(arch[3:5])
     target = ("cuda", capability, 32)
-    pool = triton_pool.CompilePool(engine.engine_dir, target, jobs) if jobs > 1 else None
-    launches = []
-    for m, row in sorted(rows.items()):
-        for gemm in (1, 2):
-            spec = specialization(engine, dict(problem, num_tokens=m), row, gemm, capability)
-            if pool is not None:
-                launches.append((m, gemm, pool.submit(spec)))
-                continue
-            future = concurrent.futures.Future()
-            try:
-                future.set_result(triton_pool.compile_specialization(engine.fused_moe_kernel,
-                                                                     spec, target))
-            except Exception as e:  # noqa: BLE001  (a compile failure is this row's finding)
-                future.set_exception(e)
-            launches.append((m, gemm, future))
-    failures = [f for m, gemm, future in launches
-                for f in _findings(m, gemm, future, arch, triton_rules.kSmemLimitBytes[arch])]
-    if pool is not None:
-        pool.close()
+    if jobs > 1:
+        pool = triton_pool.CompilePool(engine.engine_dir, target, jobs)
+        submit, close = pool.submit, pool.close
+    else:  # in this process, one compile at a time
+        here = concurrent.futures.ThreadPoolExecutor(1)
+        submit = functools.partial(here.submit, triton_pool.compile_specialization,
+                                   engine.fused_moe_kernel, target=target)
+        close = here.shutdown
+    try:
+        launches = [(m, gemm, submit(specialization(engine, dict(problem, num_tokens=m), row,
+                                                    gemm, capability)))
+                    for m, row in sorted(rows.items()) for gemm in (1, 2)]
+        failures = [f for m, gemm, future in launches
+                    for f in _findings(m, gemm, future, arch, triton_rules.kSmemLimitBytes[arch])]
+    finally:
+        close()
     return failures
 
 
