@@ -31,7 +31,9 @@ time  per shape and M: vLLM's layer (moetune.engines.vllm_triton: vLLM's launch,
       lookup without (the shipped file; where none exists for this GPU, vLLM's default, marked),
       (c) = get_default_config. With --agreement, the agreement tunes' winners for that shape are
       timed in the same passes with (a): a bucket agrees when every tune's winner (a's
-      included) is within 1% of the fastest of them (pooled measurements).
+      included) is within 1% of the fastest of them, each distinct winner by all the samples of
+      the tunes that named it (tunes that name the same row agree by definition: timing one
+      row in separate slots would otherwise call slot-to-slot drift a disagreement).
 Targets (issue 52): tune <= 300 s per shape; geomean(c / a) >= 1.15; no M where a is slower than b
 beyond the intervals; agreement >= 95% of buckets.
 """
@@ -255,8 +257,14 @@ def time_shape(a, shape, vt, rules, rows_out):
                 median_us=f"{stats[k][0]:.2f}", ci_low_us=f"{lo:.2f}", ci_high_us=f"{hi:.2f}"))
         print(f"  {shape} M={m}: " + ", ".join(f"{k} {v[0]:.1f} us" for k, v in stats.items()),
               flush=True)  # progress: a call cut short still shows the points it measured
-        tuned = [stats[k][0] for k in stats if k == "a" or k.startswith("t")]
-        agree = (max(tuned) <= 1.01 * min(tuned)) if len(tuned) > 1 else None
+        agree = None
+        if agree_dirs:  # the tunes' distinct winners, each by all its samples, within 1%
+            pooled = {}
+            for k in samples:
+                if k == "a" or k.startswith("t"):
+                    pooled.setdefault(rules.short(systems[k][0]), []).extend(samples[k])
+            tuned = [statistics.median(v) for v in pooled.values()]
+            agree = max(tuned) <= 1.01 * min(tuned)
         summary.append((m, stats, systems, agree))
         del graphs, keep
         torch.cuda.empty_cache()
@@ -349,10 +357,23 @@ def main():
     return 0
 
 
+def tunes_agree(rows):
+    """'yes' / 'no' when rows hold agreement tunes' winners (a and t0, t1, ..): whether their
+    distinct configs are within 1% (each by the median of its rows' medians); '' without."""
+    if len(rows) < 2:
+        return ""
+    by_config = {}
+    for r in rows:
+        by_config.setdefault(r["config"], []).append(float(r["median_us"]))
+    medians = [statistics.median(v) for v in by_config.values()]
+    return "yes" if max(medians) <= 1.01 * min(medians) else "no"
+
+
 def write_summary(out, shapes, budget_min):
     """summary.csv (the results of record's format): per shape and M, the tune's wall time and
     budget, candidates measured / in the space (from tune-SHAPE.json), and a, b, c with their
-    intervals, c/a and a against b (slower / faster beyond the intervals, else tie). Needs no GPU:
+    intervals, c/a, a against b (slower / faster beyond the intervals, else tie) and, with
+    --agreement, tunes_agree (tunes_agree()). Needs no GPU:
     `--phase summary` rewrites it from a run's triton_vllm.csv."""
     with open(os.path.join(out, "triton_vllm.csv")) as f:
         timed = {(r["shape"], int(r["m"]), r["system"]): r for r in csv.DictReader(f)}
@@ -364,7 +385,7 @@ def write_summary(out, shapes, budget_min):
     for k in "abc":
         fields += [f"{k}_config"] + ([f"{k}_source"] if k == "b" else []) + \
             [f"{k}_us", f"{k}_ci_low_us", f"{k}_ci_high_us"]
-    fields += ["c_over_a", "a_vs_b"]
+    fields += ["c_over_a", "a_vs_b", "tunes_agree"]
     rows = []
     for shape in shapes:
         buckets = {}
@@ -389,6 +410,9 @@ def write_summary(out, shapes, budget_min):
             b_lo, b_hi = float(t["b"]["ci_low_us"]), float(t["b"]["ci_high_us"])
             row["c_over_a"] = f"{float(t['c']['median_us']) / float(t['a']['median_us']):.3f}"
             row["a_vs_b"] = "slower" if a_lo > b_hi else "faster" if a_hi < b_lo else "tie"
+            row["tunes_agree"] = tunes_agree([r for (sh, mm, k), r in timed.items()
+                                              if sh == shape and mm == m and
+                                              (k == "a" or k.startswith("t"))])
             rows.append(row)
     with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)

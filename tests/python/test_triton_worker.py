@@ -95,6 +95,43 @@ def test_default_rule_is_vllms_own_get_default_config():
             assert got["SPLIT_K"] == 1
 
 
+@needs_engine
+def test_gpu_default_row_is_the_row_vllm_reads_for_that_gpu(monkeypatch, tmp_path):
+    """On the GPU the search's incumbent is what vLLM runs without our table: the row nearest M
+    of the file it ships for E, N and the GPU (an S1-like shape on an H100), a
+    VLLM_TUNED_CONFIG_FOLDER file before that, and its default rule where it has neither."""
+    import torch
+
+    from moetune.engines import vllm_triton
+    from moetune.tuner import triton_testbed
+
+    bed = triton_testbed.Testbed(interpret=False)
+    bed.engine = vllm_triton.load()
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *_: (9, 0))
+    monkeypatch.delenv("VLLM_TUNED_CONFIG_FOLDER", raising=False)
+    p = dict(TINY, num_experts=128, hidden_size=2688, intermediate_size=1856, arch="sm_90a",
+             activation="relu2")
+    name = "E=128,N=1856,device_name=NVIDIA_H100_80GB_HBM3.json"
+    with open(os.path.join(ENGINE, "vllm", "model_executor", "layers", "fused_moe", "configs",
+                           name)) as f:
+        shipped = {int(k): v for k, v in json.load(f).items() if k.isdigit()}
+    differs = 0
+    for m in (1, 100, 3000, 16384):
+        q = dict(p, num_tokens=m)
+        want = shipped[min(shipped, key=lambda k: abs(k - m))]
+        assert bed.default_row(q) == {f: want[f] for f in triton_rules.ROW_FIELDS}, m
+        differs += bed.default_row(q) != triton_rules.default_row(q)
+    assert differs, "the shipped rows equal the default rule's: the test would not tell them apart"
+    mine = {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 1,
+            "num_warps": 2, "num_stages": 2}
+    (tmp_path / name).write_text(json.dumps({"1": mine}))
+    monkeypatch.setenv("VLLM_TUNED_CONFIG_FOLDER", str(tmp_path))
+    assert bed.default_row(dict(p, num_tokens=100)) == mine
+    q = dict(p, num_experts=96, num_tokens=100)  # vLLM ships no file for E=96
+    assert bed.default_row(q) == triton_rules.default_row(q)
+
+
 class Worker:
     """python -m moetune.tuner.triton_worker on two pipes, as `moetune worker` execs it."""
 

@@ -6,6 +6,8 @@
     prepared = layer.prepare(topk_ids)          # vLLM's expert assignment; time it apart
     out = layer.run(x, topk_weights, topk_ids, prepared)   # [M, K]; CUDA-graph capturable
     prepared = layer.prepare(topk_ids, config=row)         # any row instead of vLLM's choice
+    vllm_triton.engine_config(load(), w1.shape, w2.shape, top_k, M, device_name=..,
+                              capability=..)  # config_for's lookup, without weights
 
 fp8 (w1, w2 torch.float8_e4m3fn; x and the output stay bf16), as fused_experts takes it with
 use_fp8_w8a8=True:
@@ -366,6 +368,37 @@ def _numel(shape):
     return n
 
 
+def _use_platform(engine, device_name, capability):
+    """Points the shim platform at a device; drops vLLM's per-process caches of it (vLLM assumes
+    one device per process; a harness may hold layers for several)."""
+    engine.platform.device_name, engine.platform.capability = device_name, capability
+    engine.get_device_name_as_file_name.cache_clear()
+    engine.enable_swap_ab.cache_clear()
+
+
+def engine_config(engine, w1_shape, w2_shape, top_k, M, *, device_name, capability, dtype=None,
+                  block_shape=None):
+    """The row vLLM runs for M tokens of a layer with these weight shapes on device_name
+    (None: no GPU, so no table): the row nearest M of the file VLLM_TUNED_CONFIG_FOLDER holds for
+    E, N, dtype and the device, else of the file vLLM ships, else vLLM's get_default_config.
+    dtype: vLLM's config dtype string (None for bf16, "fp8_w8a8"); block_shape [bn, bk] or None."""
+    _use_platform(engine, device_name, capability)
+    engine.get_moe_configs.cache_clear()  # vLLM caches it by (E, N, dtype, block) alone
+    E, _, N = w2_shape
+    config = engine.try_get_optimal_moe_config(w1_shape, w2_shape, top_k, dtype, int(M),
+                                               block_shape=block_shape)
+    source, path = "default", None
+    bn, bk = block_shape if block_shape else (0, 0)
+    if engine.get_moe_configs(E, N, dtype, bn, bk):  # the lookup try_get_... just made (cached)
+        name = engine.get_config_file_name(E, N, dtype, block_shape)
+        folders = [engine.envs.VLLM_TUNED_CONFIG_FOLDER,
+                   os.path.join(os.path.dirname(engine.__file__), "configs")]
+        path = next((os.path.join(d, name) for d in folders
+                     if d is not None and os.path.exists(os.path.join(d, name))), None)
+        source = f"table:{name}"
+    return ConfigChoice(dict(config), source, path)
+
+
 class VllmTritonMoe:
     """One MoE layer run the way vLLM 0.33.0's fused_experts runs it, bf16 or fp8 w8a8.
 
@@ -454,37 +487,17 @@ class VllmTritonMoe:
                                  f"{'block ' + str(bs) if bs else 'per-tensor'} weights")
 
     def _use_platform(self):
-        """Points the shim platform at this layer's device; drops vLLM's per-process caches of it
-        (vLLM assumes one device per process; a harness may hold layers for several)."""
-        eng = self.engine
-        eng.platform.device_name, eng.platform.capability = self.device_name, self.capability
-        eng.get_device_name_as_file_name.cache_clear()
-        eng.enable_swap_ab.cache_clear()
+        _use_platform(self.engine, self.device_name, self.capability)
 
     def config_for(self, M):
         """vLLM's config for M tokens: its table row nearest M, else its default rule."""
         M = int(M)
-        if M in self._choices:
-            return self._choices[M]
-        eng = self.engine
-        self._use_platform()
-        eng.get_moe_configs.cache_clear()  # cached by (E, N, dtype, block) alone, as above
-        E, _, N = self.w2.shape
-        dtype, bs = self.config_dtype, self.block_shape
-        config = eng.try_get_optimal_moe_config(self.w1.size(), self.w2.size(), self.top_k, dtype,
-                                                M, block_shape=bs)
-        source, path = "default", None
-        bn, bk = bs if bs else (0, 0)
-        if eng.get_moe_configs(E, N, dtype, bn, bk):  # the lookup try_get_... just made (cached)
-            name = eng.get_config_file_name(E, N, dtype, bs)
-            folders = [eng.envs.VLLM_TUNED_CONFIG_FOLDER,
-                       os.path.join(os.path.dirname(eng.__file__), "configs")]
-            path = next((os.path.join(d, name) for d in folders
-                         if d is not None and os.path.exists(os.path.join(d, name))), None)
-            source = f"table:{name}"
-        choice = ConfigChoice(dict(config), source, path)
-        self._choices[M] = choice
-        return choice
+        if M not in self._choices:
+            self._choices[M] = engine_config(
+                self.engine, tuple(self.w1.size()), tuple(self.w2.size()), self.top_k, M,
+                device_name=self.device_name, capability=self.capability,
+                dtype=self.config_dtype, block_shape=self.block_shape)
+        return self._choices[M]
 
     def prepare(self, topk_ids, config=None):
         """vLLM's _prepare_expert_assignment for topk_ids [M, top_k]: align, or the naive path.

@@ -160,8 +160,9 @@ def prior_distance(row, default):
 
 def space(problem, default=None):
     """The rows to search for problem (M = num_tokens), nearest the default row first, then in
-    vLLM's product order; see the module docstring for what is left out. default: the default
-    rule's row (arch "cpu" keeps its num_warps, num_stages and GROUP_SIZE_M)."""
+    vLLM's product order; see the module docstring for what is left out. default: the row the
+    search centres on (the worker passes the row vLLM runs without our file; None: the default
+    rule's row; arch "cpu" keeps its num_warps, num_stages and GROUP_SIZE_M)."""
     default = default or default_row(problem)
     cap_n = max(SPACE["BLOCK_SIZE_N"][0],
                 next_pow2(max(gemm1_n(problem), problem["hidden_size"])))

@@ -153,11 +153,20 @@ class Testbed:
         return torch.cuda.get_device_properties(0).shared_memory_per_block_optin
 
     def default_row(self, problem):
-        """vLLM's own get_default_config for bf16 at M = num_tokens."""
+        """What vLLM runs for bf16 at M = num_tokens without our table: on the GPU, the row
+        nearest M of the file it reads for this E, I and GPU (VLLM_TUNED_CONFIG_FOLDER's, else
+        the one it ships) when there is one; else, and in the interpreter, get_default_config."""
+        from moetune.engines import vllm_triton
+
         p = problem
-        row = self.engine.get_default_config(p["num_tokens"], p["num_experts"],
-                                             p["intermediate_size"], p["hidden_size"], p["top_k"],
-                                             None, None)
+        E, K, I = p["num_experts"], p["hidden_size"], p["intermediate_size"]
+        device_name = capability = None
+        if not self.interpret:
+            device_name = torch.cuda.get_device_name(0)
+            capability = torch.cuda.get_device_capability(0)
+        row = vllm_triton.engine_config(
+            self.engine, (E, triton_rules.gemm1_n(p), K), (E, K, I), p["top_k"], p["num_tokens"],
+            device_name=device_name, capability=capability).config
         # VLLM_BATCH_INVARIANT leaves warps and stages to Triton's defaults (4 and 3).
         return {f: row.get(f, {"num_warps": 4, "num_stages": 3}.get(f)) for f in
                 triton_rules.ROW_FIELDS}
