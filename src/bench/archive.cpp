@@ -1,6 +1,7 @@
 // bench.csv rows, env.json and the run folder; see archive.hpp.
 #include "bench/archive.hpp"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
@@ -190,7 +191,9 @@ core::Result<std::string> make_run_dir(std::string const& out_dir, RunEnv const&
                                        std::string const& kind) {
   std::string hms = env.time_utc;
   std::erase(hms, ':');
-  std::string const base = out_dir + "/" + env.date + "-" + hms + "-" + env.commit + kind;
+  std::string commit = env.commit;  // "+dirty" would put a '+' in the folder's name
+  std::replace(commit.begin(), commit.end(), '+', '-');
+  std::string const base = out_dir + "/" + env.date + "-" + hms + "-" + commit + kind;
   std::string dir = base;
   std::error_code ec;
   for (int i = 2; std::filesystem::exists(dir, ec); ++i) dir = base + "-" + std::to_string(i);
