@@ -321,7 +321,7 @@ Status validate(LeverTable const& t, std::string const& where) {
                               "'; remove one of them");
       }
     }
-    if (t.find(r.replacement) == nullptr) {
+    if (!r.replacement.empty() && t.find(r.replacement) == nullptr) {
       return bad(where, "retired name '" + r.name + "' names replacement '" + r.replacement +
                             "', which is no lever" + did_you_mean(r.replacement, names));
     }

@@ -93,7 +93,7 @@ struct Lever {
 /// An environment variable that used to switch a path and now fails loudly.
 struct RetiredName {
   std::string name;         ///< the full variable, "MOETUNE_..."
-  std::string replacement;  ///< the lever that replaces it
+  std::string replacement;  ///< the lever that replaces it; "" = removed without one
   std::string reason;       ///< why it was retired (one clause)
 
   bool operator==(RetiredName const&) const = default;

@@ -69,7 +69,9 @@ std::string lever_markdown(LeverTable const& t) {
   } else {
     out += "| variable | replaced by | why |\n| --- | --- | --- |\n";
     for (auto const& r : t.retired) {
-      out += "| `" + r.name + "` | `" + knob_name(r.replacement) + "` | " + cell(r.reason) + " |\n";
+      std::string const by =
+          r.replacement.empty() ? "(removed)" : "`" + knob_name(r.replacement) + "`";
+      out += "| `" + r.name + "` | " + by + " | " + cell(r.reason) + " |\n";
     }
     out += "\n";
   }

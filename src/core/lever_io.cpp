@@ -150,7 +150,7 @@ Status read_table(Json const& j, JsonAt const& at, LeverTable* t) {
     if (!rr.ok()) return rr.error();
     RetiredName n;
     MOETUNE_RETURN_IF_ERROR(rr->required("name", &n.name));
-    MOETUNE_RETURN_IF_ERROR(rr->required("replacement", &n.replacement));
+    MOETUNE_RETURN_IF_ERROR(rr->optional("replacement", &n.replacement));
     MOETUNE_RETURN_IF_ERROR(rr->required("reason", &n.reason));
     t->retired.push_back(std::move(n));
   }

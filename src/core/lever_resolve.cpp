@@ -26,6 +26,9 @@ std::string join(std::vector<std::string> const& v) {
 Status check_variable(LeverTable const& table, std::string const& name, std::string const& value,
                       std::vector<std::string> const& other_vars) {
   for (auto const& r : table.retired) {
+    if (r.name == name && r.replacement.empty()) {
+      return bad(kEnv, name + " is retired (" + r.reason + "); the lever is gone: unset " + name);
+    }
     if (r.name == name) {
       return bad(kEnv, name + " is retired (" + r.reason + "); set " + knob_name(r.replacement) +
                            "=on|off instead and unset " + name);

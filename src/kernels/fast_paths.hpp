@@ -24,15 +24,6 @@ struct FastPaths {
   /// launch and prologue overlap the previous kernel's tail (griddepcontrol). Class bitwise: the
   /// same kernels compute the same values; only launch timing changes.
   bool pdl = true;
-  /// cuda: the tiny-M decode GEMM2 prefetches the start of its w2 rows into L2 (evict_last, back
-  /// to normal once read) before it waits on GEMM1, so its weights stream while GEMM1 still runs;
-  /// at most a third of L2 in all. Class bitwise: the same loads and arithmetic; only where the
-  /// bytes come from changes. Off at every deployment: slower on the H200 (levers.json evidence).
-  bool decode_l2_prefetch = false;
-  /// cuda: the tiny-M decode GEMM2 copies every w2 row it reads into shared memory (cp.async)
-  /// before it waits on GEMM1, and reads them from there; only where a CTA's rows fit (227 KB)
-  /// and right after the layer's own GEMM1. Class bitwise: the same vectors in the same order.
-  bool decode_w2_stage = false;
   /// cuda: persistent tma_ws GEMMs without clusters take their tiles after the first wave from a
   /// global counter (the raster's next tile to whichever CTA is free) instead of the static walk
   /// (CTA c: tiles c, c + grid, ...). Class bitwise: each tile is computed the same way by
@@ -48,12 +39,6 @@ struct FastPaths {
   /// idles (takes precedence over half_tile_skip). Class bitwise: every element gets the same k16
   /// wgmma sequence as in the full tile.
   bool tail_split = false;
-  /// cuda: the tiny-M decode path (swap_ab configs, the whole layer) in one cooperative launch of
-  /// one CTA per SM: GEMM2's w2 rows bulk-copied into shared memory at the start, GEMM1, a grid
-  /// barrier, GEMM2 with the combine; only where the rows fit (decode_fused_takes). Class bitwise:
-  /// every dot product and the top-k sum in the two-launch path's order. Off at every deployment:
-  /// slower on the H200 (levers.json evidence).
-  bool decode_fused = false;
   /// cpu and cuda: every M runs the backend's batch-invariant config (Backend::
   /// batch_invariant_config: one K order and one instruction family for every output element, no
   /// split-K), and tables, the knob cache and auto are bypassed, so a token's output bits do not
@@ -75,12 +60,9 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.wgmma_mainloop, "wgmma_mainloop");
   add(fp.cpu_register_tiles, "cpu_register_tiles");
   add(fp.pdl, "pdl");
-  add(fp.decode_l2_prefetch, "decode_l2_prefetch");
-  add(fp.decode_w2_stage, "decode_w2_stage");
   add(fp.dynamic_tiles, "dynamic_tiles");
   add(fp.half_tile_skip, "half_tile_skip");
   add(fp.tail_split, "tail_split");
-  add(fp.decode_fused, "decode_fused");
   add(fp.batch_invariant, "batch_invariant");
   return out;
 }

@@ -15,12 +15,9 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"wgmma_mainloop", &FastPaths::wgmma_mainloop},
       {"cpu_register_tiles", &FastPaths::cpu_register_tiles},
       {"pdl", &FastPaths::pdl},
-      {"decode_l2_prefetch", &FastPaths::decode_l2_prefetch},
-      {"decode_w2_stage", &FastPaths::decode_w2_stage},
       {"dynamic_tiles", &FastPaths::dynamic_tiles},
       {"half_tile_skip", &FastPaths::half_tile_skip},
       {"tail_split", &FastPaths::tail_split},
-      {"decode_fused", &FastPaths::decode_fused},
       {"batch_invariant", &FastPaths::batch_invariant},
   };
   return table;

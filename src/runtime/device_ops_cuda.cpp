@@ -61,14 +61,12 @@ class CudaDeviceOps final : public DeviceOps {
     workspace_ = nullptr;
     bytes_ = 0;
     MOETUNE_CUDA_CHECK(cudaMalloc(&workspace_, need));
-    // The barrier words start zero (sm90_gather_launch.hpp: kWorkspaceZeroBytes).
-    MOETUNE_CUDA_CHECK(cudaMemset(workspace_, 0, kc::kWorkspaceZeroBytes));
     bytes_ = need;
     return core::Status::Ok();
   }
   core::Result<Launchable> prepare(core::MoeProblem const& p, core::MoeConfig const& c,
                                    bool* compiled) override {
-    auto k = kc::load_sm90_gather(p, c, fast_paths_);
+    auto k = kc::load_sm90_gather(p, c);
     if (!k.ok()) return k.error();
     if (compiled) *compiled = !(*k)->from_cache && (*k)->compile_ms > 0;
     return Launchable(*k);
@@ -92,7 +90,7 @@ class CudaDeviceOps final : public DeviceOps {
   core::Status launch_in_caller_workspace(core::MoeProblem const& p, core::MoeConfig const& c,
                                           Launchable const& l, LayerArgs const& a, size_t need,
                                           void* stream) {
-    size_t const bytes = std::max(need, kc::kWorkspaceZeroBytes);
+    size_t const bytes = std::max<size_t>(need, 256);  // a real allocation even at M = 0
     void* ws = a.workspace.alloc(a.workspace.ctx, bytes);
     if (ws == nullptr) {
       return core::make_error(core::ErrorCode::kIo, "MoeRunner::run",
@@ -100,10 +98,6 @@ class CudaDeviceOps final : public DeviceOps {
                                   std::to_string(bytes) + " bytes");
     }
     auto cs = static_cast<cudaStream_t>(stream);
-    if (fast_paths_.decode_fused) {
-      // Its grid-barrier words must start zero; fresh memory holds anything.
-      MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws, 0, kc::kWorkspaceZeroBytes, cs));
-    }
     auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
     kc::MoeArgs const args = moe_args(a);
     return kc::launch_sm90_gather(*k, p, args, ws, bytes, cs, kc::kStageAll, fast_paths_);

@@ -105,6 +105,18 @@ TEST(LeverResolve, RetiredNameIsAnErrorNamingItsReplacement) {
       "instead and unset MOETUNE_OLD_B");
 }
 
+TEST(LeverResolve, RemovedLeverKnobIsAnErrorSayingItIsGone) {
+  LeverTable t = rule_table();
+  t.retired.push_back(
+      {.name = "MOETUNE_LEVER_GONE", .replacement = "", .reason = "slower wherever measured"});
+  ASSERT_TRUE(validate(t, "t.json").ok());
+  auto r = resolve_levers(t, kCuda, {{"MOETUNE_LEVER_GONE", "on"}}, other_vars());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().to_string(),
+            "environment: MOETUNE_LEVER_GONE is retired (slower wherever measured); the lever is "
+            "gone: unset MOETUNE_LEVER_GONE");
+}
+
 TEST(LeverResolve, UnknownLeverKnobIsAnErrorWithDidYouMean) {
   EXPECT_EQ(resolve_error(kCuda, {{"MOETUNE_LEVER_BB", "on"}}),
             "environment: MOETUNE_LEVER_BB is not a lever knob; expected one of MOETUNE_LEVER_B, "

@@ -160,8 +160,7 @@ TEST_F(RunnerLeversTest, DecodeRoleAndParallelismReachTheDeployment) {
 TEST(OnNames, NamesEveryFastPathField) {
   kernels::FastPaths all;
   all.align_multi_cta = all.wgmma_mainloop = all.cpu_register_tiles = all.pdl = true;
-  all.decode_l2_prefetch = all.decode_w2_stage = all.dynamic_tiles = all.half_tile_skip = true;
-  all.tail_split = all.decode_fused = all.batch_invariant = true;
+  all.dynamic_tiles = all.half_tile_skip = all.tail_split = all.batch_invariant = true;
   std::string expected;
   for (auto const& n : kernels::fast_path_names()) expected += (expected.empty() ? "" : "+") + n;
   EXPECT_EQ(on_names(all), expected);
@@ -169,12 +168,9 @@ TEST(OnNames, NamesEveryFastPathField) {
                                         .wgmma_mainloop = false,
                                         .cpu_register_tiles = false,
                                         .pdl = false,
-                                        .decode_l2_prefetch = false,
-                                        .decode_w2_stage = false,
                                         .dynamic_tiles = false,
                                         .half_tile_skip = false,
                                         .tail_split = false,
-                                        .decode_fused = false,
                                         .batch_invariant = false}),
             "");
 }

@@ -30,7 +30,7 @@ std::vector<core::Status> precompile_sm90_gather(core::MoeProblem const& problem
   for (size_t i = 0; i < configs.size(); ++i) {
     out[i] = sm90_can_implement(problem, configs[i], fast_paths);
     if (!out[i].ok()) continue;
-    auto m = sm90_gather_modules(problem, configs[i], fast_paths);
+    auto m = sm90_gather_modules(problem, configs[i]);
     if (!m.ok()) {
       out[i] = m.error();
       continue;

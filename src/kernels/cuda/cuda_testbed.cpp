@@ -255,57 +255,13 @@ core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
 }
 
 core::Status CudaTestbed::ensure_workspace(size_t bytes) {
-  void* const before = ws_;
-  MOETUNE_RETURN_IF_ERROR(grow(ws_, ws_bytes_, std::max(bytes, kWorkspaceZeroBytes)));
-  // A new workspace starts with its barrier words zero (sm90_gather_launch.hpp).
-  if (ws_ != before) MOETUNE_CUDA_CHECK(cudaMemset(ws_, 0, kWorkspaceZeroBytes));
-  return core::Status::Ok();
-}
-
-core::Result<std::vector<int64_t>> CudaTestbed::decode_fused_trace(core::MoeConfig const& config) {
-  MOETUNE_RETURN_IF_ERROR(sm90_can_implement(problem_, config));
-  auto k = load_sm90_gather(problem_, config, FastPaths{.decode_fused = true});
-  if (!k.ok()) return k.error();
-  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(problem_, config)));
-  const size_t words = sm90_decode_fused_trace_words(**k);
-  void* trace = nullptr;
-  MOETUNE_CUDA_CHECK(cudaMalloc(&trace, words * sizeof(int64_t)));
-  MoeArgs args{
-      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
-  core::Status st = launch_sm90_decode_fused_traced(**k, problem_, args, ws_, ws_bytes_, stream_,
-                                                    static_cast<int64_t*>(trace));
-  std::vector<int64_t> out(words);
-  if (st.ok()) {
-    const cudaError_t rc = cudaStreamSynchronize(stream_);
-    if (rc != cudaSuccess) st = cuda_error(rc, "decode_fused_trace", __FILE__, __LINE__);
-  }
-  if (st.ok()) {
-    const cudaError_t rc =
-        cudaMemcpy(out.data(), trace, words * sizeof(int64_t), cudaMemcpyDeviceToHost);
-    if (rc != cudaSuccess) st = cuda_error(rc, "decode_fused_trace", __FILE__, __LINE__);
-  }
-  cudaFree(trace);
-  if (!st.ok()) return st.error();
-  return out;
-}
-
-core::Result<int32_t> CudaTestbed::workspace_head_word(int i) const {
-  if (ws_ == nullptr || i < 0 || i >= static_cast<int>(kWorkspaceZeroBytes / 4)) {
-    return core::make_error(core::ErrorCode::kInvalidArgument, "cuda testbed",
-                            "workspace head word " + std::to_string(i) +
-                                ": no workspace yet, or past its " +
-                                std::to_string(kWorkspaceZeroBytes / 4) + " words");
-  }
-  int32_t v = 0;
-  MOETUNE_CUDA_CHECK(
-      cudaMemcpy(&v, static_cast<const char*>(ws_) + 4 * i, 4, cudaMemcpyDeviceToHost));
-  return v;
+  return grow(ws_, ws_bytes_, std::max<size_t>(bytes, 256));  // allocated even at M = 0
 }
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> CudaTestbed::kernels_for(
     core::MoeConfig const& c) {
   MOETUNE_RETURN_IF_ERROR(sm90_can_implement(problem_, c, fast_paths_));
-  auto k = load_sm90_gather(problem_, c, fast_paths_);
+  auto k = load_sm90_gather(problem_, c);
   if (k.ok()) last_ptxas_ = (*k)->ptxas_log;
   return k;
 }
@@ -328,13 +284,10 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   if (n_out > 0) {
     MOETUNE_CUDA_CHECK(cudaMemsetAsync(out_, 0xFF, 2 * n_out, stream_));
   }
-  // The workspace poisoned too (all but its zero words): a launch must write every list, count
-  // and row it reads, not find them from an earlier run of this or another config.
+  // The workspace poisoned too: a launch must write every list, count and row it reads, not
+  // find them from an earlier run of this or another config.
   const size_t ws_need = sm90_gather_workspace_bytes(p, config);
-  if (ws_need > kWorkspaceZeroBytes) {
-    MOETUNE_CUDA_CHECK(cudaMemsetAsync(static_cast<char*>(ws_) + kWorkspaceZeroBytes, 0xFF,
-                                       ws_need - kWorkspaceZeroBytes, stream_));
-  }
+  if (ws_need > 0) MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws_, 0xFF, ws_need, stream_));
   MoeArgs args{
       x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
   MOETUNE_RETURN_IF_ERROR(

@@ -46,14 +46,6 @@ class CudaTestbed final : public Testbed {
     std::vector<int32_t> topk_ids;
   };
   core::Result<HostInputs> download_inputs() const;
-  /// Word `i` (< kWorkspaceZeroBytes / 4) of the workspace's zeroed head: lever decode_fused's
-  /// arrival count (0) and barrier generation (1), by which a test tells that a launch took the
-  /// fused kernel. Synchronous.
-  core::Result<int32_t> workspace_head_word(int i) const;
-  /// Runs lever decode_fused's kernel alone for `config` on the prepared problem with its
-  /// %globaltimer stamps (launch_sm90_decode_fused_traced) and returns them; an error where the
-  /// fused kernel does not take the problem.
-  core::Result<std::vector<int64_t>> decode_fused_trace(core::MoeConfig const& config);
   /// The output of the last check() as bf16 bits [M, K].
   std::vector<uint16_t> const& last_output() const { return last_out_; }
   /// JIT compile (or cache load) without running: for prewarm and parallel compiles.

@@ -157,7 +157,6 @@ core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
       "#include \"sm90_gather_kernel.cuh\"\n#include \"sm90_ws_kernel.cuh\"\n"
       "#include \"sm90_swap_kernel.cuh\"\n"
       "#include \"sm90_align_kernel.cuh\"\n#include \"sm90_decode_kernel.cuh\"\n"
-      "#include \"sm90_decode_fused_kernel.cuh\"\n"
       "#include \"sm90_reference_kernel.cuh\"\n";
   for (auto const& e : name_exprs) {
     if (e.find("_fp8_") == std::string::npos) continue;

@@ -110,38 +110,8 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
                               std::to_string(g.decode_smem) +
                               " bytes, over 48 KB; use a smaller block_n");
     }
-    // Lever decode_w2_stage: where the CTA's w2 rows and the dots fit in the opt-in shared memory
-    // of a CTA (227 KB on sm_90); elsewhere the lever leaves the launch as it is.
-    const int64_t rows = p.top_k * static_cast<int64_t>(g.block_n) * p.intermediate_size * 2;
-    if ((g.decode_smem + 15) / 16 * 16 + rows <= kSm90MaxSmemBytes) {
-      g.decode_stage_bytes = static_cast<int>(rows);
-    }
   }
   return g;
-}
-
-bool decode_fused_fits(GemmGeometry const& g1) {
-  const int vec = g1.block_k / 256;
-  return g1.decode && g1.stages * (g1.gated ? 2 : 1) * (g1.block_m + 4 * vec) + 2 * g1.block_m <=
-                          kDecodeFusedRegs;
-}
-
-bool decode_fused_takes(core::MoeProblem const& p, GemmGeometry const& g1, int ctas,
-                        int smem_bytes) {
-  const int64_t pairs = core::num_pairs(p);
-  if (p.has_bias) return false;  // the fused kernel adds no biases
-  if (pairs > kDecodeFusedMaxPairs || ctas < 1 || !decode_fused_fits(g1)) return false;
-  const int64_t cols = (p.hidden_size + ctas - 1) / ctas;
-  const int64_t dots = (cols * pairs * 4 + 15) / 16 * 16;  // as the kernel lays them out
-  const int64_t row = 2 * p.intermediate_size;
-  const int64_t experts = std::min<int64_t>(pairs, p.num_experts);
-  return dots + pairs * row + cols * experts * row <= smem_bytes;
-}
-
-std::string decode_fused_name_expr(GemmGeometry const& g1, int act_id) {
-  return "&moetune_dev::moe_decode_fused_kernel<" + std::to_string(act_id) + "," +
-         (g1.gated ? "true" : "false") + "," + std::to_string(g1.block_m) + "," +
-         std::to_string(g1.stages) + "," + std::to_string(g1.block_k / 256) + ">";
 }
 
 }  // namespace moetune::kernels::cuda

@@ -10,11 +10,7 @@
 //     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
-// [0, E) contribute nothing. Lever decode_l2_prefetch: GEMM2 starts the first bytes of its w2 rows
-// into L2 before it waits on GEMM1 (DecodeParams::prefetch_bytes). Lever decode_w2_stage: GEMM2
-// copies all its w2 rows into shared memory (cp.async) before it waits on GEMM1 and reads them
-// from there (DecodeParams::stage_w2); same loads into the same registers, same bits. Knobs
-// (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass, kBlockN columns per CTA, kWarps,
+// [0, E) contribute nothing. Knobs (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass, kBlockN columns per CTA, kWarps,
 // kRows rows each warp streams at once (pipeline.num_stages), kVec 16-byte vectors per lane per row
 // and step (block_k / 256). Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
@@ -35,8 +31,6 @@ struct DecodeParams {
   int top_k;
   int num_pairs;
   int num_experts;
-  int prefetch_bytes;  // GEMM2, lever decode_l2_prefetch: bytes of each w2 row put in L2 early
-  int stage_w2;  // GEMM2, lever decode_w2_stage: 1 = the CTA's w2 rows staged in shared memory
   // GEMM1 (kActBias): b1 [E, N1]; GEMM2: b2 [E, K] or null (no biases)
   const moe_bf16* bias;
 };
@@ -58,14 +52,6 @@ MOETUNE_DEVICE uint4 ld_nc_16(const void* p) {
   return r;
 }
 
-/// L2 hints for one 128-byte line: prefetch at evict_last priority, and back to normal priority.
-MOETUNE_DEVICE void prefetch_l2_evict_last(const void* p) {
-  asm volatile("prefetch.global.L2::evict_last [%0];\n" ::"l"(p));
-}
-MOETUNE_DEVICE void l2_evict_normal(const void* p) {
-  asm volatile("applypriority.global.L2::evict_normal [%0], 128;\n" ::"l"(p));
-}
-
 /// acc += dot(w[0..8), x[0..8)) in element order.
 MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
   const moe_u32 wv[4] = {w.x, w.y, w.z, w.w};
@@ -78,8 +64,7 @@ MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
   return acc;
 }
 
-/// One decode GEMM1 pass of a warp (moe_decode_gemm1_kernel, and lever decode_fused's kernel): for
-/// kRows output columns col[r] (-1: none) of one expert's w1 rows `w` ([N1, K]; silu: gate rows,
+/// One decode GEMM1 pass of a warp (moe_decode_gemm1_kernel): for kRows output columns col[r] (-1: none) of one expert's w1 rows `w` ([N1, K]; silu: gate rows,
 /// then up rows at + n_dim), the dot of each row with the x rows xrow[i] (i < np); each lane runs
 /// the 16-byte vectors v = lane + 32 j in ascending order (kVec per step, the step's weight loads
 /// issued first), reduced by warp_sum; then store(r, i, act) on lane i % 32 for each real (r, i).
@@ -242,60 +227,9 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
 
 /// The w2 row of GEMM2 item `item` (top-k slot j = item / kBlockN, column col0 + item % kBlockN)
 /// of token t, or nullptr when the slot's expert is out of range or the column past the end.
-template <int kBlockN>
-MOETUNE_DEVICE const moe_bf16* decode_w2_row(DecodeParams const& p, int t, int item, int col0) {
-  const int j = item / kBlockN, c = item % kBlockN;
-  const int e = p.topk_ids[t * p.top_k + j];
-  if (e < 0 || e >= p.num_experts || col0 + c >= p.n_dim) return nullptr;
-  return p.b + ((long long)e * p.b_rows_per_expert + col0 + c) * p.k_dim;
-}
-
-/// Lever decode_l2_prefetch: `hint` on the first p.prefetch_bytes of each w2 row this CTA reads,
-/// one 128-byte line per lane at a time.
-template <int kBlockN, int kWarps, typename Hint>
-MOETUNE_DEVICE void decode_w2_lines(DecodeParams const& p, int t, int col0, Hint hint) {
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  for (int item = warp; item < p.top_k * kBlockN; item += kWarps) {
-    const char* row = reinterpret_cast<const char*>(decode_w2_row<kBlockN>(p, t, item, col0));
-    if (row == nullptr) continue;
-    for (int off = lane * 128; off < p.prefetch_bytes; off += 32 * 128) hint(row + off);
-  }
-}
-
-/// 16-byte load from shared memory (a staged w2 vector).
-MOETUNE_DEVICE uint4 ld_shared_16(moe_u32 addr) {
-  uint4 r;
-  asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "r"(addr)
-               : "memory");  // after the cp.async wait and the barrier
-  return r;
-}
-
-/// Lever decode_w2_stage: every w2 row this CTA reads, item-major, into shared memory at `dst`
-/// (item i's row at dst + i * k_dim * 2), one cp.async group. Rows of invalid items are skipped
-/// (never read).
-template <int kBlockN, int kWarps>
-MOETUNE_DEVICE void decode_stage_w2(DecodeParams const& p, int t, int col0, moe_u32 dst) {
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int nvec = p.k_dim >> 3;
-  for (int item = warp; item < p.top_k * kBlockN; item += kWarps) {
-    const moe_bf16* row = decode_w2_row<kBlockN>(p, t, item, col0);
-    if (row == nullptr) continue;
-    for (int v = lane; v < nvec; v += 32) {
-      cp_async_16(dst + static_cast<moe_u32>((item * nvec + v) * 16), row + v * 8, 16);
-    }
-  }
-  cp_async_commit();
-}
-
-/// The dot products of GEMM2's items into s_dot; w2 vectors from global memory, or (kStaged) from
-/// the staged rows at `staged`. The same vectors in the same order either way: the same bits.
-template <bool kStaged, int kBlockN, int kWarps, int kRows, int kVec>
-MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot,
-                                      moe_u32 staged) {
+/// The dot products of GEMM2's items into s_dot.
+template <int kBlockN, int kWarps, int kRows, int kVec>
+MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, float* s_dot) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int items = p.top_k * kBlockN;
@@ -325,9 +259,6 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
           const int v = v0 + j * 32 + lane;
           if (!(valid[r] && v < nvec)) {
             wv[r][j] = make_uint4(0, 0, 0, 0);
-          } else if (kStaged) {
-            wv[r][j] =
-                ld_shared_16(staged + static_cast<moe_u32>(((it + r * kWarps) * nvec + v) * 16));
           } else {
             wv[r][j] = ld_nc_16<true>(wrow[r] + v * 8);
           }
@@ -358,20 +289,9 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
 
 template <int kBlockN, int kWarps, int kRows, int kVec>
 __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodeParams p) {
-  // [top_k][kBlockN] fp32 dots, then (lever decode_w2_stage) the staged w2 rows, 16-byte aligned.
-  extern __shared__ __align__(16) float s_dot[];
+  extern __shared__ __align__(16) float s_dot[];  // [top_k][kBlockN] fp32 dots
   const int t = blockIdx.x;
   const int col0 = blockIdx.y * kBlockN;
-  const moe_u32 staged = smem_u32(s_dot) + static_cast<moe_u32>((p.top_k * kBlockN * 4 + 15) & ~15);
-  // w2 does not depend on GEMM1, so (levers decode_l2_prefetch, decode_w2_stage) the rows this CTA
-  // reads start moving while GEMM1 still runs. topk_ids are the layer's input: GEMM1 waited for
-  // the grid before it (which wrote them) before it let this grid launch. The host sets
-  // prefetch_bytes and stage_w2 only when this launch follows GEMM1, prefetch_bytes sized to a
-  // third of L2, stage_w2 only where the rows fit in shared memory.
-  if (p.prefetch_bytes > 0) {
-    decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { prefetch_l2_evict_last(a); });
-  }
-  if (p.stage_w2) decode_stage_w2<kBlockN, kWarps>(p, t, col0, staged);
   pdl_launch_dependents();
   // NOTE: each warp's first step of w2 loads issued before this wait (into the registers that step
   // uses anyway; same bits) was a wash on the H200 in three two-build A/Bs at 14 decode points: S2
@@ -380,16 +300,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   // unshipped candidates. Two or three steps before the wait, GEMM1's first step held through its
   // pair gather, and L2 prefetches of either GEMM's weights (bulk or by line) were slower.
   pdl_wait();  // h from GEMM1
-  if (p.stage_w2) {
-    cp_async_wait<0>();
-    __syncthreads();  // every warp's copies landed
-    decode_gemm2_dots<true, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
-  } else {
-    decode_gemm2_dots<false, kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot, staged);
-  }
-  if (p.prefetch_bytes > 0) {  // read: the lines go back to normal priority
-    decode_w2_lines<kBlockN, kWarps>(p, t, col0, [](const char* a) { l2_evict_normal(a); });
-  }
+  decode_gemm2_dots<kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot);
   __syncthreads();
   for (int c = threadIdx.x; c < kBlockN; c += blockDim.x) {
     if (col0 + c >= p.n_dim) continue;

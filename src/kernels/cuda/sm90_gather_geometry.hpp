@@ -50,9 +50,6 @@ struct GemmGeometry {
   /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
   int split_k = 1;
   int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
-  /// decode GEMM2, lever decode_w2_stage: bytes of the CTA's w2 rows (top_k x block_n x I bf16)
-  /// staged in shared memory after the partial dots; 0 where they do not fit (no staging).
-  int decode_stage_bytes = 0;
   /// The fp8 regime (problem quant; sm90_fp8_gemm_kernel.cuh): 1 per-tensor, 2 block-scaled;
   /// 0 = bf16. block_k then counts fp8 elements, one byte each.
   int fp8 = 0;
@@ -67,8 +64,6 @@ struct GemmGeometry {
     if (decode) return decode_smem;
     return stages * (block_m + b_rows()) * block_k * (fp8 ? 1 : 2) + (mma ? 1024 : 0);
   }
-  /// decode GEMM2 with its w2 rows staged: the partial dots, 16-byte aligned, then the rows.
-  int decode_staged_smem() const { return (decode_smem + 15) / 16 * 16 + decode_stage_bytes; }
   /// CTAs per cluster (1: no cluster).
   int cluster_size() const { return cluster_m * cluster_n; }
   /// Persistent kernels launch at most one CTA per SM and loop over tiles.

@@ -124,10 +124,7 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
-  // At offset 0 whatever the problem and config, so the words stay zero (the caller zeroes them
-  // once; every launch leaves them so) when one workspace serves many configs.
-  w.barrier = 0;
-  size_t off = kWorkspaceZeroBytes;
+  size_t off = 0;
   w.sorted_pairs = off;
   off += align_up(sizeof(int32_t) * mb * block_m);
   w.sorted_weights = off;
@@ -181,22 +178,16 @@ core::Status check_workspace(WorkspaceLayout const& w, size_t workspace_bytes, c
 }
 
 // Launches one kernel, with the programmatic-stream-serialization attribute when PDL is on.
-/// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it). cooperative: every
-/// CTA co-resident (lever decode_fused's grid barrier), or the launch fails.
+/// cluster > 1: CTA clusters of that many CTAs along grid.x (a multiple of it).
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
-                   cudaStream_t stream, bool pdl, int cluster, bool cooperative) {
+                   cudaStream_t stream, bool pdl, int cluster) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = grid;
   cfg.blockDim = block;
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr[3];
+  cudaLaunchAttribute attr[2];
   unsigned n = 0;
-  if (cooperative) {
-    attr[n].id = cudaLaunchAttributeCooperative;
-    attr[n].val.cooperative = 1;
-    ++n;
-  }
   if (pdl) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n].val.programmaticStreamSerializationAllowed = 1;
@@ -262,7 +253,6 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.sched = reinterpret_cast<int32_t*>(ws + w.sched);
-  b.barrier = reinterpret_cast<int32_t*>(ws + w.barrier);
   b.h = ws + w.h;
   b.y = ws + w.y;
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;

@@ -53,17 +53,6 @@ enum StageMask : unsigned {
 /// Workspace bytes for (problem with M = p.num_tokens, config).
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c);
 
-/// The workspace's first bytes, whatever the problem and config: lever decode_fused's grid-barrier
-/// words. The caller zeroes them once after allocating the workspace (cudaMemset); every launch
-/// leaves them zero. A launch that finds them not zero traps (a launch error, not a hang).
-inline constexpr size_t kWorkspaceZeroBytes = 256;
-
-/// Lever decode_l2_prefetch: bytes at the start of each w2 row the decode GEMM2 puts into L2
-/// before it waits on GEMM1, for a device with `l2_bytes` of L2 (Sm90GatherKernels::l2_bytes,
-/// queried once at load): all its rows (pairs x K) together at most a third of L2, whole 128-byte
-/// lines, at most the row; 0 when under one line or L2 is unknown.
-int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes);
-
 /// The multi-CTA align's chunks (the CTAs of each of its two launches) for `pairs` (M x top_k)
 /// over `num_experts`, where more than one CTA's share of pairs (2048) is to be aligned: chunks of
 /// 2 to 8 ids per thread of 256, as many as a place CTA sums in one batch of histogram loads, up
@@ -71,21 +60,10 @@ int sm90_decode_prefetch_bytes(core::MoeProblem const& p, int l2_bytes);
 int sm90_align_chunks(int64_t pairs, int64_t num_experts);
 
 /// Launches the layer for M = p.num_tokens. M == 0 launches nothing. `workspace`: at least
-/// sm90_gather_workspace_bytes, its first kWorkspaceZeroBytes zero (see there).
+/// sm90_gather_workspace_bytes (its contents on entry do not matter).
 core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem const& p,
                                 MoeArgs const& args, void* workspace, size_t workspace_bytes,
                                 cudaStream_t stream, unsigned stages = kStageAll,
                                 FastPaths const& fast_paths = {});
-
-/// Lever decode_fused's kernel alone, writing %globaltimer stamps (ns) into `trace` (device
-/// memory of sm90_decode_fused_trace_words int64: per CTA 8 stamps of thread 0 - start, w2 copies
-/// queued, GEMM1 done, barrier passed, h copied, w2 rows landed, dots done, end - then one per
-/// warp, its GEMM1 share done), for the phase test and probes. An error where a layer launch
-/// would not take the fused kernel.
-core::Status launch_sm90_decode_fused_traced(Sm90GatherKernels const& k, core::MoeProblem const& p,
-                                             MoeArgs const& args, void* workspace,
-                                             size_t workspace_bytes, cudaStream_t stream,
-                                             int64_t* trace);
-size_t sm90_decode_fused_trace_words(Sm90GatherKernels const& k);
 
 }  // namespace moetune::kernels::cuda

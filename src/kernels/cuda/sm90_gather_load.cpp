@@ -57,7 +57,7 @@ std::string geometry_key(GemmGeometry const& g) {
   std::string key;
   for (int v : {g.block_m, g.block_n, g.block_k, g.warps_m, g.warps_n, g.stages, g.group_m,
                 int(g.gated), g.mma, int(g.pingpong), g.cluster_m, g.cluster_n, int(g.decode),
-                int(g.swap), g.split_k, g.decode_smem, g.decode_stage_bytes, g.fp8}) {
+                int(g.swap), g.split_k, g.decode_smem, g.fp8}) {
     key += std::to_string(v) + ",";
   }
   return key + ";";
@@ -101,19 +101,15 @@ std::string join_key(std::vector<std::string> const& exprs) {
 }  // namespace
 
 core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem const& p,
-                                                              core::MoeConfig const& c,
-                                                              FastPaths const& fast_paths) {
+                                                              core::MoeConfig const& c) {
   MOETUNE_RETURN_IF_ERROR(sm90_can_implement(p, c));
   auto g1 = gemm_geometry(p, c.gemm1, true);
   auto g2 = gemm_geometry(p, c.gemm2, false);
   // GEMM1 adds b1 where it is compiled with the bias bit; GEMM2's b2 is a launch argument.
   const int act = act_id(p.activation) | (p.has_bias ? kActBiasBit : 0);
   if (g1->decode) {  // the decode kernels route and combine themselves
-    std::vector<std::string> exprs{gemm_name_expr(*g1, act, true), gemm_name_expr(*g2, act, false)};
-    if (fast_paths.decode_fused && !p.has_bias && decode_fused_fits(*g1)) {
-      exprs.push_back(decode_fused_name_expr(*g1, act));
-    }
-    return exprs;
+    return std::vector<std::string>{gemm_name_expr(*g1, act, true),
+                                    gemm_name_expr(*g2, act, false)};
   }
   std::vector<std::string> exprs{
       gemm_name_expr(*g1, act, true),
@@ -127,18 +123,18 @@ core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem c
   return exprs;
 }
 
-core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(
-    core::MoeProblem const& p, core::MoeConfig const& c, FastPaths const& fast_paths) {
-  auto exprs = sm90_gather_name_exprs(p, c, fast_paths);
+core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c) {
+  auto exprs = sm90_gather_name_exprs(p, c);
   if (!exprs.ok()) return exprs.error();
   std::vector<std::vector<std::string>> out = {{(*exprs)[0]}, {(*exprs)[1]}};
   if (exprs->size() > 2) out.emplace_back(exprs->begin() + 2, exprs->end());
   return out;
 }
 
-core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
-    core::MoeProblem const& p, core::MoeConfig const& c, FastPaths const& fast_paths) {
-  auto modules = sm90_gather_modules(p, c, fast_paths);
+core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c) {
+  auto modules = sm90_gather_modules(p, c);
   if (!modules.ok()) return modules.error();
   // The cache key is the geometry as well as the names: what a launch uses is not all in the
   // name expressions (split_k's count, the decode GEMM2's top_k x block_n partials in shared
@@ -157,10 +153,10 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
   k->g1 = *g1;
   k->g2 = *g2;
   k->from_cache = true;
-  // In sm90_gather_name_exprs order (the decode kernels: GEMM1, GEMM2 and the fused kernel).
+  // In sm90_gather_name_exprs order (the decode kernels: GEMM1 and GEMM2).
   cudaKernel_t* slots[] = {&k->gemm1,       &k->gemm2,       &k->align,   &k->combine,
                            &k->align_count, &k->align_place, &k->permute, &k->quant};
-  cudaKernel_t* decode_slots[] = {&k->gemm1, &k->gemm2, &k->fused};
+  cudaKernel_t* decode_slots[] = {&k->gemm1, &k->gemm2};
   size_t slot = 0;
   for (auto const& exprs : *modules) {
     auto mod = compile_module(exprs, p.arch.empty() ? "sm_90a" : p.arch);
@@ -190,18 +186,9 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
-  MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->l2_bytes, cudaDevAttrL2CacheSize, device));
   if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
-  // decode GEMM2: room for its staged w2 rows too (lever decode_w2_stage, chosen at launch).
-  MOETUNE_RETURN_IF_ERROR(
-      allow_dynamic_smem(k->gemm2, k->g2.decode ? k->g2.decode_staged_smem() : k->g2.smem_bytes()));
+  MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm2, k->g2.smem_bytes()));
   MOETUNE_RETURN_IF_ERROR(cap_clusters(*k));
-  if (k->fused != nullptr) {  // all the shared memory a CTA can take beside the static arrays
-    cudaFuncAttributes attr{};
-    MOETUNE_CUDA_CHECK(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(k->fused)));
-    k->fused_smem = kSm90MaxSmemBytes - static_cast<int>(attr.sharedSizeBytes);
-    MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->fused, k->fused_smem));
-  }
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);
   return it->second;

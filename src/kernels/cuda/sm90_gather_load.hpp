@@ -27,13 +27,7 @@ struct Sm90GatherKernels {
   cudaKernel_t permute = nullptr;
   /// The fp8 regime's input quantisation (sm90_fp8_quant_kernel.cuh); null for bf16 problems.
   cudaKernel_t quant = nullptr;
-  /// Lever decode_fused (decode configs, loaded only with the lever on): the layer in one
-  /// cooperative launch, with fused_smem bytes of dynamic shared memory (all an SM's CTA can
-  /// take beside the kernel's static shared memory: its staged w2 rows).
-  cudaKernel_t fused = nullptr;
-  int fused_smem = 0;
   int sm_count = 132;  ///< grid of the persistent (tma_ws) GEMMs
-  int l2_bytes = 0;    ///< the device's L2 (lever decode_l2_prefetch sizes its prefetch by it)
   /// cluster_m 2: CTA pairs of GEMM1 / GEMM2 that fit on the device at once (the grid's cap;
   /// cudaOccupancyMaxActiveClusters, which counts the GPCs' SM layout); 0 when unclustered.
   int clusters1 = 0, clusters2 = 0;
@@ -44,22 +38,17 @@ struct Sm90GatherKernels {
 
 /// Compiles (or loads from the cubin cache) and loads the kernels for `config`. Thread-safe;
 /// loaded modules are kept for the life of the process. Needs a current CUDA context.
-/// `fast_paths`: a decode config's fused kernel is loaded only with decode_fused on.
-core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(
-    core::MoeProblem const& p, core::MoeConfig const& c, FastPaths const& fast_paths = {});
-/// The NVRTC name expressions of a config's kernels (for prewarm and the CI compile check); a
-/// decode config's fused kernel (lever decode_fused) last, only with that lever on and where it
-/// fits (decode_fused_fits).
+core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c);
+/// The NVRTC name expressions of a config's kernels (for prewarm and the CI compile check).
 core::Result<std::vector<std::string>> sm90_gather_name_exprs(core::MoeProblem const& p,
-                                                              core::MoeConfig const& c,
-                                                              FastPaths const& fast_paths = {});
+                                                              core::MoeConfig const& c);
 /// The NVRTC modules a config's kernels are compiled and loaded in, one name-expression list
-/// each: GEMM1 alone, GEMM2 alone, then (not for the decode kernels) align and combine together,
-/// or (decode, lever decode_fused on) the fused kernel alone.
+/// each: GEMM1 alone, GEMM2 alone, then (not for the decode kernels) align and combine together.
 /// A GEMM's module is thus shared by every config that names the same kernel (the tuner's
 /// stage-2 candidates whatever the stage-1 winner, and every bucket): a module costs ~0.25 s of
 /// front end plus ~0.5 s per wgmma GEMM. Flattened, the lists are sm90_gather_name_exprs.
-core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(
-    core::MoeProblem const& p, core::MoeConfig const& c, FastPaths const& fast_paths = {});
+core::Result<std::vector<std::vector<std::string>>> sm90_gather_modules(core::MoeProblem const& p,
+                                                                        core::MoeConfig const& c);
 
 }  // namespace moetune::kernels::cuda

@@ -17,7 +17,6 @@ namespace moetune::kernels::cuda::parts {
 
 /// Byte offsets of the buffers of one call in the workspace.
 struct WorkspaceLayout {
-  size_t barrier = 0;  // always the first kWorkspaceZeroBytes (lever decode_fused's grid barrier)
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
          num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
   /// fp8 (problem quant): x and h quantised (e4m3) and their block scales; 0 = absent.
@@ -33,8 +32,7 @@ struct LayerBuffers {
   int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
   int32_t* num_sub = nullptr;
   int32_t* hist = nullptr;
-  int32_t* sched = nullptr;    // kSchedInts counters of lever dynamic_tiles
-  int32_t* barrier = nullptr;  // lever decode_fused's arrival count and generation
+  int32_t* sched = nullptr;  // kSchedInts counters of lever dynamic_tiles
   void* h = nullptr;
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
@@ -61,21 +59,17 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
 
 /// Launches one kernel, with the programmatic-stream-serialization attribute when `pdl`.
 cudaError_t launch(cudaKernel_t k, dim3 grid, dim3 block, void** params, size_t smem,
-                   cudaStream_t stream, bool pdl, int cluster = 1, bool cooperative = false);
+                   cudaStream_t stream, bool pdl, int cluster = 1);
 
 /// Route/align into b's sorted pairs and blocks.
 core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
                           MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                           FastPaths const& fast_paths);
-/// Tiny M (decode configs): two launches, GEMM1 routes itself, GEMM2 combines itself; or (lever
-/// decode_fused, where decode_fused_takes) one cooperative launch (sm90_decode_launch.cpp).
+/// Tiny M (decode configs): two launches, GEMM1 routes itself, GEMM2 combines itself
+/// (sm90_decode_launch.cpp).
 core::Status launch_decode(Sm90GatherKernels const& k, core::MoeProblem const& p,
                            MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
                            unsigned stages, FastPaths const& fast_paths);
-/// Lever decode_fused's kernel; `trace` (or null) receives its phase stamps.
-core::Status launch_decode_fused(Sm90GatherKernels const& k, core::MoeProblem const& p,
-                                 MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,
-                                 FastPaths const& fast_paths, int64_t* trace = nullptr);
 /// out[t] = sum_j y[t * top_k + j] (+ biases) in a fixed order.
 core::Status launch_combine(Sm90GatherKernels const& k, core::MoeProblem const& p,
                             MoeArgs const& args, LayerBuffers const& b, cudaStream_t stream,

@@ -51,7 +51,7 @@ MOETUNE_DEVICE void mbar_wait(moe_u32 bar, int parity) {
 }
 /// 1-D bulk copy (the TMA unit, no tensor map) of `bytes` (a multiple of 16) from global memory
 /// into this CTA's shared memory at `dst`, completing that many bytes of `bar`'s transaction count
-/// (lever decode_fused's w2 rows; the L2 probes in bench/).
+/// (the L2 probes in bench/).
 MOETUNE_DEVICE void bulk_copy_g2s(moe_u32 dst, const void* src, int bytes, moe_u32 bar) {
   asm volatile(
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::

@@ -851,42 +851,6 @@ TEST(Sm90Jit, EveryDecodeCandidateCompilesWithoutSpills) {
   }
 }
 
-// Lever decode_fused: every decode GEMM1 candidate of the tiny-M space (M = 1 and 4) whose
-// registers fit the fused kernel (decode_fused_fits) names it third and compiles it without spills
-// at 768 threads (gated and not, one module each, a fresh cache); a GEMM1 that does not fit names
-// only the two decode kernels, and with the lever off no config names it.
-TEST(Sm90Jit, EveryFusedDecodeKernelThatFitsCompilesWithoutSpills) {
-  FreshCubinCache cache("jit_decode_fused");
-  ASSERT_TRUE(cache.ok());
-  const FastPaths on{.decode_fused = true};
-  int left_out = 0;
-  for (auto act : {core::Activation::kSiluGated, core::Activation::kRelu2}) {
-    std::vector<std::string> exprs;
-    for (int64_t m : {1, 4}) {
-      const core::MoeProblem p = s1_with(act, m);
-      for (auto const& k : sm90_decode_candidates(p, true)) {
-        const core::MoeConfig c{.gemm1 = k, .gemm2 = sm90_decode_base(p)};
-        auto g1 = gemm_geometry(p, c.gemm1, true);
-        ASSERT_TRUE(g1.ok());
-        auto with = sm90_gather_name_exprs(p, c, on);
-        auto without = sm90_gather_name_exprs(p, c);
-        ASSERT_TRUE(with.ok() && without.ok());
-        EXPECT_EQ(without->size(), 2u);
-        ASSERT_EQ(with->size(), decode_fused_fits(*g1) ? 3u : 2u) << core::short_string(c);
-        if (with->size() == 3) {
-          EXPECT_NE((*with)[2].find("moe_decode_fused_kernel<"), std::string::npos);
-          exprs.push_back((*with)[2]);
-        } else {
-          ++left_out;
-        }
-      }
-    }
-    EXPECT_GE(exprs.size(), 8u);
-    expect_one_clean_module(exprs);
-  }
-  EXPECT_GE(left_out, 2) << "no candidate over the fused kernel's registers";
-}
-
 TEST(Sm90Geometry, SplitKIsForTmaWsGemm2WhenItDividesTheKTiles) {
   core::MoeProblem p = s1();  // I = 1856: 29 k-tiles of 64, prime
   core::MoeConfig c{.gemm1 = tma_ws(128, 232, 4), .gemm2 = tma_ws(128, 224, 4)};
@@ -1080,9 +1044,8 @@ TEST(Sm90Jit, BiasedSwigluoaiKernelsOfEveryFamilyCompileWithoutSpills) {
   std::vector<std::string> decode;
   for (auto const& k : sm90_decode_candidates(tiny, true)) {
     core::MoeConfig c{.gemm1 = k, .gemm2 = sm90_decode_base(tiny)};
-    auto names = sm90_gather_name_exprs(tiny, c, FastPaths{.decode_fused = true});
+    auto names = sm90_gather_name_exprs(tiny, c);
     ASSERT_TRUE(names.ok()) << names.error().to_string();
-    EXPECT_EQ(names->size(), 2u) << "a biased problem names no fused decode kernel";
     decode.push_back((*names)[0]);
   }
   expect_one_clean_module(decode);
