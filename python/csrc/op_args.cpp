@@ -126,10 +126,11 @@ void check_fp8_scales(char const* op, MoeTensors const& t, core::MoeProblem cons
 
 }  // namespace
 
-core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activation,
-                                   char const* op) {
-  auto act = core::parse_activation(activation);
-  TORCH_CHECK_VALUE(act.ok(), op, ": activation: ", act.ok() ? "" : act.error().message);
+namespace {
+
+/// Ranks, device, and the dtypes of the weights (bf16/fp16/fp32 as hidden_states, or e4m3 for an
+/// fp8 layer, which runs on CUDA only) and of the routing tensors; the layer's dtype.
+core::DType check_moe_dtypes(MoeTensors const& t, char const* op) {
   check_rank(op, "hidden_states", t.hidden_states, 2, "[M, K]");
   check_rank(op, "w1", t.w1, 3, "[E, N1, K]");
   check_rank(op, "w2", t.w2, 3, "[E, K, I]");
@@ -158,17 +159,11 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   auto const it = t.topk_ids.scalar_type();
   TORCH_CHECK_TYPE(it == at::kInt || it == at::kLong, op, ": topk_ids has dtype ", it,
                    "; expected int32 or int64");
+  return dtype;
+}
 
-  core::MoeProblem p;
-  p.num_tokens = t.hidden_states.size(0);
-  p.hidden_size = t.hidden_states.size(1);
-  p.num_experts = t.w1.size(0);
-  p.intermediate_size = t.w2.size(2);
-  p.top_k = t.topk_ids.size(1);
-  p.activation = *act;
-  p.dtype = dtype;
-  p.arch = dev.is_cpu() ? "cpu" : "sm_90a";
-  p.quant = t.quant;
+/// The shapes of w1, w2 and the routing tensors against problem p, and the contiguous layouts.
+void check_moe_shapes(MoeTensors const& t, core::MoeProblem const& p, char const* op) {
   int64_t const n1 = core::gemm1_n(p);
   char const* w1_layout = core::is_gated(p.activation)
                               ? "[E, 2*I, K]: gate rows then up rows, I = w2.shape[2]"
@@ -183,10 +178,31 @@ core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activ
   check_contiguous(op, "hidden_states", t.hidden_states);
   check_contiguous(op, "w1", t.w1);
   check_contiguous(op, "w2", t.w2);
+}
+
+}  // namespace
+
+core::MoeProblem check_moe_tensors(MoeTensors const& t, std::string const& activation,
+                                   char const* op) {
+  auto act = core::parse_activation(activation);
+  TORCH_CHECK_VALUE(act.ok(), op, ": activation: ", act.ok() ? "" : act.error().message);
+  core::DType const dtype = check_moe_dtypes(t, op);
+  at::Device const dev = t.hidden_states.device();
+  core::MoeProblem p;
+  p.num_tokens = t.hidden_states.size(0);
+  p.hidden_size = t.hidden_states.size(1);
+  p.num_experts = t.w1.size(0);
+  p.intermediate_size = t.w2.size(2);
+  p.top_k = t.topk_ids.size(1);
+  p.activation = *act;
+  p.dtype = dtype;
+  p.arch = dev.is_cpu() ? "cpu" : "sm_90a";
+  p.quant = t.quant;
+  check_moe_shapes(t, p, op);
   check_biases(op, t, p);
   auto valid = core::validate(p);
   TORCH_CHECK_VALUE(valid.ok(), op, ": ", valid.ok() ? "" : valid.error().message);
-  if (fp8) check_fp8_scales(op, t, p);
+  if (p.quant != core::Quant::kNone) check_fp8_scales(op, t, p);
   check_ids_in_range(op, t.topk_ids, p.num_experts);
   return p;
 }

@@ -480,6 +480,50 @@ int run_tune(TuneArgs& args) {
 
 }  // namespace
 
+namespace {
+
+/// tune's search and timing options (setup_tune).
+void add_search_options(CLI::App& app, TuneArgs& args) {
+  app.add_flag("--exhaustive", args.exhaustive,
+               "no successive halving: every candidate of the per-GEMM search timed with --reps, "
+               "stage 2 at each group's 3 best GEMM1 configs; slow, the reference a tune is "
+               "checked against");
+  app.add_option("--stage2-gemm1s", args.stage2_gemm1s,
+                 "stage 2 searches GEMM2 under stage 1's fastest GEMM1 and, above 1, under its "
+                 "nearest near-tied GEMM1s too (up to N in all): a GEMM2's time depends on the "
+                 "GEMM1 it runs after")
+      ->capture_default_str();
+  app.add_flag("--paired-passes,!--no-paired-passes", args.paired_passes,
+               "final round: a challenger wins only when it also wins a paired t-test over the "
+               "passes (each pass's median ratio), not by the pooled intervals alone (the "
+               "default; --no-paired-passes: the intervals alone decide)");
+  app.add_option("--reps", args.reps, "timed runs per finalist in the final round")
+      ->capture_default_str();
+  app.add_option("--warmup", args.warmup, "untimed runs before each timing")->capture_default_str();
+  app.add_option("--repeat", args.repeat,
+                 "re-run the final round N times and report winner agreement per bucket")
+      ->capture_default_str();
+  app.add_option("--margin", args.margin,
+                 "a challenger's CI upper bound must sit this fraction below the incumbent's CI "
+                 "lower bound to replace it, else the incumbent stays; a tie only where the "
+                 "interval of their time ratio lies within this fraction of 1 on both sides")
+      ->capture_default_str();
+  app.add_option("--timeout-s", args.timeout_s,
+                 "per-candidate timeout (one check or one timing); the worker is killed and "
+                 "restarted after it")
+      ->capture_default_str();
+  app.add_option("--budget-min", args.budget_min,
+                 "time budget in minutes for the whole run (0 = none): past a bucket's share "
+                 "(an even share of the budget left, three for the first bucket), new candidates "
+                 "are not run and halving jumps to the final round")
+      ->capture_default_str();
+  app.add_option("--inject-fault", args.inject_fault,
+                 "TEST ONLY: KIND@N[,KIND@N...] makes candidate N (creation order; or 'all') fail: "
+                 "compile, launch, crash, wrong, nan, hang or oom");
+}
+
+}  // namespace
+
 void setup_tune(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<TuneArgs>();
   app.add_option("--recipe", args->recipe_path, "the recipe (JSON)")->required();
@@ -502,43 +546,7 @@ void setup_tune(CLI::App& app, int& exit_code) {
   app.add_flag("--measure-pinned", args->measure_pinned,
                "tune pinned buckets too, the pin as incumbent, and print the result next to the "
                "pin (the pin still wins)");
-  app.add_flag("--exhaustive", args->exhaustive,
-               "no successive halving: every candidate of the per-GEMM search timed with --reps, "
-               "stage 2 at each group's 3 best GEMM1 configs; slow, the reference a tune is "
-               "checked against");
-  app.add_option("--stage2-gemm1s", args->stage2_gemm1s,
-                 "stage 2 searches GEMM2 under stage 1's fastest GEMM1 and, above 1, under its "
-                 "nearest near-tied GEMM1s too (up to N in all): a GEMM2's time depends on the "
-                 "GEMM1 it runs after")
-      ->capture_default_str();
-  app.add_flag("--paired-passes,!--no-paired-passes", args->paired_passes,
-               "final round: a challenger wins only when it also wins a paired t-test over the "
-               "passes (each pass's median ratio), not by the pooled intervals alone (the "
-               "default; --no-paired-passes: the intervals alone decide)");
-  app.add_option("--reps", args->reps, "timed runs per finalist in the final round")
-      ->capture_default_str();
-  app.add_option("--warmup", args->warmup, "untimed runs before each timing")
-      ->capture_default_str();
-  app.add_option("--repeat", args->repeat,
-                 "re-run the final round N times and report winner agreement per bucket")
-      ->capture_default_str();
-  app.add_option("--margin", args->margin,
-                 "a challenger's CI upper bound must sit this fraction below the incumbent's CI "
-                 "lower bound to replace it, else the incumbent stays; a tie only where the "
-                 "interval of their time ratio lies within this fraction of 1 on both sides")
-      ->capture_default_str();
-  app.add_option("--timeout-s", args->timeout_s,
-                 "per-candidate timeout (one check or one timing); the worker is killed and "
-                 "restarted after it")
-      ->capture_default_str();
-  app.add_option("--budget-min", args->budget_min,
-                 "time budget in minutes for the whole run (0 = none): past a bucket's share "
-                 "(an even share of the budget left, three for the first bucket), new candidates "
-                 "are not run and halving jumps to the final round")
-      ->capture_default_str();
-  app.add_option("--inject-fault", args->inject_fault,
-                 "TEST ONLY: KIND@N[,KIND@N...] makes candidate N (creation order; or 'all') fail: "
-                 "compile, launch, crash, wrong, nan, hang or oom");
+  add_search_options(app, *args);
   app.callback([args, &exit_code] { exit_code = run_tune(*args); });
 }
 

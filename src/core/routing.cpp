@@ -145,20 +145,58 @@ std::string_view to_string(RoutingKind k) {
   return "uniform";
 }
 
+namespace {
+
+/// One "key=value" parameter of a routing spec into r (s for zipf, block for block_permutation).
+Status parse_routing_param(std::string const& param, std::string const& where, RoutingProfile& r) {
+  size_t const eq = param.find('=');
+  std::string const key = param.substr(0, eq);
+  std::string const value = eq == std::string::npos ? "" : param.substr(eq + 1);
+  char* end = nullptr;
+  if (key == "s") {
+    r.zipf_s = std::strtod(value.c_str(), &end);
+    if (value.empty() || *end != '\0' || !validate(r).ok()) {
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        "s='" + clip(value) + "' is not a finite number >= 0");
+    }
+    return Status::Ok();
+  }
+  if (key == "block") {
+    r.block = std::strtoll(value.c_str(), &end, 10);
+    if (value.empty() || *end != '\0' || r.block < 1) {
+      return make_error(ErrorCode::kInvalidArgument, where,
+                        "block='" + clip(value) + "' is not an integer >= 1");
+    }
+    return Status::Ok();
+  }
+  return make_error(ErrorCode::kInvalidArgument, where,
+                    "unknown parameter '" + clip(key) + "'; expected s=X or block=N" +
+                        did_you_mean(key, {"s", "block"}));
+}
+
+/// The spec's trailing ",seed=N" into r.seed; `body` becomes the spec without it.
+Status take_routing_seed(std::string_view spec, std::string const& where, RoutingProfile& r,
+                         std::string_view& body) {
+  body = spec;
+  size_t const seed_pos = spec.rfind(",seed=");
+  if (seed_pos == std::string_view::npos) return Status::Ok();
+  std::string_view const seed = spec.substr(seed_pos + 6);
+  auto [ptr, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), r.seed);
+  if (ec != std::errc() || ptr != seed.data() + seed.size() || seed.empty()) {
+    return make_error(ErrorCode::kInvalidArgument, where,
+                      "seed '" + clip(seed) + "' is not a non-negative integer");
+  }
+  body = spec.substr(0, seed_pos);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<RoutingProfile> parse_routing(std::string_view spec) {
   std::string const where = "routing '" + clip(spec) + "'";
   RoutingProfile r;
-  std::string_view body = spec;
-  size_t const seed_pos = spec.rfind(",seed=");
-  if (seed_pos != std::string_view::npos) {
-    std::string_view const seed = spec.substr(seed_pos + 6);
-    auto [ptr, ec] = std::from_chars(seed.data(), seed.data() + seed.size(), r.seed);
-    if (ec != std::errc() || ptr != seed.data() + seed.size() || seed.empty()) {
-      return make_error(ErrorCode::kInvalidArgument, where,
-                        "seed '" + clip(seed) + "' is not a non-negative integer");
-    }
-    body = spec.substr(0, seed_pos);
-  }
+  std::string_view body;
+  MOETUNE_RETURN_IF_ERROR(take_routing_seed(spec, where, r, body));
   size_t const colon = body.find(':');
   std::string const kind(body.substr(0, colon));
   std::vector<std::string> names;
@@ -184,29 +222,8 @@ Result<RoutingProfile> parse_routing(std::string_view spec) {
   }
   while (!rest.empty()) {
     size_t const next = std::min(rest.find(':'), rest.size());
-    std::string const param(rest.substr(0, next));
+    MOETUNE_RETURN_IF_ERROR(parse_routing_param(std::string(rest.substr(0, next)), where, r));
     rest = next < rest.size() ? rest.substr(next + 1) : "";
-    size_t const eq = param.find('=');
-    std::string const key = param.substr(0, eq);
-    std::string const value = eq == std::string::npos ? "" : param.substr(eq + 1);
-    char* end = nullptr;
-    if (key == "s") {
-      r.zipf_s = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !validate(r).ok()) {
-        return make_error(ErrorCode::kInvalidArgument, where,
-                          "s='" + clip(value) + "' is not a finite number >= 0");
-      }
-    } else if (key == "block") {
-      r.block = std::strtoll(value.c_str(), &end, 10);
-      if (value.empty() || *end != '\0' || r.block < 1) {
-        return make_error(ErrorCode::kInvalidArgument, where,
-                          "block='" + clip(value) + "' is not an integer >= 1");
-      }
-    } else {
-      return make_error(ErrorCode::kInvalidArgument, where,
-                        "unknown parameter '" + clip(key) + "'; expected s=X or block=N" +
-                            did_you_mean(key, {"s", "block"}));
-    }
   }
   return r;
 }

@@ -2,7 +2,11 @@
 // get_moe_configs) and moetune's manifest sidecar, plus the checks that they agree.
 #include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "core/engine_rows.hpp"
 #include "core/json_io.hpp"
@@ -144,50 +148,51 @@ std::string format_manifest(Table const& table) {
          (rows.empty() ? "}}\n" : "\n}}\n");
 }
 
-Result<Table> parse_manifest(std::string_view text, std::string const& file) {
-  // Rows are read one at a time as the parser completes them, so a 100k-row manifest never
-  // becomes one tree. The first row error waits until the top level (version, key, sources) is
-  // checked, which a too-new manifest must fail first; so do the rows that name a source, since
-  // "sources" may follow "rows" in a file written by hand.
-  Table table;
-  table.has_manifest = true;
-  JsonAt const at{file, ""};
-  JsonAt const rows_at = at.field("rows");
-  std::optional<Error> row_error;
-  std::vector<std::pair<int64_t, int64_t>> source_index;  // (M, index) of rows naming a source
-  auto on_row = [&](std::string const& key, Json& value, bool) -> Status {
-    if (row_error) return Status::Ok();
+namespace {
+
+/// A manifest's rows, taken one at a time as the streamed parser completes them (parse_manifest).
+/// The first row error is held, not returned, until the top level has been checked.
+struct ManifestRows {
+  Table* table;
+  JsonAt rows_at;
+  std::optional<Error> error = {};
+  std::vector<std::pair<int64_t, int64_t>> source_index = {};  // (M, index) of rows naming a source
+
+  void take(std::string const& key, Json& value) {
+    if (error) return;
     auto const m = parse_row_key(key);
     if (!m.has_value() || *m < 1) {
-      row_error = json_error(ErrorCode::kParse, rows_at,
-                             "key '" + clip(key) + "' is not a token count >= 1");
-      return Status::Ok();
+      error = json_error(ErrorCode::kParse, rows_at,
+                         "key '" + clip(key) + "' is not a token count >= 1");
+      return;
     }
-    if (table.rows.count(*m) != 0) {  // "016" after "16": one row written twice
-      row_error = json_error(
+    if (table->rows.count(*m) != 0) {  // "016" after "16": one row written twice
+      error = json_error(
           ErrorCode::kParse, rows_at,
           "key '" + clip(key) + "' is M=" + std::to_string(*m) + " again; keep one row per M");
-      return Status::Ok();
+      return;
     }
     ManifestRow row;
     if (Status const st = parse_manifest_row(value, rows_at.index(*m), &row); !st.ok()) {
-      row_error = st.error();
-      return Status::Ok();
+      error = st.error();
+      return;
     }
     if (row.source_index) source_index.emplace_back(*m, *row.source_index);
-    table.rows[*m] = std::move(row.row);
-    return Status::Ok();
-  };
-  auto j = parse_json_streamed(text, file, DuplicateKeys::kError, {"rows"}, on_row);
-  if (!j.ok()) return j.error();
-  // The version before the fields: a newer manifest may hold fields this build does not know,
-  // and the error to give is that it is newer.
-  int version = 0;
-  if (j->is_object() && j->contains("manifest_version")) {
-    MOETUNE_RETURN_IF_ERROR(
-        from_json((*j)["manifest_version"], at.field("manifest_version"), &version));
+    table->rows[*m] = std::move(row.row);
   }
-  auto r = ObjectReader::open(*j, at, {"manifest_version", "key", "policy", "sources", "rows"});
+};
+
+/// A manifest's top level (the rows aside): the version first, since a newer manifest may hold
+/// fields this build does not know and the error to give is that it is newer; then key, policy,
+/// sources and that "rows" is an object.
+Status parse_manifest_top(Json& j, JsonAt const& at, std::string const& file, Table* table,
+                          std::vector<Source>* sources) {
+  int version = 0;
+  if (j.is_object() && j.contains("manifest_version")) {
+    MOETUNE_RETURN_IF_ERROR(
+        from_json(j["manifest_version"], at.field("manifest_version"), &version));
+  }
+  auto r = ObjectReader::open(j, at, {"manifest_version", "key", "policy", "sources", "rows"});
   if (!r.ok() && version <= kManifestVersion) return r.error();
   if (r.ok() && !r->has("manifest_version")) return r->missing("manifest_version");
   if (version < kOldestManifestVersion || version > kManifestVersion) {
@@ -202,25 +207,96 @@ Result<Table> parse_manifest(std::string_view text, std::string const& file) {
                       "field 'sources' is new in manifest_version 2, but this file says " +
                           std::to_string(version) + "; set manifest_version to 2");
   }
-  MOETUNE_RETURN_IF_ERROR(r->required("key", &table.key));
-  MOETUNE_RETURN_IF_ERROR(r->optional("policy", &table.policy));
-  std::vector<Source> sources;
+  MOETUNE_RETURN_IF_ERROR(r->required("key", &table->key));
+  MOETUNE_RETURN_IF_ERROR(r->optional("policy", &table->policy));
   if (r->has("sources")) {
-    MOETUNE_RETURN_IF_ERROR(parse_manifest_sources((*j)["sources"], at.field("sources"), &sources));
+    MOETUNE_RETURN_IF_ERROR(parse_manifest_sources(j["sources"], at.field("sources"), sources));
   }
   if (!r->has("rows")) return r->missing("rows");
-  Json const& rows = (*j)["rows"];
-  if (!rows.is_object()) {
-    return json_error(ErrorCode::kParse, rows_at, "expected an object, got " + describe_json(rows));
+  if (!j["rows"].is_object()) {
+    return json_error(ErrorCode::kParse, at.field("rows"),
+                      "expected an object, got " + describe_json(j["rows"]));
   }
-  if (row_error) return *row_error;
-  for (auto const& [m, index] : source_index) {
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<Table> parse_manifest(std::string_view text, std::string const& file) {
+  // Rows are read one at a time as the parser completes them, so a 100k-row manifest never
+  // becomes one tree. The first row error waits until the top level (version, key, sources) is
+  // checked, which a too-new manifest must fail first; so do the rows that name a source, since
+  // "sources" may follow "rows" in a file written by hand.
+  Table table;
+  table.has_manifest = true;
+  JsonAt const at{file, ""};
+  ManifestRows rows{.table = &table, .rows_at = at.field("rows")};
+  auto on_row = [&rows](std::string const& key, Json& value, bool) -> Status {
+    rows.take(key, value);
+    return Status::Ok();
+  };
+  auto j = parse_json_streamed(text, file, DuplicateKeys::kError, {"rows"}, on_row);
+  if (!j.ok()) return j.error();
+  std::vector<Source> sources;
+  MOETUNE_RETURN_IF_ERROR(parse_manifest_top(*j, at, file, &table, &sources));
+  if (rows.error) return *rows.error;
+  for (auto const& [m, index] : rows.source_index) {
     ManifestRow row{std::move(table.rows[m]), index};
-    MOETUNE_RETURN_IF_ERROR(attach_source(&row, sources, rows_at.index(m)));
+    MOETUNE_RETURN_IF_ERROR(attach_source(&row, sources, rows.rows_at.index(m)));
     table.rows[m] = std::move(row.row);
   }
   return table;
 }
+
+namespace {
+
+/// Where a manifest's key and the vLLM file's name disagree: "key.<field> is X in the manifest
+/// but Y in the file name '...'" for the first field that differs ("key" where the name does not
+/// parse).
+std::string key_mismatch(TableKey const& a, std::string const& expected_name,
+                         std::string const& vllm_file_name) {
+  auto named = parse_vllm_file_name(vllm_file_name);
+  std::string field = "key", seen = expected_name, want = vllm_file_name;
+  if (named.ok()) {
+    TableKey const& b = *named;
+    auto set = [&](char const* f, std::string x, std::string y) {
+      if (field == "key" && x != y) field = std::string("key.") + f, seen = x, want = y;
+    };
+    set("num_experts", std::to_string(a.num_experts), std::to_string(b.num_experts));
+    set("intermediate_size", std::to_string(a.intermediate_size),
+        std::to_string(b.intermediate_size));
+    set("device_name", a.device_name, b.device_name);
+    set("dtype", std::string(to_string(a.dtype)), std::string(to_string(b.dtype)));
+    set("dtype_tag", a.dtype_tag, b.dtype_tag);
+    auto shape = [](TableKey const& k) {
+      return k.block_shape ? "[" + std::to_string(k.block_shape->first) + "," +
+                                 std::to_string(k.block_shape->second) + "]"
+                           : std::string("none");
+    };
+    set("block_shape", shape(a), shape(b));
+    // The name carries the family only for our own families (table_file_name).
+    if (!is_engine_family(a.family) || !is_engine_family(b.family)) {
+      set("family", a.family, b.family);
+    }
+  }
+  return field + " is " + seen + " in the manifest but " + want + " in the file name '" +
+         vllm_file_name + "'";
+}
+
+/// The vLLM fields (and split_k) of row M where the manifest and the vLLM file differ.
+void row_field_mismatches(int64_t m, KernelConfig a, KernelConfig b,
+                          std::function<void(std::string)> const& add) {
+  for (int i = 0; i < 7; ++i) {
+    int const va = i < 6 ? *vllm_field(a, i) : a.pipeline.split_k;
+    int const vb = i < 6 ? *vllm_field(b, i) : b.pipeline.split_k;
+    if (va == vb) continue;
+    add("rows[" + std::to_string(m) + "].config.gemm1." +
+        (i < 6 ? kVllmFieldPaths[i] : "pipeline.split_k") + " is " + std::to_string(va) +
+        " in the manifest but " + std::to_string(vb) + " in the vLLM file");
+  }
+}
+
+}  // namespace
 
 std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
                                        std::string const& vllm_file_name,
@@ -231,35 +307,7 @@ std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
   };
   std::string const expected_name = table_file_name(manifest.key);
   if (expected_name != vllm_file_name) {
-    auto named = parse_vllm_file_name(vllm_file_name);
-    std::string field = "key";
-    std::string seen = expected_name;
-    std::string want = vllm_file_name;
-    if (named.ok()) {
-      TableKey const& a = manifest.key;
-      TableKey const& b = *named;
-      auto set = [&](char const* f, std::string x, std::string y) {
-        if (field == "key" && x != y) field = std::string("key.") + f, seen = x, want = y;
-      };
-      set("num_experts", std::to_string(a.num_experts), std::to_string(b.num_experts));
-      set("intermediate_size", std::to_string(a.intermediate_size),
-          std::to_string(b.intermediate_size));
-      set("device_name", a.device_name, b.device_name);
-      set("dtype", std::string(to_string(a.dtype)), std::string(to_string(b.dtype)));
-      set("dtype_tag", a.dtype_tag, b.dtype_tag);
-      auto shape = [](TableKey const& k) {
-        return k.block_shape ? "[" + std::to_string(k.block_shape->first) + "," +
-                                   std::to_string(k.block_shape->second) + "]"
-                             : std::string("none");
-      };
-      set("block_shape", shape(a), shape(b));
-      // The name carries the family only for our own families (table_file_name).
-      if (!is_engine_family(a.family) || !is_engine_family(b.family)) {
-        set("family", a.family, b.family);
-      }
-    }
-    add(field + " is " + seen + " in the manifest but " + want + " in the file name '" +
-        vllm_file_name + "'");
+    add(key_mismatch(manifest.key, expected_name, vllm_file_name));
   }
   for (auto const& [m, row] : manifest.rows) {
     if (vllm.rows.count(m) == 0) {
@@ -273,17 +321,8 @@ std::vector<Error> manifest_mismatches(Table const& manifest, Table const& vllm,
   }
   for (auto const& [m, row] : manifest.rows) {
     auto it = vllm.rows.find(m);
-    if (it == vllm.rows.end()) continue;
-    KernelConfig a = row.config.gemm1;
-    KernelConfig b = it->second.config.gemm1;
-    for (int i = 0; i < 7; ++i) {
-      int const va = i < 6 ? *vllm_field(a, i) : a.pipeline.split_k;
-      int const vb = i < 6 ? *vllm_field(b, i) : b.pipeline.split_k;
-      if (va == vb) continue;
-      add("rows[" + std::to_string(m) + "].config.gemm1." +
-          (i < 6 ? kVllmFieldPaths[i] : "pipeline.split_k") + " is " + std::to_string(va) +
-          " in the manifest but " + std::to_string(vb) + " in the vLLM file");
-    }
+    if (it != vllm.rows.end())
+      row_field_mismatches(m, row.config.gemm1, it->second.config.gemm1, add);
   }
   return out;
 }

@@ -133,6 +133,39 @@ std::string encode(Request const& r) {
   return out + "}";
 }
 
+namespace {
+
+/// A request's test-only faults: "fault" (one, for check / time / precompile) and "faults" (one
+/// per config of a precompile); "" is none.
+core::Status decode_faults(FlatJson const& j, std::string const& where, Request& r) {
+  if (j.has("fault")) {
+    auto f = j.string("fault");
+    if (!f.ok()) return f.error();
+    if (!f->empty()) {
+      auto kind = parse_fault_kind(*f);
+      if (!kind.ok()) return kind.error();
+      r.fault = *kind;
+    }
+  }
+  if (!j.has("faults")) return core::Status::Ok();
+  auto items = FlatJson::split_array(j.raw("faults"), where + ": faults");
+  if (!items.ok()) return items.error();
+  for (std::string const& item : *items) {
+    auto text = FlatJson::unquote(item, where + ": faults");
+    if (!text.ok()) return text.error();
+    FaultKind kind = FaultKind::kNone;
+    if (!text->empty()) {
+      auto parsed = parse_fault_kind(*text);
+      if (!parsed.ok()) return parsed.error();
+      kind = *parsed;
+    }
+    r.faults.push_back(kind);
+  }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
 core::Result<Request> decode_request(std::string_view line, std::string const& where) {
   auto j = FlatJson::parse(line, where);
   if (!j.ok()) return j.error();
@@ -161,30 +194,7 @@ core::Result<Request> decode_request(std::string_view line, std::string const& w
     if (!c.ok()) return c.error();
     r.configs = std::move(c).value();
   }
-  if (j->has("fault")) {
-    auto f = j->string("fault");
-    if (!f.ok()) return f.error();
-    if (!f->empty()) {
-      auto kind = parse_fault_kind(*f);
-      if (!kind.ok()) return kind.error();
-      r.fault = *kind;
-    }
-  }
-  if (j->has("faults")) {
-    auto items = FlatJson::split_array(j->raw("faults"), where + ": faults");
-    if (!items.ok()) return items.error();
-    for (std::string const& item : *items) {
-      auto text = FlatJson::unquote(item, where + ": faults");
-      if (!text.ok()) return text.error();
-      FaultKind kind = FaultKind::kNone;
-      if (!text->empty()) {
-        auto parsed = parse_fault_kind(*text);
-        if (!parsed.ok()) return parsed.error();
-        kind = *parsed;
-      }
-      r.faults.push_back(kind);
-    }
-  }
+  MOETUNE_RETURN_IF_ERROR(decode_faults(*j, where, r));
   if (j->has("warmup")) r.warmup = static_cast<int>(*j->number("warmup"));
   if (j->has("reps")) r.reps = static_cast<int>(*j->number("reps"));
   if (j->has("background")) {

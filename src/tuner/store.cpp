@@ -137,6 +137,62 @@ core::Status Store::exec(char const* sql) {
   return core::Status::Ok();
 }
 
+core::Status Store::use_wal() {
+  // NOTE: WAL lets readers run beside one writer; the busy timeout makes a second writer wait
+  // for the lock instead of failing, so two tuners on one store lose nothing.
+  // NOTE: switching to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once,
+  // without the busy handler, while another connection is creating or converting the same file
+  // (seen as a failed two-writer test on CI): retry within the busy timeout.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kStoreBusyTimeoutMs);
+  core::Status wal = exec("PRAGMA journal_mode=WAL");
+  while (!wal.ok() && (sqlite3_errcode(db_) & 0xff) == SQLITE_BUSY &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    wal = exec("PRAGMA journal_mode=WAL");
+  }
+  MOETUNE_RETURN_IF_ERROR(wal);
+  // NOTE: under WAL, synchronous=FULL (SQLite's default) fsyncs the log at every commit: 3 ms a
+  // measurement on a VM disk, about 20 s of an S1 tune's ~7000. NORMAL syncs only at checkpoints
+  // and stays consistent; a killed tuner still loses nothing (its commits are in the OS cache),
+  // only an OS crash or a power loss can drop the last ones, which a resume then measures again.
+  return exec("PRAGMA synchronous=NORMAL");
+}
+
+core::Status Store::ensure_schema() {
+  MOETUNE_RETURN_IF_ERROR(exec("BEGIN IMMEDIATE"));
+  auto fail = [&](core::Error e) -> core::Status {
+    (void)exec("ROLLBACK");
+    return e;
+  };
+  if (!exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").ok()) {
+    return fail(error("cannot read the schema version"));
+  }
+  int64_t version = 0;
+  {
+    Stmt s(db_, "SELECT max(version) FROM schema_version");
+    if (!s.ok() || s.step() != SQLITE_ROW) return fail(error("cannot read the version"));
+    version = s.integer(0);
+  }
+  if (version == 0) {
+    if (!exec(kSchema).ok()) return fail(error("cannot create the schema"));
+    Stmt s(db_, "INSERT INTO schema_version(version) VALUES (?)");
+    s.bind(1, int64_t{kStoreSchemaVersion});
+    if (s.step() != SQLITE_DONE) return fail(error("cannot write the schema version"));
+  } else if (version == 1) {
+    if (!exec(kUpgrade1To2).ok() || !exec("UPDATE schema_version SET version = 2").ok()) {
+      return fail(error("cannot upgrade the schema from version 1 to 2"));
+    }
+  } else if (version < kStoreOldestSupported || version > kStoreSchemaVersion) {
+    return fail(core::make_error(
+        core::ErrorCode::kVersion, "store " + path_,
+        "store " + path_ + " has schema version " + std::to_string(version) +
+            "; this moetune reads " + std::to_string(kStoreOldestSupported) + ".." +
+            std::to_string(kStoreSchemaVersion) + "; use a newer moetune or a new --store"));
+  }
+  return exec("COMMIT");
+}
+
 core::Result<std::unique_ptr<Store>> Store::open(std::string const& path) {
   sqlite3* db = nullptr;
   int const rc =
@@ -145,57 +201,8 @@ core::Result<std::unique_ptr<Store>> Store::open(std::string const& path) {
   std::unique_ptr<Store> store(new Store(db, path));
   if (rc != SQLITE_OK) return store->error("cannot open");
   sqlite3_busy_timeout(db, kStoreBusyTimeoutMs);
-  // NOTE: WAL lets readers run beside one writer; the busy timeout makes a second writer wait
-  // for the lock instead of failing, so two tuners on one store lose nothing.
-  // NOTE: switching to WAL needs an exclusive lock, and SQLite answers SQLITE_BUSY at once,
-  // without the busy handler, while another connection is creating or converting the same file
-  // (seen as a failed two-writer test on CI): retry within the busy timeout.
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(kStoreBusyTimeoutMs);
-  core::Status wal = store->exec("PRAGMA journal_mode=WAL");
-  while (!wal.ok() && (sqlite3_errcode(db) & 0xff) == SQLITE_BUSY &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    wal = store->exec("PRAGMA journal_mode=WAL");
-  }
-  MOETUNE_RETURN_IF_ERROR(wal);
-  // NOTE: under WAL, synchronous=FULL (SQLite's default) fsyncs the log at every commit: 3 ms a
-  // measurement on a VM disk, about 20 s of an S1 tune's ~7000. NORMAL syncs only at checkpoints
-  // and stays consistent; a killed tuner still loses nothing (its commits are in the OS cache),
-  // only an OS crash or a power loss can drop the last ones, which a resume then measures again.
-  MOETUNE_RETURN_IF_ERROR(store->exec("PRAGMA synchronous=NORMAL"));
-  MOETUNE_RETURN_IF_ERROR(store->exec("BEGIN IMMEDIATE"));
-  auto fail = [&](core::Error e) -> core::Result<std::unique_ptr<Store>> {
-    (void)store->exec("ROLLBACK");
-    return e;
-  };
-  if (!store->exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)").ok()) {
-    return fail(store->error("cannot read the schema version"));
-  }
-  int64_t version = 0;
-  {
-    Stmt s(db, "SELECT max(version) FROM schema_version");
-    if (!s.ok() || s.step() != SQLITE_ROW) return fail(store->error("cannot read the version"));
-    version = s.integer(0);
-  }
-  if (version == 0) {
-    if (!store->exec(kSchema).ok()) return fail(store->error("cannot create the schema"));
-    Stmt s(db, "INSERT INTO schema_version(version) VALUES (?)");
-    s.bind(1, int64_t{kStoreSchemaVersion});
-    if (s.step() != SQLITE_DONE) return fail(store->error("cannot write the schema version"));
-  } else if (version == 1) {
-    if (!store->exec(kUpgrade1To2).ok() ||
-        !store->exec("UPDATE schema_version SET version = 2").ok()) {
-      return fail(store->error("cannot upgrade the schema from version 1 to 2"));
-    }
-  } else if (version < kStoreOldestSupported || version > kStoreSchemaVersion) {
-    return fail(core::make_error(
-        core::ErrorCode::kVersion, "store " + path,
-        "store " + path + " has schema version " + std::to_string(version) +
-            "; this moetune reads " + std::to_string(kStoreOldestSupported) + ".." +
-            std::to_string(kStoreSchemaVersion) + "; use a newer moetune or a new --store"));
-  }
-  MOETUNE_RETURN_IF_ERROR(store->exec("COMMIT"));
+  MOETUNE_RETURN_IF_ERROR(store->use_wal());
+  MOETUNE_RETURN_IF_ERROR(store->ensure_schema());
   return store;
 }
 

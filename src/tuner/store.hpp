@@ -121,6 +121,12 @@ class Store {
   Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
   core::Status exec(char const* sql);
   core::Error error(std::string const& what) const;
+  /// open's connection settings: WAL (retried while another connection converts the file) and
+  /// synchronous=NORMAL.
+  core::Status use_wal();
+  /// open's schema, in one transaction: created, upgraded from version 1, or refused when this
+  /// build cannot read it.
+  core::Status ensure_schema();
   sqlite3* db_;
   std::string path_;
 };

@@ -95,6 +95,44 @@ Response precompile(kernels::Testbed& bed, Request const& req) {
   return r;
 }
 
+/// check: the config's gate inputs; fault wrong / nan corrupt the real output where the testbed
+/// can (else the reported result), so the gate must catch it.
+Response answer_check(kernels::Testbed& bed, Request const& req) {
+  Response r;
+  bool const corrupt = req.fault == FaultKind::kWrong || req.fault == FaultKind::kNan;
+  bool const armed = corrupt && bed.corrupt_next_output(req.fault == FaultKind::kNan
+                                                            ? kernels::OutputFault::kNan
+                                                            : kernels::OutputFault::kWrong);
+  auto check = bed.check(req.config);
+  if (!check.ok()) return classify(check.error());
+  r.has_check = true;
+  r.check = *check;
+  if (armed) return r;  // the output itself was corrupted: the gate must see it
+  if (req.fault == FaultKind::kWrong) {
+    r.check.rel_l2_error += 1.0;
+    r.check.first_bad = 0;
+    r.check.digest += "-corrupt";
+  } else if (req.fault == FaultKind::kNan) {
+    r.check.rel_l2_error = NAN;
+    r.check.all_finite = false;
+    r.check.first_bad = 0;
+    r.check.digest += "-nan";
+  }
+  return r;
+}
+
+/// time: the samples; fault wrong / nan report them 100x faster (a corrupt config must not win).
+Response answer_time(kernels::Testbed& bed, Request const& req) {
+  Response r;
+  auto timing = bed.time(req.config, req.warmup, req.reps);
+  if (!timing.ok()) return classify(timing.error());
+  r.samples_us = timing->samples_us;
+  if (req.fault == FaultKind::kWrong || req.fault == FaultKind::kNan) {
+    for (double& s : r.samples_us) s *= 0.01;
+  }
+  return r;
+}
+
 }  // namespace
 
 Response answer_request(kernels::Testbed& bed, Request const& req) {
@@ -127,35 +165,7 @@ Response answer_request(kernels::Testbed& bed, Request const& req) {
   if (req.op == "precompile") return precompile(bed, req);
   if (req.op == "check" || req.op == "time") {
     if (inject_before(req.fault, &r)) return r;
-    bool const corrupt = req.fault == FaultKind::kWrong || req.fault == FaultKind::kNan;
-    if (req.op == "check") {
-      bool const armed = corrupt && bed.corrupt_next_output(req.fault == FaultKind::kNan
-                                                                ? kernels::OutputFault::kNan
-                                                                : kernels::OutputFault::kWrong);
-      auto check = bed.check(req.config);
-      if (!check.ok()) return classify(check.error());
-      r.has_check = true;
-      r.check = *check;
-      if (armed) return r;  // the output itself was corrupted: the gate must see it
-      if (req.fault == FaultKind::kWrong) {
-        r.check.rel_l2_error += 1.0;
-        r.check.first_bad = 0;
-        r.check.digest += "-corrupt";
-      } else if (req.fault == FaultKind::kNan) {
-        r.check.rel_l2_error = NAN;
-        r.check.all_finite = false;
-        r.check.first_bad = 0;
-        r.check.digest += "-nan";
-      }
-      return r;
-    }
-    auto timing = bed.time(req.config, req.warmup, req.reps);
-    if (!timing.ok()) return classify(timing.error());
-    r.samples_us = timing->samples_us;
-    if (corrupt) {
-      for (double& s : r.samples_us) s *= 0.01;
-    }
-    return r;
+    return req.op == "check" ? answer_check(bed, req) : answer_time(bed, req);
   }
   return failure(Outcome::kLaunchFailed, "unknown request op '" + req.op + "'");
 }
