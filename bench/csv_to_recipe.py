@@ -77,8 +77,15 @@ def low_clock_close_calls(rows, top):
     return out
 
 
-def main():
-    args = sys.argv[1:]
+def moe_config(short):
+    """(gemm1, gemm2) kernel configs of a short string; one config without '|' names both."""
+    parts = short.split("|")
+    a = kernel_config(parts[0])
+    return a, (kernel_config(parts[1]) if len(parts) > 1 else a)
+
+
+def parse_args(args):
+    """(device command, CSV paths) from the command line; exits with the usage when it is wrong."""
     command = "bench/device.sh kernels --no-tests -- --recipe recipes/h200.json"
     if args[:1] == ["--command"]:
         if len(args) < 2:
@@ -86,9 +93,15 @@ def main():
         command, args = args[1], args[2:]
     if not args:
         sys.exit("usage: bench/csv_to_recipe.py [--command CMD] CSV [CSV...] > recipe.json")
+    return command, args
+
+
+def fastest_rows(paths):
+    """The fastest row of each (shape, M) among the CSVs (a row counts at the faster of its time
+    and its default's), sorted by shape and M, and each CSV's highest SM clock sample."""
     best = {}
     top = {}  # each CSV's highest SM clock sample
-    for path in args:
+    for path in paths:
         for r in csv.DictReader(open(path)):
             r["_csv"] = path
             top[path] = max(top.get(path, 0.0), float(r.get("sm_clock_mhz") or 0))
@@ -98,52 +111,63 @@ def main():
             t = min(t, d) if d > 0 else t
             if key not in best or t < best[key][0]:
                 best[key] = (t, r)
-    rows = [best[k][1] for k in sorted(best, key=lambda k: (k[0], k[1]))]
+    return [best[k][1] for k in sorted(best, key=lambda k: (k[0], k[1]))], top
+
+
+def new_shape(r):
+    """A recipe shape for a row's shape, with no buckets or pinned rows yet."""
+    name, k, i, e, topk, act = SHAPES[r["shape"]]
+    return {
+        "name": name,
+        "problem": {"hidden_size": k, "intermediate_size": i, "num_experts": e, "top_k": topk,
+                    "activation": act, "dtype": "bf16", "arch": "sm_90a"},
+        "device": r["device"], "backend": "cuda", "family": "sm90_gather", "family_version": 1,
+        "buckets": [], "routing": {"kind": "uniform", "seed": 0}, "pinned_rows": {}}
+
+
+def pinned_row(r, command):
+    """A row's pinned row: its config, or the default's where the row did not beat it, with the
+    measurement behind it."""
+    g1, g2 = moe_config(r["config"])
+    time_us = float(r["time_us"])
+    default_us = float(r.get("default_us") or -1)
+    numbers_extra = {}
+    if default_us > 0:
+        numbers_extra["default_us"] = default_us
+        if time_us >= default_us and r.get("default_config"):
+            # The swept winner did not beat the default at this point: ship the default
+            # (seed 000: a tuned row must never shadow a better default).
+            g1, g2 = moe_config(r["default_config"])
+            time_us = default_us
+    return {
+        "config": {"gemm1": g1, "gemm2": g2},
+        "source": {
+            "kind": "measured", "date": r["date"], "device": r["device"],
+            "protocol": ("moetune_sm90_bench (bench/run_h200.sh) at commit " + r["commit"] +
+                         ": the configs the command names (a per-GEMM sweep, or a recipe's "
+                         "rows), each timed with CUDA graph replay with a 256 MiB L2 flush "
+                         "before each replay, 3 warm-ups, median of clamp(30 ms / t, 10, 200); "
+                         "uniform routing seeded by M; checked against the fp32 GPU reference"),
+            "numbers": dict({"time_us": time_us, "floor_us": float(r["floor_us"]),
+                             "ratio": time_us / float(r["floor_us"]),
+                             "rel_err": float(r["rel_err"]),
+                             "sm_clock_mhz": float(r["sm_clock_mhz"])}, **numbers_extra),
+            "digest": r["digest"],
+            "command": command + " (device), then bench/csv_to_recipe.py on run " + run_id(r),
+        }}
+
+
+def main():
+    command, paths = parse_args(sys.argv[1:])
+    rows, top = fastest_rows(paths)
     for r in low_clock_close_calls(rows, top):
         sys.stderr.write("csv_to_recipe: warning: " + r + "\n")
     shapes = {}
     for r in rows:
-        name, k, i, e, topk, act = SHAPES[r["shape"]]
-        shape = shapes.setdefault(r["shape"], {
-            "name": name,
-            "problem": {"hidden_size": k, "intermediate_size": i, "num_experts": e, "top_k": topk,
-                        "activation": act, "dtype": "bf16", "arch": "sm_90a"},
-            "device": r["device"], "backend": "cuda", "family": "sm90_gather", "family_version": 1,
-            "buckets": [], "routing": {"kind": "uniform", "seed": 0}, "pinned_rows": {}})
-        def moe_config(short):
-            parts = short.split("|")
-            a = kernel_config(parts[0])
-            return a, (kernel_config(parts[1]) if len(parts) > 1 else a)
-
-        g1, g2 = moe_config(r["config"])
-        time_us = float(r["time_us"])
-        default_us = float(r.get("default_us") or -1)
-        numbers_extra = {}
-        if default_us > 0:
-            numbers_extra["default_us"] = default_us
-            if time_us >= default_us and r.get("default_config"):
-                # The swept winner did not beat the default at this point: ship the default
-                # (seed 000: a tuned row must never shadow a better default).
-                g1, g2 = moe_config(r["default_config"])
-                time_us = default_us
+        shape = shapes.setdefault(r["shape"], new_shape(r))
         m = int(r["M"])
         shape["buckets"].append(m)
-        shape["pinned_rows"][str(m)] = {
-            "config": {"gemm1": g1, "gemm2": g2},
-            "source": {
-                "kind": "measured", "date": r["date"], "device": r["device"],
-                "protocol": ("moetune_sm90_bench (bench/run_h200.sh) at commit " + r["commit"] +
-                             ": the configs the command names (a per-GEMM sweep, or a recipe's "
-                             "rows), each timed with CUDA graph replay with a 256 MiB L2 flush "
-                             "before each replay, 3 warm-ups, median of clamp(30 ms / t, 10, 200); "
-                             "uniform routing seeded by M; checked against the fp32 GPU reference"),
-                "numbers": dict({"time_us": time_us, "floor_us": float(r["floor_us"]),
-                                 "ratio": time_us / float(r["floor_us"]),
-                                 "rel_err": float(r["rel_err"]),
-                                 "sm_clock_mhz": float(r["sm_clock_mhz"])}, **numbers_extra),
-                "digest": r["digest"],
-                "command": command + " (device), then bench/csv_to_recipe.py on run " + run_id(r),
-            }}
+        shape["pinned_rows"][str(m)] = pinned_row(r, command)
     recipe = {"recipe_version": 1, "name": "h200-bf16", "shapes": list(shapes.values())}
     json.dump(recipe, sys.stdout, indent=2)
     sys.stdout.write("\n")

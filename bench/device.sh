@@ -206,8 +206,7 @@ cmd_protocol() {
 }
 
 cmd_ab() {
-  local m=1,4 repeats=30 rounds=4 digests=equal recipe=$RECIPE tables=$TABLES limit_s=400
-  local lever=''
+  local m=1,4 repeats=30 rounds=4 digests=equal recipe=$RECIPE tables=$TABLES limit_s=400 lever=''
   parse_opts "--arm=ARMS --lever=lever --m=m --repeats=repeats --rounds=rounds --digests=digests
     --recipe=recipe --tables=tables --limit-s=limit_s --tests=TESTS" "$@"
   if [ -n "$lever" ]; then  # "a+b" -> on: a=on+b=on, off: a=off+b=off
@@ -270,8 +269,7 @@ cmd_stage_ab() {
     --limit-s=limit_s --tests=TESTS --!EXTRA" "$@"
   [ ${#ARMS[@]} -ge 2 ] || die "stage-ab: name two arms or more (--arm NAME=SPEC)"
   [[ $digests =~ ^(equal|any)$ ]] || die "stage-ab: --digests '$digests': expected equal or any"
-  local names=() a status=0
-  local part parts
+  local names=() a status=0 part parts
   for a in "${ARMS[@]}"; do
     [[ $a == *=* ]] || die "stage-ab: arm '$a' is not NAME=SPEC"
     IFS=, read -r -a parts <<< "${a#*=}"

@@ -91,7 +91,8 @@ def shape_key(shape):
             p.get("top_k"), p.get("activation"))
 
 
-def main():
+def parse_args():
+    """The command line (argparse's own exit 2 on a malformed one)."""
     ap = argparse.ArgumentParser(add_help=True)
     ap.add_argument("recipe")
     ap.add_argument("--set", action="append", default=[], dest="sets")
@@ -101,7 +102,53 @@ def main():
     ap.add_argument("--shapes", default="")
     ap.add_argument("--min-m", type=int, default=0)
     ap.add_argument("--max-m", type=int, default=1 << 62)
-    a = ap.parse_args()
+    return ap.parse_args()
+
+
+def matches(cfg, wheres):
+    """Whether a config has every --where value (an unset launch.schedule reads as auto)."""
+    return all(get(cfg[g], f, "auto" if f == ["launch", "schedule"] else None) == v
+               for gs, f, v in wheres for g in gs)
+
+
+def apply_sets(cfg, sets):
+    """Sets every --set field of a config in place; exits 2 on a section no config has."""
+    for gs, f, v in sets:
+        for g in gs:
+            if f[0] not in cfg[g] and f[0] not in ("tile", "pipeline", "launch"):
+                die("no section '%s' in %s's config" % (f[0], g))
+            cfg[g].setdefault(f[0], {})[f[1]] = v
+
+
+def vary_row(a, shape, m, row, sets, wheres, tables):
+    """Varies one pinned row in place: None when it does not match (or the tables lack it), else
+    whether its config now differs from the pinned one."""
+    if not a.min_m <= int(m) <= a.max_m:
+        return None
+    cfg = row["config"]
+    before = normalized(cfg)
+    if not matches(cfg, wheres):
+        return None
+    if a.from_tables:
+        tuned = tables.get(shape_key(shape), {}).get(int(m))
+        if tuned is None:
+            return None
+        row["config"] = cfg = tuned
+    apply_sets(cfg, sets)
+    return normalized(cfg) != before
+
+
+def print_changed(differ):
+    """Prints --list-changed's answer: "SHAPES MS" of the rows that differ, or "none"."""
+    if not differ:
+        print("none")
+    else:
+        print(",".join(sorted({s for s, _ in differ})),
+              ",".join(str(m) for m in sorted({m for _, m in differ})))
+
+
+def main():
+    a = parse_args()
     if not a.sets and not a.from_tables:
         die("nothing to --set (or --from-tables)")
     tables = table_rows(a.from_tables) if a.from_tables else {}
@@ -119,35 +166,17 @@ def main():
         if shapes and shape.get("name") not in shapes:
             continue
         for m, row in shape.get("pinned_rows", {}).items():
-            if not a.min_m <= int(m) <= a.max_m:
+            differs = vary_row(a, shape, m, row, sets, wheres, tables)
+            if differs is None:
                 continue
-            cfg = row["config"]
-            before = normalized(cfg)
-            if not all(get(cfg[g], f, "auto" if f == ["launch", "schedule"] else None) == v
-                       for gs, f, v in wheres for g in gs):
-                continue
-            if a.from_tables:
-                tuned = tables.get(shape_key(shape), {}).get(int(m))
-                if tuned is None:
-                    continue
-                row["config"] = cfg = tuned
-            for gs, f, v in sets:
-                for g in gs:
-                    if f[0] not in cfg[g] and f[0] not in ("tile", "pipeline", "launch"):
-                        die("no section '%s' in %s's config" % (f[0], g))
-                    cfg[g].setdefault(f[0], {})[f[1]] = v
             changed += 1
-            if normalized(cfg) != before:
+            if differs:
                 differ.append((short_names.get(shape.get("name"), shape.get("name")), int(m)))
     if changed == 0:
         die("no pinned row matched (shapes %s, M %d..%d, where %s)"
             % (",".join(sorted(shapes)) or "all", a.min_m, a.max_m, a.where))
     if a.list_changed:
-        if not differ:
-            print("none")
-        else:
-            print(",".join(sorted({s for s, _ in differ})),
-                  ",".join(str(m) for m in sorted({m for _, m in differ})))
+        print_changed(differ)
         return
     json.dump(recipe, sys.stdout, indent=2)
     print()

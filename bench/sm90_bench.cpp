@@ -43,54 +43,22 @@
 #include "kernels/cuda/sm90_gather_geometry.hpp"
 #include "kernels/cuda/sm90_swap_geometry.hpp"
 #include "kernels/fast_paths_from_levers.hpp"
+#include "sm90_bench_options.hpp"
+#include "sm90_bench_sweep.hpp"
 
 using namespace moetune;
 using kernels::cuda::CudaTestbed;
 
 namespace {
 
-struct Shape {
-  std::string name;
-  core::MoeProblem p;
-};
-
-std::vector<Shape> all_shapes() {
-  auto mk = [](const char* n, int64_t e, int64_t k, int64_t i, int64_t topk, core::Activation a) {
-    core::MoeProblem p;
-    p.num_experts = e;
-    p.hidden_size = k;
-    p.intermediate_size = i;
-    p.top_k = topk;
-    p.activation = a;
-    return Shape{n, p};
-  };
-  return {mk("S1", 128, 2688, 1856, 6, core::Activation::kRelu2),
-          mk("S2", 128, 2048, 768, 8, core::Activation::kSiluGated),
-          mk("S3", 8, 4096, 14336, 2, core::Activation::kSiluGated)};
-}
-
-std::vector<std::string> split(std::string const& s, char sep) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, sep))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
+using bench::die;
+using bench::must;
+using bench::Options;
+using bench::Shape;
+using bench::split;
 
 int reps_for(double t_us) {
   return std::clamp(static_cast<int>(30000.0 / std::max(t_us, 1.0)), 10, 200);
-}
-
-[[noreturn]] void die(std::string const& what) {
-  std::fprintf(stderr, "moetune_sm90_bench: %s\n", what.c_str());
-  std::exit(1);
-}
-
-template <class T>
-T must(core::Result<T> r, std::string const& ctx) {
-  if (!r.ok()) die(ctx + ": " + r.error().to_string());
-  return std::move(r).value();
 }
 
 /// One point's measurement failed: the run names it and goes on with the next point.
@@ -135,97 +103,6 @@ std::string cfg_json(core::KernelConfig const& k) {
   return buf;
 }
 
-struct Options {
-  std::string out_dir = "build/results";
-  std::string shapes = "S1,S2,S3";
-  std::string ms = "1,4,16,64,128,256,512,1024,2048,4096,8192,16384";
-  bool sweep = true;
-  std::string recipe;  // --recipe: time the recipe's pinned rows instead of sweeping
-  // --schedule-override S: pinned GEMMs with a wgmma schedule run with schedule S instead (same
-  // tiles), to compare main loops at the recipe's points.
-  std::optional<core::Schedule> schedule_override;
-  // --sweep-schedule S: the sweep only times candidates with schedule S.
-  std::optional<core::Schedule> sweep_schedule;
-  bool sweep_decode_only = false;  // --sweep-decode-only: only the decode kernels (launch.swap_ab)
-  int sweep_reps = 5;
-  std::string sweep_log;  // --sweep-log FILE: every candidate the sweep timed (sweep_best)
-  // --shape NAME=E,K,I,TOPK,ACT (repeatable): a shape beyond S1-S3 (e.g. a held-out model), run
-  // after the --shapes ones; no peer numbers exist for it, the floor is computed the same way.
-  std::vector<Shape> extra_shapes;
-  // --dense: also time cuBLAS on each point's two GEMMs as dense matrices (M x top_k rows, no
-  // gather, no padding, no activation or routing weight) into <date>-<commit>-dense.csv: what the
-  // best dense GEMM does with the same flops in the same run (its SM clock sampled too: at the
-  // power cap the two measurements may run at different clocks).
-  bool dense = false;
-};
-
-/// Parses --shape's "NAME=E,K,I,TOPK,ACT" (ACT as the CLI names it: silu, relu2, gelu,
-/// gelu_tanh); dies with the expected form otherwise.
-Shape parse_shape(std::string const& text) {
-  const std::string form =
-      "--shape " + text + ": expected NAME=E,K,I,TOPK,ACT (e.g. H1=128,4096,1536,8,silu)";
-  const auto eq = text.find('=');
-  if (eq == std::string::npos || eq == 0) die(form);
-  const auto fields = split(text.substr(eq + 1), ',');
-  if (fields.size() != 5) die(form);
-  Shape s;
-  s.name = text.substr(0, eq);
-  try {
-    s.p.num_experts = std::stoll(fields[0]);
-    s.p.hidden_size = std::stoll(fields[1]);
-    s.p.intermediate_size = std::stoll(fields[2]);
-    s.p.top_k = std::stoll(fields[3]);
-  } catch (std::exception const&) {
-    die(form);
-  }
-  s.p.activation = must(core::parse_activation(fields[4]), "--shape " + text);
-  if (s.p.num_experts < 1 || s.p.hidden_size < 1 || s.p.intermediate_size < 1 || s.p.top_k < 1 ||
-      s.p.top_k > s.p.num_experts)
-    die(form + "; sizes >= 1 and TOPK <= E");
-  return s;
-}
-
-Options parse_options(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) die(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--out")
-      o.out_dir = next();
-    else if (a == "--shapes")
-      o.shapes = next();
-    else if (a == "--m")
-      o.ms = next();
-    else if (a == "--no-sweep")
-      o.sweep = false;
-    else if (a == "--sweep-reps")
-      o.sweep_reps = std::stoi(next());
-    else if (a == "--schedule-override")
-      o.schedule_override = must(core::parse_schedule(next()), "--schedule-override");
-    else if (a == "--sweep-schedule")
-      o.sweep_schedule = must(core::parse_schedule(next()), "--sweep-schedule");
-    else if (a == "--sweep-decode-only")
-      o.sweep_decode_only = true;
-    else if (a == "--recipe")
-      o.recipe = next();
-    else if (a == "--sweep-log")
-      o.sweep_log = next();
-    else if (a == "--shape")
-      o.extra_shapes.push_back(parse_shape(next()));
-    else if (a == "--dense")
-      o.dense = true;
-    else
-      die("unknown option " + a +
-          " (options: --out DIR --shapes S1,S2,S3 --shape NAME=E,K,I,TOPK,ACT --m LIST --no-sweep "
-          "--sweep-reps N --sweep-log FILE --recipe R --schedule-override S --sweep-schedule S "
-          "--sweep-decode-only --dense)");
-  }
-  return o;
-}
-
 /// What every row of a run shares.
 struct RunInfo {
   std::string commit, date, device, driver;
@@ -248,114 +125,6 @@ void set_floor(Point& pt, RunInfo const& run) {
   pt.bound = t_bw >= t_fl ? "bw" : "compute";
 }
 
-std::optional<core::MoeConfig> pinned_config(std::optional<core::Recipe> const& recipe,
-                                             core::MoeProblem const& p) {
-  if (!recipe) return std::nullopt;
-  for (auto const& rs : recipe->shapes) {
-    if (rs.problem.num_experts == p.num_experts && rs.problem.hidden_size == p.hidden_size &&
-        rs.problem.intermediate_size == p.intermediate_size) {
-      if (auto it = rs.pinned_rows.find(p.num_tokens); it != rs.pinned_rows.end()) {
-        return it->second.config;
-      }
-    }
-  }
-  return std::nullopt;
-}
-
-// Per-GEMM sweep at each block_m: GEMM1 candidates timed alone (stage GEMM1), then GEMM2's; the
-// block_m space whose two winners run the whole layer fastest wins, if faster than the default
-// config's layer timed the same way, and again in an interleaved re-time against it (unrestricted
-// sweeps). NOTE: without the default as the incumbent, per-GEMM winners that made a slower layer
-// were picked (S3 M=4096: 5397.5 us against the default's 4578.3).
-//
-// sweep_log (--sweep-log): one line per timed candidate, "shape,M,pairs_per_expert,space_block_m,
-// gemm,config,us" (us empty when the timing failed), for fitting the default rule offline.
-core::MoeConfig sweep_best(CudaTestbed& tb, core::MoeProblem const& p, int reps, int& candidates,
-                           std::optional<core::Schedule> only, bool decode_only,
-                           std::ofstream* sweep_log, std::string const& shape) {
-  const core::MoeConfig dflt = tb.backend().default_config(p);
-  core::MoeConfig best = dflt;
-  double best_total = 1e30;
-  // The default is the incumbent of an unrestricted sweep (--sweep-schedule and
-  // --sweep-decode-only ask for the best of their candidates, whatever the default does).
-  const bool incumbent = !only && !decode_only && tb.backend().can_implement(p, dflt).ok();
-  if (incumbent) {
-    if (auto t = tb.time(dflt, 1, reps); t.ok()) best_total = t->median_us;
-  }
-  auto keep = [&](std::vector<core::KernelConfig> v) {
-    if (only)
-      std::erase_if(v, [&](core::KernelConfig const& k) { return k.launch.schedule != *only; });
-    if (decode_only)
-      std::erase_if(v, [](core::KernelConfig const& k) { return !kernels::cuda::is_decode(k); });
-    return v;
-  };
-  // The backend's per-GEMM spaces (one per block_m, plus the decode kernels at tiny M).
-  for (core::GemmSpace const& space : tb.backend().gemm_search_space(p)) {
-    auto c1 = keep(space.gemm1);
-    auto c2 = keep(space.gemm2);
-    if (c1.empty() || c2.empty()) continue;
-    // Each GEMM is timed alone against the space's base partner (decode needs a decode partner).
-    using kernels::cuda::is_decode;
-    const core::KernelConfig base1 =
-        is_decode(space.base.gemm1) == is_decode(c1.front()) ? space.base.gemm1 : c1.front();
-    const core::KernelConfig base2 =
-        is_decode(space.base.gemm2) == is_decode(c2.front()) ? space.base.gemm2 : c2.front();
-    std::vector<core::MoeConfig> all;
-    for (auto const& a : c1) all.push_back({.gemm1 = a, .gemm2 = base2});
-    for (auto const& b : c2) all.push_back({.gemm1 = base1, .gemm2 = b});
-    (void)kernels::cuda::precompile_sm90_gather(p, all);  // loads that follow hit the cubin cache
-    candidates += static_cast<int>(all.size());
-    auto pick = [&](std::vector<core::KernelConfig> const& cands,
-                    bool first) -> core::KernelConfig {
-      core::KernelConfig win = cands.front();
-      double best_us = 1e30;
-      for (auto const& k : cands) {
-        core::MoeConfig c = first ? core::MoeConfig{.gemm1 = k, .gemm2 = base2}
-                                  : core::MoeConfig{.gemm1 = base1, .gemm2 = k};
-        if (!tb.backend().can_implement(p, c).ok()) continue;
-        auto t = tb.time_stages(c, first ? kernels::cuda::kStageGemm1 : kernels::cuda::kStageGemm2,
-                                1, reps);
-        if (sweep_log) {
-          *sweep_log << shape << "," << p.num_tokens << "," << kernels::cuda::pairs_per_expert(p)
-                     << "," << space.base.gemm2.tile.block_m << "," << (first ? "gemm1" : "gemm2")
-                     << "," << core::short_string(k) << ",";
-          if (t.ok()) *sweep_log << t->median_us;
-          *sweep_log << "\n";
-        }
-        if (t.ok() && t->median_us < best_us) {
-          best_us = t->median_us;
-          win = k;
-        }
-      }
-      return win;
-    };
-    auto w1 = pick(c1, true);
-    auto w2 = pick(c2, false);
-    // Spaces compete on the whole layer of their winning pair: the decode space has no align or
-    // combine launch, and align differs with block_m, which the GEMM stage times leave out.
-    const core::MoeConfig pair{.gemm1 = w1, .gemm2 = w2};
-    if (!tb.backend().can_implement(p, pair).ok()) continue;
-    auto layer = tb.time(pair, 1, reps);
-    if (layer.ok() && layer->median_us < best_total) {
-      best_total = layer->median_us;
-      best = pair;
-    }
-  }
-  // The winner against the default once more, interleaved (default, winner, winner, default), where
-  // the two single timings above were minutes apart: at the 700 W cap a compute-bound layer moves
-  // 5-7% with the clock between them (S3 M=2048's pick ran 2565 us against the default's 2396 in
-  // the point's own timing).
-  if (incumbent && !(best == dflt)) {
-    double sum[2] = {0, 0};  // [0] the default, [1] the winner
-    for (int i : {0, 1, 1, 0}) {
-      auto t = tb.time(i == 0 ? dflt : best, 1, reps);
-      sum[i] += t.ok() ? t->median_us : 1e30;
-    }
-    if (sum[0] <= sum[1]) best = dflt;
-  }
-  return best;
-}
-
 // Checks `best` twice on poisoned outputs; a wrong or nondeterministic result is printed loudly.
 void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
   const std::string what = pt.shape + " M=" + std::to_string(pt.p.num_tokens);
@@ -375,6 +144,45 @@ void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
   pt.digest = chk.digest;
 }
 
+/// Whether the default config passes its check at the point (so time_point may time it beside
+/// the row); where it fails, pt.default_us = -1 and why goes to stderr: reported, never used.
+bool default_passes(CudaTestbed& tb, Point& pt, core::MoeConfig const& dflt) {
+  auto dchk = tb.check(dflt);
+  const auto tol = kernels::tolerance_for(pt.p.dtype);
+  if (dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2) {
+    return true;
+  }
+  pt.default_us = -1;
+  std::fprintf(stderr, "DEFAULT FAILED %s M=%lld %s: %s\n", pt.shape.c_str(),
+               (long long)pt.p.num_tokens, core::short_string(dflt).c_str(),
+               !dchk.ok() ? dchk.error().to_string().c_str()
+                          : ("rel_l2_error " + std::to_string(dchk->rel_l2_error) +
+                             (dchk->all_written ? "" : ", not all written") +
+                             (dchk->all_finite ? "" : ", non-finite"))
+                                .c_str());
+  return false;
+}
+
+/// Each stage of `best` alone (the SM clock sampled over the two GEMMs); the decode kernels
+/// (launch.swap_ab) route inside GEMM1 and combine inside GEMM2, so they have no align or combine.
+void time_stages(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
+                 core::MoeConfig const& best, int reps) {
+  const int sreps = std::clamp(reps, 10, 50);
+  auto stage = [&](unsigned mask) {
+    return need(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
+  };
+  const bool decode = kernels::cuda::is_decode(best.gemm1);
+  pt.align_us = decode ? 0.0 : stage(kernels::cuda::kStageAlign);
+  nvml.start(5);
+  pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
+  pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
+  nvml.stop();
+  pt.stage_clocks = nvml.reading();
+  pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
+  pt.no_align_us =
+      decode ? 0.0 : stage(kernels::cuda::kStageAll & ~unsigned{kernels::cuda::kStageAlign});
+}
+
 // The protocol: reps = clamp(30 ms / t, 10, 200) after 3 warm-ups, clocks sampled meanwhile; the
 // default config at the same point (a tuned row must beat it to ship), checked first, then timed
 // interleaved with the row (row, default, default, row: half the reps per block, at least 5, one
@@ -385,23 +193,7 @@ void check_point(CudaTestbed& tb, Point& pt, core::MoeConfig const& best) {
 // faster in every round.
 void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
                 core::MoeConfig const& best, core::MoeConfig const& dflt) {
-  bool with_default = false;
-  if (!(dflt == best)) {
-    auto dchk = tb.check(dflt);
-    const auto tol = kernels::tolerance_for(pt.p.dtype);
-    with_default =
-        dchk.ok() && dchk->all_written && dchk->all_finite && dchk->rel_l2_error <= tol.rel_l2;
-    if (!with_default) {
-      pt.default_us = -1;  // the default failed its check here: reported, never silently used
-      std::fprintf(stderr, "DEFAULT FAILED %s M=%lld %s: %s\n", pt.shape.c_str(),
-                   (long long)pt.p.num_tokens, core::short_string(dflt).c_str(),
-                   !dchk.ok() ? dchk.error().to_string().c_str()
-                              : ("rel_l2_error " + std::to_string(dchk->rel_l2_error) +
-                                 (dchk->all_written ? "" : ", not all written") +
-                                 (dchk->all_finite ? "" : ", non-finite"))
-                                    .c_str());
-    }
-  }
+  const bool with_default = !(dflt == best) && default_passes(tb, pt, dflt);
   const int reps = reps_for(need(tb.time(best, 1, 3), "quick time").median_us);
   const int half = std::max(5, (reps + 1) / 2);
   std::vector<double> row, def;
@@ -432,21 +224,7 @@ void time_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
   } else if (dflt == best) {
     pt.default_us = pt.time_us;  // the row is the default
   }
-  const int sreps = std::clamp(reps, 10, 50);
-  auto stage = [&](unsigned mask) {
-    return need(tb.time_stages(best, mask, 2, sreps), "stage time").median_us;
-  };
-  // The decode kernels (launch.swap_ab) route inside GEMM1 and combine inside GEMM2: no launch.
-  const bool decode = kernels::cuda::is_decode(best.gemm1);
-  pt.align_us = decode ? 0.0 : stage(kernels::cuda::kStageAlign);
-  nvml.start(5);
-  pt.gemm1_us = stage(kernels::cuda::kStageGemm1);
-  pt.gemm2_us = stage(kernels::cuda::kStageGemm2);
-  nvml.stop();
-  pt.stage_clocks = nvml.reading();
-  pt.combine_us = decode ? 0.0 : stage(kernels::cuda::kStageCombine);
-  pt.no_align_us =
-      decode ? 0.0 : stage(kernels::cuda::kStageAll & ~unsigned{kernels::cuda::kStageAlign});
+  time_stages(tb, nvml, pt, best, reps);
   pt.config = core::short_string(best);
   pt.default_config = core::short_string(dflt);
   pt.config_json =
@@ -570,46 +348,21 @@ void print_summary(std::vector<Point> const& points, RunInfo const& run,
       csv_path.c_str());
 }
 
-}  // namespace
-
-/// The shapes a run times: those --shapes names (none: only the --shape ones), then --shape's;
-/// an unknown name dies before the device is touched.
-std::vector<Shape> selected_shapes(Options const& opt) {
-  std::vector<Shape> shapes;
-  auto const known = all_shapes();
-  for (auto const& name : split(opt.shapes, ',')) {
-    if (name == "none") continue;
-    auto it =
-        std::find_if(known.begin(), known.end(), [&](Shape const& s) { return s.name == name; });
-    if (it == known.end())
-      die("--shapes " + opt.shapes + ": unknown shape " + name +
-          " (S1, S2, S3, or none; other shapes with --shape)");
-    shapes.push_back(*it);
-  }
-  shapes.insert(shapes.end(), opt.extra_shapes.begin(), opt.extra_shapes.end());
-  return shapes;
-}
-
-int main(int argc, char** argv) {
-  const Options opt = parse_options(argc, argv);
-  const std::vector<Shape> shapes = selected_shapes(opt);
-  std::optional<core::Recipe> recipe;
-  if (!opt.recipe.empty()) recipe = must(core::load_recipe(opt.recipe), "recipe");
-  auto tb = must(CudaTestbed::create(), "cuda testbed");
-  // Fast paths as every process that launches kernels resolves them: the lever table's defaults
-  // at the H200 deployment, MOETUNE_LEVER_<NAME>=on|off overriding (the bench's other MOETUNE_*
-  // variables are not lever knobs, so only those are passed).
+/// Fast paths as every process that launches kernels resolves them: the lever table's defaults at
+/// the H200 deployment, MOETUNE_LEVER_<NAME>=on|off overriding (the bench's other MOETUNE_*
+/// variables are not lever knobs, so only those are passed).
+kernels::FastPaths bench_fast_paths() {
   core::EnvSnapshot lever_env = core::snapshot_environment(environ);
   std::erase_if(lever_env, [](auto const& kv) { return !kv.first.starts_with("MOETUNE_LEVER_"); });
-  const kernels::FastPaths fast_paths =
-      must(kernels::resolve_fast_paths(kernels::local_deployment("cuda", "bf16", "prefill"),
-                                       lever_env, {}),
-           "levers");
-  tb->set_fast_paths(fast_paths);
-  std::fprintf(stderr, "fast paths: %s\n", kernels::enabled_names(fast_paths).c_str());
-  kernels::cuda::NvmlTelemetry nvml;
+  return must(kernels::resolve_fast_paths(kernels::local_deployment("cuda", "bf16", "prefill"),
+                                          lever_env, {}),
+              "levers");
+}
+
+/// The run's device, driver, commit and date (nothing measured yet).
+RunInfo run_info(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml) {
   RunInfo run;
-  run.device = tb->backend().device().name;
+  run.device = tb.backend().device().name;
   run.driver = nvml.driver_version();
   run.commit = core::git_commit();
   char date[32];
@@ -617,6 +370,126 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
   run.date = date;
   std::fprintf(stderr, "device %s, driver %s\n", run.device.c_str(), run.driver.c_str());
+  return run;
+}
+
+/// The copy and matmul ceilings of this run, the SM clock sampled meanwhile.
+void measure_ceilings(kernels::cuda::NvmlTelemetry& nvml, RunInfo& run) {
+  nvml.start(5);
+  run.ceil = bench::measure_gpu_ceilings();
+  nvml.stop();
+  run.ceil_clocks = nvml.reading();
+  std::fprintf(stderr,
+               "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s); SM clock median %.0f "
+               "MHz, min %.0f, power-capped in %.0f%% of samples (-100: unknown), max %.0f W\n",
+               run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str(),
+               run.ceil_clocks.median_mhz, run.ceil_clocks.min_mhz,
+               100 * run.ceil_clocks.power_capped, run.ceil_clocks.max_power_w);
+  run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
+}
+
+/// The optional outputs beside the CSV: --dense's CSV and --sweep-log, opened (or the run dies).
+struct ExtraOutputs {
+  std::optional<std::ofstream> dense_csv, sweep_log;
+};
+ExtraOutputs open_extra_outputs(Options const& opt, RunInfo const& run) {
+  ExtraOutputs out;
+  if (opt.dense) {
+    const std::string dense_path = opt.out_dir + "/" + run.date + "-" + run.commit + "-dense.csv";
+    out.dense_csv.emplace(dense_path);
+    if (!*out.dense_csv) die("--dense: cannot write " + dense_path + "; use a writable --out");
+    write_dense_header(*out.dense_csv);
+  }
+  if (!opt.sweep_log.empty()) {
+    out.sweep_log.emplace(opt.sweep_log);
+    if (!*out.sweep_log)
+      die("--sweep-log " + opt.sweep_log + ": cannot write; use a writable path");
+    *out.sweep_log << "shape,M,pairs_per_expert,space_block_m,gemm,config,us\n";
+  }
+  return out;
+}
+
+/// The point's config: the recipe's pinned row (its schedules overridden by --schedule where
+/// that runs), else the sweep's best (--sweep), else the default.
+core::MoeConfig choose_config(CudaTestbed& tb, Point& pt, Options const& opt,
+                              std::optional<core::Recipe> const& recipe, std::ofstream* sweep_log) {
+  const core::MoeConfig dflt = tb.backend().default_config(pt.p);
+  if (auto pinned = bench::pinned_config(recipe, pt.p)) {
+    if (!opt.schedule_override) return *pinned;
+    core::MoeConfig best = *pinned;
+    for (auto* k : {&best.gemm1, &best.gemm2}) {
+      if (k->launch.schedule != core::Schedule::kAuto) k->launch.schedule = *opt.schedule_override;
+    }
+    if (auto st = tb.backend().can_implement(pt.p, best); !st.ok()) {
+      std::fprintf(stderr, "override refused, keeping the pinned row: %s\n",
+                   st.error().to_string().c_str());
+      return *pinned;
+    }
+    return best;
+  }
+  if (!opt.sweep) return dflt;
+  return bench::sweep_best(tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule,
+                           opt.sweep_decode_only, sweep_log, pt.shape);
+}
+
+/// One point, prepared, chosen, checked and timed; false (after POINT FAILED on stderr) where a
+/// step failed.
+bool measure_point(CudaTestbed& tb, kernels::cuda::NvmlTelemetry& nvml, Point& pt,
+                   RunInfo const& run, Options const& opt,
+                   std::optional<core::Recipe> const& recipe, std::ofstream* sweep_log) {
+  core::RoutingProfile routing;
+  routing.seed = static_cast<uint64_t>(pt.p.num_tokens);
+  try {
+    if (auto st = tb.prepare(pt.p, routing, 1000 + pt.p.num_tokens); !st.ok()) {
+      throw PointFailed{"prepare: " + st.error().to_string()};
+    }
+    pt.hit = tb.experts_hit();
+    set_floor(pt, run);
+    const core::MoeConfig best = choose_config(tb, pt, opt, recipe, sweep_log);
+    check_point(tb, pt, best);
+    time_point(tb, nvml, pt, best, tb.backend().default_config(pt.p));
+    if (opt.dense) time_dense(nvml, pt);
+  } catch (PointFailed const& e) {
+    std::fprintf(stderr, "POINT FAILED %s M=%lld: %s\n", pt.shape.c_str(),
+                 (long long)pt.p.num_tokens, e.what.c_str());
+    return false;
+  }
+  return true;
+}
+
+/// A measured point on stderr and into the CSVs, flushed (a run cut short by a timeout keeps the
+/// points it finished).
+void report_point(Point const& pt, double secs, RunInfo const& run, std::ofstream& csv,
+                  ExtraOutputs& extra) {
+  std::fprintf(stderr,
+               "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d "
+               "cands, %.1fs)\n",
+               pt.shape.c_str(), (long long)pt.p.num_tokens, pt.time_us, pt.floor_us,
+               pt.time_us / pt.floor_us, pt.default_us, pt.rel_err, pt.config.c_str(),
+               pt.candidates, secs);
+  write_csv_row(csv, run, pt);
+  csv.flush();
+  if (extra.dense_csv) {
+    write_dense_row(*extra.dense_csv, run, pt);
+    std::fprintf(stderr, "  dense: GEMM1 %.1f us (ours %.1f), GEMM2 %.1f us (ours %.1f)\n",
+                 pt.dense_gemm1_us, pt.gemm1_us, pt.dense_gemm2_us, pt.gemm2_us);
+  }
+  if (extra.sweep_log) extra.sweep_log->flush();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = bench::parse_options(argc, argv);
+  const std::vector<Shape> shapes = bench::selected_shapes(opt);
+  std::optional<core::Recipe> recipe;
+  if (!opt.recipe.empty()) recipe = must(core::load_recipe(opt.recipe), "recipe");
+  auto tb = must(CudaTestbed::create(), "cuda testbed");
+  const kernels::FastPaths fast_paths = bench_fast_paths();
+  tb->set_fast_paths(fast_paths);
+  std::fprintf(stderr, "fast paths: %s\n", kernels::enabled_names(fast_paths).c_str());
+  kernels::cuda::NvmlTelemetry nvml;
+  RunInfo run = run_info(*tb, nvml);
   // The CSV folder is made (and the file opened) before anything is measured: a run whose
   // results could not be written fails here, not silently after minutes of device time.
   const std::string csv_path = opt.out_dir + "/" + run.date + "-" + run.commit + ".csv";
@@ -630,32 +503,9 @@ int main(int argc, char** argv) {
                  mkdir_error ? mkdir_error.message().c_str() : "open failed");
     return 2;
   }
-  nvml.start(5);
-  run.ceil = bench::measure_gpu_ceilings();
-  nvml.stop();
-  run.ceil_clocks = nvml.reading();
-  std::fprintf(stderr,
-               "ceilings: copy %.0f GB/s, bf16 matmul %.0f TFLOP/s (%s); SM clock median %.0f "
-               "MHz, min %.0f, power-capped in %.0f%% of samples (-100: unknown), max %.0f W\n",
-               run.ceil.copy_GBps, run.ceil.matmul_TFLOPs, run.ceil.matmul_source.c_str(),
-               run.ceil_clocks.median_mhz, run.ceil_clocks.min_mhz,
-               100 * run.ceil_clocks.power_capped, run.ceil_clocks.max_power_w);
-  run.peak = run.ceil.matmul_TFLOPs > 0 ? run.ceil.matmul_TFLOPs : 680.0;
-
+  measure_ceilings(nvml, run);
   write_csv_header(csv);
-  std::optional<std::ofstream> dense_csv;
-  if (opt.dense) {
-    const std::string dense_path = opt.out_dir + "/" + run.date + "-" + run.commit + "-dense.csv";
-    dense_csv.emplace(dense_path);
-    if (!*dense_csv) die("--dense: cannot write " + dense_path + "; use a writable --out");
-    write_dense_header(*dense_csv);
-  }
-  std::optional<std::ofstream> sweep_log;
-  if (!opt.sweep_log.empty()) {
-    sweep_log.emplace(opt.sweep_log);
-    if (!*sweep_log) die("--sweep-log " + opt.sweep_log + ": cannot write; use a writable path");
-    *sweep_log << "shape,M,pairs_per_expert,space_block_m,gemm,config,us\n";
-  }
+  ExtraOutputs extra = open_extra_outputs(opt, run);
   std::vector<Point> points;
   std::vector<std::string> failed;  // "S3 M=1", in order
   for (auto const& shape : shapes) {
@@ -665,58 +515,14 @@ int main(int argc, char** argv) {
       pt.shape = shape.name;
       pt.p = shape.p;
       pt.p.num_tokens = std::stoll(m_text);
-      core::RoutingProfile routing;
-      routing.seed = static_cast<uint64_t>(pt.p.num_tokens);
-      try {
-        if (auto st = tb->prepare(pt.p, routing, 1000 + pt.p.num_tokens); !st.ok()) {
-          throw PointFailed{"prepare: " + st.error().to_string()};
-        }
-        pt.hit = tb->experts_hit();
-        set_floor(pt, run);
-        const core::MoeConfig dflt = tb->backend().default_config(pt.p);
-        core::MoeConfig best = dflt;
-        if (auto pinned = pinned_config(recipe, pt.p)) {
-          best = *pinned;
-          if (opt.schedule_override) {
-            for (auto* k : {&best.gemm1, &best.gemm2}) {
-              if (k->launch.schedule != core::Schedule::kAuto)
-                k->launch.schedule = *opt.schedule_override;
-            }
-            if (auto st = tb->backend().can_implement(pt.p, best); !st.ok()) {
-              std::fprintf(stderr, "override refused, keeping the pinned row: %s\n",
-                           st.error().to_string().c_str());
-              best = *pinned;
-            }
-          }
-        } else if (opt.sweep) {
-          best = sweep_best(*tb, pt.p, opt.sweep_reps, pt.candidates, opt.sweep_schedule,
-                            opt.sweep_decode_only, sweep_log ? &*sweep_log : nullptr, pt.shape);
-        }
-        check_point(*tb, pt, best);
-        time_point(*tb, nvml, pt, best, dflt);
-        if (opt.dense) time_dense(nvml, pt);
-      } catch (PointFailed const& e) {
-        std::fprintf(stderr, "POINT FAILED %s M=%lld: %s\n", pt.shape.c_str(),
-                     (long long)pt.p.num_tokens, e.what.c_str());
+      if (!measure_point(*tb, nvml, pt, run, opt, recipe,
+                         extra.sweep_log ? &*extra.sweep_log : nullptr)) {
         failed.push_back(pt.shape + " M=" + m_text);
         continue;
       }
-      const double secs =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-      std::fprintf(stderr,
-                   "%s M=%-6lld %9.1f us floor %9.1f ratio %.3f default %9.1f err %.2e [%s] (%d "
-                   "cands, %.1fs)\n",
-                   pt.shape.c_str(), (long long)pt.p.num_tokens, pt.time_us, pt.floor_us,
-                   pt.time_us / pt.floor_us, pt.default_us, pt.rel_err, pt.config.c_str(),
-                   pt.candidates, secs);
-      write_csv_row(csv, run, pt);
-      csv.flush();  // a run cut short by a timeout keeps the points it finished
-      if (dense_csv) {
-        write_dense_row(*dense_csv, run, pt);
-        std::fprintf(stderr, "  dense: GEMM1 %.1f us (ours %.1f), GEMM2 %.1f us (ours %.1f)\n",
-                     pt.dense_gemm1_us, pt.gemm1_us, pt.dense_gemm2_us, pt.gemm2_us);
-      }
-      if (sweep_log) sweep_log->flush();
+      report_point(
+          pt, std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(),
+          run, csv, extra);
       points.push_back(pt);
     }
   }

@@ -188,13 +188,84 @@ def boot_ci(samples, reps=1000, seed=0):
     return meds[int(0.025 * reps)], meds[int(0.975 * reps) - 1]
 
 
+def systems_at(layer, shape, m, tables, agree_dirs, name):
+    """{system: (row, source)} at M: (a) vLLM's lookup in DIR/tables, (b) its lookup without
+    (the shipped file), (c) get_default_config, and t0, t1, .. the agreement tunes' rows."""
+    os.environ["VLLM_TUNED_CONFIG_FOLDER"] = tables
+    ours = layer.config_for(m)
+    os.environ.pop("VLLM_TUNED_CONFIG_FOLDER")
+    layer._choices.clear()
+    shipped = layer.config_for(m)
+    layer._choices.clear()
+    s = SHAPES[shape]
+    default = layer.engine.get_default_config(m, s["E"], s["I"], s["K"], s["top_k"], None, None)
+    systems = {"a": (ours.config, ours.source), "b": (shipped.config, shipped.source),
+               "c": (default, "default")}
+    if ours.path is None or not ours.path.startswith(tables):
+        systems["a"] = (ours.config, f"NOT OURS: {ours.source}")
+    for k, d in enumerate(agree_dirs):  # the agreement tunes' rows, in the same passes
+        with open(os.path.join(d, name)) as f:
+            t = {int(key): r for key, r in json.load(f).items() if key.isdigit()}
+        systems[f"t{k}"] = (t[min(t, key=lambda q: abs(q - m))], d)
+    return systems
+
+
+def replay_samples(graphs, flush):
+    """{system: replay times in us}: each graph replayed in the kPasses order with L2 flushed
+    before each replay, as many times per pass as fill about 30 ms of (c)."""
+    import torch
+
+    est = time.perf_counter()
+    graphs["c"].replay()
+    torch.cuda.synchronize()
+    reps = max(10, min(200, int(0.03 / max(time.perf_counter() - est, 1e-5))))
+    samples = {k: [] for k in graphs}
+    order = list(graphs)
+    for p in kPasses:
+        seq = order if p == "abc" else order[::-1]
+        for k in seq:
+            events = []
+            for _ in range(reps):
+                flush.zero_()
+                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                start.record()
+                graphs[k].replay()
+                end.record()
+                events.append((start, end))
+            torch.cuda.synchronize()
+            samples[k] += [st.elapsed_time(en) * 1e3 for st, en in events]
+    return samples
+
+
+def sample_stats(samples, systems, rules, shape, m, rows_out):
+    """{system: (median, ci low, ci high)} of the samples; appends one CSV row per system."""
+    stats = {}
+    for k, v in samples.items():
+        lo, hi = boot_ci(v)
+        stats[k] = (statistics.median(v), lo, hi)
+        rows_out.append(dict(shape=shape, m=m, system=k, config=rules.short(
+            {f: systems[k][0][f] for f in rules.ROW_FIELDS}), source=systems[k][1],
+            median_us=f"{stats[k][0]:.2f}", ci_low_us=f"{lo:.2f}", ci_high_us=f"{hi:.2f}"))
+    return stats
+
+
+def winners_agree(samples, systems, rules):
+    """Whether the tunes' distinct winners (a and t0, t1, ..), each by all its samples, are
+    within 1% of the fastest of them."""
+    pooled = {}
+    for k in samples:
+        if k == "a" or k.startswith("t"):
+            pooled.setdefault(rules.short(systems[k][0]), []).extend(samples[k])
+    tuned = [statistics.median(v) for v in pooled.values()]
+    return max(tuned) <= 1.01 * min(tuned)
+
+
 def time_shape(a, shape, vt, rules, rows_out):
     import torch
 
     if shape in a.cache_dirs:  # the tune's compiled kernels (Triton reads this per compile)
         os.environ["TRITON_CACHE_DIR"] = a.cache_dirs[shape]
     layer = make_layer(vt, shape)
-    eng = layer.engine
     tables = os.path.join(a.out, "tables")
     agree_dirs = [os.path.join(a.out, f"agree-{k}") for k in range(a.agreement_tunes)] \
         if a.agreement == shape else []
@@ -204,22 +275,7 @@ def time_shape(a, shape, vt, rules, rows_out):
     summary = []
     for m in MS:
         x, tw, ids = inputs(shape, m, seed=m)
-        os.environ["VLLM_TUNED_CONFIG_FOLDER"] = tables
-        ours = layer.config_for(m)
-        os.environ.pop("VLLM_TUNED_CONFIG_FOLDER")
-        layer._choices.clear()
-        shipped = layer.config_for(m)
-        layer._choices.clear()
-        s = SHAPES[shape]
-        default = eng.get_default_config(m, s["E"], s["I"], s["K"], s["top_k"], None, None)
-        systems = {"a": (ours.config, ours.source), "b": (shipped.config, shipped.source),
-                   "c": (default, "default")}
-        if ours.path is None or not ours.path.startswith(tables):
-            systems["a"] = (ours.config, f"NOT OURS: {ours.source}")
-        for k, d in enumerate(agree_dirs):  # the agreement tunes' rows, in the same passes
-            with open(os.path.join(d, name)) as f:
-                t = {int(key): r for key, r in json.load(f).items() if key.isdigit()}
-            systems[f"t{k}"] = (t[min(t, key=lambda q: abs(q - m))], d)
+        systems = systems_at(layer, shape, m, tables, agree_dirs, name)
         want = reference(layer, x, tw, ids)
         graphs, keep = {}, []  # keep: what the graphs read, alive while they replay
         for sys_name, (row, _) in systems.items():
@@ -229,42 +285,11 @@ def time_shape(a, shape, vt, rules, rows_out):
             assert err < 1e-2, f"{shape} M={m} {sys_name} {row}: rel_l2 {err:.3g}"
             graphs[sys_name] = graph
             keep.append(prepared)
-        est = time.perf_counter()
-        graphs["c"].replay()
-        torch.cuda.synchronize()
-        reps = max(10, min(200, int(0.03 / max(time.perf_counter() - est, 1e-5))))
-        samples = {k: [] for k in graphs}
-        order = list(graphs)
-        for p in kPasses:
-            seq = order if p == "abc" else order[::-1]
-            for k in seq:
-                events = []
-                for _ in range(reps):
-                    flush.zero_()
-                    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-                    start.record()
-                    graphs[k].replay()
-                    end.record()
-                    events.append((start, end))
-                torch.cuda.synchronize()
-                samples[k] += [st.elapsed_time(en) * 1e3 for st, en in events]
-        stats = {}
-        for k, v in samples.items():
-            lo, hi = boot_ci(v)
-            stats[k] = (statistics.median(v), lo, hi)
-            rows_out.append(dict(shape=shape, m=m, system=k, config=rules.short(
-                {f: systems[k][0][f] for f in rules.ROW_FIELDS}), source=systems[k][1],
-                median_us=f"{stats[k][0]:.2f}", ci_low_us=f"{lo:.2f}", ci_high_us=f"{hi:.2f}"))
+        samples = replay_samples(graphs, flush)
+        stats = sample_stats(samples, systems, rules, shape, m, rows_out)
         print(f"  {shape} M={m}: " + ", ".join(f"{k} {v[0]:.1f} us" for k, v in stats.items()),
               flush=True)  # progress: a call cut short still shows the points it measured
-        agree = None
-        if agree_dirs:  # the tunes' distinct winners, each by all its samples, within 1%
-            pooled = {}
-            for k in samples:
-                if k == "a" or k.startswith("t"):
-                    pooled.setdefault(rules.short(systems[k][0]), []).extend(samples[k])
-            tuned = [statistics.median(v) for v in pooled.values()]
-            agree = max(tuned) <= 1.01 * min(tuned)
+        agree = winners_agree(samples, systems, rules) if agree_dirs else None
         summary.append((m, stats, systems, agree))
         del graphs, keep
         torch.cuda.empty_cache()
@@ -293,7 +318,8 @@ def print_table(shape, summary, tune_s):
         print(f"agreement: {sum(agrees)}/{len(agrees)} buckets within 1% (target >= 95%)")
 
 
-def main():
+def parse_args():
+    """The command line, with --moetune made absolute where it names a path."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--phase", choices=["tune", "time", "all", "summary"], default="all")
@@ -310,6 +336,34 @@ def main():
     a = ap.parse_args()
     a.cache_dirs = {}
     a.moetune = os.path.abspath(os.path.join(REPO, a.moetune)) if os.sep in a.moetune else a.moetune
+    return a
+
+
+def tune_all(a, shapes):
+    """The tune phase: every shape, then the agreement tunes; writes tune-seconds.json and packs
+    triton-run.tgz. Returns {shape: its wall time (and exit code when not 0)}."""
+    tune_s = {}
+    log = os.path.join(a.out, "tune.log")
+    for shape in shapes:
+        secs, rc = tune(a, shape, os.path.join(a.out, "tables"),
+                        os.path.join(a.out, f"tune-{shape}.sqlite"), log)
+        tune_s[shape] = f"{secs:.0f} s" + ("" if rc == 0 else f", exit {rc}")
+    if a.agreement:
+        for k in range(a.agreement_tunes):
+            tune(a, a.agreement, os.path.join(a.out, f"agree-{k}"),
+                 os.path.join(a.out, f"agree-{k}.sqlite"), log)
+    with open(os.path.join(a.out, "tune-seconds.json"), "w") as f:
+        json.dump(tune_s, f)
+    # vLLM's file names hold '=' and ',', which the device tool does not bring back by name.
+    subprocess.run(["tar", "czf", os.path.join(a.out, "triton-run.tgz"), "-C", a.out] +
+                   [n for n in os.listdir(a.out) if n == "tables" or n.startswith("agree-")
+                    or n.endswith((".sqlite", ".json")) or n.startswith("recipe-")],
+                   check=False)
+    return tune_s
+
+
+def main():
+    a = parse_args()
     os.makedirs(a.out, exist_ok=True)
     shapes = a.shapes.split(",")
     if a.phase == "summary":
@@ -320,24 +374,7 @@ def main():
 
     print(f"device {torch.cuda.get_device_name(0)}, torch {torch.__version__}, engine "
           f"{vt.find_engine()}", flush=True)
-    tune_s = {}
-    log = os.path.join(a.out, "tune.log")
-    if a.phase in ("tune", "all"):
-        for shape in shapes:
-            secs, rc = tune(a, shape, os.path.join(a.out, "tables"),
-                            os.path.join(a.out, f"tune-{shape}.sqlite"), log)
-            tune_s[shape] = f"{secs:.0f} s" + ("" if rc == 0 else f", exit {rc}")
-        if a.agreement:
-            for k in range(a.agreement_tunes):
-                tune(a, a.agreement, os.path.join(a.out, f"agree-{k}"),
-                     os.path.join(a.out, f"agree-{k}.sqlite"), log)
-        with open(os.path.join(a.out, "tune-seconds.json"), "w") as f:
-            json.dump(tune_s, f)
-        # vLLM's file names hold '=' and ',', which the device tool does not bring back by name.
-        subprocess.run(["tar", "czf", os.path.join(a.out, "triton-run.tgz"), "-C", a.out] +
-                       [n for n in os.listdir(a.out) if n == "tables" or n.startswith("agree-")
-                        or n.endswith((".sqlite", ".json")) or n.startswith("recipe-")],
-                       check=False)
+    tune_s = tune_all(a, shapes) if a.phase in ("tune", "all") else {}
     if a.phase == "tune":
         report(a)
         return 0

@@ -119,14 +119,24 @@ def json_buckets(path):
     return out
 
 
-def main(folder):
-    a = decisions(os.path.join(folder, "tune-a.db"))
-    a_json = json_buckets(os.path.join(folder, "tune-a.json"))
+FIELDS = ["M", "tuned_winner", "tuned_us", "tuned_verdict", "checked", "not_run",
+          "joint_product", "final_agreement", "exhaustive_best", "exhaustive_best_us",
+          "tuned_us_same_round", "gap_pct", "within_2pct", "exhaustive_checked", "tunes",
+          "winners", "same_winner", "agreed_on", "agree", "disagreement"]
+
+
+def a_time_of(folder):
+    """Part a's tune-a.time.json ({"exit": None, "wall_s": None} when absent or unreadable)."""
     try:
         with open(os.path.join(folder, "tune-a.time.json")) as f:
-            a_time = json.load(f)
+            return json.load(f)
     except (OSError, ValueError):
-        a_time = {"exit": None, "wall_s": None}
+        return {"exit": None, "wall_s": None}
+
+
+def load_tunes(folder, a):
+    """The decisions, names and final-round medians of tune a and of every tune-<k>.db (k = 2..5)
+    that holds a decision."""
     tunes = [a]
     names = ["a"]
     finals = [final_medians(os.path.join(folder, "tune-a.db"))]
@@ -136,75 +146,88 @@ def main(folder):
             tunes.append(d)
             names.append(str(k))
             finals.append(final_medians(os.path.join(folder, "tune-%d.db" % k)))
-    buckets = sorted(set(a) | set().union(*[set(t) for t in tunes]))
+    return tunes, names, finals
+
+
+def load_exhaustive(folder):
+    """bucket -> (decision row, --json entry) of the exhaustive-<M>.db stores in `folder`."""
     exh = {}
     for name in os.listdir(folder):
         if name.startswith("exhaustive-") and name.endswith(".db"):
             for b, row in decisions(os.path.join(folder, name)).items():
                 exh[b] = (row, json_buckets(os.path.join(folder, name[:-3] + ".json")).get(b, {}))
+    return exh
 
-    rows = []
-    for b in buckets:
-        row = {"M": b}
-        d = a.get(b)
-        j = a_json.get(b, {})
-        row["tuned_winner"] = short(d["winner"]) if d else ""
-        row["tuned_us"] = round(d["winner_us"], 3) if d else ""
-        row["tuned_verdict"] = d["verdict"] if d else "not tuned"
-        row["checked"] = j.get("measured", "")
-        row["not_run"] = j.get("not_run", "")
-        row["joint_product"] = j.get("joint_product", "")
-        row["final_agreement"] = ("%d/%d" % (j["agreeing"], j["repeats"])
-                                  if j.get("repeats") else "")
-        if b in exh and d:
-            e, ej = exh[b]
-            tuned_is_incumbent = e["incumbent"] == d["winner"]
-            times = [t for t in (e["incumbent_us"], e["challenger_us"]) if t and t > 0]
-            best = min(times) if times else None
-            row["exhaustive_best"] = short(e["challenger"] if best and e["challenger_us"] == best
-                                           else e["incumbent"])
-            row["exhaustive_best_us"] = round(best, 3) if best else ""
-            row["tuned_us_same_round"] = round(e["incumbent_us"], 3) if tuned_is_incumbent else ""
-            row["exhaustive_checked"] = ej.get("measured", "")
-            if tuned_is_incumbent and best and e["incumbent_us"] > 0:
-                gap = e["incumbent_us"] / best - 1
-                row["gap_pct"] = round(100 * gap, 2)
-                row["within_2pct"] = gap <= GAP_TARGET
-            else:
-                row["gap_pct"] = ""
-                row["within_2pct"] = "" if not tuned_is_incumbent else False
-        winners = [short(t[b]["winner"]) for t in tunes if b in t]
-        # Each tune's answer: its winner and the finalists it declared tied with it (schema 2).
-        answers = [{short(t[b]["winner"])} | tied_of(t[b]) for t in tunes if b in t]
-        if winners:
-            modal = Counter(winners).most_common(1)[0][0]
-            row["winners"] = ";".join(winners)
-            row["tunes"] = len(winners)
-            row["same_winner"] = len(set(winners)) == 1
-            # Agreement: one config every tune names, as its winner or as tied with it (the
-            # modal winner first among equally common ones).
-            counts = Counter(x for s in answers for x in s)
-            common = max(counts, key=lambda x: (counts[x], x == modal))
-            row["agreed_on"] = common if counts[common] == len(answers) else ""
-            row["agree"] = counts[common] == len(answers)
-            if not row["agree"]:  # the config most tunes named, and why the others did not
-                missing = ["tune %s: %s" % (names[i], why_not(common, finals[i].get(b, {}), t[b]))
-                           for i, t in enumerate(tunes) if b in t and common not in
-                           ({short(t[b]["winner"])} | tied_of(t[b]))]
-                row["disagreement"] = "%s named by %d of %d; %s" % (
-                    common, counts[common], len(answers), "; ".join(missing))
-        rows.append(row)
 
-    fields = ["M", "tuned_winner", "tuned_us", "tuned_verdict", "checked", "not_run",
-              "joint_product", "final_agreement", "exhaustive_best", "exhaustive_best_us",
-              "tuned_us_same_round", "gap_pct", "within_2pct", "exhaustive_checked", "tunes",
-              "winners", "same_winner", "agreed_on", "agree", "disagreement"]
+def add_tuned(row, d, j):
+    """Fills part a's columns of a bucket's row from its decision `d` and --json entry `j`."""
+    row["tuned_winner"] = short(d["winner"]) if d else ""
+    row["tuned_us"] = round(d["winner_us"], 3) if d else ""
+    row["tuned_verdict"] = d["verdict"] if d else "not tuned"
+    row["checked"] = j.get("measured", "")
+    row["not_run"] = j.get("not_run", "")
+    row["joint_product"] = j.get("joint_product", "")
+    row["final_agreement"] = ("%d/%d" % (j["agreeing"], j["repeats"])
+                              if j.get("repeats") else "")
+
+
+def add_exhaustive(row, d, e, ej):
+    """Fills part b's columns: the exhaustive run's best against part a's winner `d`, both timed in
+    the exhaustive run's final round (`e` its decision, `ej` its --json entry)."""
+    tuned_is_incumbent = e["incumbent"] == d["winner"]
+    times = [t for t in (e["incumbent_us"], e["challenger_us"]) if t and t > 0]
+    best = min(times) if times else None
+    row["exhaustive_best"] = short(e["challenger"] if best and e["challenger_us"] == best
+                                   else e["incumbent"])
+    row["exhaustive_best_us"] = round(best, 3) if best else ""
+    row["tuned_us_same_round"] = round(e["incumbent_us"], 3) if tuned_is_incumbent else ""
+    row["exhaustive_checked"] = ej.get("measured", "")
+    if tuned_is_incumbent and best and e["incumbent_us"] > 0:
+        gap = e["incumbent_us"] / best - 1
+        row["gap_pct"] = round(100 * gap, 2)
+        row["within_2pct"] = gap <= GAP_TARGET
+    else:
+        row["gap_pct"] = ""
+        row["within_2pct"] = "" if not tuned_is_incumbent else False
+
+
+def add_agreement(row, b, tunes, names, finals):
+    """Fills part c's columns of bucket `b`: each tune's winner, and the config every tune named
+    (or, where none did, the one most tunes named and why the others did not)."""
+    winners = [short(t[b]["winner"]) for t in tunes if b in t]
+    # Each tune's answer: its winner and the finalists it declared tied with it (schema 2).
+    answers = [{short(t[b]["winner"])} | tied_of(t[b]) for t in tunes if b in t]
+    if not winners:
+        return
+    modal = Counter(winners).most_common(1)[0][0]
+    row["winners"] = ";".join(winners)
+    row["tunes"] = len(winners)
+    row["same_winner"] = len(set(winners)) == 1
+    # Agreement: one config every tune names, as its winner or as tied with it (the
+    # modal winner first among equally common ones).
+    counts = Counter(x for s in answers for x in s)
+    common = max(counts, key=lambda x: (counts[x], x == modal))
+    row["agreed_on"] = common if counts[common] == len(answers) else ""
+    row["agree"] = counts[common] == len(answers)
+    if not row["agree"]:  # the config most tunes named, and why the others did not
+        missing = ["tune %s: %s" % (names[i], why_not(common, finals[i].get(b, {}), t[b]))
+                   for i, t in enumerate(tunes) if b in t and common not in
+                   ({short(t[b]["winner"])} | tied_of(t[b]))]
+        row["disagreement"] = "%s named by %d of %d; %s" % (
+            common, counts[common], len(answers), "; ".join(missing))
+
+
+def write_csv(folder, rows):
+    """Writes <folder>/tuner-targets.csv, one row per bucket."""
     with open(os.path.join(folder, "tuner-targets.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
             w.writerow(r)
 
+
+def print_buckets(rows):
+    """Prints the per-bucket table, then each bucket's disagreement."""
     print("%6s  %-44s %10s  %-9s %7s  %-44s %7s  %s" % (
         "M", "tuned winner", "us", "checked", "not run", "exhaustive best", "gap %", "agree"))
     for r in rows:
@@ -216,6 +239,10 @@ def main(folder):
     for r in rows:
         if r.get("disagreement"):
             print("  M=%d: %s" % (r["M"], r["disagreement"]))
+
+
+def print_targets(rows, num_buckets, num_tunes, a_json, a_time):
+    """Prints targets a, b and c: what was measured and whether each was met."""
     wall = a_time.get("wall_s")
     tuned = sum(1 for r in rows if r["tuned_winner"])
     # Every bucket finished (the JSON has it) and the budget left no candidate out.
@@ -231,14 +258,37 @@ def main(folder):
     print()
     print("target                                    measured                                met")
     print("a. table tuned in <= %3.0f s (%2d buckets)   %-39s %s" % (
-        TUNE_TARGET_S, len(buckets),
+        TUNE_TARGET_S, num_buckets,
         "%s s, exit %s, %d tuned, %d not run" % (wall, a_time.get("exit"), tuned, not_run),
         a_met))
     print("b. within 2%% of exhaustive                 %-39s %s" % (
         "%d/%d buckets, max gap %s%%" % (sum(1 for r in compared if r["within_2pct"]),
                                          len(compared), max(gaps) if gaps else "-"), b_met))
     print("c. same winner or tie in >= 95%% of buckets %-39s %s" % (
-        "%d/%d buckets over %d tunes" % (agree, len(judged), len(tunes)), c_met))
+        "%d/%d buckets over %d tunes" % (agree, len(judged), num_tunes), c_met))
+
+
+def main(folder):
+    a = decisions(os.path.join(folder, "tune-a.db"))
+    a_json = json_buckets(os.path.join(folder, "tune-a.json"))
+    a_time = a_time_of(folder)
+    tunes, names, finals = load_tunes(folder, a)
+    buckets = sorted(set(a) | set().union(*[set(t) for t in tunes]))
+    exh = load_exhaustive(folder)
+
+    rows = []
+    for b in buckets:
+        row = {"M": b}
+        d = a.get(b)
+        add_tuned(row, d, a_json.get(b, {}))
+        if b in exh and d:
+            add_exhaustive(row, d, *exh[b])
+        add_agreement(row, b, tunes, names, finals)
+        rows.append(row)
+
+    write_csv(folder, rows)
+    print_buckets(rows)
+    print_targets(rows, len(buckets), len(tunes), a_json, a_time)
     return 0
 
 

@@ -247,58 +247,83 @@ def patch_triton_interpreter():
     - "bf16_round": the interpreter casts fp32 -> bf16 by truncating the mantissa; the GPU
       (cvt.rn.bf16.f32) rounds to nearest even, which the patch does (NaN stays NaN).
     """
+    from triton.runtime import interpreter
+
+    patches = (("numpy24", _patch_numpy24), ("bf16_dot", _patch_bf16_dot),
+               ("bf16_round", _patch_bf16_round))
+    return [name for name, patch in patches if patch(interpreter)]
+
+
+def _needs_patch(fn, gap):
+    """Whether the installed Triton still has the gap (fn's source holds it), not patched yet."""
+    import inspect
+
+    return not getattr(fn, "_moetune_patch", False) and gap in inspect.getsource(fn)
+
+
+def _patch_numpy24(interpreter):
+    """The "numpy24" patch: __index__ squeezes a 1-element array before int(); False if unneeded."""
+    patch_tensor = interpreter._patch_lang_tensor
+    if not _needs_patch(patch_tensor, "int(self.handle.data))"):
+        return False
+
+    def patched_tensor(tensor, scope):
+        patch_tensor(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    patched_tensor._moetune_patch = True
+    interpreter._patch_lang_tensor = patched_tensor
+    return True
+
+
+def _patch_bf16_dot(interpreter):
+    """The "bf16_dot" patch: tl.dot widens bf16 operands to fp32 first; False if unneeded."""
     import inspect
 
     import numpy as np
     import triton.language as tl
-    from triton.runtime import interpreter
 
-    def needs(fn, gap):  # the installed Triton still has the gap, and it is not patched yet
-        return not getattr(fn, "_moetune_patch", False) and gap in inspect.getsource(fn)
-
-    applied = []
-    patch_tensor = interpreter._patch_lang_tensor
-    if needs(patch_tensor, "int(self.handle.data))"):
-
-        def patched_tensor(tensor, scope):
-            patch_tensor(tensor, scope)
-            scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
-
-        patched_tensor._moetune_patch = True
-        interpreter._patch_lang_tensor = patched_tensor
-        applied.append("numpy24")
     builder = interpreter.InterpreterBuilder
     create_dot = builder.create_dot
-    if not getattr(create_dot, "_moetune_patch", False) and \
-            "bfloat16" not in inspect.getsource(create_dot):
+    if getattr(create_dot, "_moetune_patch", False) or "bfloat16" in inspect.getsource(create_dot):
+        return False
 
-        def widen(h):
-            if h.dtype != tl.bfloat16:
-                return h
-            return interpreter.TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32),
-                                            tl.float32)
+    def widen(h):
+        if h.dtype != tl.bfloat16:
+            return h
+        return interpreter.TensorHandle((h.data.astype(np.uint32) << 16).view(np.float32),
+                                        tl.float32)
 
-        def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
-            return create_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
+    def patched_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        return create_dot(self, widen(a), widen(b), d, input_precision, max_num_imprecise_acc)
 
-        patched_dot._moetune_patch = True
-        builder.create_dot = patched_dot
-        applied.append("bf16_dot")
+    patched_dot._moetune_patch = True
+    builder.create_dot = patched_dot
+    return True
+
+
+def _patch_bf16_round(interpreter):
+    """The "bf16_round" patch: fp32 -> bf16 casts round to nearest even; False if unneeded."""
+    import numpy as np
+    import triton.language as tl
+
+    builder = interpreter.InterpreterBuilder
     cast_impl = builder.cast_impl
-    if needs(cast_impl, "_convert_float(src.data, src_element_type, dst_element_type, None)"):
+    if not _needs_patch(cast_impl,
+                        "_convert_float(src.data, src_element_type, dst_element_type, None)"):
+        return False
 
-        def patched_cast(self, src, dst_type):
-            if src.dtype.scalar != tl.float32 or dst_type.scalar != tl.bfloat16:
-                return cast_impl(self, src, dst_type)
-            bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
-            nearest_even = ((bits >> 16) & 1) + 0x7FFF
-            out = np.where(np.isnan(src.data), np.uint32(0x7FC00000), bits + nearest_even)
-            return interpreter.TensorHandle((out >> 16).astype(np.uint16), tl.bfloat16)
+    def patched_cast(self, src, dst_type):
+        if src.dtype.scalar != tl.float32 or dst_type.scalar != tl.bfloat16:
+            return cast_impl(self, src, dst_type)
+        bits = np.ascontiguousarray(src.data, dtype=np.float32).view(np.uint32)
+        nearest_even = ((bits >> 16) & 1) + 0x7FFF
+        out = np.where(np.isnan(src.data), np.uint32(0x7FC00000), bits + nearest_even)
+        return interpreter.TensorHandle((out >> 16).astype(np.uint16), tl.bfloat16)
 
-        patched_cast._moetune_patch = True
-        builder.cast_impl = patched_cast
-        applied.append("bf16_round")
-    return applied
+    patched_cast._moetune_patch = True
+    builder.cast_impl = patched_cast
+    return True
 
 
 def load(engine_dir=None):
