@@ -10,9 +10,10 @@
 //     out[t, c] = sum_j topk_weight[t, j] * dot(j, c) in fp32, j ascending.
 // Deterministic: every dot product is a fixed per-lane order plus a fixed xor-shuffle tree, and the
 // top-k sum has a fixed order, so two runs give identical bits (no atomics). Pair ids outside
-// [0, E) contribute nothing. Knobs (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass, kBlockN columns per CTA, kWarps,
-// kRows rows each warp streams at once (pipeline.num_stages), kVec 16-byte vectors per lane per row
-// and step (block_k / 256). Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+// [0, E) contribute nothing. Knobs (sm90_gather_geometry.cpp checks them): kBlockM pairs per pass,
+// kBlockN columns per CTA, kWarps, kRows rows each warp streams at once (pipeline.num_stages), kVec
+// 16-byte vectors per lane per row and step (block_k / 256). Covered by
+// tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"
@@ -64,11 +65,12 @@ MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
   return acc;
 }
 
-/// One decode GEMM1 pass of a warp (moe_decode_gemm1_kernel): for kRows output columns col[r] (-1: none) of one expert's w1 rows `w` ([N1, K]; silu: gate rows,
-/// then up rows at + n_dim), the dot of each row with the x rows xrow[i] (i < np); each lane runs
-/// the 16-byte vectors v = lane + 32 j in ascending order (kVec per step, the step's weight loads
-/// issued first), reduced by warp_sum; then store(r, i, act) on lane i % 32 for each real (r, i).
-/// bias (kActBias): the expert's b1 row, added before the activation (gate col, up n_dim + col).
+/// One decode GEMM1 pass of a warp (moe_decode_gemm1_kernel): for kRows output columns col[r] (-1:
+/// none) of one expert's w1 rows `w` ([N1, K]; silu: gate rows, then up rows at + n_dim), the dot
+/// of each row with the x rows xrow[i] (i < np); each lane runs the 16-byte vectors v = lane + 32 j
+/// in ascending order (kVec per step, the step's weight loads issued first), reduced by warp_sum;
+/// then store(r, i, act) on lane i % 32 for each real (r, i). bias (kActBias): the expert's b1 row,
+/// added before the activation (gate col, up n_dim + col).
 template <int kAct, bool kGated, int kBlockM, int kRows, int kVec, typename Store>
 MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
                                       const moe_bf16* const (&xrow)[kBlockM], int np,
