@@ -31,9 +31,9 @@ time  per shape and M: vLLM's layer (moetune.engines.vllm_triton: vLLM's launch,
       lookup without (the shipped file; where none exists for this GPU, vLLM's default, marked),
       (c) = get_default_config. With --agreement, the agreement tunes' winners for that shape are
       timed in the same passes with (a): a bucket agrees when every tune's winner (a's
-      included) is within 1% of the fastest of them, each distinct winner by all the samples of
-      the tunes that named it (tunes that name the same row agree by definition: timing one
-      row in separate slots would otherwise call slot-to-slot drift a disagreement).
+      included) is within 1% of the fastest of them, each distinct winner by the median of the
+      medians of the tunes that named it (tunes_agree; tunes that name the same row agree by
+      definition: timing one row in separate slots would otherwise call drift a disagreement).
 Targets (issue 52): tune <= 300 s per shape; geomean(c / a) >= 1.15; no M where a is slower than b
 beyond the intervals; agreement >= 95% of buckets.
 """
@@ -249,17 +249,6 @@ def sample_stats(samples, systems, rules, shape, m, rows_out):
     return stats
 
 
-def winners_agree(samples, systems, rules):
-    """Whether the tunes' distinct winners (a and t0, t1, ..), each by all its samples, are
-    within 1% of the fastest of them."""
-    pooled = {}
-    for k in samples:
-        if k == "a" or k.startswith("t"):
-            pooled.setdefault(rules.short(systems[k][0]), []).extend(samples[k])
-    tuned = [statistics.median(v) for v in pooled.values()]
-    return max(tuned) <= 1.01 * min(tuned)
-
-
 def time_shape(a, shape, vt, rules, rows_out):
     import torch
 
@@ -289,7 +278,10 @@ def time_shape(a, shape, vt, rules, rows_out):
         stats = sample_stats(samples, systems, rules, shape, m, rows_out)
         print(f"  {shape} M={m}: " + ", ".join(f"{k} {v[0]:.1f} us" for k, v in stats.items()),
               flush=True)  # progress: a call cut short still shows the points it measured
-        agree = winners_agree(samples, systems, rules) if agree_dirs else None
+        agree = None
+        if agree_dirs:  # the same rule summary.csv's tunes_agree column applies
+            agree = tunes_agree([r for r in rows_out if r["shape"] == shape and r["m"] == m and
+                                 (r["system"] == "a" or r["system"].startswith("t"))]) == "yes"
         summary.append((m, stats, systems, agree))
         del graphs, keep
         torch.cuda.empty_cache()
