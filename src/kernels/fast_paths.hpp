@@ -24,21 +24,6 @@ struct FastPaths {
   /// launch and prologue overlap the previous kernel's tail (griddepcontrol). Class bitwise: the
   /// same kernels compute the same values; only launch timing changes.
   bool pdl = true;
-  /// cuda: persistent tma_ws GEMMs without clusters take their tiles after the first wave from a
-  /// global counter (the raster's next tile to whichever CTA is free) instead of the static walk
-  /// (CTA c: tiles c, c + grid, ...). Class bitwise: each tile is computed the same way by
-  /// whichever CTA takes it; only which CTA and when changes.
-  bool dynamic_tiles = false;
-  /// cuda: in a tma_ws block_m 128 tile whose rows 64..127 are all padding (an expert's last block
-  /// with at most 64 rows), the second consumer warpgroup consumes the stages without MMA or
-  /// stores, so the first has the tensor cores alone. Class bitwise: padding rows are never
-  /// stored, and the real rows are multiplied by the same wgmma sequence.
-  bool half_tile_skip = false;
-  /// cuda: a tma_ws block_m 128 tile whose rows 64..127 are all padding runs as 64 rows x half
-  /// the columns on each consumer warpgroup, so no MMA goes to padding and neither warpgroup
-  /// idles (takes precedence over half_tile_skip). Class bitwise: every element gets the same k16
-  /// wgmma sequence as in the full tile.
-  bool tail_split = false;
   /// cpu and cuda: every M runs the backend's batch-invariant config (Backend::
   /// batch_invariant_config: one K order and one instruction family for every output element, no
   /// split-K), and tables, the knob cache and auto are bypassed, so a token's output bits do not
@@ -60,9 +45,6 @@ inline std::string enabled_names(FastPaths const& fp) {
   add(fp.wgmma_mainloop, "wgmma_mainloop");
   add(fp.cpu_register_tiles, "cpu_register_tiles");
   add(fp.pdl, "pdl");
-  add(fp.dynamic_tiles, "dynamic_tiles");
-  add(fp.half_tile_skip, "half_tile_skip");
-  add(fp.tail_split, "tail_split");
   add(fp.batch_invariant, "batch_invariant");
   return out;
 }

@@ -15,9 +15,6 @@ std::vector<std::pair<std::string, bool FastPaths::*>> const& fields() {
       {"wgmma_mainloop", &FastPaths::wgmma_mainloop},
       {"cpu_register_tiles", &FastPaths::cpu_register_tiles},
       {"pdl", &FastPaths::pdl},
-      {"dynamic_tiles", &FastPaths::dynamic_tiles},
-      {"half_tile_skip", &FastPaths::half_tile_skip},
-      {"tail_split", &FastPaths::tail_split},
       {"batch_invariant", &FastPaths::batch_invariant},
   };
   return table;

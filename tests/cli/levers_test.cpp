@@ -84,7 +84,6 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
        "MOETUNE_LEVER_WGMMA_MAINLOP=off",
        "moetune levers: environment: MOETUNE_LEVER_WGMMA_MAINLOP is not a lever knob; expected "
        "one of MOETUNE_LEVER_ALIGN_MULTI_CTA, MOETUNE_LEVER_WGMMA_MAINLOOP, MOETUNE_LEVER_PDL, "
-       "MOETUNE_LEVER_DYNAMIC_TILES, MOETUNE_LEVER_HALF_TILE_SKIP, MOETUNE_LEVER_TAIL_SPLIT, "
        "MOETUNE_LEVER_CPU_REGISTER_TILES, MOETUNE_LEVER_BATCH_INVARIANT (moetune levers list); "
        "unset it; did you mean 'MOETUNE_LEVER_WGMMA_MAINLOOP'?\n"},
       {{"levers", "resolve", "--deployment", kDecodeTp8},
@@ -112,13 +111,11 @@ TEST_F(CliLevers, ResolveErrorsAreOneLineWithExitCode2) {
       {{"levers", "show", "wgmma"},
        "",
        "moetune levers: no lever 'wgmma' in builtin; expected one of align_multi_cta, "
-       "wgmma_mainloop, pdl, dynamic_tiles, half_tile_skip, tail_split, cpu_register_tiles, "
-       "batch_invariant\n"},
+       "wgmma_mainloop, pdl, cpu_register_tiles, batch_invariant\n"},
       {{"levers", "show", "pdll"},
        "",
        "moetune levers: no lever 'pdll' in builtin; expected one of align_multi_cta, "
-       "wgmma_mainloop, pdl, dynamic_tiles, half_tile_skip, tail_split, cpu_register_tiles, "
-       "batch_invariant; did you mean 'pdl'?\n"},
+       "wgmma_mainloop, pdl, cpu_register_tiles, batch_invariant; did you mean 'pdl'?\n"},
   };
   for (auto const& c : cases) {
     RunResult r = run(c.args, c.env);

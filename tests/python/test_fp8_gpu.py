@@ -70,6 +70,55 @@ def test_block_fp8_128_row_tiles_give_the_bits_of_the_default():
         assert torch.equal(_run(layer, "silu", True, config=cfg), want), cfg
 
 
+def _ws(block_m, block_n, warps=8, stages=4):
+    k = _kernel(block_m, block_n)
+    k["pipeline"].update(num_warps=warps, num_stages=stages)
+    k["launch"]["schedule"] = "tma_ws"
+    return k
+
+
+# tma_ws (TMA producer warpgroup, persistent) against the cp.async loop at the same wgmma width
+# per warpgroup: block_m 128 (two warpgroups of 64 rows), and block_m 64 with two warpgroups
+# splitting the columns (each half the tile's width). Per mode: (tma_ws config, cp.async twin).
+WS_PAIRS = {
+    True: [({"gemm1": _ws(128, 64), "gemm2": _ws(128, 128, stages=6)},
+            {"gemm1": _kernel(128, 64), "gemm2": _kernel(128, 128)}),
+           ({"gemm1": _ws(64, 64), "gemm2": _ws(64, 128)},
+            {"gemm1": _kernel(64, 32), "gemm2": _kernel(64, 64)})],
+    False: [({"gemm1": _ws(128, 128), "gemm2": _ws(128, 256)},
+             {"gemm1": _kernel(128, 128), "gemm2": _kernel(128, 256)}),
+            ({"gemm1": _ws(64, 128), "gemm2": _ws(64, 256)},
+             {"gemm1": _kernel(64, 64), "gemm2": _kernel(64, 128)})],
+}
+WS_CASES = [(1, 512, 256, 16, 4, "silu"), (77, 2048, 768, 32, 8, "silu"),
+            (300, 1024, 512, 16, 2, "relu2"), (1500, 1024, 384, 8, 2, "silu")]
+
+
+@pytest.mark.parametrize("block", [True, False], ids=["block", "tensor"])
+@pytest.mark.parametrize("case", WS_CASES, ids=[f"M{c[0]}-K{c[1]}-I{c[2]}-{c[5]}"
+                                                for c in WS_CASES])
+def test_tma_ws_fp8_matches_the_reference_and_gives_the_bits_of_the_cp_async_loop(case, block):
+    m, k, i, e, top_k, act = case
+    layer = make_fp8_layer(m, k, i, e, top_k, block=block, activation=act, seed=900 + m)
+    kw = {}
+    if not block:
+        a1, a2 = static_scales(layer, act)
+        kw = dict(a1_scale=torch.tensor([a1], device="cuda"),
+                  a2_scale=torch.tensor([a2], device="cuda"))
+    want = fp8_reference(layer, block=block, activation=act, **(
+        {} if block else dict(a1_scale=a1, a2_scale=a2)))
+    for ws, twin in WS_PAIRS[block]:
+        _poison()
+        out = _run(layer, act, block, config=ws, **kw)
+        err = rel_l2(out, want)
+        assert err <= TOL, f"{case} {ws}: relative L2 error {err:.3g} > {TOL}"
+        assert torch.equal(out, _run(layer, act, block, config=ws, **kw)), "different bits"
+        assert torch.equal(out, _run(layer, act, block, config=twin, **kw)), (ws, twin)
+        wrong = dict(layer, w2_scale=layer["w2_scale"].flip(0).contiguous())
+        if e > 1 and m > 1:  # negative twin: the experts' scales swapped
+            assert rel_l2(_run(wrong, act, block, config=ws, **kw), want) > TOL, ws
+
+
 def test_block_fp8_with_experts_that_get_no_token_and_an_empty_batch():
     layer = make_fp8_layer(64, 1024, 512, 32, 4, block=True, seed=7, experts_hit=8)
     out = _run(layer, "silu", True)

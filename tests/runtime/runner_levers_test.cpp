@@ -160,7 +160,7 @@ TEST_F(RunnerLeversTest, DecodeRoleAndParallelismReachTheDeployment) {
 TEST(OnNames, NamesEveryFastPathField) {
   kernels::FastPaths all;
   all.align_multi_cta = all.wgmma_mainloop = all.cpu_register_tiles = all.pdl = true;
-  all.dynamic_tiles = all.half_tile_skip = all.tail_split = all.batch_invariant = true;
+  all.batch_invariant = true;
   std::string expected;
   for (auto const& n : kernels::fast_path_names()) expected += (expected.empty() ? "" : "+") + n;
   EXPECT_EQ(on_names(all), expected);
@@ -168,9 +168,6 @@ TEST(OnNames, NamesEveryFastPathField) {
                                         .wgmma_mainloop = false,
                                         .cpu_register_tiles = false,
                                         .pdl = false,
-                                        .dynamic_tiles = false,
-                                        .half_tile_skip = false,
-                                        .tail_split = false,
                                         .batch_invariant = false}),
             "");
 }

@@ -160,7 +160,9 @@ core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
       "#include \"sm90_reference_kernel.cuh\"\n";
   for (auto const& e : name_exprs) {
     if (e.find("_fp8_") == std::string::npos) continue;
-    main_src += "#include \"sm90_fp8_gemm_kernel.cuh\"\n#include \"sm90_fp8_quant_kernel.cuh\"\n";
+    main_src +=
+        "#include \"sm90_fp8_gemm_kernel.cuh\"\n#include \"sm90_fp8_ws_kernel.cuh\"\n"
+        "#include \"sm90_fp8_quant_kernel.cuh\"\n";
     break;
   }
   std::vector<const char*> hdr_text, hdr_name;

@@ -48,7 +48,7 @@ struct AlignParams {
   const float* topk_weights;  // [num_pairs]
   float* sorted_weights;      // [max_blocks * block_m]: topk_weights of each row's pair (GEMM2's
                               // epilogue scale); padding rows are not written
-  int* sched;  // [4]: the tile counters of lever dynamic_tiles (sm90_ws_kernel.cuh), zeroed here
+  int* sched;  // [4]: the tile counters of the swap-AB walk (sm90_swap_kernel.cuh), zeroed here
 };
 
 /// The expert owning padded row `row`: the last expert whose offset <= row (empty experts share

@@ -8,35 +8,57 @@ namespace {
 
 std::string str(int v) { return std::to_string(v); }
 
-/// The fp8 rules that concern one GEMM's knobs, in the order a user would fix them.
-core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const& k,
-                             bool is_gemm1) {
-  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+bool is_ws(core::KernelConfig const& k) {
+  return k.launch.schedule == core::Schedule::kTmaWarpSpecialized;
+}
+
+/// Consumer warpgroups splitting a tile's columns: 2 for tma_ws at block_m 64 with 8 warps.
+int fp8_warps_n(core::KernelConfig const& k) {
+  return is_ws(k) && k.tile.block_m == 64 && k.pipeline.num_warps == 8 ? 2 : 1;
+}
+
+/// The launch and warp rules of the two fp8 schedules.
+core::Status check_fp8_schedule(core::KernelConfig const& k, std::string_view gemm) {
   const auto& t = k.tile;
-  const bool block = p.quant == core::Quant::kFp8Block;
-  const int width = (is_gemm1 && core::is_gated(p.activation) ? 2 : 1) * t.block_n;
-  if (k.launch.schedule != core::Schedule::kCooperative || k.launch.swap_ab ||
+  const bool ws = is_ws(k);
+  if ((k.launch.schedule != core::Schedule::kCooperative && !ws) || k.launch.swap_ab ||
       k.launch.cluster_m != 1 || k.launch.cluster_n != 1 || k.launch.num_threads != 0) {
     return geometry_error(gemm, "launch = (" + core::short_string(k) +
-                                    "): fp8 runs schedule cooperative only, without swap_ab, "
-                                    "clusters or num_threads; use schedule cooperative");
+                                    "): fp8 runs schedule cooperative or tma_ws, without "
+                                    "swap_ab, clusters or num_threads; use one of those two");
   }
   if (t.block_m != 64 && t.block_m != 128) {
     return geometry_error(gemm, "tile.block_m = " + str(t.block_m) + " with fp8; use 64 or 128");
   }
-  if (k.pipeline.num_warps != t.block_m / 16) {
-    return geometry_error(gemm, "pipeline.num_warps = " + str(k.pipeline.num_warps) +
-                                    " with fp8 block_m " + str(t.block_m) +
-                                    " (one warpgroup per 64 rows); use " + str(t.block_m / 16));
+  const int warps = k.pipeline.num_warps;
+  const bool ok = warps == t.block_m / 16 || (ws && t.block_m == 64 && warps == 8);
+  if (!ok) {
+    return geometry_error(
+        gemm, "pipeline.num_warps = " + str(warps) + " with fp8 block_m " + str(t.block_m) +
+                  " (one consumer warpgroup per 64 rows" +
+                  (ws ? std::string(", or 8 at block_m 64: two splitting the columns") : "") +
+                  "); use " + str(t.block_m / 16) + (ws && t.block_m == 64 ? " or 8" : ""));
   }
+  return core::Status::Ok();
+}
+
+/// The fp8 rules that concern one GEMM's knobs, in the order a user would fix them.
+core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const& k,
+                             bool is_gemm1) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  MOETUNE_RETURN_IF_ERROR(check_fp8_schedule(k, gemm));
+  const auto& t = k.tile;
+  const bool block = p.quant == core::Quant::kFp8Block;
+  const int split_n = fp8_warps_n(k);
+  const int width = (is_gemm1 && core::is_gated(p.activation) ? 2 : 1) * t.block_n / split_n;
   if (t.block_k != kFp8BlockK) {
     return geometry_error(gemm, "tile.block_k = " + str(t.block_k) + " with fp8; use 128");
   }
-  if (t.block_n % 16 != 0 || width > (block ? 128 : 256)) {
-    return geometry_error(
-        gemm, "tile.block_n = " + str(t.block_n) + " with fp8 (wgmma width " + str(width) +
-                  "); use a multiple of 16 with width <= " + str(block ? 128 : 256) +
-                  (block ? " (block-scaled keeps partial sums too)" : ""));
+  if (t.block_n % (16 * split_n) != 0 || width > (block ? 128 : 256)) {
+    return geometry_error(gemm, "tile.block_n = " + str(t.block_n) + " with fp8 (wgmma width " +
+                                    str(width) + " per warpgroup); use a multiple of " +
+                                    str(16 * split_n) + " with width <= " + str(block ? 128 : 256) +
+                                    (block ? " (block-scaled keeps partial sums too)" : ""));
   }
   if (block && 128 % t.block_n != 0) {
     return geometry_error(gemm, "tile.block_n = " + str(t.block_n) +
@@ -54,11 +76,14 @@ core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const
   return core::Status::Ok();
 }
 
-core::KernelConfig fp8_kernel(int block_m, int block_n, int stages, int group_m) {
+core::KernelConfig fp8_kernel(int block_m, int block_n, int stages, int group_m,
+                              core::Schedule schedule = core::Schedule::kCooperative,
+                              int num_warps = 0) {
   core::KernelConfig k;
   k.tile = {.block_m = block_m, .block_n = block_n, .block_k = kFp8BlockK, .group_m = group_m};
-  k.pipeline = {.num_warps = block_m / 16, .num_stages = stages, .split_k = 1};
-  k.launch.schedule = core::Schedule::kCooperative;
+  k.pipeline = {
+      .num_warps = num_warps > 0 ? num_warps : block_m / 16, .num_stages = stages, .split_k = 1};
+  k.launch.schedule = schedule;
   return k;
 }
 
@@ -71,12 +96,12 @@ core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::Ke
   g.block_m = k.tile.block_m;
   g.block_n = k.tile.block_n;
   g.block_k = kFp8BlockK;
-  g.warps_m = k.tile.block_m / 16;
-  g.warps_n = 1;
+  g.warps_n = fp8_warps_n(k);
+  g.warps_m = k.pipeline.num_warps / g.warps_n;
   g.stages = k.pipeline.num_stages;
   g.group_m = k.tile.group_m;
   g.gated = is_gemm1 && core::is_gated(p.activation);
-  g.mma = 1;
+  g.mma = is_ws(k) ? 2 : 1;
   g.fp8 = p.quant == core::Quant::kFp8Block ? 2 : 1;
   const int smem = g.smem_bytes() + g.block_m * 28;  // + the tile's row tables
   if (smem > kSm90MaxSmemBytes) {
@@ -118,6 +143,12 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
 }
 
 std::string fp8_gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  if (g.persistent()) {
+    return "&moetune_dev::moe_fp8_ws_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
+           str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +
+           (is_gemm1 ? "true" : "false") + "," + str(g.warps_n) + "," +
+           (g.fp8 == 2 ? "true" : "false") + ">";
+  }
   return "&moetune_dev::moe_fp8_gemm_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
          str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +
          (is_gemm1 ? "true" : "false") + "," + (g.fp8 == 2 ? "true" : "false") + ">";
@@ -139,6 +170,16 @@ core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
 
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p) {
   std::vector<core::MoeConfig> out;
+  // tma_ws: block_m 128, or 64 with two warpgroups splitting the columns
+  for (int bm : {128, 64})
+    for (int bn1 : {64, 128})
+      for (int bn2 : {128, 256})
+        for (int stages : {4, 6}) {
+          const auto ws = core::Schedule::kTmaWarpSpecialized;
+          core::MoeConfig c{.gemm1 = fp8_kernel(bm, bn1, stages, 8, ws, 8),
+                            .gemm2 = fp8_kernel(bm, bn2, stages, 8, ws, 8)};
+          if (fp8_can_implement(p, c).ok()) out.push_back(c);
+        }
   for (int bm : {64, 128})
     for (int bn1 : {64, 128})
       for (int bn2 : {64, 128})

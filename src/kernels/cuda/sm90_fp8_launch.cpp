@@ -1,9 +1,11 @@
 #include "kernels/cuda/sm90_fp8_launch.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/sm90_tma_host.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {
@@ -37,6 +39,15 @@ struct Fp8GemmParams {
   int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks;
 };
 static_assert(sizeof(Fp8GemmParams) == 104, "Fp8GemmParams must match the device struct");
+
+// sm90_fp8_ws_kernel.cuh Fp8WsParams: the bf16 kernels' WsGemmParams, then the scales.
+struct Fp8WsParams {
+  parts::WsGemmParams ws;
+  const float* a_scale;
+  const float* b_scale;
+};
+static_assert(offsetof(Fp8WsParams, a_scale) == 512 && offsetof(Fp8WsParams, b_scale) == 520,
+              "Fp8WsParams must match the device struct (WsGemmParams, two scale pointers)");
 
 core::Status missing(const char* name, core::Quant q) {
   return core::make_error(core::ErrorCode::kInvalidArgument, "launch_fp8_layer",
@@ -74,6 +85,60 @@ core::Status launch_fp8_gemm(cudaKernel_t f, GemmGeometry const& g, Fp8GemmParam
   MOETUNE_CUDA_CHECK(
       parts::launch(f, dim3(tiles), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
   return core::Status::Ok();
+}
+
+/// A tma_ws fp8 GEMM (sm90_fp8_ws_kernel.cuh): at most one CTA per SM walks the tiles. Its
+/// producer reads fp8 rows as 2-byte units: k_dim and the tensor maps' columns are K / 2, so a
+/// 64-unit box row is 128 e4m3 values. a_rows: GEMM2's hq rows (TMA), 0 for GEMM1 (gathered).
+core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
+                                Fp8GemmParams const& gp, uint64_t a_rows, core::MoeProblem const& p,
+                                parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
+  Fp8WsParams wp{};
+  const uint64_t units = static_cast<uint64_t>(gp.k_dim) / 2;
+  wp.ws.g = parts::GemmParams{.a = gp.a,
+                              .b = gp.b,
+                              .out = gp.out,
+                              .sorted_pairs = gp.sorted_pairs,
+                              .block_expert = gp.block_expert,
+                              .num_blocks = gp.num_blocks,
+                              .sorted_weights = gp.sorted_weights,
+                              .k_dim = static_cast<int>(units),
+                              .n_dim = gp.n_dim,
+                              .b_rows_per_expert = gp.b_rows_per_expert,
+                              .top_k = gp.top_k,
+                              .max_blocks = gp.max_blocks,
+                              .split_k = 1,
+                              .num_pairs = b.pairs,
+                              .m_sub = 1,
+                              .sub_row0 = nullptr,
+                              .bias = gp.bias};
+  wp.a_scale = gp.a_scale;
+  wp.b_scale = gp.b_scale;
+  MOETUNE_RETURN_IF_ERROR(
+      encode_tma_2d(&wp.ws.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
+                    units, static_cast<uint32_t>(g.block_n / g.warps_n), "fp8 weights"));
+  if (a_rows > 0) {
+    MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.ws.tma_a, gp.a, a_rows, units,
+                                          static_cast<uint32_t>(g.block_m), "fp8 h"));
+  }
+  const unsigned n_blocks = static_cast<unsigned>((gp.n_dim + g.block_n - 1) / g.block_n);
+  const unsigned tiles = static_cast<unsigned>(b.mb) * n_blocks;
+  const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
+  void* params[] = {&wp};
+  MOETUNE_CUDA_CHECK(
+      parts::launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
+  return core::Status::Ok();
+}
+
+/// One fp8 GEMM: the tma_ws kernel or the cp.async one.
+core::Status launch_gemm(Sm90GatherKernels const& k, bool is_gemm1, Fp8GemmParams const& gp,
+                         core::MoeProblem const& p, parts::LayerBuffers const& b,
+                         cudaStream_t stream, bool pdl) {
+  cudaKernel_t f = is_gemm1 ? k.gemm1 : k.gemm2;
+  GemmGeometry const& g = is_gemm1 ? k.g1 : k.g2;
+  if (!g.persistent()) return launch_fp8_gemm(f, g, gp, b, stream, pdl);
+  const uint64_t a_rows = is_gemm1 ? 0 : static_cast<uint64_t>(b.mb) * b.align_m;
+  return launch_fp8_ws_gemm(k, f, g, gp, a_rows, p, b, stream, pdl);
 }
 
 /// GEMM1's input: x [M, K] in token order.
@@ -147,13 +212,11 @@ core::Status launch_fp8_layer(Sm90GatherKernels const& k, core::MoeProblem const
   }
   if (stages & kStageGemm1) {
     MOETUNE_RETURN_IF_ERROR(quantise_x(k, p, args, b, stream, pdl));
-    MOETUNE_RETURN_IF_ERROR(
-        launch_fp8_gemm(k.gemm1, k.g1, gemm1_params(p, args, b), b, stream, pdl));
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, true, gemm1_params(p, args, b), p, b, stream, pdl));
   }
   if (stages & kStageGemm2) {
     MOETUNE_RETURN_IF_ERROR(quantise_h(k, p, args, b, stream, pdl));
-    MOETUNE_RETURN_IF_ERROR(
-        launch_fp8_gemm(k.gemm2, k.g2, gemm2_params(p, args, b), b, stream, pdl));
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, false, gemm2_params(p, args, b), p, b, stream, pdl));
   }
   if (stages & kStageCombine) {
     MOETUNE_RETURN_IF_ERROR(parts::launch_combine(k, p, args, b, stream, pdl));

@@ -29,6 +29,24 @@ struct Fp8TileScales {
   const float* b_up;      // gated: the up half's; else = b_gate
 };
 
+/// The four scales of k-block kb: rows lane/4 and lane/4 + 8, gate and up weight blocks.
+MOETUNE_DEVICE float4 fp8_load_scales(Fp8TileScales const& s, int kb) {
+  return make_float4(s.a_row[0][kb], s.a_row[1][kb], s.b_gate[kb], s.b_up[kb]);
+}
+
+/// acc += part * a_scale(row) * b_scale(gate or up), the scales of fp8_load_scales; acc and part
+/// in the m64 wgmma accumulator layout of kBlockN columns (gated: the gate's, then the up's).
+template <int kBlockN, bool kGated, int kRegs>
+MOETUNE_DEVICE void fp8_promote(float (&acc)[kRegs], float const (&part)[kRegs], float4 sc) {
+  const float f[2][2] = {{sc.x * sc.z, sc.y * sc.z}, {sc.x * sc.w, sc.y * sc.w}};
+#pragma unroll
+  for (int j = 0; j < kRegs; ++j) {
+    const int half = (j & 3) >> 1;            // rows lane/4 (i = 0, 1) or lane/4 + 8 (i = 2, 3)
+    const int up = j >= kBlockN / 2 ? 1 : 0;  // gated: the up fragments follow the gate's
+    acc[j] = fmaf(part[j], f[kGated ? up : 0][half], acc[j]);
+  }
+}
+
 template <int kBlockM, int kBlockN, int kStages, bool kGated, bool kBlockScaled>
 struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   static constexpr int kBlockK = 128;  // fp8 elements (bytes) per row and stage
@@ -73,22 +91,6 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
     }
   }
 
-  /// The four scales of k-block kb: rows lane/4 and lane/4 + 8, gate and up weight blocks.
-  MOETUNE_DEVICE static float4 load_scales(Fp8TileScales const& s, int kb) {
-    return make_float4(s.a_row[0][kb], s.a_row[1][kb], s.b_gate[kb], s.b_up[kb]);
-  }
-
-  /// acc += part * a_scale(row) * b_scale(gate or up), the scales of load_scales.
-  MOETUNE_DEVICE void promote(float const (&part)[kPartN], float4 sc) {
-    const float f[2][2] = {{sc.x * sc.z, sc.y * sc.z}, {sc.x * sc.w, sc.y * sc.w}};
-#pragma unroll
-    for (int j = 0; j < kAccPerThread; ++j) {
-      const int half = (j & 3) >> 1;            // rows lane/4 (i = 0, 1) or lane/4 + 8 (i = 2, 3)
-      const int up = j >= kBlockN / 2 ? 1 : 0;  // gated: the up fragments follow the gate's
-      acc[j] = fmaf(part[j], f[kGated ? up : 0][half], acc[j]);
-    }
-  }
-
   /// The per-tensor result's one scale.
   MOETUNE_DEVICE void scale_all(float s) {
 #pragma unroll
@@ -127,7 +129,7 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
       }
       cp_async_commit();
     }
-    if (kBlockScaled) {
+    if constexpr (kBlockScaled) {
       for (int kt = 0; kt < num_k_tiles; ++kt) {
         refill(smem, kt, num_k_tiles, a, a_off, b_base, b_gate_row0, b_up_row0, valid_n, k_units);
         block_step(smem, kt, scales);
@@ -159,11 +161,11 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
     wgmma_fence();
     compute_stage(part, smem, kt % kStages, true);
     wgmma_commit();
-    const float4 sc = load_scales(scales, kt);  // loads in flight under the MMAs
+    const float4 sc = fp8_load_scales(scales, kt);  // loads in flight under the MMAs
     fence(part);
     wgmma_wait<0>();  // the partial sums are read now: no group stays in flight
     fence(part);
-    promote(part, sc);
+    fp8_promote<kBlockN, kGated>(acc, part, sc);
   }
 };
 

@@ -54,19 +54,6 @@ constexpr int64_t kAlignSmallChunkPairs = 32768;  // sm90_align_chunks
 // pairs in registers (sm90_align_kernel.cuh's kAlignRegIds x 1024 threads); above, with the lever
 // off, it stages up to kAlignStagePairs (4096) in shared memory.
 constexpr int kSingleCtaAlignPairs = 2048;
-struct GemmParams {
-  const void* a;
-  const void* b;
-  void* out;
-  const int32_t* sorted_pairs;
-  const int32_t* block_expert;
-  const int32_t* num_blocks;
-  const float* sorted_weights;
-  int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
-  int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
-  const int32_t* sub_row0;
-  const void* bias;  // GEMM1: b1 (read by kernels compiled with the bias bit); GEMM2: null
-};
 struct PermuteParams {  // sm90_gather_kernel.cuh
   const void* x;
   void* xp;
@@ -83,31 +70,11 @@ struct CombineParams {
   const float* topk_weights;
   int num_experts;
 };
-// sm90_ws_kernel.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
-struct WsGemmParams {
-  CUtensorMap tma_a;
-  CUtensorMap tma_b;
-  GemmParams g;
-  int32_t* sched;          // lever dynamic_tiles: the GEMM's two counters, else null
-  int half_skip;           // lever half_tile_skip
-  int tail_split;          // lever tail_split
-  CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
-};
-// NOTE: the offsets are asserted exactly (the device struct's, by hand: NVRTC has no offsetof): the
-// device's TmaDescriptor is 64-byte aligned, the host's CUtensorMap 128, so a field added before
-// tma_a_wide can move it on one side only (448 on the device, 512 here: every swap-AB launch failed
-// with cudaErrorIllegalInstruction on the H200). Add fields after the last map.
-static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
-                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 360 &&
-                  offsetof(WsGemmParams, tail_split) == 372 &&
-                  offsetof(WsGemmParams, tma_a_wide) == 384,
-              "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
-              "levers, a third map)");
-
 size_t align_up(size_t v) { return (v + 255) / 256 * 256; }
 
-// Lever dynamic_tiles: GEMM1's tile counter and done count, then GEMM2's (sm90_ws_kernel.cuh);
-// align zeroes them (moe_align_kernel, or the first threads of moe_align_place_kernel's grid).
+// The swap-AB kernel's dynamic walk: GEMM1's tile counter and done count, then GEMM2's
+// (sm90_swap_kernel.cuh); align zeroes them (moe_align_kernel, or the first threads of
+// moe_align_place_kernel's grid).
 constexpr int kSchedInts = 4;
 
 /// A tma_ws GEMM1 of block_m 192 or 256 (sm90_ws_kernel.cuh) and a swap-AB GEMM1 of 128 and up
@@ -142,7 +109,7 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   w.hist = off;  // the chunk histogram at its most chunks (kAlignChunkIdsMin ids per thread)
   const int64_t min_chunk = int64_t{kAlignChunkThreads} * kAlignChunkIdsMin;
   off += align_up(sizeof(int32_t) * ((pairs + min_chunk - 1) / min_chunk) * p.num_experts);
-  w.sched = off;  // lever dynamic_tiles: two counters per GEMM (align zeroes them)
+  w.sched = off;  // the swap-AB walk: two counters per GEMM (align zeroes them)
   off += align_up(sizeof(int32_t) * kSchedInts);
   w.h = off;
   off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
@@ -304,7 +271,7 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
 
 /// One GEMM of the align path: a tile per CTA, or (persistent kernels) at most one CTA per SM
 /// with the TMA maps of this call's pointers (B = the experts' weight rows; A = h rows for GEMM2,
-/// a_rows of them) and the levers dynamic_tiles and half_tile_skip.
+/// a_rows of them).
 core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
                          GemmParams gp, uint64_t a_rows, LayerBuffers const& b,
                          core::MoeProblem const& p, cudaStream_t stream,
@@ -350,10 +317,6 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
         launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
     return core::Status::Ok();
   }
-  // dynamic_tiles: tma_ws (cooperative) without clusters; the kernel ignores it elsewhere.
-  if (fast_paths.dynamic_tiles && !g.pingpong && g.cluster_size() == 1) wp.sched = gemm_sched;
-  wp.half_skip = fast_paths.half_tile_skip ? 1 : 0;
-  wp.tail_split = fast_paths.tail_split ? 1 : 0;
   MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
       &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
       static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));

@@ -4,6 +4,7 @@
 // kernels/cuda.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -14,6 +15,39 @@
 #include "kernels/cuda/sm90_gather_launch.hpp"
 
 namespace moetune::kernels::cuda::parts {
+
+// Host mirrors of the GEMM kernels' parameter structs (sm90_gather_kernel.cuh GemmParams); field
+// order and types must match exactly.
+struct GemmParams {
+  const void* a;
+  const void* b;
+  void* out;
+  const int32_t* sorted_pairs;
+  const int32_t* block_expert;
+  const int32_t* num_blocks;
+  const float* sorted_weights;
+  int k_dim, n_dim, b_rows_per_expert, top_k, max_blocks, split_k, num_pairs;
+  int m_sub;  // GEMM1 tiles per align block (sub-blocks under a GEMM2 of 256 rows), else 1
+  const int32_t* sub_row0;
+  const void* bias;  // GEMM1: b1 (read by kernels compiled with the bias bit); GEMM2: null
+};
+// sm90_ws_params.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
+struct WsGemmParams {
+  CUtensorMap tma_a;
+  CUtensorMap tma_b;
+  GemmParams g;
+  int32_t* sched;          // swap-AB: the GEMM's two walk counters, else null
+  CUtensorMap tma_a_wide;  // swap-AB: the token rows in 64-row boxes
+};
+// NOTE: the offsets are asserted exactly (the device struct's, by hand: NVRTC has no offsetof): the
+// device's TmaDescriptor is 64-byte aligned, the host's CUtensorMap 128, so a field added before
+// tma_a_wide can move it on one side only (448 on the device, 512 here: every swap-AB launch failed
+// with cudaErrorIllegalInstruction on the H200). Add fields after the last map.
+static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128 &&
+                  offsetof(WsGemmParams, g) == 256 && offsetof(WsGemmParams, sched) == 360 &&
+                  offsetof(WsGemmParams, tma_a_wide) == 384 && sizeof(WsGemmParams) == 512,
+              "WsGemmParams must match the device struct (two 128-byte maps, GemmParams, the "
+              "swap-AB walk's counters, a third map)");
 
 /// Byte offsets of the buffers of one call in the workspace.
 struct WorkspaceLayout {
@@ -32,7 +66,7 @@ struct LayerBuffers {
   int32_t* sub_row0 = nullptr;  // GEMM1 under a GEMM2 of larger block_m (m_sub > 1), else null
   int32_t* num_sub = nullptr;
   int32_t* hist = nullptr;
-  int32_t* sched = nullptr;  // kSchedInts counters of lever dynamic_tiles
+  int32_t* sched = nullptr;  // kSchedInts counters of the swap-AB kernel's walk
   void* h = nullptr;
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null

@@ -39,7 +39,8 @@
 #include "sm90_gather_kernel.cuh"
 #include "sm90_tma.cuh"
 #include "sm90_wgmma_ops.cuh"
-#include "sm90_ws_kernel.cuh"
+#include "sm90_ws_params.cuh"
+#include "sm90_ws_schedule.cuh"
 
 namespace moetune_dev {
 

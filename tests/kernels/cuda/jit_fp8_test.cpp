@@ -45,6 +45,32 @@ std::string refusal(core::MoeProblem const& p, core::MoeConfig const& c) {
   return st.ok() ? "accepted" : st.error().to_string();
 }
 
+/// The default config on schedule tma_ws at block_m `bm` with `warps` consumer warps (block_m 64
+/// with 8: two warpgroups splitting the columns), at the widest block_n the mode allows.
+core::MoeConfig ws_config(core::MoeProblem const& p, int bm, int warps) {
+  auto c = sm90_default_config(p);
+  const bool block = p.quant == core::Quant::kFp8Block;
+  const bool gated = core::is_gated(p.activation);
+  for (auto* k : {&c.gemm1, &c.gemm2}) {
+    k->launch.schedule = core::Schedule::kTmaWarpSpecialized;
+    k->tile.block_m = bm;
+    k->pipeline.num_warps = warps;
+  }
+  c.gemm1.tile.block_n = block && gated ? 64 : 128;
+  c.gemm2.tile.block_n = block ? 128 : 256;
+  return c;
+}
+
+TEST(Fp8Geometry, TmaWsTakesBlockM64Or128WithTheirWarpCounts) {
+  for (auto const& p : shapes(4096)) {
+    EXPECT_EQ(refusal(p, ws_config(p, 128, 8)), "accepted") << core::to_string(p);
+    EXPECT_EQ(refusal(p, ws_config(p, 64, 8)), "accepted") << core::to_string(p);
+    EXPECT_EQ(refusal(p, ws_config(p, 64, 4)), "accepted") << core::to_string(p);
+    EXPECT_NE(refusal(p, ws_config(p, 128, 4)).find("pipeline.num_warps = 4"), std::string::npos)
+        << core::to_string(p);
+  }
+}
+
 TEST(Fp8Geometry, DefaultsAndEverySearchedConfigAreImplementable) {
   for (int64_t m : {1, 7, 64, 512, 4096, 16384}) {
     for (auto const& p : shapes(m)) {
@@ -65,10 +91,17 @@ TEST(Fp8Geometry, RefusesWhatTheKernelCannotRunNamingTheField) {
   wide.gemm1.tile.block_n = 128;  // width 256 with partial sums: 256 accumulator registers
   EXPECT_NE(refusal(p, wide).find("gemm1.tile.block_n = 128"), std::string::npos)
       << refusal(p, wide);
-  auto ws = c;
-  ws.gemm2.launch.schedule = core::Schedule::kTmaWarpSpecialized;
-  EXPECT_NE(refusal(p, ws).find("fp8 runs schedule cooperative only"), std::string::npos)
+  auto pp = c;
+  pp.gemm2.launch.schedule = core::Schedule::kPingpong;
+  EXPECT_NE(refusal(p, pp).find("fp8 runs schedule cooperative or tma_ws"), std::string::npos)
+      << refusal(p, pp);
+  auto ws = ws_config(p, 64, 8);
+  ws.gemm1.pipeline.num_warps = 6;
+  EXPECT_NE(refusal(p, ws).find("gemm1.pipeline.num_warps = 6"), std::string::npos)
       << refusal(p, ws);
+  auto split = ws_config(p, 64, 8);
+  split.gemm1.tile.block_n = 48;  // split N: 24 columns a warpgroup
+  EXPECT_NE(refusal(p, split).find("use a multiple of 32"), std::string::npos) << refusal(p, split);
   auto bk = c;
   bk.gemm2.tile.block_k = 64;
   EXPECT_NE(refusal(p, bk).find("gemm2.tile.block_k = 64"), std::string::npos) << refusal(p, bk);
@@ -92,13 +125,16 @@ int spill_reports_all_zero(std::string const& log) {
   return lines;
 }
 
-// Every default fp8 kernel (both modes, gated and not, both block_m) compiles with no spills.
+// Every default fp8 kernel (both modes, gated and not, both block_m) and the tma_ws kernels
+// (block_m 128, and 64 splitting N) compile with no spills.
 TEST(Sm90Jit, Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma) {
   FreshCubinCache cache("jit_fp8");
   ASSERT_TRUE(cache.ok());
-  for (int64_t m : {4, 8192}) {
-    for (auto const& p : shapes(m)) {
-      auto modules = sm90_gather_modules(p, sm90_default_config(p));
+  for (int64_t m : {4, 8192, 0}) {
+    for (auto const& p : shapes(m == 0 ? 8192 : m)) {
+      auto c = m == 0 ? ws_config(p, 128, 8) : sm90_default_config(p);
+      if (m == 0 && p.num_experts == 64) c = ws_config(p, 64, 8);
+      auto modules = sm90_gather_modules(p, c);
       ASSERT_TRUE(modules.ok()) << modules.error().to_string();
       for (auto const& exprs : *modules) {
         auto mod = compile_module(exprs);

@@ -1,0 +1,120 @@
+// sm90_fp8_ws_mma.cuh: the fp8 (e4m3) MMA policies of the warp-specialised consumers
+// (sm90_ws_consumer.cuh; the interface is sm90_ws_mma.cuh's). A stage's 128-byte rows hold 128
+// K-columns, one scale block, multiplied as four m64 x N x k32 wgmma:
+//   per-tensor:   wgmma accumulates across K, one k-tile in flight (as bf16); end_tile applies
+//                 the product of the input's static scale and the expert's weight scale;
+//   block-scaled: each k-tile's four wgmma write fresh partial sums, waited for, then promoted
+//                 into the fp32 accumulators with a_scale[row, kb] * w_scale[n-block, kb]
+//                 (fp8_promote), so no accumulation chain inside the tensor core runs longer than
+//                 one 128-deep block; the stage is released at once (kRetiresAll). The other
+//                 consumer warpgroup's MMAs fill the tensor core while one promotes.
+// Both issue the wgmma sequence of the cp.async fp8 loop (sm90_fp8_mainloop.cuh) at the same
+// width, so the two give the same bits. Limits: one 64-row half per warpgroup (kHalves 1);
+// block-scaled: a warpgroup's columns inside one 128-wide weight block.
+// Covered by tests/python/test_fp8_gpu.py and Sm90Jit.Fp8KernelsCompileWithoutSpills...
+#pragma once
+
+#include "sm90_common.cuh"
+#include "sm90_fp8_mainloop.cuh"
+#include "sm90_fp8_wgmma_ops.cuh"
+#include "sm90_ws_mma.cuh"
+
+namespace moetune_dev {
+
+template <bool kBlockScaled, int kBlockN, bool kGated, bool kIsGemm1>
+struct Fp8WsMma;
+
+template <int kBlockN, bool kGated, bool kIsGemm1>
+struct Fp8WsMma<false, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1> {
+  using Base = WsAccumulators<kBlockN, kGated, 1>;
+  const float* a_scale;  // [1]: the GEMM input's static scale
+  const float* b_scale;  // [E]: each expert's weight scale
+  float tile_scale = 1.0f;
+
+  template <class Walk>
+  MOETUNE_DEVICE void begin_tile(Walk const& walk, int pid_m, int, long long) {
+    Base::begin_tile(walk, pid_m, 0, 0);
+    tile_scale = *a_scale * b_scale[walk.tile_expert(pid_m, walk.tile_row0(pid_m))];
+  }
+  MOETUNE_DEVICE void end_tile() {
+#pragma unroll
+    for (int i = 0; i < Base::kHalfRegs; ++i) this->acc[i] *= tile_scale;
+  }
+  template <int kH>
+  MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int) {
+    static_assert(kH == 1, "fp8 tma_ws: one 64-row half per warpgroup");
+    this->fence_all();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      WgmmaFp8<Base::kWidth>::mma(this->acc, wgmma_desc_sw128(a_base + kk * 32),
+                                  wgmma_desc_sw128(b_base + kk * 32), 1);
+    }
+    wgmma_commit();
+    this->fence_all();
+    wgmma_wait<1>();
+    this->fence_all();
+  }
+};
+
+template <int kBlockN, bool kGated, bool kIsGemm1>
+struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1> {
+  using Base = WsAccumulators<kBlockN, kGated, 1>;
+  static constexpr bool kRetiresAll = true;
+  static_assert(kBlockN <= 128 && 128 % kBlockN == 0,
+                "fp8 block-scaled: a warpgroup's columns must lie in one 128-wide weight block");
+  const float* a_scale;  // [rows of A, K / 128]: GEMM1 per token, GEMM2 per sorted row
+  const float* b_scale;  // [E, weight rows / 128, K / 128]
+  float part[Base::kHalfRegs];
+  Fp8TileScales sc;
+
+  /// The tile's scale rows: this thread's two A rows and the warpgroup's weight block(s).
+  template <class Walk>
+  MOETUNE_DEVICE void begin_tile(Walk const& walk, int pid_m, int n0, long long row0) {
+    Base::begin_tile(walk, pid_m, n0, row0);
+    GemmParams const& g = *walk.g;
+    const int kb = g.k_dim / 64;  // k-blocks: K / 128, k_dim counting 2-byte units
+    const int warp = (threadIdx.x & 127) >> 5, lane = threadIdx.x & 31;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const long long r = row0 + epilogue_tile_row<Base>(warp, lane, 0, half);
+      const int pair = g.sorted_pairs[r];
+      const long long a_row = kIsGemm1 ? (pair >= 0 ? pair / g.top_k : 0) : r;
+      sc.a_row[half] = a_scale + a_row * kb;
+    }
+    const int expert = walk.tile_expert(pid_m, walk.tile_row0(pid_m));
+    const float* e = b_scale + (long long)expert * (g.b_rows_per_expert / 128) * kb;
+    sc.b_gate = e + (long long)(n0 / 128) * kb;
+    sc.b_up = kGated ? e + (long long)((g.n_dim + n0) / 128) * kb : sc.b_gate;
+  }
+  MOETUNE_DEVICE void end_tile() {}
+
+  template <int kN>
+  MOETUNE_DEVICE static void fence(float (&r)[kN]) {
+#pragma unroll
+    for (int i = 0; i < kN; ++i) fence_operand(r[i]);
+  }
+  /// k-tile kt: its four wgmma into `part` (the first overwrites), waited for, then promoted.
+  /// NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every wgmma in the
+  /// cp.async loop (C7514), so each k-block is waited for before its promotion, as CUTLASS and
+  /// DeepGEMM do.
+  template <int kH>
+  MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int kt) {
+    static_assert(kH == 1, "fp8 tma_ws: one 64-row half per warpgroup");
+    fence(part);
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      WgmmaFp8<Base::kWidth>::mma(part, wgmma_desc_sw128(a_base + kk * 32),
+                                  wgmma_desc_sw128(b_base + kk * 32), kk == 0 ? 0 : 1);
+    }
+    wgmma_commit();
+    const float4 s = fp8_load_scales(sc, kt);  // loads in flight under the MMAs
+    fence(part);
+    wgmma_wait<0>();
+    fence(part);
+    fp8_promote<kBlockN, kGated>(this->acc, part, s);
+  }
+};
+
+}  // namespace moetune_dev

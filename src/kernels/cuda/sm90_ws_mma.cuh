@@ -1,0 +1,66 @@
+// sm90_ws_mma.cuh: the bf16 MMA policy of the warp-specialised consumers: one warpgroup's fp32
+// accumulators and the wgmma of one 64-deep k-tile (four m64 x N x k16 steps per 64-row half, A
+// and B straight from the 128-byte-swizzled stage), with the layout the shared epilogue reads.
+// A policy gives the consumers (sm90_ws_consumer.cuh): begin_tile (zero, and whatever the tile
+// needs), mma_k_tile<kH>(a_base, b_base, kt) (returns once the wgmma that read the previous
+// k-tile's stage retired, or with kRetiresAll every wgmma of this one), end_tile, fence_all and
+// acc_at. The fp8 policies are in sm90_fp8_ws_mma.cuh.
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+#pragma once
+
+#include "sm90_common.cuh"
+#include "sm90_moe_epilogue.cuh"
+#include "sm90_wgmma_ops.cuh"
+
+namespace moetune_dev {
+
+/// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
+/// of each of kHalves 64-row halves and all kBlockN columns as n8 fragments; gated: gate
+/// fragments first, then up; half mm's registers follow half mm - 1's).
+template <int kBlockN, bool kGated, int kHalves = 1>
+struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
+  using Layout = WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64>;
+  static constexpr int kNumAcc = Layout::kNumAcc;
+  static constexpr int kWidth = kNumAcc * kBlockN;
+  static constexpr int kHalfRegs = kWidth / 2;  // registers of one m64 wgmma accumulator
+  static constexpr bool kRetiresAll = false;
+  float acc[kHalves * kHalfRegs];
+
+  MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
+    return acc[mm * kHalfRegs + (h * (kBlockN / 8) + nn) * 4 + i];
+  }
+  MOETUNE_DEVICE void fence_all() {
+#pragma unroll
+    for (int i = 0; i < kHalves * kHalfRegs; ++i) fence_operand(acc[i]);
+  }
+  /// A tile starts: zeroed accumulators (the walk, tile and rows are for policies with scales).
+  template <class Walk>
+  MOETUNE_DEVICE void begin_tile(Walk const&, int, int, long long) {
+#pragma unroll
+    for (int i = 0; i < kHalves * kHalfRegs; ++i) acc[i] = 0.0f;
+  }
+  MOETUNE_DEVICE void end_tile() {}
+  /// One 64-deep k-tile on the first kH halves, the same for every consumer schedule: per k16
+  /// step an m64 wgmma per half (A half h at a_base + h * 64 rows of 128 bytes, the B rows at
+  /// b_base), committed; returns once the previous k-tile's wgmma retired, so that k-tile's stage
+  /// may be released.
+  template <int kH>
+  MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int) {
+    fence_all();
+    wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+      for (int h = 0; h < kH; ++h) {
+        Wgmma<kWidth>::mma(acc + h * kHalfRegs, wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
+                           wgmma_desc_sw128(b_base + kk * 32), 1);
+      }
+    }
+    wgmma_commit();
+    fence_all();
+    wgmma_wait<1>();
+    fence_all();
+  }
+};
+
+}  // namespace moetune_dev
