@@ -1,8 +1,9 @@
 // sm90_default_config and sm90_batch_invariant_config (sm90_gather_defaults.hpp). Covered by
 // tests/kernels/cuda/jit_default_rule_test.cpp (each band's choice and the fall-through; the
 // batch-invariant config the same at every M),
-// tests/kernels/cuda/jit_compile_test.cpp (every regime's default is implementable and compiles,
-// H1-H5 too) and tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
+// tests/kernels/cuda/jit_geometry_test.cpp (every regime's default is implementable),
+// tests/kernels/cuda/jit_compile_test.cpp (the defaults compile, H1-H5 too) and
+// tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 
 #include <string>
