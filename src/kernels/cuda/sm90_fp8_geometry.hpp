@@ -1,11 +1,13 @@
 // The fp8 regime of sm90_gather (problem quant fp8_tensor / fp8_block): how a KernelConfig maps
-// onto moe_fp8_gemm_kernel's template parameters, what can_implement accepts and why, the default
-// rule and the search space. Host-only, no CUDA headers (CI checks configs without a GPU).
-// Config fields: schedule cooperative; block_m 64 or 128 (one warpgroup per 64 rows, so num_warps
-// = block_m / 16); block_n a multiple of 16 with the wgmma width (2 block_n for gated GEMM1) at
-// most 256, and block-scaled at most 128 dividing 128; block_k 128 (one fp8 swizzle atom, one
-// scale block); num_stages 3..8 within shared memory; group_m >= 1; split_k 1; no swap_ab, no
-// clusters. GEMM1 and GEMM2 share block_m (the align step's padding).
+// onto moe_fp8_gemm_kernel's and moe_fp8_ws_kernel's template parameters, what can_implement
+// accepts and why, the default rule and the search space. Host-only, no CUDA headers (CI checks
+// configs without a GPU). Config fields: schedule cooperative (the cp.async loop,
+// sm90_fp8_gemm_kernel.cuh) or tma_ws (sm90_fp8_ws_kernel.cuh); block_m 64 or 128 (one consumer
+// warpgroup per 64 rows, so num_warps = block_m / 16; tma_ws at block_m 64 also 8: two warpgroups
+// splitting the columns); block_n a multiple of 16 per warpgroup with the wgmma width (2 block_n
+// for gated GEMM1) at most 256, and block-scaled at most 128 dividing 128; block_k 128 (one fp8
+// swizzle atom, one scale block); num_stages 3..8 within shared memory; group_m >= 1; split_k 1; no
+// swap_ab, no clusters. GEMM1 and GEMM2 share block_m (the align step's padding).
 #pragma once
 
 #include <string>
@@ -31,12 +33,18 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
 std::string fp8_gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
 /// NVRTC name expression of the quantisation kernel of a problem's quant.
 std::string fp8_quant_name_expr(core::Quant q);
-/// The default rule: block-scaled, block_m 64 at every M (each k-block's MMAs are waited for
-/// before their promotion, so two co-resident 64-row CTAs keep the tensor core busy where one
-/// 128-row CTA idles it); per-tensor, block_m 64 while an expert averages fewer than 48 pairs,
-/// else 128. block_n 128 (gated GEMM1 64 when block-scaled, whose partial sums double the
-/// accumulators; per-tensor GEMM2 at block_m 128: 256, the wgmma width the gated GEMM1 already
-/// has); 4 stages; group_m 8.
+/// Pairs per expert from which the default rule runs both GEMMs on tma_ws (block_m 128).
+inline constexpr double kFp8WsPairsPerExpert = 96;
+
+/// The default rule (fitted on the F2-F4 shapes of bench/fp8_bench.py). From
+/// kFp8WsPairsPerExpert pairs per expert: tma_ws at block_m 128 (two consumer warpgroups of 64
+/// rows, a TMA producer, persistent), block_n as below, GEMM2 block-scaled 128 / per-tensor 256,
+/// 6 stages block-scaled, 4 per-tensor. Below: the cp.async loop, block-scaled at block_m 64
+/// (each k-block's MMAs are waited for before their promotion, so two co-resident 64-row CTAs
+/// keep the tensor core busy where one 128-row CTA idles it); per-tensor, block_m 64 while an
+/// expert averages fewer than 48 pairs, else 128. block_n 128 (gated GEMM1 64 when block-scaled,
+/// whose partial sums double the accumulators; per-tensor GEMM2 at block_m 128: 256, the wgmma
+/// width the gated GEMM1 already has); 4 stages; group_m 8.
 core::MoeConfig fp8_default_config(core::MoeProblem const& p);
 /// Every config of the regime the tuner may try (before can_implement prunes it).
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);

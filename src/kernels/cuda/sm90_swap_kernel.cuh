@@ -40,6 +40,7 @@
 #include "sm90_tma.cuh"
 #include "sm90_wgmma_ops.cuh"
 #include "sm90_ws_params.cuh"
+#include "sm90_ws_pipeline.cuh"
 #include "sm90_ws_schedule.cuh"
 
 namespace moetune_dev {
@@ -87,15 +88,19 @@ struct SwapEpilogue {
   }
 };
 
-template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1>
-__global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
-    moe_swap_gemm_kernel(const __grid_constant__ WsGemmParams p) {
-  constexpr bool kGated = kIsGemm1 && act_gated(kAct);
-  constexpr bool kBias = kIsGemm1 && act_biased(kAct);
+/// What the template parameters of a swap-AB GEMM imply, checked once.
+template <int kBlockM_, int kConsumers_, int kStages_, int kGroupM_, int kAct_, bool kIsGemm1_>
+struct SwapShape {
+  static constexpr int kBlockM = kBlockM_, kConsumers = kConsumers_, kStages = kStages_;
+  static constexpr int kGroupM = kGroupM_, kAct = kAct_;
+  static constexpr bool kIsGemm1 = kIsGemm1_;
+  static constexpr bool kGated = kIsGemm1 && act_gated(kAct);
+  static constexpr bool kBias = kIsGemm1 && act_biased(kAct);
   using Tile = SwapTile<kBlockM, kConsumers, kGated>;
-  constexpr int kStageBytes = Tile::kStageBytes;
-  constexpr int kAcc = Tile::kAcc;
-  constexpr int kCols = Tile::kCols;
+  using Epi = SwapEpilogue<kGated>;
+  static constexpr int kStageBytes = Tile::kStageBytes;
+  static constexpr int kAcc = Tile::kAcc;
+  static constexpr int kCols = Tile::kCols;
   // GEMM1 at block_m 64 gathers its token rows of x with cp.async in the producer warpgroup (TMA
   // cannot address a row list on sm_90); at 128 and up it reads them by TMA from x's copy in
   // sorted-row order (moe_permute_rows_kernel), like GEMM2's h. NOTE: the gather at 128 and 192
@@ -105,322 +110,384 @@ __global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
   // gather 1.6-2.4x slower (S1 M=4096 GEMM1 956 vs 487 us); the copy written beside the GEMM by the
   // three producer warps that issue no TMA (per-block counts, the pass only for the first wave) no
   // faster (492 vs 484 us).
-  constexpr bool kGather = kIsGemm1 && kBlockM == 64;
+  static constexpr bool kGather = kIsGemm1 && kBlockM == 64;
   // Producer / consumer registers <= 64 K: 128 x 56 + 384 x 152 (three consumers), 128 x 56 +
   // 256 x 224 (two, gathering) or 128 x 40 + 256 x 232 (at 40 the three-consumer producer with
   // group_m 8 spilled a register).
-  constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
-  constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
+  static constexpr int kProducerRegs = kGather || kConsumers == 3 ? 56 : 40;
+  static constexpr int kConsumerRegs = kConsumers == 3 ? 152 : kGather ? 224 : 232;
+  static constexpr int kRowLoads = (kBlockM + 127) / 128;  // GEMM2: the tile's rows a thread stages
   static_assert(kConsumers == 2 || kConsumers == 3, "swap-AB: two or three consumer warpgroups");
   static_assert(kBlockM % 64 == 0 && kBlockM <= (kConsumers == 3 ? 192 : 256),
                 "swap-AB: block_m a multiple of 64, <= 192 with three consumers (96 accumulator "
                 "registers), <= 256 with two (128)");
   static_assert(kStages >= 2, "swap-AB: at least two stages");
   static_assert(kStageBytes % 1024 == 0, "128-byte swizzle needs 1024-byte aligned tiles");
+};
 
-  extern __shared__ __align__(1024) char smem_raw[];
-  __shared__ __align__(8) moe_u64 full_bar[kStages];
-  __shared__ __align__(8) moe_u64 empty_bar[kStages];
-  __shared__ int stage_rows[kStages];           // pairs of the tile whose k-tile the stage holds
-  __shared__ int stage_tile[kStages];           // the tile itself (dynamic walk; total: the end)
-  __shared__ int s_tok[kGather ? kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
+/// The kernel's static shared memory besides the stages.
+template <class S>
+struct SwapShared {
+  WsRing<S::kStages> ring;
+  int stage_rows[S::kStages];              // pairs of the tile whose k-tile the stage holds
+  int stage_tile[S::kStages];              // the tile itself (dynamic walk; total: the end)
+  int s_tok[S::kGather ? S::kBlockM : 1];  // GEMM1: the tile's token rows of x (-1: padding)
   // GEMM2's epilogue rows per consumer warpgroup: pair ids and routing weights of the tile.
-  __shared__ int s_pair[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
-  __shared__ float s_scale[kIsGemm1 ? 1 : kConsumers][kIsGemm1 ? 1 : kBlockM];
+  int s_pair[S::kIsGemm1 ? 1 : S::kConsumers][S::kIsGemm1 ? 1 : S::kBlockM];
+  float s_scale[S::kIsGemm1 ? 1 : S::kConsumers][S::kIsGemm1 ? 1 : S::kBlockM];
   // The epilogue's token rows per consumer warpgroup (SwapEpilogue).
-  __shared__ __align__(128) char s_epi[kConsumers][SwapEpilogue<kGated>::kBytes];
-  char* smem =
-      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
-  const int wg = threadIdx.x >> 7;
-  const int tid = threadIdx.x & 127;
+  alignas(128) char s_epi[S::kConsumers][S::Epi::kBytes];
+};
 
-  if (threadIdx.x == 0) {
-    if (!kGather) {
-      tma_prefetch_descriptor(&p.tma_a);
-      tma_prefetch_descriptor(&p.tma_a_wide);
-    }
-    tma_prefetch_descriptor(&p.tma_b);
-#pragma unroll
-    for (int s = 0; s < kStages; ++s) {
-      // GEMM1: the TMA arrival and one cp.async arrival per producer thread (.noinc).
-      mbar_init(smem_u32(&full_bar[s]), kGather ? 1 + 128 : 1);
-      mbar_init(smem_u32(&empty_bar[s]), kConsumers);
-    }
-    mbar_init_fence();
+/// The walk over tiles: after the first wave, the next tile from a global counter (p.sched: [0]
+/// tiles handed out past the first wave, [1] CTAs done; align zeroes both and the last CTA
+/// zeroes them again), fetched a tile ahead by the producer and handed to the consumers in the
+/// stage that tile fills first, so that tiles of few pairs (an expert's last block) do not leave
+/// some SMs idle at the end. Null (and at block_m 64 GEMM1, whose four producer warps gather): the
+/// static walk, CTA c taking tiles c, c + gridDim.x, ...
+template <class S>
+struct SwapWalk {
+  int num_m, num_n, total, num_k;
+  int* sched;
+  MOETUNE_DEVICE SwapWalk(WsGemmParams const& p) {
+    num_m = *p.g.num_blocks;
+    num_n = (p.g.n_dim + S::kCols - 1) / S::kCols;
+    total = num_m * num_n;
+    num_k = p.g.k_dim / 64;
+    sched = S::kGather ? nullptr : p.sched;
   }
-  __syncthreads();
-  pdl_launch_dependents();
-  pdl_wait();  // NOTE: align / permute / GEMM1 outputs are visible only after this
+};
 
-  const GemmParams& g = p.g;
-  const int num_m = *g.num_blocks;
-  const int num_n = (g.n_dim + kCols - 1) / kCols;
-  const int total = num_m * num_n;
-  const int num_k = g.k_dim / 64;
-  // The walk over tiles: after the first wave, the next tile from a global counter (p.sched: [0]
-  // tiles handed out past the first wave, [1] CTAs done; align zeroes both and the last CTA
-  // zeroes them again), fetched a tile ahead by the producer and handed to the consumers in the
-  // stage that tile fills first, so that tiles of few pairs (an expert's last block) do not leave
-  // some SMs idle at the end. Null (and at block_m 64 GEMM1, whose four producer warps gather):
-  // the static walk, CTA c taking tiles c, c + gridDim.x, ...
-  int* const sched = kGather ? nullptr : p.sched;
+/// The producer warpgroup: per tile, count its pairs, then per k-tile load the weight rows and
+/// the token rows that hold pairs into the stage.
+template <class S>
+struct SwapProducer {
+  /// Every warp counts the tile's pairs; GEMM1's warps list its token rows (warp w: every fourth
+  /// 32-row slice) after the previous tile's gathers read them.
+  MOETUNE_DEVICE static int count_pairs(GemmParams const& g, SwapShared<S>& sh, int row0, int warp,
+                                        int lane) {
+    if (S::kGather) named_bar_sync(9, 128);
+    int n = 0;
+#pragma unroll
+    for (int i = 0; i < S::kBlockM / 32; ++i) {
+      const int pair = g.sorted_pairs[row0 + 32 * i + lane];
+      n += __popc(__ballot_sync(0xffffffffu, pair >= 0));
+      if (S::kGather && i % 4 == warp)
+        sh.s_tok[S::kGather ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
+    }
+    if (S::kGather) named_bar_sync(9, 128);
+    return n;
+  }
 
-  if (wg == 0) {
-    // ---------------------------------------------------------------- producer warpgroup
-    warpgroup_reg_dealloc<kProducerRegs>();
+  /// Thread 0: the weight rows of expert e from column c0 (gated: 8-row groups of gate and up rows
+  /// interleaved) and, by TMA, the token rows of `boxes` 16-row groups.
+  MOETUNE_DEVICE static void issue_tma(WsGemmParams const& p, moe_u32 fb, moe_u32 sw, int kt, int e,
+                                       int c0, int row0, int boxes) {
+    const moe_u32 st = sw + S::Tile::kWBytes;
+    mbar_arrive_expect_tx(fb, S::Tile::kWBytes + (S::kGather ? 0 : boxes * 16 * 128));
+    if (S::kGated) {
+      tma_load_5d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
+    } else {
+      tma_load_2d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, e * p.g.b_rows_per_expert + c0);
+    }
+    if (S::kGather) return;
+    // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where 16-row
+    // boxes alone took 16 at block_m 256 (the same time on the H200: suspected of the full tiles'
+    // slowness, they were not its cause).
+    const int wide = boxes / 4;
+    for (int b = 0; b < wide; ++b) {
+      tma_load_2d<kTmaActL2>(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
+    }
+    for (int b = 4 * wide; b < boxes; ++b) {
+      tma_load_2d<kTmaActL2>(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
+    }
+  }
+
+  /// GEMM1 at block_m 64: 8 threads per row (one 16-byte chunk each), 16 rows per pass, the rows
+  /// the MMA reads (padding among them zero-filled).
+  MOETUNE_DEVICE static void gather_stage(GemmParams const& g, SwapShared<S> const& sh, moe_u32 st,
+                                          int kt, int boxes, int tid, moe_u32 fb) {
+    const int chunk = tid & 7;
+    const moe_bf16* x = reinterpret_cast<const moe_bf16*>(g.a);
+#pragma unroll
+    for (int i = 0; i < S::kBlockM / 16; ++i) {
+      const int r = (tid >> 3) + 16 * i;
+      if (r < boxes * 16) {
+        const int tok = sh.s_tok[S::kGather ? r : 0];
+        const moe_bf16* src = tok >= 0 ? x + (long long)tok * g.k_dim + kt * 64 + chunk * 8 : x;
+        cp_async_16(st + swizzled_offset<64>(r, chunk), src, tok >= 0 ? 16 : 0);
+      }
+    }
+    cp_async_mbar_arrive_noinc(fb);
+  }
+
+  MOETUNE_DEVICE static void run(WsGemmParams const& p, SwapWalk<S> const& walk, SwapShared<S>& sh,
+                                 char* smem, int tid) {
+    warpgroup_reg_dealloc<S::kProducerRegs>();
     // GEMM2: one warp (its ballots count a tile's pairs, lane 0 issues the TMA); GEMM1: all four
     // warps also gather the token rows.
-    if (!kGather && tid >= 32) return;
+    if (!S::kGather && tid >= 32) return;
+    GemmParams const& g = p.g;
     const int warp = tid >> 5;
     const int lane = tid & 31;
-    int stage = 0, phase = 0;
-    for (int t = blockIdx.x; t < total;) {
+    WsCursor<S::kStages> cur;
+    for (int t = blockIdx.x; t < walk.total;) {
       // The tile after this one, read after this one's loads so that its round trip runs under
       // them. NOTE: read at once, GEMM2 at S2 M=1024/2048 ran 3-4% slower than under the static
       // walk.
       int fetched = 0;
-      if (sched != nullptr && lane == 0)
-        fetched = atomicAdd(sched, 1) + static_cast<int>(gridDim.x);
+      if (walk.sched != nullptr && lane == 0)
+        fetched = atomicAdd(walk.sched, 1) + static_cast<int>(gridDim.x);
       int pid_m, pid_n;
-      ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
-      const int row0 = pid_m * kBlockM;
-      // Every warp counts the pairs; GEMM1's warps list the token rows (warp w: every fourth
-      // 32-row slice) after the previous tile's gathers read them.
-      if (kGather) named_bar_sync(9, 128);
-      int n = 0;
-#pragma unroll
-      for (int i = 0; i < kBlockM / 32; ++i) {
-        const int pair = g.sorted_pairs[row0 + 32 * i + lane];
-        n += __popc(__ballot_sync(0xffffffffu, pair >= 0));
-        if (kGather && i % 4 == warp)
-          s_tok[kGather ? 32 * i + lane : 0] = pair >= 0 ? pair / g.top_k : -1;
-      }
-      if (kGather) named_bar_sync(9, 128);
+      ws_tile_coords<S::kGroupM>(t, walk.num_m, walk.num_n, pid_m, pid_n);
+      const int row0 = pid_m * S::kBlockM;
+      const int n = count_pairs(g, sh, row0, warp, lane);
       const int boxes = (n + 15) / 16;  // 16-row token boxes that hold pairs
       const int e = g.block_expert[pid_m];
-      const int c0 = pid_n * kCols;  // first output column
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
-        const moe_u32 fb = smem_u32(&full_bar[stage]);
-        const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
-        const moe_u32 st = sw + Tile::kWBytes;
+      for (int kt = 0; kt < walk.num_k; ++kt) {
+        mbar_wait(sh.ring.empty_bar(cur.stage), cur.phase ^ 1);
+        const moe_u32 fb = sh.ring.full_bar(cur.stage);
+        const moe_u32 sw = smem_u32(smem + cur.stage * S::kStageBytes);
         if (tid == 0) {
-          stage_rows[stage] = n;
-          if (kt == 0) stage_tile[stage] = t;
-          mbar_arrive_expect_tx(fb, Tile::kWBytes + (kGather ? 0 : boxes * 16 * 128));
-          if (kGated) {  // 8-row groups of gate and up rows of expert e, interleaved
-            tma_load_5d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, 0, 0, c0 / 8, e);
-          } else {
-            tma_load_2d<kTmaWeightL2>(sw, &p.tma_b, fb, kt * 64, e * g.b_rows_per_expert + c0);
-          }
-          if (!kGather) {
-            // 64-row boxes, then 16-row ones for the rest: at most 6 TMA issues per stage where
-            // 16-row boxes alone took 16 at block_m 256 (the same time on the H200: suspected of
-            // the full tiles' slowness, they were not its cause).
-            const int wide = boxes / 4;
-            for (int b = 0; b < wide; ++b) {
-              tma_load_2d<kTmaActL2>(st + b * 64 * 128, &p.tma_a_wide, fb, kt * 64, row0 + 64 * b);
-            }
-            for (int b = 4 * wide; b < boxes; ++b) {
-              tma_load_2d<kTmaActL2>(st + b * 16 * 128, &p.tma_a, fb, kt * 64, row0 + 16 * b);
-            }
-          }
+          sh.stage_rows[cur.stage] = n;
+          if (kt == 0) sh.stage_tile[cur.stage] = t;
+          issue_tma(p, fb, sw, kt, e, pid_n * S::kCols, row0, boxes);
         }
-        if (kGather) {
-          // 8 threads per row (one 16-byte chunk each), 16 rows per pass, the rows the MMA reads
-          // (padding among them zero-filled).
-          const int chunk = tid & 7;
-          const moe_bf16* x = reinterpret_cast<const moe_bf16*>(g.a);
-#pragma unroll
-          for (int i = 0; i < kBlockM / 16; ++i) {
-            const int r = (tid >> 3) + 16 * i;
-            if (r < boxes * 16) {
-              const int tok = s_tok[kGather ? r : 0];
-              const moe_bf16* src =
-                  tok >= 0 ? x + (long long)tok * g.k_dim + kt * 64 + chunk * 8 : x;
-              cp_async_16(st + swizzled_offset<64>(r, chunk), src, tok >= 0 ? 16 : 0);
-            }
-          }
-          cp_async_mbar_arrive_noinc(fb);
+        if (S::kGather) {
+          gather_stage(g, sh, sw + S::Tile::kWBytes, kt, boxes, tid, fb);
         } else {
           __syncwarp();
         }
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
+        cur.advance();
       }
-      t = sched != nullptr ? __shfl_sync(0xffffffffu, fetched, 0) : t + gridDim.x;
+      t = walk.sched != nullptr ? __shfl_sync(0xffffffffu, fetched, 0) : t + gridDim.x;
     }
-    if (sched != nullptr) {
+    if (walk.sched != nullptr) {
       // The end, in the stage the next tile would have filled: stage_tile = total and an arrival
       // without bytes.
-      mbar_wait(smem_u32(&empty_bar[stage]), phase ^ 1);
+      mbar_wait(sh.ring.empty_bar(cur.stage), cur.phase ^ 1);
       if (tid == 0) {
-        stage_tile[stage] = total;
-        mbar_arrive(smem_u32(&full_bar[stage]));
-        walk_counters_done(sched);
+        sh.stage_tile[cur.stage] = walk.total;
+        mbar_arrive(sh.ring.full_bar(cur.stage));
+        walk_counters_done(walk.sched);
       }
     }
-    if (kGather) cp_async_wait<0>();
-    return;
+    if (S::kGather) cp_async_wait<0>();
   }
-  // ---------------------------------------------------------------- consumer warpgroups
-  warpgroup_reg_alloc<kConsumerRegs>();
-  const int c = wg - 1;  // weight rows [64 c, 64 c + 64) of the tile
-  const int warp = tid >> 5;
-  const int lane = tid & 31;
-  float acc[kAcc];
-  int stage = 0, phase = 0;
-  auto fence_acc = [&]() {
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) fence_operand(acc[i]);
-  };
-  constexpr int kRowLoads = (kBlockM + 127) / 128;  // GEMM2: the tile's rows this thread stages
-  for (int t = blockIdx.x;; t += sched != nullptr ? 0 : gridDim.x) {
-    if (sched != nullptr) {  // the tile (or the end) rides with its first k-tile's stage
-      mbar_wait(smem_u32(&full_bar[stage]), phase);
-      t = stage_tile[stage];
-    }
-    if (t >= total) break;
-    int pid_m, pid_n;
-    ws_tile_coords<kGroupM>(t, num_m, num_n, pid_m, pid_n);
-    const long long row0 = (long long)pid_m * kBlockM;
-    // GEMM2: the rows' pair ids and weights go out now and are staged after the main loop.
-    int my_pair[kRowLoads];
-    float my_scale[kRowLoads];
-#pragma unroll
-    for (int i = 0; i < kRowLoads; ++i) {
-      const int r = tid + 128 * i;
-      my_pair[i] = -1;
-      my_scale[i] = 0.0f;
-      if (!kIsGemm1 && r < kBlockM) {
-        my_pair[i] = g.sorted_pairs[row0 + r];
-        my_scale[i] = g.sorted_weights[row0 + r];
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) acc[i] = 0.0f;
-    // The tile's pair count rides with its first k-tile's stage (that wait passes again below).
-    mbar_wait(smem_u32(&full_bar[stage]), phase);
-    const int n = stage_rows[stage];
-    swap_dispatch_n<16, kBlockM>(n, [&](auto kn) {
-      constexpr int kN = decltype(kn)::value;
-      int prev = -1;
-      for (int kt = 0; kt < num_k; ++kt) {
-        mbar_wait(smem_u32(&full_bar[stage]), phase);
-        // NOTE: GEMM1's token rows were written by cp.async (generic proxy); wgmma reads through
-        // the async proxy.
-        if (kGather) fence_proxy_async();
-        const moe_u32 sw = smem_u32(smem + stage * kStageBytes);
-        fence_acc();
-        wgmma_fence();
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) {
-          Wgmma<kN>::mma(acc, wgmma_desc_sw128(sw + c * 64 * 128 + kk * 32),
-                         wgmma_desc_sw128(sw + Tile::kWBytes + kk * 32), 1);
-        }
-        wgmma_commit();
-        fence_acc();
-        wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
-        fence_acc();
-        if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
-        prev = stage;
-        if (++stage == kStages) {
-          stage = 0;
-          phase ^= 1;
-        }
-      }
-      wgmma_wait<0>();
-      fence_acc();
-      if (prev >= 0 && tid == 0) mbar_arrive(smem_u32(&empty_bar[prev]));
-    });
+};
 
-    // Epilogue: weight row (output column) and token of each accumulator (see the file comment).
-    if (!kIsGemm1) {
-      named_bar_sync(1 + c, 128);  // the previous tile's epilogue read its rows
+/// A consumer warpgroup: weight rows [64 c, 64 c + 64) of each tile times its N tokens, then the
+/// transposing epilogue.
+template <class S>
+struct SwapConsumer {
+  SwapShared<S>& sh;
+  SwapWalk<S> const& walk;
+  char* smem;
+  int c, tid, warp, lane;
+  /// The k loop at wgmma width kN (the tile's pairs rounded up to 16). The accumulators and the
+  /// cursor are the caller's locals, so that they stay in registers across the loop.
+  template <int kN>
+  MOETUNE_DEVICE void mainloop(float (&acc)[S::kAcc], WsCursor<S::kStages>& cur) const {
+    auto fence_acc = [&]() {
 #pragma unroll
-      for (int i = 0; i < kRowLoads; ++i) {
-        const int r = tid + 128 * i;
-        if (r < kBlockM) {
-          s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : r] = my_pair[i];
-          s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : r] = my_scale[i];
-        }
+      for (int i = 0; i < S::kAcc; ++i) fence_operand(acc[i]);
+    };
+    int prev = -1;
+    for (int kt = 0; kt < walk.num_k; ++kt) {
+      mbar_wait(sh.ring.full_bar(cur.stage), cur.phase);
+      // NOTE: GEMM1's token rows were written by cp.async (generic proxy); wgmma reads through
+      // the async proxy.
+      if (S::kGather) fence_proxy_async();
+      const moe_u32 sw = smem_u32(smem + cur.stage * S::kStageBytes);
+      fence_acc();
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        Wgmma<kN>::mma(acc, wgmma_desc_sw128(sw + c * 64 * 128 + kk * 32),
+                       wgmma_desc_sw128(sw + S::Tile::kWBytes + kk * 32), 1);
       }
-      named_bar_sync(1 + c, 128);
+      wgmma_commit();
+      fence_acc();
+      wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
+      fence_acc();
+      if (prev >= 0 && tid == 0) mbar_arrive(sh.ring.empty_bar(prev));
+      prev = cur.stage;
+      cur.advance();
     }
-    // Stores through shared memory, 32 tokens per pass: stmatrix .trans turns each warp's
-    // accumulator fragments (weight rows x tokens) into token rows of its output columns, then
-    // every thread stores 16-byte pieces of whole token rows (a warpgroup's 64 or 32 columns: 128
-    // or 64 contiguous bytes, whole 32-byte sectors). Same values and bits as storing each element
-    // from its accumulator. NOTE: 2-byte transposed stores leave half of every sector written by
-    // one instruction (ncu: 49% of GEMM2's global sectors excessive).
-    using Epi = SwapEpilogue<kGated>;
+    wgmma_wait<0>();
+    fence_acc();
+    if (prev >= 0 && tid == 0) mbar_arrive(sh.ring.empty_bar(prev));
+  }
+
+  /// GEMM2: the tile's pair ids and weights, loaded before the main loop, staged for the store.
+  MOETUNE_DEVICE void stage_rows(int const (&my_pair)[S::kRowLoads],
+                                 float const (&my_scale)[S::kRowLoads]) const {
+    named_bar_sync(1 + c, 128);  // the previous tile's epilogue read its rows
+#pragma unroll
+    for (int i = 0; i < S::kRowLoads; ++i) {
+      const int r = tid + 128 * i;
+      if (r < S::kBlockM) {
+        sh.s_pair[S::kIsGemm1 ? 0 : c][S::kIsGemm1 ? 0 : r] = my_pair[i];
+        sh.s_scale[S::kIsGemm1 ? 0 : c][S::kIsGemm1 ? 0 : r] = my_scale[i];
+      }
+    }
+    named_bar_sync(1 + c, 128);
+  }
+
+  MOETUNE_DEVICE static float add(float v, float b) { return S::kBias ? v + b : v; }
+
+  /// Gated GEMM1, pass q: act(gate, up) of tokens 32 q.. into the buffer. Matrix i: output
+  /// columns 8 warp + (0..7) x tokens 8 i + (0..7); lane l gives the address of token row l.
+  MOETUNE_DEVICE void pack_gated(float const (&acc)[S::kAcc], moe_u32 epi, int q, float bg,
+                                 float bu) const {
+    moe_u32 r[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int j = 4 * q + i;
+      r[i] =
+          pack_bf16x2(apply_gated_act<S::kAct>(add(acc[4 * j], bg), add(acc[4 * j + 2], bu)),
+                      apply_gated_act<S::kAct>(add(acc[4 * j + 1], bg), add(acc[4 * j + 3], bu)));
+    }
+    stmatrix_x4_trans(epi + S::Epi::offset(lane, warp), r[0], r[1], r[2], r[3]);
+  }
+
+  /// Plain GEMM1 (act) or GEMM2 (routing weight), pass q, into the buffer. brow: the bias row.
+  MOETUNE_DEVICE void pack_plain(float const (&acc)[S::kAcc], GemmParams const& g, moe_u32 epi,
+                                 int q, int wcol0, const moe_bf16* brow) const {
+#pragma unroll
+    for (int i2 = 0; i2 < 2; ++i2) {
+      moe_u32 r[4];
+#pragma unroll
+      for (int m = 0; m < 4; ++m) {  // matrix m: token block j, weight rows + 8 (m & 1)
+        const int j = 4 * q + 2 * i2 + (m >> 1);
+        const int i = 4 * j + 2 * (m & 1);
+        float s0 = 1.0f, s1 = 1.0f;
+        if (!S::kIsGemm1) {
+          s0 = sh.s_scale[S::kIsGemm1 ? 0 : c][S::kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3)];
+          s1 = sh.s_scale[S::kIsGemm1 ? 0 : c][S::kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3) + 1];
+        }
+        // GEMM1: weight row (output column) lane / 4 + 8 (m & 1) of the warp's 16.
+        const int col = wcol0 + 16 * warp + 8 * (m & 1) + (lane >> 2);
+        const float b = S::kBias && col < g.n_dim ? bias_at(brow, col) : 0.0f;
+        r[m] = S::kIsGemm1 ? pack_bf16x2(apply_act<S::kAct>(add(acc[i], b)),
+                                         apply_act<S::kAct>(add(acc[i + 1], b)))
+                           : pack_bf16x2(acc[i] * s0, acc[i + 1] * s1);
+      }
+      const int m = lane >> 3;
+      const int t = 8 * (2 * i2 + (m >> 1)) + (lane & 7);
+      stmatrix_x4_trans(epi + S::Epi::offset(t, 2 * warp + (m & 1)), r[0], r[1], r[2], r[3]);
+    }
+  }
+
+  /// Stores through shared memory, 32 tokens per pass: stmatrix .trans turns each warp's
+  /// accumulator fragments (weight rows x tokens) into token rows of its output columns, then
+  /// every thread stores 16-byte pieces of whole token rows (a warpgroup's 64 or 32 columns: 128
+  /// or 64 contiguous bytes, whole 32-byte sectors). Same values and bits as storing each element
+  /// from its accumulator. NOTE: 2-byte transposed stores leave half of every sector written by
+  /// one instruction (ncu: 49% of GEMM2's global sectors excessive).
+  MOETUNE_DEVICE void epilogue(float const (&acc)[S::kAcc], GemmParams const& g, int pid_m,
+                               int pid_n, long long row0, int n) const {
     moe_bf16* out = reinterpret_cast<moe_bf16*>(g.out);
-    const moe_u32 epi = smem_u32(&s_epi[c][0]);
-    const int wcol0 = pid_n * kCols + c * Epi::kCols;  // the warpgroup's first output column
-    // kActBias: b1 of the tile's expert at output column col (gated: gate, and up at + n_dim).
+    const moe_u32 epi = smem_u32(&sh.s_epi[c][0]);
+    const int wcol0 = pid_n * S::kCols + c * S::Epi::kCols;  // the warpgroup's first column
+    // kBias: b1 of the tile's expert (gated: gate at column col, up at col + n_dim).
     const moe_bf16* brow =
-        kBias ? g.bias + (long long)g.block_expert[pid_m] * g.b_rows_per_expert : nullptr;
-    auto bias = [&](int col) { return kBias && col < g.n_dim ? bias_at(brow, col) : 0.0f; };
-    auto add = [](float v, float b) { return kBias ? v + b : v; };  // unbiased: the same bits
+        S::kBias ? g.bias + (long long)g.block_expert[pid_m] * g.b_rows_per_expert : nullptr;
     // Gated: this lane's output column (the weight row of acc[4 j] and, 8 rows on, acc[4 j + 2]).
     const int gcol = wcol0 + 8 * warp + (lane >> 2);
-    const float bg = kGated ? bias(gcol) : 0.0f;
-    const float bu = kGated && kBias && gcol < g.n_dim ? bias_at(brow, g.n_dim + gcol) : 0.0f;
+    const bool gb = S::kGated && S::kBias && gcol < g.n_dim;
+    const float bg = gb ? bias_at(brow, gcol) : 0.0f;
+    const float bu = gb ? bias_at(brow, g.n_dim + gcol) : 0.0f;
 #pragma unroll
-    for (int q = 0; q < kBlockM / 32; ++q) {
+    for (int q = 0; q < S::kBlockM / 32; ++q) {
       if (32 * q >= n) break;
       named_bar_sync(4 + c, 128);  // the previous pass read the buffer
-      if (kGated) {
-        moe_u32 r[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int j = 4 * q + i;
-          r[i] =
-              pack_bf16x2(apply_gated_act<kAct>(add(acc[4 * j], bg), add(acc[4 * j + 2], bu)),
-                          apply_gated_act<kAct>(add(acc[4 * j + 1], bg), add(acc[4 * j + 3], bu)));
-        }
-        // Matrix i: output columns 8 warp + (0..7) x tokens 8 i + (0..7); lane l gives the
-        // address of token row l.
-        stmatrix_x4_trans(epi + Epi::offset(lane, warp), r[0], r[1], r[2], r[3]);
+      if (S::kGated) {
+        pack_gated(acc, epi, q, bg, bu);
       } else {
-#pragma unroll
-        for (int i2 = 0; i2 < 2; ++i2) {
-          moe_u32 r[4];
-#pragma unroll
-          for (int m = 0; m < 4; ++m) {  // matrix m: token block j, weight rows + 8 (m & 1)
-            const int j = 4 * q + 2 * i2 + (m >> 1);
-            const int i = 4 * j + 2 * (m & 1);
-            float s0 = 1.0f, s1 = 1.0f;
-            if (!kIsGemm1) {
-              s0 = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3)];
-              s1 = s_scale[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : 8 * j + 2 * (lane & 3) + 1];
-            }
-            // GEMM1: weight row (output column) lane / 4 + 8 (m & 1) of the warp's 16.
-            const float b = bias(wcol0 + 16 * warp + 8 * (m & 1) + (lane >> 2));
-            r[m] = kIsGemm1 ? pack_bf16x2(apply_act<kAct>(add(acc[i], b)),
-                                          apply_act<kAct>(add(acc[i + 1], b)))
-                            : pack_bf16x2(acc[i] * s0, acc[i + 1] * s1);
-          }
-          const int m = lane >> 3;
-          const int t = 8 * (2 * i2 + (m >> 1)) + (lane & 7);
-          stmatrix_x4_trans(epi + Epi::offset(t, 2 * warp + (m & 1)), r[0], r[1], r[2], r[3]);
-        }
+        pack_plain(acc, g, epi, q, wcol0, brow);
       }
       named_bar_sync(4 + c, 128);
 #pragma unroll
-      for (int idx = tid; idx < 32 * Epi::kPieces; idx += 128) {
-        const int t = idx / Epi::kPieces;
-        const int piece = idx % Epi::kPieces;
+      for (int idx = tid; idx < 32 * S::Epi::kPieces; idx += 128) {
+        const int t = idx / S::Epi::kPieces;
+        const int piece = idx % S::Epi::kPieces;
         const int tok = 32 * q + t;
         const int col = wcol0 + 8 * piece;
         if (tok >= n || col >= g.n_dim) continue;
-        const long long orow = kIsGemm1 ? row0 + tok : s_pair[kIsGemm1 ? 0 : c][kIsGemm1 ? 0 : tok];
+        const long long orow =
+            S::kIsGemm1 ? row0 + tok : sh.s_pair[S::kIsGemm1 ? 0 : c][S::kIsGemm1 ? 0 : tok];
         *reinterpret_cast<uint4*>(out + orow * g.n_dim + col) =
-            ld_shared_v4(epi + Epi::offset(t, piece));
+            ld_shared_v4(epi + S::Epi::offset(t, piece));
       }
     }
+  }
+
+  MOETUNE_DEVICE void run(GemmParams const& g) const {
+    warpgroup_reg_alloc<S::kConsumerRegs>();
+    WsCursor<S::kStages> cur;
+    float acc[S::kAcc];
+    for (int t = blockIdx.x;; t += walk.sched != nullptr ? 0 : gridDim.x) {
+      if (walk.sched != nullptr) {  // the tile (or the end) rides with its first k-tile's stage
+        mbar_wait(sh.ring.full_bar(cur.stage), cur.phase);
+        t = sh.stage_tile[cur.stage];
+      }
+      if (t >= walk.total) break;
+      int pid_m, pid_n;
+      ws_tile_coords<S::kGroupM>(t, walk.num_m, walk.num_n, pid_m, pid_n);
+      const long long row0 = (long long)pid_m * S::kBlockM;
+      // GEMM2: the rows' pair ids and weights go out now and are staged after the main loop.
+      int my_pair[S::kRowLoads];
+      float my_scale[S::kRowLoads];
+#pragma unroll
+      for (int i = 0; i < S::kRowLoads; ++i) {
+        const int r = tid + 128 * i;
+        my_pair[i] = -1;
+        my_scale[i] = 0.0f;
+        if (!S::kIsGemm1 && r < S::kBlockM) {
+          my_pair[i] = g.sorted_pairs[row0 + r];
+          my_scale[i] = g.sorted_weights[row0 + r];
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < S::kAcc; ++i) acc[i] = 0.0f;
+      // The tile's pair count rides with its first k-tile's stage (that wait passes again below).
+      mbar_wait(sh.ring.full_bar(cur.stage), cur.phase);
+      const int n = sh.stage_rows[cur.stage];
+      swap_dispatch_n<16, S::kBlockM>(n, [&](auto kn) { mainloop<decltype(kn)::value>(acc, cur); });
+      if (!S::kIsGemm1) stage_rows(my_pair, my_scale);
+      epilogue(acc, g, pid_m, pid_n, row0, n);
+    }
+  }
+};
+
+template <int kBlockM, int kConsumers, int kStages, int kGroupM, int kAct, bool kIsGemm1>
+__global__ void __launch_bounds__((kConsumers + 1) * 128, 1)
+    moe_swap_gemm_kernel(const __grid_constant__ WsGemmParams p) {
+  using S = SwapShape<kBlockM, kConsumers, kStages, kGroupM, kAct, kIsGemm1>;
+  extern __shared__ __align__(1024) char smem_raw[];
+  __shared__ SwapShared<S> sh;
+  char* smem =
+      reinterpret_cast<char*>((reinterpret_cast<unsigned long long>(smem_raw) + 1023) & ~1023ull);
+  const int wg = threadIdx.x >> 7;
+  const int tid = threadIdx.x & 127;
+  if (threadIdx.x == 0) {
+    if (!S::kGather) {
+      tma_prefetch_descriptor(&p.tma_a);
+      tma_prefetch_descriptor(&p.tma_a_wide);
+    }
+    tma_prefetch_descriptor(&p.tma_b);
+    // GEMM1 gathering: the TMA arrival and one cp.async arrival per producer thread (.noinc).
+    sh.ring.init(S::kGather ? 1 + 128 : 1, kConsumers);
+  }
+  __syncthreads();
+  pdl_launch_dependents();
+  pdl_wait();  // NOTE: align / permute / GEMM1 outputs are visible only after this
+  const SwapWalk<S> walk(p);
+  if (wg == 0) {
+    SwapProducer<S>::run(p, walk, sh, smem, tid);
+  } else {
+    SwapConsumer<S>{sh, walk, smem, wg - 1, tid, tid >> 5, tid & 31}.run(p.g);
   }
 }
 

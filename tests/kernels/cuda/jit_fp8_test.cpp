@@ -71,6 +71,21 @@ TEST(Fp8Geometry, TmaWsTakesBlockM64Or128WithTheirWarpCounts) {
   }
 }
 
+TEST(Fp8Geometry, DefaultRuleRunsTmaWsFrom96PairsPerExpert) {
+  for (auto base : shapes(1)) {
+    const int64_t per_pair = base.num_experts / base.top_k;  // M = per_pair * pairs per expert
+    for (auto [pairs, ws] : {std::pair{95, false}, std::pair{96, true}, std::pair{4096, true}}) {
+      auto p = base;
+      p.num_tokens = pairs * per_pair;
+      auto const c = sm90_default_config(p);
+      const bool is_ws = c.gemm1.launch.schedule == core::Schedule::kTmaWarpSpecialized;
+      EXPECT_EQ(is_ws, ws) << core::to_string(p) << ": " << core::short_string(c);
+      EXPECT_EQ(c.gemm2.launch.schedule, c.gemm1.launch.schedule) << core::short_string(c);
+      if (ws) EXPECT_EQ(c.gemm1.tile.block_m, 128) << core::short_string(c);
+    }
+  }
+}
+
 TEST(Fp8Geometry, DefaultsAndEverySearchedConfigAreImplementable) {
   for (int64_t m : {1, 7, 64, 512, 4096, 16384}) {
     for (auto const& p : shapes(m)) {
