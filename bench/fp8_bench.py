@@ -5,7 +5,7 @@ moetune.fused_moe with e4m3 weights, and vLLM's Triton fp8 path as its peer, aga
 floor measured in the same run.
 
     PYTHONPATH=build/python python bench/fp8_bench.py --out fp8.csv [--shapes F2,F3,F4]
-        [--ms 1,4,...] [--check-m 64] [--no-vllm]
+        [--ms 1,4,...] [--check-m 64] [--no-vllm] [--config LABEL=JSON ...]
 
 Shapes (../shared/anchors/h100-fp8-vllm.md names them so): F2 Qwen3-30B-A3B-like E128 K2048 I768
 top-8, F4 DeepSeek-V3-like E256 K7168 I2048 top-8 (block 128x128, activations per token per 128
@@ -19,6 +19,7 @@ quantisation-faithful fp64 reference (the one the tests use) on the experts that
 
 Systems (column `system`), same weights, inputs and protocol, interleaved per point:
   moetune      moetune.fused_moe; the layer's default rule (no fp8 tables ship).
+  moetune:L    moetune.fused_moe with the explicit config of --config L=JSON (its `config`).
   vllm_triton  vLLM 0.33.0's fused_moe_kernel on its use_fp8_w8a8 path (moetune.engines.
                vllm_triton, from .engines/ or an installed vllm): vLLM's launch and its config
                lookup for dtype fp8_w8a8 (and block_shape): its shipped fp8 table for this device
@@ -37,6 +38,7 @@ the geomean and worst t/floor, and for moetune how many points beat vllm_triton.
 
 import argparse
 import csv
+import json
 import math
 import os
 import statistics
@@ -126,10 +128,10 @@ def check(s, weights, m, a_scales, runner):
     return rel_l2(out, fp8_reference(layer, block=s["block"], **kw))
 
 
-def run(s, x, w1, w2, tw, ids, w1s, w2s, a_scales):
+def run(s, x, w1, w2, tw, ids, w1s, w2s, a_scales, config=None):
     kw = dict(block_shape=[128, 128]) if s["block"] else dict(a1_scale=a_scales[0],
                                                                a2_scale=a_scales[1])
-    return moetune.fused_moe(x, w1, w2, tw, ids, w1_scale=w1s, w2_scale=w2s, **kw)
+    return moetune.fused_moe(x, w1, w2, tw, ids, w1_scale=w1s, w2_scale=w2s, config=config, **kw)
 
 
 def run_layer(s, layer, a_scales):
@@ -186,7 +188,7 @@ def _why(e):
     return f"{type(e).__name__}: {e}".replace("\n", " ")
 
 
-def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows):
+def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extra=()):
     s = SHAPES[name]
     weights = make_weights(s)
     # Static input scales of the per-tensor shape: x ~ N(0, 1), the intermediate of these weights.
@@ -209,6 +211,10 @@ def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows):
         first = m == ms[0]
         systems = {"moetune": (lambda: run(s, x, weights[0], weights[1], tw, ids, weights[2],
                                            weights[3], a_scales), "default rule")}
+        for label, cfg in extra:  # explicit configs, timed beside the default (--config)
+            systems["moetune:" + label] = (
+                lambda c=cfg: run(s, x, weights[0], weights[1], tw, ids, weights[2], weights[3],
+                                  a_scales, config=c), json.dumps(cfg, separators=(",", ":")))
         if v is not None:
             try:
                 prepared = v.prepare(ids)  # outside the graph: align is not timed
@@ -224,7 +230,7 @@ def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows):
                 g, _ = capture(fn)
                 timing = time_graph(g, flush)
                 del g
-                err = f"{errs[system]:.2e}" if first else ""
+                err = f"{errs[system]:.2e}" if first and system in errs else ""
                 row = point_row(name, s, m, system, timing, fl, bound, hit, err, config,
                                 copy_gbs, tflops)
                 if system == "vllm_triton":
@@ -253,13 +259,14 @@ def summary(names, rows):
     lines = [f"device {torch.cuda.get_device_name()}",
              "shape  system       points  geomean t/floor  worst  vs vllm_triton"]
     for n in names:
-        for system in SYSTEMS:
+        extras = sorted({r["system"] for r in timed} - set(SYSTEMS))
+        for system in SYSTEMS[:1] + tuple(extras) + SYSTEMS[1:]:
             mine = {r["m"]: r for r in timed if r["shape"] == n and r["system"] == system}
             if not mine:
                 continue
             t = [float(r["t_floor"]) for r in mine.values()]
             versus = ""
-            if system == "moetune":
+            if system.startswith("moetune"):
                 peer = {r["m"]: float(r["median_us"]) for r in timed
                         if r["shape"] == n and r["system"] == "vllm_triton"}
                 both = [m for m in mine if m in peer]
@@ -281,7 +288,20 @@ def main():
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--check-m", type=int, default=4, help="M of the correctness check (0: none)")
     ap.add_argument("--no-vllm", action="store_true", help="moetune only: no vllm_triton peer")
+    ap.add_argument("--config", action="append", default=[], metavar="LABEL=JSON",
+                    help="also time moetune with this explicit config (system moetune:LABEL; "
+                         "the torch op's config dict as JSON, both GEMMs); repeatable")
     a = ap.parse_args()
+    extra = []
+    for item in a.config:
+        label, _, text = item.partition("=")
+        try:
+            extra.append((label, json.loads(text)))
+        except json.JSONDecodeError as e:
+            ap.error(f"--config {label}: not JSON ({e}); expected LABEL={{\"gemm1\": ..., "
+                     f"\"gemm2\": ...}}")
+        if not label:
+            ap.error("--config: no LABEL before '='; expected LABEL=JSON")
     names = a.shapes.split(",")
     bad = [n for n in names if n not in SHAPES]
     if bad:
@@ -294,7 +314,7 @@ def main():
     flush = lambda: scratch.zero_()
     rows = []
     for n in names:
-        bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, not a.no_vllm, rows)
+        bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, not a.no_vllm, rows, extra)
     with open(a.out + ".tmp", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, restval="")
         w.writeheader()
