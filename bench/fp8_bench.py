@@ -315,14 +315,18 @@ def main():
     rows = []
     for n in names:
         bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, not a.no_vllm, rows, extra)
-    with open(a.out + ".tmp", "w", newline="") as f:
+        write_csv(a.out, rows)  # after every shape: a run cut short keeps the shapes it finished
+    print("\n" + summary(names, rows))
+
+
+def write_csv(path, rows):
+    with open(path + ".tmp", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, restval="")
         w.writeheader()
         w.writerows(rows)
         f.flush()
         os.fsync(f.fileno())
-    os.replace(a.out + ".tmp", a.out)
-    print("\n" + summary(names, rows))
+    os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":
