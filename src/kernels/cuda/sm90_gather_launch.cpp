@@ -322,7 +322,7 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
       static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));
   if (a_rows > 0) {
     // 64-row boxes at block_m 192 and 256: the kernel loads only the granules of a tile that hold
-    // pairs (kGranules in sm90_ws_kernel.cuh; whole tiles on 1x2 clusters, which multicast them).
+    // pairs (kGranules in sm90_ws_shape.cuh; whole tiles on 1x2 clusters, which multicast them).
     const bool granules = (g.block_m == 256 || g.block_m == 192) && g.cluster_n == 1;
     MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows, static_cast<uint64_t>(gp.k_dim),
                                           static_cast<uint32_t>(granules ? 64 : g.block_m), "h"));
