@@ -11,7 +11,8 @@
 // Both issue the wgmma sequence of the cp.async fp8 loop (sm90_fp8_mainloop.cuh) at the same
 // width, so the two give the same bits. Limits: one 64-row half per warpgroup (kHalves 1);
 // block-scaled: a warpgroup's columns inside one 128-wide weight block.
-// Covered by tests/python/test_fp8_gpu.py and Sm90Jit.Fp8KernelsCompileWithoutSpills...
+// Covered by tests/python/test_fp8_gpu.py and
+// Sm90Jit.Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma.
 #pragma once
 
 #include "sm90_common.cuh"

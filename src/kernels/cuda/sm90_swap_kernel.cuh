@@ -32,7 +32,7 @@
 // Deterministic: each output element is one wgmma accumulation chain over k in order; no float
 // atomics (the walk's counter only decides which CTA computes a tile, not its bits).
 // Not bitwise equal to the tma_ws kernel (the MMA's operand roles differ); within the bf16 band of
-// the fp64 reference like every kernel (tests/kernels/cuda/sm90_gather_test.cpp).
+// the fp64 reference like every kernel (tests/kernels/cuda/sm90_gather_families_test.cpp).
 #pragma once
 
 #include "sm90_common.cuh"

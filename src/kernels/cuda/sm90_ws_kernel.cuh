@@ -16,7 +16,8 @@
 // 2i + 1 of one m-block, and rank 0 loads the h rows once for both (TMA multicast), which cuts
 // the L2-to-SM traffic of a tile by its A share (a third at 128 x 256, two thirds at 256 x 128).
 // On the H200 it was slower or equal in the layer, so no table or search space uses it.
-// Covered by tests/kernels/cuda/sm90_gather_test.cpp (configs with schedule tma_ws / pingpong).
+// Covered by tests/kernels/cuda/sm90_gather_test.cpp and sm90_gather_families_test.cpp (configs
+// with schedule tma_ws / pingpong).
 #pragma once
 
 #include "sm90_common.cuh"
