@@ -73,12 +73,6 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
     return acc[(h * (kBlockN / 8) + nn) * 4 + i];
   }
 
-  template <int kN>
-  MOETUNE_DEVICE static void fence(float (&r)[kN]) {
-#pragma unroll
-    for (int i = 0; i < kN; ++i) fence_operand(r[i]);
-  }
-
   /// The four k32 steps of one stage into `d`; the first overwrites d when `fresh`.
   MOETUNE_DEVICE static void compute_stage(float* d, char* smem, int stage, bool fresh) {
     const int wg = threadIdx.x >> 7;
@@ -137,17 +131,17 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
     } else {
       for (int kt = 0; kt < num_k_tiles; ++kt) {
         refill(smem, kt, num_k_tiles, a, a_off, b_base, b_gate_row0, b_up_row0, valid_n, k_units);
-        fence(acc);
+        fence_operands(acc);
         wgmma_fence();
         compute_stage(acc, smem, kt % kStages, false);
         wgmma_commit();
-        fence(acc);
+        fence_operands(acc);
         wgmma_wait<1>();  // MMAs of tile kt-1 are done; tile kt may still run
-        fence(acc);
+        fence_operands(acc);
       }
-      fence(acc);
+      fence_operands(acc);
       wgmma_wait<0>();
-      fence(acc);
+      fence_operands(acc);
     }
     cp_async_wait<0>();
   }
@@ -157,14 +151,14 @@ struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   /// serialise every wgmma (C7514: it cannot tell which group a promotion reads) and spill; so
   /// each k-block is waited for before its promotion, as CUTLASS and DeepGEMM do.
   MOETUNE_DEVICE void block_step(char* smem, int kt, Fp8TileScales const& scales) {
-    fence(part);
+    fence_operands(part);
     wgmma_fence();
     compute_stage(part, smem, kt % kStages, true);
     wgmma_commit();
     const float4 sc = fp8_load_scales(scales, kt);  // loads in flight under the MMAs
-    fence(part);
+    fence_operands(part);
     wgmma_wait<0>();  // the partial sums are read now: no group stays in flight
-    fence(part);
+    fence_operands(part);
     fp8_promote<kBlockN, kGated>(acc, part, sc);
   }
 };

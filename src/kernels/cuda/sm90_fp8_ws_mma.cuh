@@ -18,6 +18,7 @@
 #include "sm90_common.cuh"
 #include "sm90_fp8_mainloop.cuh"
 #include "sm90_fp8_wgmma_ops.cuh"
+#include "sm90_gather_kernel.cuh"
 #include "sm90_ws_mma.cuh"
 
 namespace moetune_dev {
@@ -26,8 +27,8 @@ template <bool kBlockScaled, int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma;
 
 template <int kBlockN, bool kGated, bool kIsGemm1>
-struct Fp8WsMma<false, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1> {
-  using Base = WsAccumulators<kBlockN, kGated, 1>;
+struct Fp8WsMma<false, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1, WgmmaFp8> {
+  using Base = WsAccumulators<kBlockN, kGated, 1, WgmmaFp8>;
   const float* a_scale;  // [1]: the GEMM input's static scale
   const float* b_scale;  // [E]: each expert's weight scale
   float tile_scale = 1.0f;
@@ -41,26 +42,11 @@ struct Fp8WsMma<false, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGat
 #pragma unroll
     for (int i = 0; i < Base::kHalfRegs; ++i) this->acc[i] *= tile_scale;
   }
-  template <int kH>
-  MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int) {
-    static_assert(kH == 1, "fp8 tma_ws: one 64-row half per warpgroup");
-    this->fence_all();
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      WgmmaFp8<Base::kWidth>::mma(this->acc, wgmma_desc_sw128(a_base + kk * 32),
-                                  wgmma_desc_sw128(b_base + kk * 32), 1);
-    }
-    wgmma_commit();
-    this->fence_all();
-    wgmma_wait<1>();
-    this->fence_all();
-  }
 };
 
 template <int kBlockN, bool kGated, bool kIsGemm1>
-struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1> {
-  using Base = WsAccumulators<kBlockN, kGated, 1>;
+struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1, WgmmaFp8> {
+  using Base = WsAccumulators<kBlockN, kGated, 1, WgmmaFp8>;
   static constexpr bool kRetiresAll = true;
   static_assert(kBlockN <= 128 && 128 % kBlockN == 0,
                 "fp8 block-scaled: a warpgroup's columns must lie in one 128-wide weight block");
@@ -90,11 +76,6 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
   }
   MOETUNE_DEVICE void end_tile() {}
 
-  template <int kN>
-  MOETUNE_DEVICE static void fence(float (&r)[kN]) {
-#pragma unroll
-    for (int i = 0; i < kN; ++i) fence_operand(r[i]);
-  }
   /// k-tile kt: its four wgmma into `part` (the first overwrites), waited for, then promoted.
   /// NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every wgmma in the
   /// cp.async loop (C7514), so each k-block is waited for before its promotion, as CUTLASS and
@@ -102,7 +83,7 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
   template <int kH>
   MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int kt) {
     static_assert(kH == 1, "fp8 tma_ws: one 64-row half per warpgroup");
-    fence(part);
+    fence_operands(part);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < 4; ++kk) {
@@ -111,9 +92,9 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
     }
     wgmma_commit();
     const float4 s = fp8_load_scales(sc, kt);  // loads in flight under the MMAs
-    fence(part);
+    fence_operands(part);
     wgmma_wait<0>();
-    fence(part);
+    fence_operands(part);
     fp8_promote<kBlockN, kGated>(this->acc, part, s);
   }
 };

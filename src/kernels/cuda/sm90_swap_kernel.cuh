@@ -288,10 +288,6 @@ struct SwapConsumer {
   /// cursor are the caller's locals, so that they stay in registers across the loop.
   template <int kN>
   MOETUNE_DEVICE void mainloop(float (&acc)[S::kAcc], WsCursor<S::kStages>& cur) const {
-    auto fence_acc = [&]() {
-#pragma unroll
-      for (int i = 0; i < S::kAcc; ++i) fence_operand(acc[i]);
-    };
     int prev = -1;
     for (int kt = 0; kt < walk.num_k; ++kt) {
       mbar_wait(sh.ring.full_bar(cur.stage), cur.phase);
@@ -299,7 +295,7 @@ struct SwapConsumer {
       // the async proxy.
       if (S::kGather) fence_proxy_async();
       const moe_u32 sw = smem_u32(smem + cur.stage * S::kStageBytes);
-      fence_acc();
+      fence_operands(acc);
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
@@ -307,15 +303,15 @@ struct SwapConsumer {
                        wgmma_desc_sw128(sw + S::Tile::kWBytes + kk * 32), 1);
       }
       wgmma_commit();
-      fence_acc();
+      fence_operands(acc);
       wgmma_wait<1>();  // the previous k-tile's wgmma retired: its stage may be refilled
-      fence_acc();
+      fence_operands(acc);
       if (prev >= 0 && tid == 0) mbar_arrive(sh.ring.empty_bar(prev));
       prev = cur.stage;
       cur.advance();
     }
     wgmma_wait<0>();
-    fence_acc();
+    fence_operands(acc);
     if (prev >= 0 && tid == 0) mbar_arrive(sh.ring.empty_bar(prev));
   }
 

@@ -30,6 +30,12 @@ MOETUNE_DEVICE void wgmma_wait() {
 }
 /// Keeps the compiler from moving accumulator registers across async wgmma boundaries.
 MOETUNE_DEVICE void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+/// fence_operand on every register of an accumulator array.
+template <int kN>
+MOETUNE_DEVICE void fence_operands(float (&r)[kN]) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) fence_operand(r[i]);
+}
 MOETUNE_DEVICE void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }

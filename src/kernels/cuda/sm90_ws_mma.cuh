@@ -17,7 +17,9 @@ namespace moetune_dev {
 /// Accumulators of one consumer warpgroup, with the epilogue's accessor (every warp owns 16 rows
 /// of each of kHalves 64-row halves and all kBlockN columns as n8 fragments; gated: gate
 /// fragments first, then up; half mm's registers follow half mm - 1's).
-template <int kBlockN, bool kGated, int kHalves = 1>
+/// kOp: the wgmma wrapper of the element type (Wgmma: bf16 m64nNk16; WgmmaFp8: e4m3 m64nNk32);
+/// a k-tile is four of its k-steps either way (32 bytes of each 128-byte row per step).
+template <int kBlockN, bool kGated, int kHalves = 1, template <int> class kOp = Wgmma>
 struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
   using Layout = WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64>;
   static constexpr int kNumAcc = Layout::kNumAcc;
@@ -29,10 +31,7 @@ struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
   MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
     return acc[mm * kHalfRegs + (h * (kBlockN / 8) + nn) * 4 + i];
   }
-  MOETUNE_DEVICE void fence_all() {
-#pragma unroll
-    for (int i = 0; i < kHalves * kHalfRegs; ++i) fence_operand(acc[i]);
-  }
+  MOETUNE_DEVICE void fence_all() { fence_operands(acc); }
   /// A tile starts: zeroed accumulators (the walk, tile and rows are for policies with scales).
   template <class Walk>
   MOETUNE_DEVICE void begin_tile(Walk const&, int, int, long long) {
@@ -40,8 +39,8 @@ struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
     for (int i = 0; i < kHalves * kHalfRegs; ++i) acc[i] = 0.0f;
   }
   MOETUNE_DEVICE void end_tile() {}
-  /// One 64-deep k-tile on the first kH halves, the same for every consumer schedule: per k16
-  /// step an m64 wgmma per half (A half h at a_base + h * 64 rows of 128 bytes, the B rows at
+  /// One k-tile on the first kH halves, the same for every consumer schedule: per k-step an m64
+  /// wgmma per half (A half h at a_base + h * 64 rows of 128 bytes, the B rows at
   /// b_base), committed; returns once the previous k-tile's wgmma retired, so that k-tile's stage
   /// may be released.
   template <int kH>
@@ -52,8 +51,8 @@ struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
     for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
       for (int h = 0; h < kH; ++h) {
-        Wgmma<kWidth>::mma(acc + h * kHalfRegs, wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
-                           wgmma_desc_sw128(b_base + kk * 32), 1);
+        kOp<kWidth>::mma(acc + h * kHalfRegs, wgmma_desc_sw128(a_base + h * 64 * 128 + kk * 32),
+                         wgmma_desc_sw128(b_base + kk * 32), 1);
       }
     }
     wgmma_commit();
