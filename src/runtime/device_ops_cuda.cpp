@@ -73,34 +73,33 @@ class CudaDeviceOps final : public DeviceOps {
   }
   core::Status launch(core::MoeProblem const& p, core::MoeConfig const& c, Launchable const& l,
                       LayerArgs const& a, void* stream) override {
-    size_t const need = kc::sm90_gather_workspace_bytes(p, c);
-    if (a.workspace.alloc != nullptr) return launch_in_caller_workspace(p, c, l, a, need, stream);
+    // The launchable carries the config's kernels and their geometry: nothing derived per call.
+    auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
+    size_t const need = kc::sm90_gather_workspace_bytes(*k, p);
+    if (a.workspace.alloc != nullptr) return launch_in_caller_workspace(p, *k, a, need, stream);
     if (need > bytes_) {
       return core::make_error(core::ErrorCode::kInvalidArgument, "MoeRunner::run",
                               "config needs " + std::to_string(need) + " workspace bytes but " +
                                   std::to_string(bytes_) + " are held; raise max_tokens");
     }
-    auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
     kc::MoeArgs const args = moe_args(a);
     return kc::launch_sm90_gather(*k, p, args, workspace_, bytes_,
                                   static_cast<cudaStream_t>(stream), kc::kStageAll, fast_paths_);
   }
   /// One launch in scratch the caller allocates for it (torch's caching allocator): stream-ordered
   /// and capture-safe, so each stream and each CUDA graph has its own.
-  core::Status launch_in_caller_workspace(core::MoeProblem const& p, core::MoeConfig const& c,
-                                          Launchable const& l, LayerArgs const& a, size_t need,
-                                          void* stream) {
-    size_t const bytes = std::max<size_t>(need, 256);  // a real allocation even at M = 0
-    void* ws = a.workspace.alloc(a.workspace.ctx, bytes);
+  core::Status launch_in_caller_workspace(core::MoeProblem const& p,
+                                          kc::Sm90GatherKernels const& k, LayerArgs const& a,
+                                          size_t bytes, void* stream) {
+    void* ws = a.workspace.alloc(a.workspace.ctx, bytes);  // bytes > 0, even at M = 0
     if (ws == nullptr) {
       return core::make_error(core::ErrorCode::kIo, "MoeRunner::run",
                               "the caller's workspace allocator returned no memory for " +
                                   std::to_string(bytes) + " bytes");
     }
     auto cs = static_cast<cudaStream_t>(stream);
-    auto const* k = static_cast<kc::Sm90GatherKernels const*>(l.get());
     kc::MoeArgs const args = moe_args(a);
-    return kc::launch_sm90_gather(*k, p, args, ws, bytes, cs, kc::kStageAll, fast_paths_);
+    return kc::launch_sm90_gather(k, p, args, ws, bytes, cs, kc::kStageAll, fast_paths_);
   }
   bool stream_capturing(void* stream) const override {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

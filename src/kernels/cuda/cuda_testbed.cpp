@@ -255,7 +255,7 @@ core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
 }
 
 core::Status CudaTestbed::ensure_workspace(size_t bytes) {
-  return grow(ws_, ws_bytes_, std::max<size_t>(bytes, 256));  // allocated even at M = 0
+  return grow(ws_, ws_bytes_, bytes);  // sm90_gather_workspace_bytes: never 0, even at M = 0
 }
 
 core::Result<std::shared_ptr<Sm90GatherKernels const>> CudaTestbed::kernels_for(
@@ -279,15 +279,15 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   auto k = kernels_for(config);
   if (!k.ok()) return k.error();
   const auto& p = problem_;
-  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(p, config)));
+  const size_t ws_need = sm90_gather_workspace_bytes(**k, p);
+  MOETUNE_RETURN_IF_ERROR(ensure_workspace(ws_need));
   const size_t n_out = static_cast<size_t>(p.num_tokens) * p.hidden_size;
   if (n_out > 0) {
     MOETUNE_CUDA_CHECK(cudaMemsetAsync(out_, 0xFF, 2 * n_out, stream_));
   }
   // The workspace poisoned too: a launch must write every list, count and row it reads, not
   // find them from an earlier run of this or another config.
-  const size_t ws_need = sm90_gather_workspace_bytes(p, config);
-  if (ws_need > 0) MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws_, 0xFF, ws_need, stream_));
+  MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws_, 0xFF, ws_need, stream_));
   MoeArgs args{
       x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
   MOETUNE_RETURN_IF_ERROR(
@@ -341,7 +341,7 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   auto k = kernels_for(config);
   if (!k.ok()) return k.error();
   const auto& p = problem_;
-  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(p, config)));
+  MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(**k, p)));
   MoeArgs args{
       x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
   TimingResult tr;

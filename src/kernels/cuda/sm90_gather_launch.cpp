@@ -135,6 +135,12 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   return w;
 }
 
+WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p) {
+  const int align_m = align_block_m(k.g1, k.g2);
+  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k,
+                    gemm1_reads_permuted_x(k.g1));
+}
+
 /// The caller's workspace against what layout `w` needs.
 core::Status check_workspace(WorkspaceLayout const& w, size_t workspace_bytes, const char* where) {
   if (workspace_bytes >= w.total) return core::Status::Ok();
@@ -204,6 +210,10 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
   return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
                     g1.ok() && gemm1_reads_permuted_x(*g1))
       .total;
+}
+
+size_t sm90_gather_workspace_bytes(Sm90GatherKernels const& k, core::MoeProblem const& p) {
+  return kernels_layout(k, p).total;
 }
 
 namespace parts {
@@ -438,7 +448,7 @@ core::Status launch_sm90_gather(Sm90GatherKernels const& k, core::MoeProblem con
   const int align_m = align_block_m(k.g1, k.g2);
   const int m_sub = align_m / k.g1.block_m;
   const bool permuted_x = gemm1_reads_permuted_x(k.g1);
-  const WorkspaceLayout w = layout_for(p, align_m, m_sub, k.g2.split_k, permuted_x);
+  const WorkspaceLayout w = kernels_layout(k, p);
   MOETUNE_RETURN_IF_ERROR(check_workspace(w, workspace_bytes, "launch_sm90_gather"));
   const LayerBuffers b = carve(w, workspace, p, align_m, m_sub);
   if (p.quant != core::Quant::kNone) {

@@ -50,8 +50,13 @@ enum StageMask : unsigned {
   kStageAll = 15
 };
 
-/// Workspace bytes for (problem with M = p.num_tokens, config).
+/// Workspace bytes for (problem with M = p.num_tokens, config), derived from the config's
+/// geometry: for sizing before the kernels are loaded. Never 0 (align's counters always take
+/// room), so M = 0 still holds a real allocation.
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c);
+/// The same bytes from loaded kernels' own geometry (no derivation): what a launch of M =
+/// p.num_tokens checks against, and what the hot path asks for.
+size_t sm90_gather_workspace_bytes(Sm90GatherKernels const& k, core::MoeProblem const& p);
 
 /// The multi-CTA align's chunks (the CTAs of each of its two launches) for `pairs` (M x top_k)
 /// over `num_experts`, where more than one CTA's share of pairs (2048) is to be aligned: chunks of

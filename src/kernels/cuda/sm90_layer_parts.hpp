@@ -86,6 +86,8 @@ struct LayerBuffers {
 /// quantised problem gets room for its fp8 inputs and scales.
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
                            bool permuted_x);
+/// The layout of loaded kernels `k` at M = p.num_tokens (their geometry, as launched).
+WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p);
 /// The caller's workspace against what layout `w` needs.
 core::Status check_workspace(WorkspaceLayout const& w, size_t workspace_bytes, const char* where);
 LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem const& p,

@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "fresh_cubin_cache.hpp"
 #include "jit_test_util.hpp"
@@ -360,5 +361,40 @@ TEST(Sm90Geometry, TmaWarpSpecialisedRejectsAWrongWarpCountNamingTheProducer) {
             "rows; use 8 (the producer warpgroup is not counted)");
 }
 
+// The hot path sizes its workspace from the loaded kernels' own geometry (the launchable's), the
+// reserve step from the config: the two must agree for every GEMM the search can name (each
+// GEMM1 candidate with its block_m's first GEMM2 and the other way round), at M = 0 too, where
+// the bytes must still be a real allocation.
+TEST(Sm90Geometry, WorkspaceOfLoadedKernelsEqualsTheConfigsAtEveryM) {
+  int checked = 0, permuted = 0;
+  for (int64_t m : {int64_t{0}, int64_t{1}, int64_t{777}, int64_t{16384}}) {
+    const core::MoeProblem p = s1_with(core::Activation::kSiluGated, m);
+    std::vector<core::MoeConfig> configs;
+    for (core::GemmSpace const& s : sm90_gemm_search_space(p)) {
+      for (auto const& a : s.gemm1) configs.push_back({.gemm1 = a, .gemm2 = s.gemm2.front()});
+      for (auto const& b : s.gemm2) configs.push_back({.gemm1 = s.gemm1.front(), .gemm2 = b});
+    }
+    // GEMM1s that read x's sorted copy (192 / 256 rows, swap-AB of 128 and up), beside the space.
+    configs.push_back({.gemm1 = tma_ws(256, 64, 4), .gemm2 = tma_ws(256, 128, 4)});
+    configs.push_back({.gemm1 = tma_ws(192, 96, 4), .gemm2 = tma_ws(192, 192, 4)});
+    configs.push_back({.gemm1 = swap_ws(128, 12, 4, true), .gemm2 = swap_ws(128, 12, 4, false)});
+    for (core::MoeConfig const& c : configs) {
+      if (!sm90_can_implement(p, c).ok()) continue;
+      auto g1 = gemm_geometry(p, c.gemm1, true);
+      auto g2 = gemm_geometry(p, c.gemm2, false);
+      ASSERT_TRUE(g1.ok() && g2.ok()) << core::short_string(c);
+      Sm90GatherKernels k;
+      k.g1 = *g1;
+      k.g2 = *g2;
+      const size_t bytes = sm90_gather_workspace_bytes(p, c);
+      EXPECT_EQ(sm90_gather_workspace_bytes(k, p), bytes) << "M=" << m << " " << core::short_string(c);
+      EXPECT_GT(bytes, 0u) << "M=" << m << " " << core::short_string(c);
+      ++checked;
+      permuted += g1->persistent() && (g1->block_m >= 192 || (g1->swap && g1->block_m >= 128));
+    }
+  }
+  EXPECT_GT(checked, 100);
+  EXPECT_GE(permuted, 2 * 4);  // GEMM1s that read x's sorted copy, at every M
+}
 }  // namespace
 }  // namespace moetune::kernels::cuda
