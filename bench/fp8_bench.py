@@ -5,7 +5,7 @@ moetune.fused_moe with e4m3 weights, and vLLM's Triton fp8 path as its peer, aga
 floor measured in the same run.
 
     PYTHONPATH=build/python python bench/fp8_bench.py --out fp8.csv [--shapes F2,F3,F4]
-        [--ms 1,4,...] [--check-m 64] [--no-vllm] [--config LABEL=JSON ...]
+        [--ms 1,4,...] [--check-m 64] [--no-vllm] [--config LABEL=JSON ...] [--kernels]
 
 Shapes (../shared/anchors/h100-fp8-vllm.md names them so): F2 Qwen3-30B-A3B-like E128 K2048 I768
 top-8, F4 DeepSeek-V3-like E256 K7168 I2048 top-8 (block 128x128, activations per token per 128
@@ -31,6 +31,9 @@ Systems (column `system`), same weights, inputs and protocol, interleaved per po
                their time alone, in a graph of their own; vLLM runs one kernel for each instead.
                vLLM's rel_l2 runs ~1-2% from the reference: it rounds the intermediate to bf16
                three times before re-quantising to e4m3 (tests/python/test_vllm_fp8_peer.py).
+--kernels adds, per moetune point, each kernel's median time from torch.profiler (CUPTI) over
+eager calls with L2 flushed before each (column `kernels`: name=us;... in launch order), and
+prints the GEMMs' share of the fp8 rate: which stage holds the time at large M.
 If the harness fails to load (no .engines/, a mismatched vLLM) or a point fails, a vllm_triton
 row carries the reason in `note` and the run goes on. Prints a table last: per shape and system
 the geomean and worst t/floor, and for moetune how many points beat vllm_triton.
@@ -61,7 +64,7 @@ SHAPES = {
 MS = [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
 FIELDS = ["shape", "quant", "m", "system", "median_us", "p10_us", "p90_us", "floor_us", "t_floor",
           "bound", "experts_hit", "rel_l2", "config", "standin_us", "copy_gbs", "fp8_tflops",
-          "sm_mhz", "note"]
+          "sm_mhz", "kernels", "note"]
 SYSTEMS = ("moetune", "vllm_triton")
 
 
@@ -170,6 +173,40 @@ def standin_us(v, s, x, flush):
     return med
 
 
+def kernel_times(fn, flush, reps=5):
+    """[(kernel, median us)] of one call of fn in launch order, from torch.profiler's CUDA
+    kernel events over `reps` eager calls (L2 flushed before each); moetune's kernels only."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            flush()
+            fn()
+        torch.cuda.synchronize()
+    spans = {}
+    for e in sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA
+                     and "moe_" in e.name), key=lambda e: e.time_range.start):
+        name = e.name.replace("void ", "").replace("moetune_dev::", "").split("(")[0]
+        spans.setdefault(name, []).append(e.time_range.elapsed_us())
+    return [(n, statistics.median(t) * len(t) / reps) for n, t in spans.items()]
+
+
+def kernels_note(s, m, times, tflops):
+    """`name=us` per kernel, and each GEMM's share of the fp8 rate (GEMM1 then GEMM2 by order)."""
+    pairs, n1 = m * s["top_k"], 2 * s["I"]
+    flops = [2 * pairs * n1 * s["K"], 2 * pairs * s["K"] * s["I"]]
+    text, gemm = [], 0
+    for name, us in times:
+        share = ""
+        if "gemm" in name and gemm < 2 and us > 0:
+            share = f"({flops[gemm] / (us * 1e-6) / (tflops * 1e12):.0%} of fp8 rate)"
+            gemm += 1
+        text.append(f"{name}={us:.1f}{share}")
+    return ";".join(text)
+
+
 def point_row(name, s, m, system, timing, fl, bound, hit, err, config, copy_gbs, tflops):
     med, p10, p90 = timing
     return dict(shape=name, quant="block128" if s["block"] else "tensor", m=m, system=system,
@@ -188,7 +225,8 @@ def _why(e):
     return f"{type(e).__name__}: {e}".replace("\n", " ")
 
 
-def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extra=()):
+def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extra=(),
+                kernels=False):
     s = SHAPES[name]
     weights = make_weights(s)
     # Static input scales of the per-tensor shape: x ~ N(0, 1), the intermediate of these weights.
@@ -235,6 +273,9 @@ def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extr
                                 copy_gbs, tflops)
                 if system == "vllm_triton":
                     row["standin_us"] = f"{standin_us(v, s, x, flush):.1f}"
+                elif kernels:
+                    row["kernels"] = kernels_note(s, m, kernel_times(fn, flush), tflops)
+                    print(f"  {system} kernels: {row['kernels']}", flush=True)
                 rows.append(row)
                 said.append(f"{system} {timing[0]:.1f} us x{timing[0] / fl:.2f}")
             except Exception as e:
@@ -291,6 +332,8 @@ def main():
     ap.add_argument("--config", action="append", default=[], metavar="LABEL=JSON",
                     help="also time moetune with this explicit config (system moetune:LABEL; "
                          "the torch op's config dict as JSON, both GEMMs); repeatable")
+    ap.add_argument("--kernels", action="store_true",
+                    help="also profile each moetune point's kernels (column kernels)")
     a = ap.parse_args()
     extra = []
     for item in a.config:
@@ -314,7 +357,8 @@ def main():
     flush = lambda: scratch.zero_()
     rows = []
     for n in names:
-        bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, not a.no_vllm, rows, extra)
+        bench_shape(n, ms, copy_gbs, tflops, flush, a.check_m, not a.no_vllm, rows, extra,
+                    a.kernels)
         write_csv(a.out, rows)  # after every shape: a run cut short keeps the shapes it finished
     print("\n" + summary(names, rows))
 
