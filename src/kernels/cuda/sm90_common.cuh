@@ -35,6 +35,20 @@ MOETUNE_DEVICE moe_bf16 float_to_bf16(float v) {
   return static_cast<moe_bf16>(pack_bf16x2(v, 0.0f) & 0xffffu);
 }
 
+/// Two floats to packed e4m3 (lo at the lower address), rounded to nearest, saturated.
+MOETUNE_DEVICE unsigned short fp8x2_e4m3(float lo, float hi) {
+  unsigned short out;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(out) : "f"(hi), "f"(lo));
+  return out;
+}
+
+/// A packed bf16x2 divided by the scale s (IEEE division) into packed e4m3x2: the fp8 regime's
+/// quantisation of a GEMM input, bit for bit wherever it runs (quant kernel or GEMM1 epilogue).
+MOETUNE_DEVICE unsigned short bf16x2_to_e4m3x2(moe_u32 v, float s) {
+  return fp8x2_e4m3(__fdiv_rn(bf16_to_float((moe_bf16)(v & 0xFFFF)), s),
+                    __fdiv_rn(bf16_to_float((moe_bf16)(v >> 16)), s));
+}
+
 MOETUNE_DEVICE moe_u32 smem_u32(const void* p) { return (moe_u32)__cvta_generic_to_shared(p); }
 
 /// 16-byte async copy global -> shared; `src_bytes` 0 fills the destination with zeros.

@@ -45,9 +45,11 @@ struct Fp8WsParams {
   parts::WsGemmParams ws;
   const float* a_scale;
   const float* b_scale;
+  const float* out_scale;
 };
-static_assert(offsetof(Fp8WsParams, a_scale) == 512 && offsetof(Fp8WsParams, b_scale) == 520,
-              "Fp8WsParams must match the device struct (WsGemmParams, two scale pointers)");
+static_assert(offsetof(Fp8WsParams, a_scale) == 512 && offsetof(Fp8WsParams, b_scale) == 520 &&
+                  offsetof(Fp8WsParams, out_scale) == 528,
+              "Fp8WsParams must match the device struct (WsGemmParams, three scale pointers)");
 
 core::Status missing(const char* name, core::Quant q) {
   return core::make_error(core::ErrorCode::kInvalidArgument, "launch_fp8_layer",
@@ -90,9 +92,11 @@ core::Status launch_fp8_gemm(cudaKernel_t f, GemmGeometry const& g, Fp8GemmParam
 /// A tma_ws fp8 GEMM (sm90_fp8_ws_kernel.cuh): at most one CTA per SM walks the tiles. Its
 /// producer reads fp8 rows as 2-byte units: k_dim and the tensor maps' columns are K / 2, so a
 /// 64-unit box row is 128 e4m3 values. a_rows: GEMM2's hq rows (TMA), 0 for GEMM1 (gathered).
+/// out_scale: a per-tensor GEMM1's static scale of GEMM2's input (gp.out is then hq), else null.
 core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
                                 Fp8GemmParams const& gp, uint64_t a_rows, core::MoeProblem const& p,
-                                parts::LayerBuffers const& b, cudaStream_t stream, bool pdl) {
+                                parts::LayerBuffers const& b, cudaStream_t stream, bool pdl,
+                                const float* out_scale) {
   Fp8WsParams wp{};
   const uint64_t units = static_cast<uint64_t>(gp.k_dim) / 2;
   wp.ws.g = parts::GemmParams{.a = gp.a,
@@ -114,6 +118,7 @@ core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, Gemm
                               .bias = gp.bias};
   wp.a_scale = gp.a_scale;
   wp.b_scale = gp.b_scale;
+  wp.out_scale = out_scale;
   MOETUNE_RETURN_IF_ERROR(
       encode_tma_2d(&wp.ws.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
                     units, static_cast<uint32_t>(g.block_n / g.warps_n), "fp8 weights"));
@@ -130,15 +135,21 @@ core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, Gemm
   return core::Status::Ok();
 }
 
-/// One fp8 GEMM: the tma_ws kernel or the cp.async one.
+/// One fp8 GEMM: the tma_ws kernel or the cp.async one (out_scale: launch_fp8_ws_gemm's).
 core::Status launch_gemm(Sm90GatherKernels const& k, bool is_gemm1, Fp8GemmParams const& gp,
                          core::MoeProblem const& p, parts::LayerBuffers const& b,
-                         cudaStream_t stream, bool pdl) {
+                         cudaStream_t stream, bool pdl, const float* out_scale = nullptr) {
   cudaKernel_t f = is_gemm1 ? k.gemm1 : k.gemm2;
   GemmGeometry const& g = is_gemm1 ? k.g1 : k.g2;
   if (!g.persistent()) return launch_fp8_gemm(f, g, gp, b, stream, pdl);
   const uint64_t a_rows = is_gemm1 ? 0 : static_cast<uint64_t>(b.mb) * b.align_m;
-  return launch_fp8_ws_gemm(k, f, g, gp, a_rows, p, b, stream, pdl);
+  return launch_fp8_ws_gemm(k, f, g, gp, a_rows, p, b, stream, pdl, out_scale);
+}
+
+/// A tma_ws GEMM1 of the per-tensor regime stores h already quantised (sm90_fp8_ws_mma.cuh):
+/// GEMM2's input needs no pass of the quant kernel.
+bool gemm1_writes_hq(Sm90GatherKernels const& k, core::MoeProblem const& p) {
+  return p.quant == core::Quant::kFp8Tensor && k.g1.persistent();
 }
 
 /// GEMM1's input: x [M, K] in token order.
@@ -210,12 +221,16 @@ core::Status launch_fp8_layer(Sm90GatherKernels const& k, core::MoeProblem const
   if (stages & kStageAlign) {
     MOETUNE_RETURN_IF_ERROR(parts::launch_align(k, p, args, b, stream, fast_paths));
   }
+  const bool writes_hq = gemm1_writes_hq(k, p);
   if (stages & kStageGemm1) {
     MOETUNE_RETURN_IF_ERROR(quantise_x(k, p, args, b, stream, pdl));
-    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, true, gemm1_params(p, args, b), p, b, stream, pdl));
+    Fp8GemmParams gp = gemm1_params(p, args, b);
+    if (writes_hq) gp.out = b.hq;
+    MOETUNE_RETURN_IF_ERROR(
+        launch_gemm(k, true, gp, p, b, stream, pdl, writes_hq ? args.a2_scale : nullptr));
   }
   if (stages & kStageGemm2) {
-    MOETUNE_RETURN_IF_ERROR(quantise_h(k, p, args, b, stream, pdl));
+    if (!writes_hq) MOETUNE_RETURN_IF_ERROR(quantise_h(k, p, args, b, stream, pdl));
     MOETUNE_RETURN_IF_ERROR(launch_gemm(k, false, gemm2_params(p, args, b), p, b, stream, pdl));
   }
   if (stages & kStageCombine) {

@@ -25,13 +25,6 @@ struct Fp8QuantParams {
   int cols;
 };
 
-/// Two floats to packed e4m3 (lo at the lower address), rounded to nearest, saturated.
-MOETUNE_DEVICE unsigned short fp8x2_e4m3(float lo, float hi) {
-  unsigned short out;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(out) : "f"(hi), "f"(lo));
-  return out;
-}
-
 template <bool kBlock>
 __global__ void __launch_bounds__(256) moe_fp8_quant_kernel(Fp8QuantParams p) {
   pdl_launch_dependents();
@@ -62,8 +55,8 @@ __global__ void __launch_bounds__(256) moe_fp8_quant_kernel(Fp8QuantParams p) {
     } else {
       s = *p.tensor_scale;
     }
-    const moe_u32 q = (moe_u32)fp8x2_e4m3(__fdiv_rn(v[0], s), __fdiv_rn(v[1], s)) |
-                      ((moe_u32)fp8x2_e4m3(__fdiv_rn(v[2], s), __fdiv_rn(v[3], s)) << 16);
+    const moe_u32 q =
+        (moe_u32)bf16x2_to_e4m3x2(raw.x, s) | ((moe_u32)bf16x2_to_e4m3x2(raw.y, s) << 16);
     *reinterpret_cast<moe_u32*>(p.dst + at) = q;
   }
 }

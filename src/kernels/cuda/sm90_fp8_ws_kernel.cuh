@@ -7,6 +7,7 @@
 // sm90_fp8_ws_mma.cuh. fp8 rows are handed to the producer as 2-byte units (k_dim = K / 2, the
 // tensor maps 2-byte wide), so its 128-byte stage rows hold 128 e4m3 values: one k-tile is one
 // scale block. GEMM1 gathers xq's token rows with cp.async, GEMM2 loads hq's sorted rows by TMA.
+// Per-tensor, GEMM1 writes hq itself (its epilogue divides by GEMM2's static scale).
 // Limits: schedule tma_ws (cooperative), block_m 64 (one warpgroup, or two splitting N) or 128
 // (two of 64 rows), no clusters, split-K or pingpong. Covered by tests/python/test_fp8_gpu.py.
 #pragma once
@@ -21,6 +22,8 @@ struct Fp8WsParams {
   WsGemmParams ws;       // a / b / k_dim in 2-byte units; tma_b over the weights, tma_a over hq
   const float* a_scale;  // block: [rows of A, K / 128]; tensor: [1]
   const float* b_scale;  // block: [E, weight rows / 128, K / 128]; tensor: [E]
+  /// tensor GEMM1: GEMM2's static input scale; ws.g.out is then hq (e4m3), not h. Else null.
+  const float* out_scale;
 };
 
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
@@ -33,6 +36,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, false>() + 1) 
   Fp8WsMma<kBlockScaled, S::kWgN, S::kGated, kIsGemm1> ml;
   ml.a_scale = p.a_scale;
   ml.b_scale = p.b_scale;
+  if constexpr (!kBlockScaled) ml.h_scale = p.out_scale;
   ws_gemm<S>(p.ws, ml);
 }
 

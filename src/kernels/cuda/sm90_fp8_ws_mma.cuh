@@ -2,7 +2,8 @@
 // (sm90_ws_consumer.cuh; the interface is sm90_ws_mma.cuh's). A stage's 128-byte rows hold 128
 // K-columns, one scale block, multiplied as four m64 x N x k32 wgmma:
 //   per-tensor:   wgmma accumulates across K, one k-tile in flight (as bf16); end_tile applies
-//                 the product of the input's static scale and the expert's weight scale;
+//                 the product of the input's static scale and the expert's weight scale; GEMM1
+//                 stores h already quantised for GEMM2 (kOutE4m3, the quant kernel's rule);
 //   block-scaled: each k-tile's four wgmma write fresh partial sums, waited for, then promoted
 //                 into the fp32 accumulators with a_scale[row, kb] * w_scale[n-block, kb]
 //                 (fp8_promote), so no accumulation chain inside the tensor core runs longer than
@@ -29,15 +30,21 @@ struct Fp8WsMma;
 template <int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma<false, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1, WgmmaFp8> {
   using Base = WsAccumulators<kBlockN, kGated, 1, WgmmaFp8>;
+  /// GEMM1 stores h as e4m3 divided by GEMM2's static input scale: no quant pass over h.
+  static constexpr bool kOutE4m3 = kIsGemm1;
   const float* a_scale;  // [1]: the GEMM input's static scale
   const float* b_scale;  // [E]: each expert's weight scale
+  const float* h_scale;  // GEMM1: [1], GEMM2's static input scale
   float tile_scale = 1.0f;
+  float h_div = 1.0f;
 
   template <class Walk>
   MOETUNE_DEVICE void begin_tile(Walk const& walk, int pid_m, int, long long) {
     Base::begin_tile(walk, pid_m, 0, 0);
     tile_scale = *a_scale * b_scale[walk.tile_expert(pid_m, walk.tile_row0(pid_m))];
+    if (kIsGemm1) h_div = *h_scale;  // loaded here, used at the store
   }
+  MOETUNE_DEVICE float out_scale() const { return h_div; }
   MOETUNE_DEVICE void end_tile() {
 #pragma unroll
     for (int i = 0; i < Base::kHalfRegs; ++i) this->acc[i] *= tile_scale;

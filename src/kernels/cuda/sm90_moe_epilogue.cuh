@@ -155,17 +155,48 @@ MOETUNE_DEVICE EpilogueRows<Mainloop> load_epilogue_rows(const int* row_pair,
   return rows;
 }
 
+/// Eight consecutive columns of one output row (four packed bf16x2 in column order) from `col`:
+/// bf16 at out_ptr + col, or with kE4m3 divided by the static scale s into e4m3 at byte
+/// out_row * n_dim + col of `out` (bf16x2_to_e4m3x2, the quant kernel's rule).
+template <bool kE4m3>
+MOETUNE_DEVICE void store_cols8(moe_bf16* out, moe_bf16* out_ptr, long long out_row, int n_dim,
+                                int col, moe_u32 const (&a)[4], float s) {
+  if constexpr (kE4m3) {
+    unsigned char* q = reinterpret_cast<unsigned char*>(out) + out_row * n_dim + col;
+    *reinterpret_cast<uint2*>(q) =
+        make_uint2(bf16x2_to_e4m3x2(a[0], s) | ((moe_u32)bf16x2_to_e4m3x2(a[1], s) << 16),
+                   bf16x2_to_e4m3x2(a[2], s) | ((moe_u32)bf16x2_to_e4m3x2(a[3], s) << 16));
+  } else {
+    *reinterpret_cast<uint4*>(out_ptr + col) = make_uint4(a[0], a[1], a[2], a[3]);
+  }
+}
+
+/// Two columns (one packed bf16x2) of one output row, as store_cols8.
+template <bool kE4m3>
+MOETUNE_DEVICE void store_cols2(moe_bf16* out, moe_bf16* out_ptr, long long out_row, int n_dim,
+                                int col, moe_u32 v, float s) {
+  if constexpr (kE4m3) {
+    unsigned char* q = reinterpret_cast<unsigned char*>(out) + out_row * n_dim + col;
+    *reinterpret_cast<unsigned short*>(q) = bf16x2_to_e4m3x2(v, s);
+  } else {
+    *reinterpret_cast<moe_u32*>(out_ptr + col) = v;
+  }
+}
+
 /// kIsGemm1: out = h (row index = row0 + tile row); else out = y (row index = pair id).
 /// rows: load_epilogue_rows of this tile and thread.
 /// tid: the thread's index among the threads that hold the accumulators (warp = tid / 32).
 /// partial (GEMM2 split over K): when not null, fp32 rows partial[pair] (the split's slice)
 /// receive weight * acc instead of bf16 rows of out.
 /// bias (GEMM1 with kActBias): the tile expert's b1 row (gemm1_bias_row).
-template <class Mainloop, int kAct, bool kIsGemm1>
+/// kE4m3 (GEMM1 of the per-tensor fp8 regime): h stored as e4m3 rows of n_dim bytes, each bf16
+/// value divided by q_scale (GEMM2's static input scale): the quant kernel's pass, fused.
+template <class Mainloop, int kAct, bool kIsGemm1, bool kE4m3 = false>
 MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
                                        EpilogueRows<Mainloop> const& rows, moe_bf16* out,
                                        long long row0, int n0, int n_dim, float* partial = nullptr,
-                                       const moe_bf16* bias = nullptr) {
+                                       const moe_bf16* bias = nullptr, float q_scale = 1.0f) {
+  static_assert(!kE4m3 || kIsGemm1, "e4m3 output: GEMM1's h only");
   const int warp = tid >> 5;
   const int lane = tid & 31;
   constexpr int kWarpsN = Mainloop::kWarpColumns;
@@ -199,7 +230,7 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
           quad_transpose(a, lane);
           const int col = col_w + (4 * g + (lane & 3)) * 8;
           if (pair >= 0 && col < n_dim) {
-            *reinterpret_cast<uint4*>(out_ptr + col) = make_uint4(a[0], a[1], a[2], a[3]);
+            store_cols8<kE4m3>(out, out_ptr, out_row, n_dim, col, a, q_scale);
           }
         }
         // The last kMmaN % 4 fragments (block_n 232 = 29 x 8, ...): 4-byte stores.
@@ -208,9 +239,12 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
           const int col = col_w + nn * 8 + (lane & 3) * 2;
           if (pair < 0 || col >= n_dim) continue;
           const BiasPair b = load_bias_pair<kAct, kIsGemm1>(bias, col, n_dim);
-          *reinterpret_cast<moe_u32*>(out_ptr + col) = pack_bf16x2(
-              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale, b),
-              epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale, b));
+          store_cols2<kE4m3>(
+              out, out_ptr, out_row, n_dim, col,
+              pack_bf16x2(
+                  epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2, scale, b),
+                  epilogue_value<Mainloop, kAct, kIsGemm1>(ml, mm, nn, half * 2 + 1, scale, b)),
+              q_scale);
         }
       }
     }
@@ -236,7 +270,8 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         if (partial != nullptr) {
           *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
         } else {
-          *reinterpret_cast<moe_u32*>(out + out_row * n_dim + col) = pack_bf16x2(v0, v1);
+          store_cols2<kE4m3>(out, out + out_row * n_dim, out_row, n_dim, col,
+                             pack_bf16x2(v0, v1), q_scale);
         }
       }
     }

@@ -122,8 +122,8 @@ struct WsCooperativeConsumer {
         mainloop<1>(ml, cm, cn, (t % walk.split) * walk.num_k);
       }
       ml.end_tile();
-      moe_epilogue_store<Acc, S::kAct, S::kIsGemm1>(ml, tid, rows, g.out, row0, n0, g.n_dim,
-                                                    partial, walk.bias_row(pid_m));
+      moe_epilogue_store<Acc, S::kAct, S::kIsGemm1, Acc::kOutE4m3>(
+          ml, tid, rows, g.out, row0, n0, g.n_dim, partial, walk.bias_row(pid_m), ml.out_scale());
     }
   }
 };
@@ -184,8 +184,9 @@ struct WsPingpongConsumer {
         mainloop<1>(ml, next_tile);
       }
       ml.end_tile();
-      moe_epilogue_store<Acc, S::kAct, S::kIsGemm1>(ml, tid, rows, g.out, row0, pid_n * S::kBlockN,
-                                                    g.n_dim, nullptr, walk.bias_row(pid_m));
+      moe_epilogue_store<Acc, S::kAct, S::kIsGemm1, Acc::kOutE4m3>(
+          ml, tid, rows, g.out, row0, pid_n * S::kBlockN, g.n_dim, nullptr, walk.bias_row(pid_m),
+          ml.out_scale());
     }
   }
 };

@@ -3,8 +3,8 @@
 // and B straight from the 128-byte-swizzled stage), with the layout the shared epilogue reads.
 // A policy gives the consumers (sm90_ws_consumer.cuh): begin_tile (zero, and whatever the tile
 // needs), mma_k_tile<kH>(a_base, b_base, kt) (returns once the wgmma that read the previous
-// k-tile's stage retired, or with kRetiresAll every wgmma of this one), end_tile, fence_all and
-// acc_at. The fp8 policies are in sm90_fp8_ws_mma.cuh.
+// k-tile's stage retired, or with kRetiresAll every wgmma of this one), end_tile, fence_all,
+// acc_at, and the output's element type (kOutE4m3, out_scale). The fp8 policies are in sm90_fp8_ws_mma.cuh.
 // Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
@@ -26,7 +26,11 @@ struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
   static constexpr int kWidth = kNumAcc * kBlockN;
   static constexpr int kHalfRegs = kWidth / 2;  // registers of one m64 wgmma accumulator
   static constexpr bool kRetiresAll = false;
+  /// GEMM1's h stored as e4m3 divided by out_scale() (the fp8 per-tensor policy); bf16 here.
+  static constexpr bool kOutE4m3 = false;
   float acc[kHalves * kHalfRegs];
+
+  MOETUNE_DEVICE float out_scale() const { return 1.0f; }
 
   MOETUNE_DEVICE float acc_at(int h, int mm, int nn, int i) const {
     return acc[mm * kHalfRegs + (h * (kBlockN / 8) + nn) * 4 + i];
