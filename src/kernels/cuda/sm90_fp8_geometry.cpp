@@ -162,16 +162,12 @@ std::string fp8_quant_name_expr(core::Quant q) {
 core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
   const bool block = p.quant == core::Quant::kFp8Block;
   const int n1 = core::is_gated(p.activation) && block ? 64 : 128;
-  if (pairs_per_expert(p) >= kFp8WsPairsPerExpert) {
-    const auto ws = core::Schedule::kTmaWarpSpecialized;
-    const int stages = block ? 6 : 4;  // 32 KB and 48 KB stages: 192 KB either way
-    return core::MoeConfig{.gemm1 = fp8_kernel(128, n1, stages, 8, ws, 8),
-                           .gemm2 = fp8_kernel(128, block ? 128 : 256, stages, 8, ws, 8)};
-  }
-  const int block_m = block || pairs_per_expert(p) < 48 ? 64 : 128;
-  const int n2 = !block && block_m == 128 ? 256 : 128;
-  return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, 4, 8),
-                         .gemm2 = fp8_kernel(block_m, n2, 4, 8)};
+  const int n2 = block ? 128 : 256;
+  const int block_m = pairs_per_expert(p) >= kFp8Ws128PairsPerExpert ? 128 : 64;
+  const int stages = block && block_m == 128 ? 6 : 4;  // 6 x 32 KB or 4 x 48 KB at 128 rows
+  const auto ws = core::Schedule::kTmaWarpSpecialized;
+  return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, stages, 8, ws, 8),
+                         .gemm2 = fp8_kernel(block_m, n2, stages, 8, ws, 8)};
 }
 
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p) {

@@ -33,18 +33,16 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
 std::string fp8_gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
 /// NVRTC name expression of the quantisation kernel of a problem's quant.
 std::string fp8_quant_name_expr(core::Quant q);
-/// Pairs per expert from which the default rule runs both GEMMs on tma_ws (block_m 128).
-inline constexpr double kFp8WsPairsPerExpert = 96;
+/// Pairs per expert from which the default rule's tma_ws tiles are 128 rows, not 64.
+inline constexpr double kFp8Ws128PairsPerExpert = 48;
 
-/// The default rule (fitted on the F2-F4 shapes of bench/fp8_bench.py). From
-/// kFp8WsPairsPerExpert pairs per expert: tma_ws at block_m 128 (two consumer warpgroups of 64
-/// rows, a TMA producer, persistent), block_n as below, GEMM2 block-scaled 128 / per-tensor 256,
-/// 6 stages block-scaled, 4 per-tensor. Below: the cp.async loop, block-scaled at block_m 64
-/// (each k-block's MMAs are waited for before their promotion, so two co-resident 64-row CTAs
-/// keep the tensor core busy where one 128-row CTA idles it); per-tensor, block_m 64 while an
-/// expert averages fewer than 48 pairs, else 128. block_n 128 (gated GEMM1 64 when block-scaled,
-/// whose partial sums double the accumulators; per-tensor GEMM2 at block_m 128: 256, the wgmma
-/// width the gated GEMM1 already has); 4 stages; group_m 8.
+/// The default rule (fitted on the F2-F4 shapes of bench/fp8_bench.py at M = 1..16384 on an
+/// H100): both GEMMs on tma_ws (a TMA producer warpgroup, persistent), at every M. Below
+/// kFp8Ws128PairsPerExpert pairs per expert, block_m 64 with two consumer warpgroups splitting
+/// the columns; from there block_m 128 (two consumers of 64 rows). block_n 128 (gated GEMM1 64
+/// when block-scaled, whose partial sums double the accumulators), GEMM2 block-scaled 128 /
+/// per-tensor 256; block-scaled 6 stages at block_m 128, else 4; group_m 8. The cp.async loop
+/// stays in the search space: it was 2-12% slower than tma_ws 64 at 1-32 pairs per expert.
 core::MoeConfig fp8_default_config(core::MoeProblem const& p);
 /// Every config of the regime the tuner may try (before can_implement prunes it).
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);

@@ -71,17 +71,19 @@ TEST(Fp8Geometry, TmaWsTakesBlockM64Or128WithTheirWarpCounts) {
   }
 }
 
-TEST(Fp8Geometry, DefaultRuleRunsTmaWsFrom96PairsPerExpert) {
+TEST(Fp8Geometry, DefaultRuleRunsTmaWsAt64RowsBelow48PairsPerExpertAnd128From48) {
   for (auto base : shapes(1)) {
     const int64_t per_pair = base.num_experts / base.top_k;  // M = per_pair * pairs per expert
-    for (auto [pairs, ws] : {std::pair{95, false}, std::pair{96, true}, std::pair{4096, true}}) {
+    for (auto [pairs, block_m] : {std::pair{0, 64}, std::pair{47, 64}, std::pair{48, 128},
+                                  std::pair{4096, 128}}) {
       auto p = base;
-      p.num_tokens = pairs * per_pair;
+      p.num_tokens = pairs == 0 ? 1 : pairs * per_pair;
       auto const c = sm90_default_config(p);
-      const bool is_ws = c.gemm1.launch.schedule == core::Schedule::kTmaWarpSpecialized;
-      EXPECT_EQ(is_ws, ws) << core::to_string(p) << ": " << core::short_string(c);
-      EXPECT_EQ(c.gemm2.launch.schedule, c.gemm1.launch.schedule) << core::short_string(c);
-      if (ws) EXPECT_EQ(c.gemm1.tile.block_m, 128) << core::short_string(c);
+      for (auto const& k : {c.gemm1, c.gemm2}) {
+        EXPECT_EQ(k.launch.schedule, core::Schedule::kTmaWarpSpecialized) << core::short_string(c);
+        EXPECT_EQ(k.tile.block_m, block_m) << core::to_string(p) << ": " << core::short_string(c);
+        EXPECT_EQ(k.pipeline.num_warps, 8) << core::short_string(c);  // 64 rows: split columns
+      }
     }
   }
 }
@@ -102,7 +104,7 @@ TEST(Fp8Geometry, DefaultsAndEverySearchedConfigAreImplementable) {
 TEST(Fp8Geometry, RefusesWhatTheKernelCannotRunNamingTheField) {
   auto const p = shapes(64)[1];  // block-scaled, gated
   auto c = sm90_default_config(p);
-  auto wide = c;
+  auto wide = ws_config(p, 128, 8);
   wide.gemm1.tile.block_n = 128;  // width 256 with partial sums: 256 accumulator registers
   EXPECT_NE(refusal(p, wide).find("gemm1.tile.block_n = 128"), std::string::npos)
       << refusal(p, wide);
