@@ -200,7 +200,7 @@ def kernels_note(s, m, times, tflops):
     text, gemm = [], 0
     for name, us in times:
         share = ""
-        if "gemm" in name and gemm < 2 and us > 0:
+        if ("gemm" in name or "_ws_kernel" in name) and gemm < 2 and us > 0:
             share = f"({flops[gemm] / (us * 1e-6) / (tflops * 1e12):.0%} of fp8 rate)"
             gemm += 1
         text.append(f"{name}={us:.1f}{share}")
