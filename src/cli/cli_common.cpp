@@ -9,30 +9,17 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
-#include "core/lever_resolve.hpp"
 #include "core/lint.hpp"
 #include "core/names.hpp"
-#include "kernels/fast_paths_from_levers.hpp"
 #include "kernels/testbed.hpp"
+#include "tuner/backend_choice.hpp"
 
 namespace moetune::cli {
 
-std::string default_backend() {
-  char const* env = std::getenv("MOETUNE_BACKEND");
-  if (env != nullptr && *env != '\0') {
-    check_backend_name(env, "MOETUNE_BACKEND");
-    return env;
-  }
-  return kernels::default_backend_name();
-}
+std::string default_backend() { return unwrap(tuner::default_backend()); }
 
 void check_backend_name(std::string const& name, std::string const& where) {
-  for (auto const& known : kBackendNames) {
-    if (name == known) return;
-  }
-  throw CliExit{kExitBadInput, where + ": unknown backend '" + name +
-                                   "'; expected cpu, cuda or triton" +
-                                   core::did_you_mean(name, kBackendNames)};
+  unwrap(tuner::check_backend_name(name, where));
 }
 
 void add_backend_option(CLI::App& app, std::string* backend) {
@@ -49,13 +36,14 @@ std::unique_ptr<core::Backend> backend_or_exit(std::string const& name) {
   return std::move(backend).value();
 }
 
+std::vector<std::string> env_var_names() {
+  std::vector<std::string> names;
+  for (auto const& v : env_var_table()) names.emplace_back(v.name);
+  return names;
+}
+
 kernels::FastPaths fast_paths_from_env_or_exit(std::string const& backend) {
-  const core::Deployment d = kernels::local_deployment(backend, "bf16", "prefill");
-  std::vector<std::string> other;
-  for (auto const& v : env_var_table()) other.emplace_back(v.name);
-  auto fp = kernels::resolve_fast_paths(d, core::snapshot_environment(environ), other);
-  if (!fp.ok()) throw CliExit{kExitBadInput, "environment: " + fp.error().to_string()};
-  return *fp;
+  return unwrap(tuner::fast_paths_from_env(backend, env_var_names()));
 }
 
 void add_problem_option(CLI::App& app, std::string* spec) {

@@ -18,10 +18,8 @@
 
 namespace moetune::cli {
 
-/// The backends a build may know (triton: vLLM's Triton kernel in a Python worker).
-inline const std::vector<std::string> kBackendNames = {"cpu", "cuda", "triton"};
-
-/// The default for --backend: $MOETUNE_BACKEND when set, else kernels::default_backend_name().
+/// The default for --backend: $MOETUNE_BACKEND when set, else kernels::default_backend_name()
+/// (tuner/backend_choice.hpp); CliExit(2) when the variable names no backend.
 std::string default_backend();
 
 /// Adds `--backend cuda|cpu` to `app`, writing into *backend (left empty when not given, so a
@@ -36,6 +34,9 @@ std::unique_ptr<core::Backend> backend_or_exit(std::string const& name);
 /// lever table resolved at deployment backend/arch, tp 1, ep 1, bf16, role prefill, with
 /// MOETUNE_LEVER_<NAME> knobs applied. A bad MOETUNE_* variable ends the command (exit 2).
 kernels::FastPaths fast_paths_from_env_or_exit(std::string const& backend);
+/// The names of the environment-variable table (env_var_table): the MOETUNE_* variables that are
+/// not levers.
+std::vector<std::string> env_var_names();
 
 /// Adds `--problem SPEC` (core::parse_problem_spec form) to `app`.
 void add_problem_option(CLI::App& app, std::string* spec);

@@ -9,8 +9,6 @@
 #include <vector>
 
 #include "core/config.hpp"
-#include "core/routing.hpp"
-#include "core/source.hpp"
 #include "tuner/search.hpp"
 
 namespace moetune::cli {
@@ -21,22 +19,6 @@ namespace moetune::cli {
 std::string bucket_line(tuner::BucketResult const& r);
 /// "pruned: 22 (gemm1.pipeline.split_k 16, gemm2.pipeline.split_k 6)", "" when nothing was.
 std::string pruned_line(tuner::BucketResult const& r);
-
-/// What a tuned row's source says besides the result.
-struct TunedSourceInfo {
-  std::string device;
-  int reps = 0;
-  int warmup = 0;
-  double margin = 0;
-  bool exhaustive = false;
-  bool paired_passes = true;  ///< SearchOptions::paired_passes
-  core::RoutingProfile routing;
-  std::string command;  ///< reproduces the row
-};
-/// The source of a tuned row: kind "tuned", the protocol in words (with the tie's other config),
-/// numbers time_us, ci_low_us, ci_high_us, default_us (the incumbent's), challenger_us, tie,
-/// candidates, rejected, measured (+ agreement under --repeat), the digest and the command.
-core::Source tuned_source(tuner::BucketResult const& r, TunedSourceInfo const& info);
 
 /// Collects `moetune tune --json`: {"shapes": [{"name", "table", "backend", "buckets": [...]}],
 /// "store", "run", "elapsed_s"}; every call is a no-op when disabled.
