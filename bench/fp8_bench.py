@@ -225,6 +225,19 @@ def _why(e):
     return f"{type(e).__name__}: {e}".replace("\n", " ")
 
 
+def vllm_setup(name, s, weights, a_scales, check_m, errs):
+    """(vLLM's layer, None), its check error in errs; or (None, why it cannot run)."""
+    try:
+        v = vllm_layer(s, *weights, a_scales)
+        errs["vllm_triton"] = check(s, weights, check_m, a_scales,
+                                    lambda l: run_vllm_layer(s, l, a_scales)) \
+            if check_m > 0 else float("nan")
+        return v, None
+    except Exception as e:  # recorded, not hidden: the rows say why vLLM is missing
+        print(f"{name}: vllm_triton not run: {_why(e)}", flush=True)
+        return None, _why(e)
+
+
 def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extra=(),
                 kernels=False):
     s = SHAPES[name]
@@ -235,14 +248,7 @@ def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extr
             if check_m > 0 else float("nan")}
     v, vllm_note = None, None
     if use_vllm:
-        try:
-            v = vllm_layer(s, *weights, a_scales)
-            errs["vllm_triton"] = check(s, weights, check_m, a_scales,
-                                        lambda l: run_vllm_layer(s, l, a_scales)) \
-                if check_m > 0 else float("nan")
-        except Exception as e:  # recorded, not hidden: the rows say why vLLM is missing
-            v, vllm_note = None, _why(e)
-            print(f"{name}: vllm_triton not run: {vllm_note}", flush=True)
+        v, vllm_note = vllm_setup(name, s, weights, a_scales, check_m, errs)
     for m in ms:
         x, tw, ids = make_inputs(s, m, seed=m)
         (fl, bound), hit = floor_us(s, m, ids, copy_gbs, tflops)

@@ -129,12 +129,7 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     if type(batch_invariant) is not bool:
         _bad_flag("batch_invariant", batch_invariant)
     if w1.dtype == torch.float8_e4m3fn or w1_scale is not None or w2_scale is not None:
-        if batch_invariant:
-            raise ValueError("moetune.fused_moe: batch_invariant=True with fp8 weights; batch "
-                             "invariance is implemented for bfloat16 (CUDA) and bfloat16 or "
-                             "float32 (CPU) layers: pass batch_invariant=False")
-        if inplace:
-            raise ValueError("moetune.fused_moe: inplace=True with fp8 weights; use the result")
+        _check_fp8_flags(inplace, batch_invariant)
         return _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale,
                               a1_scale, a2_scale, _quant_arg(block_shape), activation, c,
                               w1_bias, w2_bias)
@@ -155,6 +150,16 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
         return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c, w1_bias, w2_bias,
                   batch_invariant)
     return op(hidden_states, w1, w2, topk_weights, topk_ids, activation, c)
+
+
+def _check_fp8_flags(inplace, batch_invariant):
+    """fused_moe's flags an fp8 layer cannot take."""
+    if batch_invariant:
+        raise ValueError("moetune.fused_moe: batch_invariant=True with fp8 weights; batch "
+                         "invariance is implemented for bfloat16 (CUDA) and bfloat16 or "
+                         "float32 (CPU) layers: pass batch_invariant=False")
+    if inplace:
+        raise ValueError("moetune.fused_moe: inplace=True with fp8 weights; use the result")
 
 
 def _bad_flag(name, value):

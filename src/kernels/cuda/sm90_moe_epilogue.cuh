@@ -1,7 +1,8 @@
 // sm90_moe_epilogue.cuh: epilogues of the two sm90_gather GEMMs, from the mma.sync accumulator
 // layout (row = lane/4 (+8), col = 2*(lane%4) (+1) per m16n8 fragment).
 //   GEMM1: h[sorted_row, n] = act(acc [+ b1[e]]) (gated: act(gate, up)), rounded to bf16;
-//          padding rows (pair -1) are not stored.
+//          padding rows (pair -1) are not stored. kE4m3 (the per-tensor fp8 tma_ws GEMM1): that
+//          bf16 value divided by GEMM2's static scale and stored as e4m3 (1-byte rows).
 //   GEMM2: y[pair, n] = topk_weight[pair] * acc, rounded to bf16 (combine sums them per token);
 //          split over K (tma_ws): fp32 partials of each split instead, summed by combine. The
 //          weight comes from align's copy in sorted-row order (sorted_weights), so the rows a
