@@ -1,6 +1,7 @@
 // Store: every measurement of every tune run in one SQLite file (WAL, busy timeout), with its
-// provenance, so tables can be derived from it, a killed run resumes from it, and two tuners can
-// share it. The schema is versioned (STYLE 15): open() refuses a version outside
+// provenance, so a tuned row's measurements and decision are kept beside it, a killed run resumes
+// from it, and two tuners can share it. Tables are written by the tune run itself
+// (tuner/tune_pipeline.hpp); nothing rebuilds a table from the store yet. The schema is versioned (STYLE 15): open() refuses a version outside
 // [kStoreOldestSupported, kStoreSchemaVersion] by name. Every write is one transaction, committed
 // without an fsync (synchronous=NORMAL).
 //
