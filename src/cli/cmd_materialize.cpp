@@ -1,9 +1,14 @@
-// moetune materialize: write a recipe's pinned rows into its tables, without a GPU or a sweep.
+// moetune materialize: write a recipe's pinned rows into its tables, without a GPU or a sweep;
+// with --from-store, every other bucket's row rebuilt from a tune store (tuner/tables_from_store).
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
+#include "core/atomic_file.hpp"
+#include "tuner/store.hpp"
+#include "tuner/tables_from_store.hpp"
 
 namespace moetune::cli {
 namespace {
@@ -12,10 +17,32 @@ struct MaterializeArgs {
   std::string recipe_path;
   std::string out_dir;
   bool merge = false;
+  std::string store;  ///< --from-store
 };
+
+/// The tables rebuilt from the store, each written by temp file + rename once all are built.
+void write_from_store(MaterializeArgs const& args, core::Recipe const& recipe) {
+  if (args.merge) {
+    throw CliExit{kExitBadInput,
+                  "--merge with --from-store: a rebuilt table holds the store's rows and the "
+                  "recipe's pins only; drop --merge"};
+  }
+  if (!std::filesystem::is_regular_file(args.store)) {
+    throw CliExit{kExitBadInput, "--from-store " + args.store +
+                                     ": no such file; pass the --store a tune run wrote"};
+  }
+  auto store = unwrap(tuner::Store::open(args.store));
+  auto const tables = unwrap(tuner::tables_from_store(*store, recipe, args.recipe_path));
+  unwrap(core::ensure_writable_dir(args.out_dir));
+  for (core::Table const& table : tables) {
+    std::cout << "wrote " << unwrap(core::save_table(table, args.out_dir)) << " (from store "
+              << args.store << ")\n";
+  }
+}
 
 void run_materialize(MaterializeArgs const& args) {
   core::Recipe recipe = load_recipe_or_exit(args.recipe_path);
+  if (!args.store.empty()) return write_from_store(args, recipe);
   std::vector<std::string> written = unwrap(core::materialize(recipe, args.out_dir, args.merge));
   for (std::string const& path : written) {
     std::cout << "wrote " << path << (args.merge ? " (merged)" : "") << "\n";
@@ -32,6 +59,10 @@ void setup_materialize(CLI::App& app, int& exit_code) {
   app.add_flag("--merge", args->merge,
                "keep rows of existing tables that the recipe does not pin (default: the table "
                "holds exactly the pinned rows)");
+  app.add_option("--from-store", args->store,
+                 "rebuild the tables from this tune store (a --store of moetune tune): each "
+                 "bucket the recipe does not pin gets the winner of the store's latest decision "
+                 "for it, with its measurement as the row's source; no kernel runs");
   app.callback([args, &exit_code] {
     run_materialize(*args);
     exit_code = kExitOk;

@@ -359,6 +359,30 @@ core::Result<int64_t> Store::count_runs() {
   return s.integer(0);
 }
 
+core::Result<RunInfo> Store::run_info(int64_t run) {
+  Stmt s(db_,
+         "SELECT started, recipe_path, recipe_hash, git_commit, device, driver, toolchain, seed, "
+         "routing, command FROM runs WHERE id=?");
+  if (!s.ok()) return error("cannot read run " + std::to_string(run));
+  s.bind(1, run);
+  int const rc = s.step();
+  if (rc == SQLITE_DONE) {
+    return core::make_error(core::ErrorCode::kNotFound, "store " + path_,
+                            "no run " + std::to_string(run) + " in it");
+  }
+  if (rc != SQLITE_ROW) return error("cannot read run " + std::to_string(run));
+  return RunInfo{.started = s.text(0),
+                 .recipe_path = s.text(1),
+                 .recipe_hash = s.text(2),
+                 .commit = s.text(3),
+                 .device = s.text(4),
+                 .driver = s.text(5),
+                 .toolchain = s.text(6),
+                 .seed = static_cast<uint64_t>(s.integer(7)),
+                 .routing = s.text(8),
+                 .command = s.text(9)};
+}
+
 core::Result<int64_t> Store::synchronous() {
   Stmt s(db_, "PRAGMA synchronous");
   if (!s.ok() || s.step() != SQLITE_ROW) return error("cannot read PRAGMA synchronous");

@@ -1,9 +1,10 @@
 // Store: every measurement of every tune run in one SQLite file (WAL, busy timeout), with its
 // provenance, so a tuned row's measurements and decision are kept beside it, a killed run resumes
 // from it, and two tuners can share it. Tables are written by the tune run itself
-// (tuner/tune_pipeline.hpp); nothing rebuilds a table from the store yet. The schema is versioned (STYLE 15): open() refuses a version outside
-// [kStoreOldestSupported, kStoreSchemaVersion] by name. Every write is one transaction, committed
-// without an fsync (synchronous=NORMAL).
+// (tuner/tune_pipeline.hpp) and can be rebuilt from the store alone (tuner/tables_from_store.hpp).
+// The schema is versioned (STYLE 15): open() refuses a version outside [kStoreOldestSupported,
+// kStoreSchemaVersion] by name. Every write is one transaction, committed without an fsync
+// (synchronous=NORMAL).
 //
 // Tables: schema_version(version); runs (one per `moetune tune`); measurements (one per candidate
 // per round: outcome, samples, median, CI, digest, ...); decisions (per bucket: winner, incumbent,
@@ -114,6 +115,8 @@ class Store {
   core::Result<std::vector<Measurement>> measurements(int64_t run = 0);
   core::Result<std::vector<Decision>> decisions(int64_t run = 0);
   core::Result<int64_t> count_runs();
+  /// One run's provenance; kNotFound when the store has no run `run`.
+  core::Result<RunInfo> run_info(int64_t run);
   /// This connection's `PRAGMA synchronous`: 1 (NORMAL) after open(), so a commit does not wait
   /// for an fsync; a killed writer loses no committed measurement (see open() in store.cpp).
   core::Result<int64_t> synchronous();
