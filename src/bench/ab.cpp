@@ -10,7 +10,7 @@
 
 #include "bench/child_process.hpp"
 #include "bench/csv.hpp"
-#include "tuner/stats.hpp"
+#include "core/stats.hpp"
 
 namespace moetune::bench {
 namespace {
@@ -119,8 +119,8 @@ std::vector<PointComparison> compare_runs(std::vector<ArmRun> const& runs, AbOpt
   };
   auto median_of_medians = [](std::vector<ArmPoint const*> const& pts) {
     std::vector<double> m;
-    for (auto const* p : pts) m.push_back(tuner::median(p->samples_us));
-    return tuner::median(m);
+    for (auto const* p : pts) m.push_back(core::median(p->samples_us));
+    return core::median(m);
   };
   std::vector<PointComparison> out;
   std::string const& base = o.arms.front().name;
@@ -195,7 +195,7 @@ std::string ab_samples_csv(std::vector<ArmRun> const& runs) {
       std::string samples;
       for (double s : p.samples_us) samples += (samples.empty() ? "" : " ") + num(s);
       out += csv_line({std::to_string(kAbCsvVersion), r.arm, std::to_string(r.round + 1), p.series,
-                       std::to_string(p.m), p.digest, num(tuner::median(p.samples_us)), p.config,
+                       std::to_string(p.m), p.digest, num(core::median(p.samples_us)), p.config,
                        p.fast_paths, r.report.commit, samples}) +
              "\n";
     }

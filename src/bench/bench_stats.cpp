@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "tuner/stats.hpp"
+#include "core/stats.hpp"
 
 namespace moetune::bench {
 
@@ -21,7 +21,7 @@ SampleSummary summarize(std::vector<double> const& samples_us, uint64_t seed) {
   for (double s : samples_us) {
     if (std::isfinite(s)) clean.push_back(s);
   }
-  tuner::TimingStats const t = tuner::bootstrap_median(clean, seed);
+  core::TimingStats const t = core::bootstrap_median(clean, seed);
   SampleSummary out;
   out.median_us = t.median_us;
   out.ci_low_us = t.ci_low_us;
@@ -44,8 +44,8 @@ std::string_view to_string(AbVerdict v) {
 namespace {
 
 double ratio_delta(std::vector<double> const& a, std::vector<double> const& b) {
-  double const ma = tuner::median(a);
-  return ma > 0 ? tuner::median(b) / ma - 1 : 0;
+  double const ma = core::median(a);
+  return ma > 0 ? core::median(b) / ma - 1 : 0;
 }
 
 }  // namespace

@@ -13,12 +13,12 @@
 namespace moetune::cli {
 namespace {
 
-std::string timing_text(tuner::TimingStats const& s) {
+std::string timing_text(core::TimingStats const& s) {
   return format_us(s.median_us) + " us [" + format_us(s.ci_low_us) + ", " +
          format_us(s.ci_high_us) + "]";
 }
 
-std::string stats_json(tuner::TimingStats const& s) {
+std::string stats_json(core::TimingStats const& s) {
   return "{\"median_us\": " + json_number(s.median_us) +
          ", \"ci_low_us\": " + json_number(s.ci_low_us) +
          ", \"ci_high_us\": " + json_number(s.ci_high_us) +
@@ -77,7 +77,7 @@ std::string bucket_line(tuner::BucketResult const& r) {
   if (r.incumbent_ok) {
     char m[32];
     std::snprintf(m, sizeof(m), "%+.1f%%",
-                  100 * tuner::speedup_margin(r.incumbent_stats.median_us,
+                  100 * core::speedup_margin(r.incumbent_stats.median_us,
                                               r.has_challenger ? r.challenger_stats.median_us
                                                                : r.incumbent_stats.median_us));
     out += "  incumbent " + core::short_string(r.incumbent) + " " + timing_text(r.incumbent_stats);
@@ -160,7 +160,7 @@ void TuneJson::tuned_bucket(tuner::BucketResult const& r, std::string const& com
       ", \"challenger\": " + (r.has_challenger ? core::to_json_text(r.challenger, -1) : "null") +
       ", \"challenger_stats\": " + (r.has_challenger ? stats_json(r.challenger_stats) : "null") +
       ", \"margin\": " +
-      json_number(tuner::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
+      json_number(core::speedup_margin(r.incumbent_stats.median_us, challenger_us)) +
       ", \"verdict\": " + json_quote(r.verdict) + ", \"tie\": " + (r.tie ? "true" : "false") +
       ", \"incumbent_kept\": " + (r.incumbent_kept ? "true" : "false") +
       ", \"settle_rounds\": " + std::to_string(r.settle_rounds) + ", \"tied\": " + tied_json(r) +

@@ -34,7 +34,7 @@
 //      incumbent stays unless a challenger's CI upper bound is below the incumbent's CI lower
 //      bound by `margin` (with paired_passes, also the paired test over the passes); else the
 //      table keeps the incumbent, both recorded: a tie when the interval of their time ratio lies
-//      within 1 -+ margin on both sides (tuner::within_margin) and their pooled medians over every
+//      within 1 -+ margin on both sides (core::within_margin) and their pooled medians over every
 //      round they got are within kTieMaxPooledGap of each other, else undecided; when undecided
 //      leaves the fastest's median ahead of the incumbent's by more than the margin, the data
 //      point to a gain the intervals cannot yet show, so the final round is run again, up to
@@ -70,11 +70,28 @@
 #include "core/result.hpp"
 #include "core/routing.hpp"
 #include "tuner/outcome.hpp"
-#include "tuner/stats.hpp"
+#include "core/stats.hpp"
 #include "tuner/store.hpp"
 #include "tuner/worker.hpp"
 
 namespace moetune::tuner {
+
+// The timing statistics (core/stats.hpp) the search and selection decide by.
+using core::bootstrap_median;
+using core::decide;
+using core::halving_cap;
+using core::halving_keep;
+using core::median;
+using core::needs_settling;
+using core::paired_passes_beat;
+using core::paired_ratio_interval;
+using core::pooled_ratio_interval;
+using core::RatioInterval;
+using core::remove_pass_drift;
+using core::speedup_margin;
+using core::TimingStats;
+using core::Verdict;
+using core::within_margin;
 
 /// Bumped when what a store round holds changes (which reps, which order, which passes), so a
 /// store written by another search is not read back as this one's (it enters the tune hash).
@@ -161,7 +178,7 @@ struct SearchOptions {
   /// of 15 in a fifth tune's stage 2, run under an equally fast other GEMM1.
   int stage2_gemm1s = 1;
   /// Final rounds: a challenger beats another finalist only when it also wins the paired test over
-  /// the passes both were timed in (tuner::paired_passes_beat: the Student-t interval of its
+  /// the passes both were timed in (core::paired_passes_beat: the Student-t interval of its
   /// per-pass ratio below 1 - margin), not by the intervals of the pooled samples alone; settling
   /// rounds add their passes; a tie needs its interval within the margin too. On by default since
   /// the H200 tunes (docs/tuner.md, measured under the earlier tie rule); tune --no-paired-passes
@@ -244,7 +261,7 @@ struct BucketResult {
   bool tie = false;  ///< the incumbent and the fastest challenger are tied (the incumbent stays)
   int settle_rounds = 0;  ///< final rounds run again to settle "undecided" (needs_settling)
   /// The other ok finalists tied with the winner, in search order: the interval of their time
-  /// ratio to the winner's lies within 1 -+ margin on both sides (tuner::within_margin) and their
+  /// ratio to the winner's lies within 1 -+ margin on both sides (core::within_margin) and their
   /// pooled medians (CandidateResult::pooled_median_us) within kTieMaxPooledGap of the winner's.
   /// A finalist the final cannot separate from the winner but cannot show equal to it is not
   /// here. A repeated tune that names one of these declared the tie (bench/tuner_targets.py's

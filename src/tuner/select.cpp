@@ -140,12 +140,12 @@ std::array<int, 3> BucketSearch::search_order(CandidateResult const& c) const {
   return key;
 }
 
-/// tuner::decide on the two candidates' stats, except that a tie also needs their pooled medians
+/// core::decide on the two candidates' stats, except that a tie also needs their pooled medians
 /// within kTieMaxPooledGap of each other (else undecided, or incumbent_faster when the
 /// challenger's median is not lower).
 Verdict BucketSearch::verdict(CandidateResult const& incumbent,
                               CandidateResult const& challenger) const {
-  Verdict const v = tuner::decide(incumbent.stats, challenger.stats, options_.margin);
+  Verdict const v = core::decide(incumbent.stats, challenger.stats, options_.margin);
   if (v != Verdict::kTie) return v;
   double const a = incumbent.pooled_median_us, b = challenger.pooled_median_us;
   if (a > 0 && b > 0 && b <= a * (1 + kTieMaxPooledGap) && a <= b * (1 + kTieMaxPooledGap)) {
@@ -181,7 +181,7 @@ void BucketSearch::decide(Candidates const& finalists) {
     if (c->index != 0 && search_order(*c) < search_order(*earliest) &&
         verdict(*fastest, *c) == Verdict::kTie &&
         (inc.outcome != Outcome::kOk ||
-         tuner::decide(inc.stats, c->stats, options_.margin) == Verdict::kChallengerWins)) {
+         core::decide(inc.stats, c->stats, options_.margin) == Verdict::kChallengerWins)) {
       earliest = c;
     }
   }

@@ -90,7 +90,7 @@ core::Result<Candidates> BucketSearch::run_joint() {
 /// candidate + base GEMM2) are compiled once and every bucket reuses them from the cache.
 core::MoeConfig BucketSearch::stage_base(core::GemmSpace const& group) const { return group.base; }
 
-/// The candidates of a stage the winner (its fastest) does not beat (tuner::decide: beyond both
+/// The candidates of a stage the winner (its fastest) does not beat (core::decide: beyond both
 /// intervals and kStageTieMargin x the margin) in every halving round both were timed in: a
 /// candidate the winner beat in the last round but not in an earlier one is tied, since the order
 /// flipped between rounds by more than either round's interval shows (on the H200, rounds seconds
@@ -118,7 +118,7 @@ Candidates BucketSearch::stage_ties(CandidateResult const* winner,
     double sum = 0;
     for (auto const& [its, winners] : list) {
       beaten_in_every_round =
-          beaten_in_every_round && tuner::decide(its, winners, kStageTieMargin * options_.margin) ==
+          beaten_in_every_round && core::decide(its, winners, kStageTieMargin * options_.margin) ==
                                        Verdict::kChallengerWins;
       sum += winners.median_us > 0 ? its.median_us / winners.median_us : its.median_us;
     }

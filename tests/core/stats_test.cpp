@@ -1,7 +1,7 @@
-// tuner/stats: medians, seeded bootstrap intervals, and the incumbent rule with its margin: a win
+// core/stats: medians, seeded bootstrap intervals, and the incumbent rule with its margin: a win
 // beyond both intervals, a tie only where the interval of the time ratio lies within the margin on
 // both sides, else undecided.
-#include "tuner/stats.hpp"
+#include "core/stats.hpp"
 
 #include <cmath>
 #include <utility>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-namespace moetune::tuner {
+namespace moetune::core {
 namespace {
 
 TEST(Stats, MedianOfOddAndEvenCounts) {
@@ -260,4 +260,4 @@ TEST(Stats, WithFewerThanThreeFinalistsTheSamplesArePooledUnchanged) {
 }
 
 }  // namespace
-}  // namespace moetune::tuner
+}  // namespace moetune::core

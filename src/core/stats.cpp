@@ -1,11 +1,11 @@
 // Medians, bootstrap intervals and the incumbent rule; see stats.hpp.
-#include "tuner/stats.hpp"
+#include "core/stats.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
-namespace moetune::tuner {
+namespace moetune::core {
 
 double median(std::vector<double> samples) {
   if (samples.empty()) return 0;
@@ -195,4 +195,4 @@ double speedup_margin(double incumbent_us, double challenger_us) {
   return (incumbent_us - challenger_us) / incumbent_us;
 }
 
-}  // namespace moetune::tuner
+}  // namespace moetune::core

@@ -1,6 +1,7 @@
-// Statistics of the tuner: the median of timing samples, a seeded bootstrap confidence interval of
-// the median, and the incumbent rule (a challenger wins only beyond both intervals and a margin;
-// it ties only where the interval of the time ratio lies within the margin on both sides).
+// Statistics of timing samples, shared by the tuner's search and the bench's A/B: the median, a
+// seeded bootstrap confidence interval of the median, and the incumbent rule (a challenger wins
+// only beyond both intervals and a margin; it ties only where the interval of the time ratio lies
+// within the margin on both sides).
 #pragma once
 
 #include <cstddef>
@@ -9,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-namespace moetune::tuner {
+namespace moetune::core {
 
 /// Median and confidence interval of one candidate's samples, in microseconds.
 struct TimingStats {
@@ -114,4 +115,4 @@ size_t halving_cap(size_t alive, size_t keep, size_t slack);
 /// (incumbent - challenger) / incumbent of the medians: 0.05 = the challenger is 5% faster.
 double speedup_margin(double incumbent_us, double challenger_us);
 
-}  // namespace moetune::tuner
+}  // namespace moetune::core
