@@ -42,7 +42,7 @@ inline constexpr double kFp8Ws128PairsPerExpert = 48;
 /// the columns; from there block_m 128 (two consumers of 64 rows). block_n 128 (gated GEMM1 64
 /// when block-scaled, whose partial sums double the accumulators), GEMM2 block-scaled 128 /
 /// per-tensor 256; block-scaled 6 stages at block_m 128, else 4; group_m 8. The cp.async loop
-/// stays in the search space: it was 2-12% slower than tma_ws 64 at 1-32 pairs per expert.
+/// stays in the search space: it was 2-12% slower than tma_ws 64 at 0.03-32 pairs per expert.
 core::MoeConfig fp8_default_config(core::MoeProblem const& p);
 /// Every config of the regime the tuner may try (before can_implement prunes it).
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);
