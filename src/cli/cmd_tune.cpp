@@ -31,27 +31,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// The flags: the request's fields bound directly, and the three that are text on the command
+/// line (buckets, the fault plan) or only the CLI's (--json).
 struct TuneArgs {
-  std::string recipe_path;
-  std::string buckets;  ///< "1,4,16"; empty = the recipe's
-  std::string backend;  ///< empty = the shape's
-  std::string out_dir;  ///< empty = tables/<device>
-  std::string store;    ///< empty = in memory (no resume)
-  bool merge = false;
+  tuner::TuneRequest req;  ///< faults set by check_args; buckets, command line, start: make_request
+  std::string buckets;     ///< "1,4,16"; empty = the recipe's
   bool json = false;
-  bool retarget_device = false;  ///< tune a recipe of another device for this one
-  bool measure_pinned = false;   ///< also tune pinned buckets (report only; the pin still wins)
-  bool exhaustive = false;       ///< no halving: the reference sweep the tuner is compared with
-  int stage2_gemm1s = 1;         ///< GEMM1 configs stage 2 runs under (SearchOptions)
-  bool paired_passes = true;     ///< final rounds: a win needs the paired test over passes too
-  int reps = 15;                 ///< final-round reps
-  int warmup = 1;
-  int repeat = 0;
-  double margin = 0.01;
-  double timeout_s = 10;
-  double budget_min = 0;  ///< 0 = no budget
   std::string inject_fault;
-  tuner::FaultPlan faults;
 };
 
 std::vector<int64_t> parse_buckets(std::string const& list) {
@@ -75,29 +61,31 @@ std::vector<int64_t> parse_buckets(std::string const& list) {
 
 void check_args(TuneArgs& args) {
   auto bad = [](std::string m) { throw CliExit{kExitBadInput, std::move(m)}; };
-  if (args.reps < 1 || args.warmup < 0) {
-    bad("--reps must be >= 1 and --warmup >= 0; seen --reps " + std::to_string(args.reps) +
-        " --warmup " + std::to_string(args.warmup));
+  if (args.req.reps < 1 || args.req.warmup < 0) {
+    bad("--reps must be >= 1 and --warmup >= 0; seen --reps " + std::to_string(args.req.reps) +
+        " --warmup " + std::to_string(args.req.warmup));
   }
-  if (args.repeat < 0) bad("--repeat " + std::to_string(args.repeat) + " is negative; use 0..10");
-  if (args.stage2_gemm1s < 1 || args.stage2_gemm1s > tuner::kMaxStage2Gemm1s) {
-    bad("--stage2-gemm1s " + std::to_string(args.stage2_gemm1s) + " is out of range; use 1.." +
+  if (args.req.repeat < 0)
+    bad("--repeat " + std::to_string(args.req.repeat) + " is negative; use 0..10");
+  if (args.req.stage2_gemm1s < 1 || args.req.stage2_gemm1s > tuner::kMaxStage2Gemm1s) {
+    bad("--stage2-gemm1s " + std::to_string(args.req.stage2_gemm1s) + " is out of range; use 1.." +
         std::to_string(tuner::kMaxStage2Gemm1s));
   }
-  if (!(args.timeout_s > 0 && args.timeout_s <= 86400)) {
+  if (!(args.req.timeout_s > 0 && args.req.timeout_s <= 86400)) {
     bad("--timeout-s must be > 0 seconds (at most a day); e.g. --timeout-s 10");
   }
-  if (!(args.margin >= 0 && args.margin < 1)) bad("--margin must be in [0, 1); e.g. 0.01 = 1%");
-  if (!(args.budget_min >= 0 && std::isfinite(args.budget_min))) {
+  if (!(args.req.margin >= 0 && args.req.margin < 1))
+    bad("--margin must be in [0, 1); e.g. 0.01 = 1%");
+  if (!(args.req.budget_min >= 0 && std::isfinite(args.req.budget_min))) {
     bad("--budget-min must be >= 0 minutes (0 = no budget)");
   }
   if (!args.inject_fault.empty()) {
     auto plan = tuner::parse_fault_plan(args.inject_fault);
     if (!plan.ok()) bad(plan.error().to_string());
-    args.faults = *plan;
+    args.req.faults = *plan;
   }
   if (!args.buckets.empty()) parse_buckets(args.buckets);  // bad input fails before any run
-  if (!args.backend.empty()) check_backend_name(args.backend, "--backend");
+  if (!args.req.backend.empty()) check_backend_name(args.req.backend, "--backend");
 }
 
 /// The command line as given (from /proc/self/cmdline), for the run's provenance in the store.
@@ -111,28 +99,12 @@ std::string own_command_line() {
 
 /// The request the checked flags make; the run starts now.
 tuner::TuneRequest make_request(TuneArgs const& args) {
-  return tuner::TuneRequest{
-      .recipe_path = args.recipe_path,
-      .buckets = args.buckets.empty() ? std::vector<int64_t>{} : parse_buckets(args.buckets),
-      .backend = args.backend,
-      .out_dir = args.out_dir,
-      .store = args.store,
-      .merge = args.merge,
-      .retarget_device = args.retarget_device,
-      .measure_pinned = args.measure_pinned,
-      .exhaustive = args.exhaustive,
-      .stage2_gemm1s = args.stage2_gemm1s,
-      .paired_passes = args.paired_passes,
-      .reps = args.reps,
-      .warmup = args.warmup,
-      .repeat = args.repeat,
-      .margin = args.margin,
-      .timeout_s = args.timeout_s,
-      .budget_min = args.budget_min,
-      .faults = args.faults,
-      .command_line = own_command_line(),
-      .env_var_names = env_var_names(),
-      .started = Clock::now()};
+  tuner::TuneRequest request = args.req;
+  if (!args.buckets.empty()) request.buckets = parse_buckets(args.buckets);
+  request.command_line = own_command_line();
+  request.env_var_names = env_var_names();
+  request.started = Clock::now();
+  return request;
 }
 
 /// What a run prints: human lines on stdout (or, with --json, one object at the end), failures
@@ -219,7 +191,7 @@ class TunePrinter final : public tuner::TuneObserver {
 int run_tune(TuneArgs& args) {
   check_args(args);
   tuner::TuneRequest const request = make_request(args);
-  core::Recipe recipe = load_recipe_or_exit(args.recipe_path);  // planning may retarget it
+  core::Recipe recipe = load_recipe_or_exit(args.req.recipe_path);  // planning may retarget it
   tuner::WorkerPool pool;
   std::vector<tuner::ShapePlan> plans = unwrap(tuner::plan_shapes(request, recipe, pool));
   TunePrinter printer(args.json);
@@ -234,35 +206,36 @@ namespace {
 
 /// tune's search and timing options (setup_tune).
 void add_search_options(CLI::App& app, TuneArgs& args) {
-  app.add_flag("--exhaustive", args.exhaustive,
+  app.add_flag("--exhaustive", args.req.exhaustive,
                "no successive halving: every candidate of the per-GEMM search timed with --reps, "
                "stage 2 at each group's 3 best GEMM1 configs; slow, the reference a tune is "
                "checked against");
-  app.add_option("--stage2-gemm1s", args.stage2_gemm1s,
+  app.add_option("--stage2-gemm1s", args.req.stage2_gemm1s,
                  "stage 2 searches GEMM2 under stage 1's fastest GEMM1 and, above 1, under its "
                  "nearest near-tied GEMM1s too (up to N in all): a GEMM2's time depends on the "
                  "GEMM1 it runs after")
       ->capture_default_str();
-  app.add_flag("--paired-passes,!--no-paired-passes", args.paired_passes,
+  app.add_flag("--paired-passes,!--no-paired-passes", args.req.paired_passes,
                "final round: a challenger wins only when it also wins a paired t-test over the "
                "passes (each pass's median ratio), not by the pooled intervals alone (the "
                "default; --no-paired-passes: the intervals alone decide)");
-  app.add_option("--reps", args.reps, "timed runs per finalist in the final round")
+  app.add_option("--reps", args.req.reps, "timed runs per finalist in the final round")
       ->capture_default_str();
-  app.add_option("--warmup", args.warmup, "untimed runs before each timing")->capture_default_str();
-  app.add_option("--repeat", args.repeat,
+  app.add_option("--warmup", args.req.warmup, "untimed runs before each timing")
+      ->capture_default_str();
+  app.add_option("--repeat", args.req.repeat,
                  "re-run the final round N times and report winner agreement per bucket")
       ->capture_default_str();
-  app.add_option("--margin", args.margin,
+  app.add_option("--margin", args.req.margin,
                  "a challenger's CI upper bound must sit this fraction below the incumbent's CI "
                  "lower bound to replace it, else the incumbent stays; a tie only where the "
                  "interval of their time ratio lies within this fraction of 1 on both sides")
       ->capture_default_str();
-  app.add_option("--timeout-s", args.timeout_s,
+  app.add_option("--timeout-s", args.req.timeout_s,
                  "per-candidate timeout (one check or one timing); the worker is killed and "
                  "restarted after it")
       ->capture_default_str();
-  app.add_option("--budget-min", args.budget_min,
+  app.add_option("--budget-min", args.req.budget_min,
                  "time budget in minutes for the whole run (0 = none): past a bucket's share "
                  "(an even share of the budget left, three for the first bucket), new candidates "
                  "are not run and halving jumps to the final round")
@@ -276,24 +249,25 @@ void add_search_options(CLI::App& app, TuneArgs& args) {
 
 void setup_tune(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<TuneArgs>();
-  app.add_option("--recipe", args->recipe_path, "the recipe (JSON)")->required();
+  app.add_option("--recipe", args->req.recipe_path, "the recipe (JSON)")->required();
   app.add_option("--buckets", args->buckets,
                  "token counts to tune, e.g. 1,4,16 (default: the recipe's buckets)");
-  add_backend_option(app, &args->backend);
-  app.add_option("--out", args->out_dir, "directory the tables go to (default: tables/<device>)");
-  app.add_option("--store", args->store,
+  add_backend_option(app, &args->req.backend);
+  app.add_option("--out", args->req.out_dir,
+                 "directory the tables go to (default: tables/<device>)");
+  app.add_option("--store", args->req.store,
                  "SQLite store of every measurement (default: in memory, no resume); a killed run "
                  "given the same store resumes where it stopped");
-  app.add_flag("--merge", args->merge,
+  app.add_flag("--merge", args->req.merge,
                "keep rows of the existing table that this run does not tune (and let each "
                "tuned bucket's current row defend its place as the incumbent)");
   app.add_flag("--json", args->json, "print the per-bucket results as one JSON object");
-  app.add_flag("--retarget-device", args->retarget_device,
+  app.add_flag("--retarget-device", args->req.retarget_device,
                "tune a recipe made for another device (its \"device\") on this one: the tables "
                "are named for this device, each tuned row's source says it was retargeted, and "
                "the recipe's pinned buckets are tuned too. Without it such a recipe is refused "
                "(exit 2); MOETUNE_DEVICE_NAME sets the device name for tests");
-  app.add_flag("--measure-pinned", args->measure_pinned,
+  app.add_flag("--measure-pinned", args->req.measure_pinned,
                "tune pinned buckets too, the pin as incumbent, and print the result next to the "
                "pin (the pin still wins)");
   add_search_options(app, *args);
