@@ -12,14 +12,14 @@
 #include "core/lint.hpp"
 #include "core/names.hpp"
 #include "kernels/testbed.hpp"
-#include "tuner/backend_choice.hpp"
+#include "kernels/backend_choice.hpp"
 
 namespace moetune::cli {
 
-std::string default_backend() { return unwrap(tuner::default_backend()); }
+std::string default_backend() { return unwrap(kernels::default_backend()); }
 
 void check_backend_name(std::string const& name, std::string const& where) {
-  unwrap(tuner::check_backend_name(name, where));
+  unwrap(kernels::check_backend_name(name, where));
 }
 
 void add_backend_option(CLI::App& app, std::string* backend) {
@@ -43,7 +43,7 @@ std::vector<std::string> env_var_names() {
 }
 
 kernels::FastPaths fast_paths_from_env_or_exit(std::string const& backend) {
-  return unwrap(tuner::fast_paths_from_env(backend, env_var_names()));
+  return unwrap(kernels::fast_paths_from_env(backend, env_var_names()));
 }
 
 void add_problem_option(CLI::App& app, std::string* spec) {

@@ -19,7 +19,7 @@
 namespace moetune::cli {
 
 /// The default for --backend: $MOETUNE_BACKEND when set, else kernels::default_backend_name()
-/// (tuner/backend_choice.hpp); CliExit(2) when the variable names no backend.
+/// (kernels/backend_choice.hpp); CliExit(2) when the variable names no backend.
 std::string default_backend();
 
 /// Adds `--backend cuda|cpu` to `app`, writing into *backend (left empty when not given, so a

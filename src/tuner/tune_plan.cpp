@@ -7,9 +7,9 @@
 #include "core/device_label.hpp"
 #include "core/engine_rows.hpp"
 #include "core/json_text.hpp"
+#include "kernels/backend_choice.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "runtime/device_env.hpp"
-#include "tuner/backend_choice.hpp"
 #include "tuner/protocol.hpp"
 #include "tuner/search.hpp"
 #include "tuner/store.hpp"
@@ -28,22 +28,22 @@ core::Result<std::string> pick_backend(TuneRequest const& request, core::RecipeS
   std::string chosen = request.backend;
   std::string origin = "--backend";
   if (chosen.empty() && std::getenv("MOETUNE_BACKEND") != nullptr) {
-    auto from_env = default_backend();
+    auto from_env = kernels::default_backend();
     if (!from_env.ok()) return from_env.error();
     chosen = *from_env;
     origin = "MOETUNE_BACKEND";
   }
   auto const wanted =
-      shape.backend.empty() ? default_backend() : core::Result<std::string>(shape.backend);
+      shape.backend.empty() ? kernels::default_backend() : core::Result<std::string>(shape.backend);
   if (!wanted.ok()) return wanted.error();
   if (!chosen.empty() && chosen != *wanted) {
     return bad_input(where, "the shape is tuned on backend '" + *wanted + "' (family " +
                                 shape.family + ") but " + origin + " is '" + chosen + "'; drop " +
                                 origin + " or use a recipe for " + chosen);
   }
-  MOETUNE_RETURN_IF_ERROR(check_backend_name(*wanted, where + ": backend"));
+  MOETUNE_RETURN_IF_ERROR(kernels::check_backend_name(*wanted, where + ": backend"));
   // A bad MOETUNE_* variable fails before any run.
-  MOETUNE_RETURN_IF_ERROR(fast_paths_from_env(*wanted, request.env_var_names));
+  MOETUNE_RETURN_IF_ERROR(kernels::fast_paths_from_env(*wanted, request.env_var_names));
   return *wanted;
 }
 

@@ -9,7 +9,7 @@
 #include "core/result.hpp"
 #include "kernels/fast_paths.hpp"
 
-namespace moetune::tuner {
+namespace moetune::kernels {
 
 /// The backends a build may know (triton: vLLM's Triton kernel in a Python worker).
 inline const std::vector<std::string> kBackendNames = {"cpu", "cuda", "triton"};
@@ -26,7 +26,7 @@ core::Status check_backend_name(std::string const& name, std::string const& wher
 /// lever table resolved at deployment backend/arch, tp 1, ep 1, bf16, role prefill, with
 /// MOETUNE_LEVER_<NAME> knobs applied. `other_vars`: the MOETUNE_* variables that are not levers
 /// (the CLI's table). A bad MOETUNE_* variable is kInvalidArgument at "environment".
-core::Result<kernels::FastPaths> fast_paths_from_env(std::string const& backend,
-                                                     std::vector<std::string> const& other_vars);
+core::Result<FastPaths> fast_paths_from_env(std::string const& backend,
+                                            std::vector<std::string> const& other_vars);
 
-}  // namespace moetune::tuner
+}  // namespace moetune::kernels

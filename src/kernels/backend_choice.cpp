@@ -1,5 +1,5 @@
 // The backend names, the default backend and the environment's fast paths; see backend_choice.hpp.
-#include "tuner/backend_choice.hpp"
+#include "kernels/backend_choice.hpp"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "kernels/fast_paths_from_levers.hpp"
 #include "kernels/testbed.hpp"
 
-namespace moetune::tuner {
+namespace moetune::kernels {
 
 core::Result<std::string> default_backend() {
   char const* env = std::getenv("MOETUNE_BACKEND");
@@ -18,7 +18,7 @@ core::Result<std::string> default_backend() {
     MOETUNE_RETURN_IF_ERROR(check_backend_name(env, "MOETUNE_BACKEND"));
     return std::string(env);
   }
-  return kernels::default_backend_name();
+  return default_backend_name();
 }
 
 core::Status check_backend_name(std::string const& name, std::string const& where) {
@@ -30,10 +30,10 @@ core::Status check_backend_name(std::string const& name, std::string const& wher
                               core::did_you_mean(name, kBackendNames));
 }
 
-core::Result<kernels::FastPaths> fast_paths_from_env(std::string const& backend,
-                                                     std::vector<std::string> const& other_vars) {
-  const core::Deployment d = kernels::local_deployment(backend, "bf16", "prefill");
-  auto fp = kernels::resolve_fast_paths(d, core::snapshot_environment(environ), other_vars);
+core::Result<FastPaths> fast_paths_from_env(std::string const& backend,
+                                            std::vector<std::string> const& other_vars) {
+  const core::Deployment d = local_deployment(backend, "bf16", "prefill");
+  auto fp = resolve_fast_paths(d, core::snapshot_environment(environ), other_vars);
   if (!fp.ok()) {
     return core::make_error(core::ErrorCode::kInvalidArgument, "environment",
                             fp.error().to_string());
@@ -41,4 +41,4 @@ core::Result<kernels::FastPaths> fast_paths_from_env(std::string const& backend,
   return *fp;
 }
 
-}  // namespace moetune::tuner
+}  // namespace moetune::kernels
