@@ -10,6 +10,7 @@
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/device_info.hpp"
+#include "core/device_label.hpp"
 #include "core/names.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "kernels/testbed.hpp"
@@ -73,7 +74,7 @@ namespace {
 std::string local_device_label(std::string const& backend) {
   core::DeviceInfo device;
   if (auto b = kernels::make_backend(backend); b.ok()) device = (*b)->device();
-  return unwrap(runtime::local_device_label(device));
+  return unwrap(core::local_device_label(device));
 }
 
 void attach_table(BenchArgs const& args, std::string const& backend, bench::BenchSeries& s) {

@@ -2,6 +2,7 @@
 #include "core/device_label.hpp"
 
 #include <cctype>
+#include <cstdlib>
 
 #include "core/table.hpp"
 
@@ -34,6 +35,12 @@ Result<std::string> checked_device_label(std::string_view device_name, std::stri
 bool is_other_device(std::string_view table_device, std::string_view local) {
   if (table_device.empty() || local.empty()) return false;
   return device_label(table_device) != device_label(local);
+}
+
+Result<std::string> local_device_label(DeviceInfo const& device) {
+  char const* v = std::getenv("MOETUNE_DEVICE_NAME");
+  if (v == nullptr || *v == '\0') return device_label(device);
+  return checked_device_label(v, "MOETUNE_DEVICE_NAME");
 }
 
 }  // namespace moetune::core

@@ -25,6 +25,10 @@ std::string device_label(DeviceInfo const& device);
 /// most 128 of them; anything else (a ',' would add a field to the file name) is
 /// kInvalidArgument at `where`.
 Result<std::string> checked_device_label(std::string_view device_name, std::string const& where);
+/// This machine's device label: $MOETUNE_DEVICE_NAME when set and not empty (checked by
+/// checked_device_label; a bad value is kInvalidArgument naming the variable), else
+/// device_label(device).
+Result<std::string> local_device_label(DeviceInfo const& device);
 
 /// True when a table labelled `table_device` was made on another device than `local` (both
 /// compared as device_label). An unknown label ("") on either side is not another device.

@@ -7,12 +7,6 @@
 
 namespace moetune::runtime {
 
-core::Result<std::string> local_device_label(core::DeviceInfo const& device) {
-  char const* v = std::getenv("MOETUNE_DEVICE_NAME");
-  if (v == nullptr || *v == '\0') return core::device_label(device);
-  return core::checked_device_label(v, "MOETUNE_DEVICE_NAME");
-}
-
 core::Result<bool> same_device_tables_from_env() {
   char const* v = std::getenv("MOETUNE_TABLES_SAME_DEVICE");
   std::string const value = v == nullptr ? "" : v;

@@ -10,11 +10,6 @@
 
 namespace moetune::runtime {
 
-/// This machine's device label (core/device_label.hpp): $MOETUNE_DEVICE_NAME when set and not
-/// empty (checked by core::checked_device_label; a bad value is kInvalidArgument naming the
-/// variable), else core::device_label(device).
-core::Result<std::string> local_device_label(core::DeviceInfo const& device);
-
 /// $MOETUNE_TABLES_SAME_DEVICE: unset, "" or "0" -> false, "1" -> true; anything else is
 /// kInvalidArgument naming the variable and the two values it takes.
 core::Result<bool> same_device_tables_from_env();

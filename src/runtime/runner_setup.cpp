@@ -136,7 +136,7 @@ core::Status RunnerImpl::setup(core::MoeProblem p, std::string const& name, Runn
   backend = std::move(*b);
   backend_name = name;
   core::DeviceInfo const device = backend->device();
-  auto label = runtime::local_device_label(device);
+  auto label = core::local_device_label(device);
   if (!label.ok()) return label.error();
   device_label = *label;
   auto same_device = runtime::same_device_tables_from_env();

@@ -9,7 +9,6 @@
 #include "core/json_text.hpp"
 #include "kernels/backend_choice.hpp"
 #include "kernels/cpu/moe_data.hpp"
-#include "runtime/device_env.hpp"
 #include "tuner/protocol.hpp"
 #include "tuner/search.hpp"
 #include "tuner/store.hpp"
@@ -80,7 +79,7 @@ std::string tune_hash(TuneRequest const& request, core::RecipeShape const& shape
 /// (both names) unless --retarget-device, which names the table for this device and tunes the
 /// recipe's pinned buckets too (the pins were measured on the recipe's device).
 core::Status check_device(TuneRequest const& request, core::RecipeShape& shape, ShapePlan& plan) {
-  auto label = runtime::local_device_label(plan.device);
+  auto label = core::local_device_label(plan.device);
   if (!label.ok()) return label.error();
   plan.device_label = *label;
   std::string const wanted = core::device_label(shape.device);
