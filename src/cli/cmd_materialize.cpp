@@ -7,6 +7,8 @@
 #include "cli/cli_common.hpp"
 #include "cli/commands.hpp"
 #include "core/atomic_file.hpp"
+#include "core/file_transaction.hpp"
+#include "core/table.hpp"
 #include "tuner/store.hpp"
 #include "tuner/tables_from_store.hpp"
 
@@ -20,7 +22,7 @@ struct MaterializeArgs {
   std::string store;  ///< --from-store
 };
 
-/// The tables rebuilt from the store, each written by temp file + rename once all are built.
+/// The tables rebuilt from the store, written as one transaction (temp files, then renames).
 void write_from_store(MaterializeArgs const& args, core::Recipe const& recipe) {
   if (args.merge) {
     throw CliExit{kExitBadInput,
@@ -34,9 +36,15 @@ void write_from_store(MaterializeArgs const& args, core::Recipe const& recipe) {
   auto store = unwrap(tuner::Store::open(args.store));
   auto const tables = unwrap(tuner::tables_from_store(*store, recipe, args.recipe_path));
   unwrap(core::ensure_writable_dir(args.out_dir));
+  // All-or-nothing, as materialize without a store: every table staged before any is renamed.
+  core::FileTransaction tx;
+  std::vector<std::string> written;
   for (core::Table const& table : tables) {
-    std::cout << "wrote " << unwrap(core::save_table(table, args.out_dir)) << " (from store "
-              << args.store << ")\n";
+    written.push_back(unwrap(core::stage_table(table, args.out_dir, tx)));
+  }
+  unwrap(tx.commit());
+  for (std::string const& path : written) {
+    std::cout << "wrote " << path << " (from store " << args.store << ")\n";
   }
 }
 
