@@ -11,8 +11,8 @@
 #include "cli/commands.hpp"
 #include "core/lint.hpp"
 #include "core/names.hpp"
-#include "kernels/testbed.hpp"
 #include "kernels/backend_choice.hpp"
+#include "kernels/testbed.hpp"
 
 namespace moetune::cli {
 

@@ -78,8 +78,8 @@ std::string bucket_line(tuner::BucketResult const& r) {
     char m[32];
     std::snprintf(m, sizeof(m), "%+.1f%%",
                   100 * core::speedup_margin(r.incumbent_stats.median_us,
-                                              r.has_challenger ? r.challenger_stats.median_us
-                                                               : r.incumbent_stats.median_us));
+                                             r.has_challenger ? r.challenger_stats.median_us
+                                                              : r.incumbent_stats.median_us));
     out += "  incumbent " + core::short_string(r.incumbent) + " " + timing_text(r.incumbent_stats);
     if (r.has_challenger) {
       out += "  best challenger " + core::short_string(r.challenger) + " margin " + m;

@@ -88,9 +88,8 @@ class CudaDeviceOps final : public DeviceOps {
   }
   /// One launch in scratch the caller allocates for it (torch's caching allocator): stream-ordered
   /// and capture-safe, so each stream and each CUDA graph has its own.
-  core::Status launch_in_caller_workspace(core::MoeProblem const& p,
-                                          kc::Sm90GatherKernels const& k, LayerArgs const& a,
-                                          size_t bytes, void* stream) {
+  core::Status launch_in_caller_workspace(core::MoeProblem const& p, kc::Sm90GatherKernels const& k,
+                                          LayerArgs const& a, size_t bytes, void* stream) {
     void* ws = a.workspace.alloc(a.workspace.ctx, bytes);  // bytes > 0, even at M = 0
     if (ws == nullptr) {
       return core::make_error(core::ErrorCode::kIo, "MoeRunner::run",

@@ -69,8 +69,8 @@
 #include "core/problem.hpp"
 #include "core/result.hpp"
 #include "core/routing.hpp"
-#include "tuner/outcome.hpp"
 #include "core/stats.hpp"
+#include "tuner/outcome.hpp"
 #include "tuner/store.hpp"
 #include "tuner/worker.hpp"
 

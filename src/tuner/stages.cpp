@@ -118,8 +118,8 @@ Candidates BucketSearch::stage_ties(CandidateResult const* winner,
     double sum = 0;
     for (auto const& [its, winners] : list) {
       beaten_in_every_round =
-          beaten_in_every_round && core::decide(its, winners, kStageTieMargin * options_.margin) ==
-                                       Verdict::kChallengerWins;
+          beaten_in_every_round &&
+          core::decide(its, winners, kStageTieMargin * options_.margin) == Verdict::kChallengerWins;
       sum += winners.median_us > 0 ? its.median_us / winners.median_us : its.median_us;
     }
     gap[c] = sum / static_cast<double>(list.size());

@@ -137,8 +137,7 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
 
 WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p) {
   const int align_m = align_block_m(k.g1, k.g2);
-  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k,
-                    gemm1_reads_permuted_x(k.g1));
+  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, gemm1_reads_permuted_x(k.g1));
 }
 
 /// The caller's workspace against what layout `w` needs.

@@ -271,8 +271,8 @@ MOETUNE_DEVICE void moe_epilogue_store(Mainloop const& ml, int tid,
         if (partial != nullptr) {
           *reinterpret_cast<float2*>(partial + out_row * n_dim + col) = make_float2(v0, v1);
         } else {
-          store_cols2<kE4m3>(out, out + out_row * n_dim, out_row, n_dim, col,
-                             pack_bf16x2(v0, v1), q_scale);
+          store_cols2<kE4m3>(out, out + out_row * n_dim, out_row, n_dim, col, pack_bf16x2(v0, v1),
+                             q_scale);
         }
       }
     }

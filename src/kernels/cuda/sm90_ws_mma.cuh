@@ -4,8 +4,8 @@
 // A policy gives the consumers (sm90_ws_consumer.cuh): begin_tile (zero, and whatever the tile
 // needs), mma_k_tile<kH>(a_base, b_base, kt) (returns once the wgmma that read the previous
 // k-tile's stage retired, or with kRetiresAll every wgmma of this one), end_tile, fence_all,
-// acc_at, and the output's element type (kOutE4m3, out_scale). The fp8 policies are in sm90_fp8_ws_mma.cuh.
-// Covered by tests/kernels/cuda/sm90_gather_test.cpp.
+// acc_at, and the output's element type (kOutE4m3, out_scale). The fp8 policies are in
+// sm90_fp8_ws_mma.cuh. Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
 #include "sm90_common.cuh"

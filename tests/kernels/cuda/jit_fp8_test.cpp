@@ -74,8 +74,8 @@ TEST(Fp8Geometry, TmaWsTakesBlockM64Or128WithTheirWarpCounts) {
 TEST(Fp8Geometry, DefaultRuleRunsTmaWsAt64RowsBelow48PairsPerExpertAnd128From48) {
   for (auto base : shapes(1)) {
     const int64_t per_pair = base.num_experts / base.top_k;  // M = per_pair * pairs per expert
-    for (auto [pairs, block_m] : {std::pair{0, 64}, std::pair{47, 64}, std::pair{48, 128},
-                                  std::pair{4096, 128}}) {
+    for (auto [pairs, block_m] :
+         {std::pair{0, 64}, std::pair{47, 64}, std::pair{48, 128}, std::pair{4096, 128}}) {
       auto p = base;
       p.num_tokens = pairs == 0 ? 1 : pairs * per_pair;
       auto const c = sm90_default_config(p);

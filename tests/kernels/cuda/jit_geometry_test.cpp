@@ -387,7 +387,8 @@ TEST(Sm90Geometry, WorkspaceOfLoadedKernelsEqualsTheConfigsAtEveryM) {
       k.g1 = *g1;
       k.g2 = *g2;
       const size_t bytes = sm90_gather_workspace_bytes(p, c);
-      EXPECT_EQ(sm90_gather_workspace_bytes(k, p), bytes) << "M=" << m << " " << core::short_string(c);
+      EXPECT_EQ(sm90_gather_workspace_bytes(k, p), bytes)
+          << "M=" << m << " " << core::short_string(c);
       EXPECT_GT(bytes, 0u) << "M=" << m << " " << core::short_string(c);
       ++checked;
       permuted += g1->persistent() && (g1->block_m >= 192 || (g1->swap && g1->block_m >= 128));
