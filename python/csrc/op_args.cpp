@@ -2,6 +2,7 @@
 #include "op_args.hpp"
 
 #include <c10/util/Exception.h>
+#include <cstdint>
 
 #include <sstream>
 #include <vector>
@@ -37,6 +38,15 @@ void check_contiguous(char const* op, char const* name, at::Tensor const& t) {
   TORCH_CHECK_VALUE(t.is_contiguous(), op, ": ", name, " is not contiguous (strides ",
                     strides_of(t), " for shape ", sizes_of(t), "); pass a row-major tensor, e.g. ",
                     name, ".contiguous()");
+}
+
+/// The kernels read 16-byte vectors from the start of every row.
+void check_aligned(char const* op, char const* name, at::Tensor const& t) {
+  if (t.is_meta() || t.numel() == 0) return;
+  auto const off = reinterpret_cast<std::uintptr_t>(t.const_data_ptr()) % 16;
+  TORCH_CHECK_VALUE(off == 0, op, ": ", name, "'s data starts ", off,
+                    " bytes past a 16-byte boundary (storage offset ", t.storage_offset(),
+                    "); expected 16-byte aligned data: pass ", name, ".clone()");
 }
 
 void check_device(char const* op, char const* name, at::Tensor const& t, at::Device want) {
@@ -178,6 +188,9 @@ void check_moe_shapes(MoeTensors const& t, core::MoeProblem const& p, char const
   check_contiguous(op, "hidden_states", t.hidden_states);
   check_contiguous(op, "w1", t.w1);
   check_contiguous(op, "w2", t.w2);
+  check_aligned(op, "hidden_states", t.hidden_states);
+  check_aligned(op, "w1", t.w1);
+  check_aligned(op, "w2", t.w2);
 }
 
 }  // namespace

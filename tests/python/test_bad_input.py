@@ -13,6 +13,14 @@ def _layer():
     return make_layer(6, 64, 32, 8, 2, seed=43)
 
 
+def _misaligned(t):
+    """t's values in a contiguous tensor whose data starts one element past its storage's start."""
+    flat = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+    out = flat[1:].view(t.shape)
+    out.copy_(t)
+    return out
+
+
 def _call(**replace):
     x, w1, w2, tw, ids = _layer()
     args = dict(hidden_states=x, w1=w1, w2=w2, topk_weights=tw, topk_ids=ids)
@@ -42,6 +50,8 @@ def _call(**replace):
     (lambda x, w1, w2, tw, ids: {"topk_ids": ids - 9}, ValueError, r"topk_ids holds expert ids"),
     (lambda x, w1, w2, tw, ids: {"w1": w1.transpose(1, 2).contiguous().transpose(1, 2)},
      ValueError, r"w1 is not contiguous \(strides"),
+    (lambda x, w1, w2, tw, ids: {"hidden_states": _misaligned(x)}, ValueError,
+     r"hidden_states's data starts 2 bytes past a 16-byte boundary \(storage offset 1\)"),
     (lambda x, w1, w2, tw, ids: {"activation": "swish"}, ValueError,
      r"activation: unknown activation 'swish'; expected one of silu"),
     (lambda x, w1, w2, tw, ids: {"activation": "relu2"}, ValueError,
@@ -54,7 +64,7 @@ def _call(**replace):
     (lambda x, w1, w2, tw, ids: {"config": {"gemm1": {"tile": {"block_m": 24}}}}, ValueError,
      r"block_m"),
 ], ids=["x-dtype", "w1-dtype", "w1-shape", "w2-experts", "x-rank", "ids-rows", "ids-dtype",
-        "weights-dtype", "ids-high", "ids-negative", "w1-strides", "activation-name",
+        "weights-dtype", "ids-high", "ids-negative", "w1-strides", "x-misaligned", "activation-name",
         "activation-gating", "config-type", "config-dir", "config-json", "config-refused"])
 def test_bad_argument_names_itself(replace, error, message):
     with pytest.raises(error, match=message):
