@@ -146,6 +146,9 @@ Status from_json(Json const& j, JsonAt const& at, Activation* out) {
 Status from_json(Json const& j, JsonAt const& at, DType* out) {
   return read_enum(j, at, out, parse_dtype);
 }
+Status from_json(Json const& j, JsonAt const& at, Quant* out) {
+  return read_enum(j, at, out, parse_quant);
+}
 Status from_json(Json const& j, JsonAt const& at, Schedule* out) {
   return read_enum(j, at, out, parse_schedule);
 }

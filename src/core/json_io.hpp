@@ -86,6 +86,7 @@ Status from_json(Json const& j, JsonAt const& at, bool* out);
 Status from_json(Json const& j, JsonAt const& at, std::string* out);
 Status from_json(Json const& j, JsonAt const& at, Activation* out);
 Status from_json(Json const& j, JsonAt const& at, DType* out);
+Status from_json(Json const& j, JsonAt const& at, Quant* out);
 Status from_json(Json const& j, JsonAt const& at, Schedule* out);
 Status from_json(Json const& j, JsonAt const& at, RoutingKind* out);
 Status from_json(Json const& j, JsonAt const& at, Rule* out);

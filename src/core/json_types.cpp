@@ -54,7 +54,7 @@ Status from_json(Json const& j, JsonAt const& at, Rule* out) {
 }
 
 Json to_json(MoeProblem const& p) {
-  return Json{{"num_tokens", p.num_tokens},
+  Json j{{"num_tokens", p.num_tokens},
               {"hidden_size", p.hidden_size},
               {"intermediate_size", p.intermediate_size},
               {"num_experts", p.num_experts},
@@ -62,13 +62,16 @@ Json to_json(MoeProblem const& p) {
               {"activation", to_string(p.activation)},
               {"dtype", to_string(p.dtype)},
               {"arch", p.arch}};
+  if (p.quant != Quant::kNone) j["quant"] = to_string(p.quant);  // absent: bf16 files unchanged
+  return j;
 }
 
 Status from_json(Json const& j, JsonAt const& at, MoeProblem* out) {
   auto r = ObjectReader::open(j, at,
                               {"num_tokens", "hidden_size", "intermediate_size", "num_experts",
-                               "top_k", "activation", "dtype", "arch"});
+                               "top_k", "activation", "dtype", "arch", "quant"});
   if (!r.ok()) return r.error();
+  MOETUNE_RETURN_IF_ERROR(r->optional("quant", &out->quant));
   MOETUNE_RETURN_IF_ERROR(r->optional("num_tokens", &out->num_tokens));
   MOETUNE_RETURN_IF_ERROR(r->optional("hidden_size", &out->hidden_size));
   MOETUNE_RETURN_IF_ERROR(r->optional("intermediate_size", &out->intermediate_size));

@@ -214,6 +214,10 @@ TableKey table_key_for(RecipeShape const& shape, std::string const& toolchain) {
   key.top_k = shape.problem.top_k;
   key.activation = shape.problem.activation;
   key.dtype = shape.problem.dtype;
+  if (shape.problem.quant != Quant::kNone) {  // the engines' fp8 names (table_file_name)
+    key.dtype_tag = "fp8_w8a8";
+    if (shape.problem.quant == Quant::kFp8Block) key.block_shape = std::pair{128, 128};
+  }
   key.device_name = vllm_device_name(shape.device);
   key.family = shape.family;
   key.family_version = shape.family_version;

@@ -245,5 +245,28 @@ TEST(Recipe, CheckLeavesNoTempDirectoryWhenItFails) {
   EXPECT_TRUE(fs::is_empty(tmp));
 }
 
+TEST(Recipe, AnFp8ProblemNamesItsTablesAsTheEnginesDo) {
+  std::string text = recipe_text(pinned(64));
+  text.replace(text.find(R"("top_k": 8})"), 11, R"("top_k": 8, "quant": "fp8_block"})");
+  auto r = load_text(text);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  EXPECT_EQ(r->shapes[0].problem.quant, Quant::kFp8Block);
+  auto back = load_text(recipe_to_json(*r));  // the quant survives the round trip
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->shapes[0].problem.quant, Quant::kFp8Block);
+  TableKey const key = table_key_for(r->shapes[0]);
+  EXPECT_EQ(table_file_name(key),
+            "E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128],"
+            "family=sm90_gather.json");
+  MoeProblem p = r->shapes[0].problem;
+  EXPECT_TRUE(check_key_matches(key, p, "t").ok());
+  p.quant = Quant::kNone;  // a bf16 problem must not take the fp8 table
+  EXPECT_FALSE(check_key_matches(key, p, "t").ok());
+  text.replace(text.find("fp8_block"), 9, "fp4");
+  auto bad = load_text(text);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("quant"), std::string::npos) << bad.error().to_string();
+}
+
 }  // namespace
 }  // namespace moetune::core
