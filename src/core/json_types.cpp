@@ -55,13 +55,13 @@ Status from_json(Json const& j, JsonAt const& at, Rule* out) {
 
 Json to_json(MoeProblem const& p) {
   Json j{{"num_tokens", p.num_tokens},
-              {"hidden_size", p.hidden_size},
-              {"intermediate_size", p.intermediate_size},
-              {"num_experts", p.num_experts},
-              {"top_k", p.top_k},
-              {"activation", to_string(p.activation)},
-              {"dtype", to_string(p.dtype)},
-              {"arch", p.arch}};
+         {"hidden_size", p.hidden_size},
+         {"intermediate_size", p.intermediate_size},
+         {"num_experts", p.num_experts},
+         {"top_k", p.top_k},
+         {"activation", to_string(p.activation)},
+         {"dtype", to_string(p.dtype)},
+         {"arch", p.arch}};
   if (p.quant != Quant::kNone) j["quant"] = to_string(p.quant);  // absent: bf16 files unchanged
   return j;
 }
