@@ -136,7 +136,7 @@ core::Status measure_point(kernels::Testbed& testbed, BenchOptions const& option
   pt->deterministic = first->digest == second->digest;
   pt->rel_err = first->rel_l2_error;
   pt->check_ok = first->all_finite && first->all_written &&
-                 first->rel_l2_error <= kernels::tolerance_for(pt->problem.dtype).rel_l2;
+                 first->rel_l2_error <= kernels::tolerance_for(pt->problem).rel_l2;
   telemetry.start();
   auto timing = testbed.time(pt->config, options.warmup, options.repeats);
   pt->telemetry = telemetry.stop();

@@ -70,7 +70,7 @@ struct BenchPoint {
   std::string digest;
   bool deterministic = true;  ///< two checked runs gave the same digest
   double rel_err = 0;
-  bool check_ok = true;  ///< finite, fully written, within tolerance_for(dtype)
+  bool check_ok = true;  ///< finite, fully written, within tolerance_for(problem)
   SeriesTelemetry telemetry;
 };
 

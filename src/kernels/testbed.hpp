@@ -34,6 +34,8 @@ struct Tolerance {
 };
 /// bf16: 1e-2 (bf16 output rounding ~4e-3 plus bf16 intermediate); fp16: 5e-3; fp32: 1e-5.
 Tolerance tolerance_for(core::DType dtype);
+/// A problem's: its dtype's, or with quant (fp8) 3e-2.
+Tolerance tolerance_for(core::MoeProblem const& problem);
 
 /// What check() writes into its output after the kernel ran and before the comparison (test-only
 /// fault injection, so that the correctness gate itself must catch a wrong or NaN output).

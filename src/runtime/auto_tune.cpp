@@ -115,7 +115,7 @@ core::Result<AutoTuneResult> auto_tune_bucket(std::string const& backend_name,
   MOETUNE_RETURN_IF_ERROR((*testbed)->prepare(problem, routing, options.seed));
   std::vector<core::MoeConfig> const space = candidates(backend, problem);
   int tried = 0;
-  std::vector<Timed> const passed = screen(**testbed, space, kernels::tolerance_for(problem.dtype),
+  std::vector<Timed> const passed = screen(**testbed, space, kernels::tolerance_for(problem),
                                            deadline, options.first_reps, &tried);
   if (passed.empty()) {
     return core::make_error(core::ErrorCode::kInternal, "auto " + core::to_string(problem),

@@ -61,7 +61,7 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
   }
   auto ref = kernels::cpu::reference_moe(p, data->view());
   if (!ref.ok()) return ref.error();
-  kernels::Tolerance const tol = kernels::tolerance_for(p.dtype);
+  kernels::Tolerance const tol = kernels::tolerance_for(p);
   r.check = kernels::cpu::check_output(p.dtype, out.data(), *ref, tol);
   r.passed = kernels::cpu::check_passed(r.check, tol);
   return r;

@@ -17,7 +17,7 @@ namespace moetune::runtime {
 struct CheckedRun {
   Choice choice;
   kernels::CheckResult check;  ///< against the fp64 reference (default-constructed when M = 0)
-  bool passed = false;         ///< kernels::cpu::check_passed under tolerance_for(dtype)
+  bool passed = false;         ///< kernels::cpu::check_passed under tolerance_for(problem)
   std::string executed_by;     ///< "runner (host buffers)" | "runner (device buffers, stream)"
 };
 

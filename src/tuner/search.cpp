@@ -95,7 +95,7 @@ core::Status BucketSearch::save(CandidateResult const& c, int round,
 /// The correctness gate: the check must have run, every element written and finite, and the
 /// relative L2 error within the dtype's tolerance. "" when it passes, else why not.
 std::string BucketSearch::gate(kernels::CheckResult const& check) const {
-  double const tol = kernels::tolerance_for(task_.problem.dtype).rel_l2;
+  double const tol = kernels::tolerance_for(task_.problem).rel_l2;
   // NOTE: a NaN error compares false against the tolerance, so test "not <=" rather than ">".
   if (check.all_finite && check.all_written && check.rel_l2_error <= tol) return "";
   char buf[64];

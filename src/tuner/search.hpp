@@ -20,7 +20,7 @@
 //      (once some candidate has passed: until then each compiles inside its check, within the
 //      fail-fast window; by default in the background, overlapping the checks), round 0 (check
 //      against the reference on fresh random data: all written, finite, relative L2 error within
-//      tolerance_for(dtype), else wrong_result; cheap timing, first_reps; with the background
+//      tolerance_for(problem), else wrong_result; cheap timing, first_reps; with the background
 //      compile every check of the batch comes before its timings), then successive halving (the
 //      best third re-timed with 3x the reps, at most final_reps, half of them in order and half
 //      backward) down to two; the stage's winner is its fastest (the choice among near-equal

@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_testbed_fp8.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda_factory.hpp"
 
@@ -20,18 +21,6 @@ namespace {
 constexpr size_t kFlushBytes = size_t{256} << 20;  // > 4x the H200's 60 MB L2
 constexpr int64_t kFullCheckTokens = 256;          // check every token up to this M
 constexpr int64_t kSampleTokens = 192;             // else this many, evenly spaced
-
-struct RefParams {
-  const void* x;
-  const void* w1;
-  const void* w2;
-  const int32_t* topk_ids;
-  const float* topk_weights;
-  const int32_t* tokens;
-  float* h;
-  float* out;
-  int num_sample, k_dim, i_dim, top_k, act, gated;
-};
 
 uint64_t fnv1a_bytes(const void* data, size_t n) {
   auto const* p = static_cast<const unsigned char*>(data);
@@ -117,6 +106,34 @@ void CudaTestbed::set_fast_paths(FastPaths const& fp) {
   backend_->set_fast_paths(fp);
 }
 
+core::Status CudaTestbed::fill_normal(void* buf, int64_t n, uint64_t seed, float scale) {
+  if (n == 0) return core::Status::Ok();
+  long long nn = n;
+  unsigned long long ss = seed;
+  void* params[] = {&buf, &nn, &ss, &scale};
+  MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fill_), dim3(132 * 8),
+                                      dim3(256), params, 0, stream_));
+  return core::Status::Ok();
+}
+
+core::Status CudaTestbed::draw_weights(core::MoeProblem const& p, uint64_t seed) {
+  const int64_t K = p.hidden_size, I = p.intermediate_size;
+  const int64_t E = p.num_experts, N1 = core::gemm1_n(p);
+  const bool fp8 = p.quant != core::Quant::kNone;
+  const int64_t eb = fp8 ? 1 : 2;  // e4m3 or bf16 weights
+  MOETUNE_RETURN_IF_ERROR(grow(w1_, w1_cap_, eb * E * N1 * K));
+  MOETUNE_RETURN_IF_ERROR(grow(w2_, w2_cap_, eb * E * K * I));
+  if (fp8) {
+    if (!fp8_) fp8_ = std::make_unique<CudaFp8Layer>();
+    MOETUNE_RETURN_IF_ERROR(fp8_->draw(p, w1_, w2_, seed, stream_));
+  } else {
+    MOETUNE_RETURN_IF_ERROR(fill_normal(w1_, E * N1 * K, seed * 3 + 1, 1.0f / std::sqrt(float(K))));
+    MOETUNE_RETURN_IF_ERROR(fill_normal(w2_, E * K * I, seed * 3 + 2, 1.0f / std::sqrt(float(I))));
+  }
+  w_seed_ = seed;
+  return core::Status::Ok();
+}
+
 core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                                   core::RoutingProfile const& routing, uint64_t seed) {
   MOETUNE_RETURN_IF_ERROR(core::validate(problem));
@@ -125,44 +142,23 @@ core::Status CudaTestbed::prepare(core::MoeProblem const& problem,
                             "problem.has_bias: the testbed generates no biases (tune and bench "
                             "the unbiased problem; its choice serves the biased layer)");
   }
-  if (problem.quant != core::Quant::kNone) {
-    return core::make_error(core::ErrorCode::kUnsupported, "cuda testbed",
-                            "problem.quant = " + std::string(core::to_string(problem.quant)) +
-                                ": the testbed generates no fp8 weights or scales yet; run fp8 "
-                                "layers through the torch op or MoeRunner (bench/fp8_bench.py)");
-  }
   // The weights are kept only where they are the ones this seed draws (Testbed::prepare: every
   // input from `seed` alone). NOTE: kept for any seed of the same shape, a bench point's weights,
   // and its digest, would come from the first point of its M list.
   const bool same_weights = w1_ && w_seed_ == seed && problem_.num_experts == problem.num_experts &&
                             problem_.hidden_size == problem.hidden_size &&
                             problem_.intermediate_size == problem.intermediate_size &&
-                            problem_.activation == problem.activation;
+                            problem_.activation == problem.activation &&
+                            problem_.quant == problem.quant;
   problem_ = problem;
   ref_valid_ = false;
-  const int64_t M = problem.num_tokens, K = problem.hidden_size, I = problem.intermediate_size;
-  const int64_t E = problem.num_experts, N1 = core::gemm1_n(problem);
-  auto fill = [&](void* buf, int64_t n, uint64_t s, float scale) -> core::Status {
-    if (n == 0) return core::Status::Ok();
-    long long nn = n;
-    unsigned long long ss = s;
-    void* params[] = {&buf, &nn, &ss, &scale};
-    MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(fill_), dim3(132 * 8),
-                                        dim3(256), params, 0, stream_));
-    return core::Status::Ok();
-  };
-  if (!same_weights) {
-    MOETUNE_RETURN_IF_ERROR(grow(w1_, w1_cap_, 2 * E * N1 * K));
-    MOETUNE_RETURN_IF_ERROR(grow(w2_, w2_cap_, 2 * E * K * I));
-    MOETUNE_RETURN_IF_ERROR(fill(w1_, E * N1 * K, seed * 3 + 1, 1.0f / std::sqrt(float(K))));
-    MOETUNE_RETURN_IF_ERROR(fill(w2_, E * K * I, seed * 3 + 2, 1.0f / std::sqrt(float(I))));
-    w_seed_ = seed;
-  }
+  if (!same_weights) MOETUNE_RETURN_IF_ERROR(draw_weights(problem, seed));
+  const int64_t M = problem.num_tokens, K = problem.hidden_size, E = problem.num_experts;
   MOETUNE_RETURN_IF_ERROR(grow(x_, x_cap_, 2 * M * K));
   MOETUNE_RETURN_IF_ERROR(grow(ids_, ids_cap_, 4 * M * problem.top_k));
   MOETUNE_RETURN_IF_ERROR(grow(weights_, wts_cap_, 4 * M * problem.top_k));
   MOETUNE_RETURN_IF_ERROR(grow(out_, out_cap_, 2 * M * K));
-  MOETUNE_RETURN_IF_ERROR(fill(x_, M * K, seed * 3 + 3, 1.0f));
+  MOETUNE_RETURN_IF_ERROR(fill_normal(x_, M * K, seed * 3 + 3, 1.0f));
   auto r = core::generate_routing(routing, M, E, problem.top_k);
   if (!r.ok()) return r.error();
   experts_hit_ = core::experts_hit(*r, E);
@@ -212,26 +208,35 @@ core::Status CudaTestbed::run_reference() {
                static_cast<int>(p.top_k),
                act_id(p.activation),
                core::is_gated(p.activation) ? 1 : 0};
-  void* params[] = {&rp};
-  const long long w1n = (long long)S * p.top_k * p.intermediate_size;
-  MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(ref1_),
-                                      dim3(static_cast<unsigned>((w1n * 32 + 255) / 256)),
-                                      dim3(256), params, 0, stream_));
-  const long long w2n = (long long)S * p.hidden_size;
-  MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(ref2_),
-                                      dim3(static_cast<unsigned>((w2n * 32 + 255) / 256)),
-                                      dim3(256), params, 0, stream_));
-  MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  MOETUNE_CUDA_CHECK(cudaMemcpy(ref_out_.data(), out, ref_out_.size() * 4, cudaMemcpyDeviceToHost));
+  core::Status st;
+  if (p.quant != core::Quant::kNone) {
+    st = fp8_->reference(p, rp, stream_);
+  } else {
+    void* params[] = {&rp};
+    st = launch_ref_warps(ref1_, (long long)S * p.top_k * p.intermediate_size, params, stream_);
+    if (st.ok()) st = launch_ref_warps(ref2_, (long long)S * p.hidden_size, params, stream_);
+  }
+  cudaError_t rc = cudaStreamSynchronize(stream_);
+  if (st.ok() && rc == cudaSuccess) {
+    rc = cudaMemcpy(ref_out_.data(), out, ref_out_.size() * 4, cudaMemcpyDeviceToHost);
+  }
   cudaFree(tokens);
   cudaFree(h);
   cudaFree(out);
+  MOETUNE_RETURN_IF_ERROR(st);
+  MOETUNE_CUDA_CHECK(rc);
   ref_valid_ = true;
   return core::Status::Ok();
 }
 
 core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
   const auto& p = problem_;
+  if (p.quant != core::Quant::kNone) {
+    return core::make_error(core::ErrorCode::kUnsupported, "cuda testbed download_inputs",
+                            "problem.quant = " + std::string(core::to_string(p.quant)) +
+                                ": host inputs are bf16 only (fp8 layers are checked against "
+                                "the GPU reference)");
+  }
   HostInputs h;
   auto grab = [](const void* dev, int64_t n, std::vector<float>& out) -> core::Status {
     std::vector<uint16_t> bits(n);
@@ -252,6 +257,13 @@ core::Result<CudaTestbed::HostInputs> CudaTestbed::download_inputs() const {
         cudaMemcpy(h.topk_weights.data(), weights_, 4 * pairs, cudaMemcpyDeviceToHost));
   }
   return h;
+}
+
+MoeArgs CudaTestbed::launch_args() const {
+  MoeArgs args{
+      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  if (problem_.quant != core::Quant::kNone) fp8_->set_scales(problem_, args);
+  return args;
 }
 
 core::Status CudaTestbed::ensure_workspace(size_t bytes) {
@@ -288,8 +300,7 @@ core::Result<CheckResult> CudaTestbed::check(core::MoeConfig const& config) {
   // The workspace poisoned too: a launch must write every list, count and row it reads, not
   // find them from an earlier run of this or another config.
   MOETUNE_CUDA_CHECK(cudaMemsetAsync(ws_, 0xFF, ws_need, stream_));
-  MoeArgs args{
-      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  MoeArgs const args = launch_args();
   MOETUNE_RETURN_IF_ERROR(
       launch_sm90_gather(**k, p, args, ws_, ws_bytes_, stream_, kStageAll, fast_paths_));
   MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream_));
@@ -342,8 +353,7 @@ core::Result<TimingResult> CudaTestbed::time_stages(core::MoeConfig const& confi
   if (!k.ok()) return k.error();
   const auto& p = problem_;
   MOETUNE_RETURN_IF_ERROR(ensure_workspace(sm90_gather_workspace_bytes(**k, p)));
-  MoeArgs args{
-      x_, static_cast<const int32_t*>(ids_), static_cast<const float*>(weights_), w1_, w2_, out_};
+  MoeArgs const args = launch_args();
   TimingResult tr;
   if (p.num_tokens == 0) {
     tr.samples_us.assign(std::max(reps, 1), 0.0);

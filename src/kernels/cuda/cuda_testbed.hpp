@@ -1,9 +1,10 @@
 // CudaTestbed: the Testbed of the cuda backend (GPU 0). Inputs are generated on the device from a
-// counter-based RNG (same seed, same bits); outputs and the workspace (all but its zero words) are
-// poisoned before every checked run; the reference is the fp32 GPU reference over a sample of
-// tokens (all tokens when M <= 256), and the full output is checked for unwritten or non-finite
-// elements. Timing follows the bench protocol: the pipeline captured in one CUDA graph, the L2
-// flushed (256 MiB read) before every replay, warm-up, per-replay events.
+// counter-based RNG (same seed, same bits; fp8 problems: e4m3 weights and scales, CudaFp8Layer);
+// outputs and the workspace (all but its zero words) are poisoned before every checked run; the
+// reference is the fp32 GPU reference over a sample of tokens (all tokens when M <= 256), and the
+// full output is checked for unwritten or non-finite elements. Timing follows the bench protocol:
+// the pipeline captured in one CUDA graph, the L2 flushed (256 MiB read) before every replay,
+// warm-up, per-replay events.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/routing.hpp"
+#include "kernels/cuda/cuda_testbed_fp8.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/testbed.hpp"
 
@@ -63,6 +65,12 @@ class CudaTestbed final : public Testbed {
   CudaTestbed() = default;
   core::Status ensure_workspace(size_t bytes);
   core::Status run_reference();
+  /// bf16(scale * N(0, 1)) into n elements of buf from `seed` (moe_fill_normal_kernel).
+  core::Status fill_normal(void* buf, int64_t n, uint64_t seed, float scale);
+  /// w1_ and w2_ of problem p from `seed`: bf16, or e4m3 with scales (CudaFp8Layer).
+  core::Status draw_weights(core::MoeProblem const& p, uint64_t seed);
+  /// The launch's tensors: the prepared inputs, the output and (fp8) the drawn scales.
+  MoeArgs launch_args() const;
   core::Result<std::shared_ptr<Sm90GatherKernels const>> kernels_for(core::MoeConfig const& c);
 
   std::unique_ptr<CudaBackend> backend_;
@@ -71,8 +79,9 @@ class CudaTestbed final : public Testbed {
   cudaStream_t stream_ = nullptr;
   cudaKernel_t ref1_ = nullptr, ref2_ = nullptr, flush_ = nullptr, fill_ = nullptr;
   void* x_ = nullptr;
-  void* w1_ = nullptr;
+  void* w1_ = nullptr;  // bf16, or e4m3 for an fp8 problem (quant)
   void* w2_ = nullptr;
+  std::unique_ptr<CudaFp8Layer> fp8_;  // fp8 problems: the scales and the fp8 reference
   void* ids_ = nullptr;
   void* weights_ = nullptr;
   void* out_ = nullptr;

@@ -22,6 +22,14 @@ struct RefParams {
   int num_sample, k_dim, i_dim, top_k, act, gated;
 };
 
+/// The activation of GEMM1's gate (and, gated, up) sums.
+MOETUNE_DEVICE float ref_activation(int act, int gated, float g, float u) {
+  if (gated) return act == kActSwigluOai ? act_swigluoai(g, u) : act_silu(g) * u;
+  if (act == kActRelu2) return act_relu2(g);
+  if (act == kActGelu) return act_gelu(g);
+  return act_gelu_tanh(g);
+}
+
 __global__ void __launch_bounds__(256) moe_ref_gemm1_kernel(RefParams p) {
   const long long w = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const int lane = threadIdx.x & 31;
@@ -44,18 +52,7 @@ __global__ void __launch_bounds__(256) moe_ref_gemm1_kernel(RefParams p) {
   }
   g = warp_sum(g);
   u = warp_sum(u);
-  if (lane == 0) {
-    float v;
-    if (p.gated)
-      v = p.act == kActSwigluOai ? act_swigluoai(g, u) : act_silu(g) * u;
-    else if (p.act == kActRelu2)
-      v = act_relu2(g);
-    else if (p.act == kActGelu)
-      v = act_gelu(g);
-    else
-      v = act_gelu_tanh(g);
-    p.h[(long long)sj * p.i_dim + n] = v;
-  }
+  if (lane == 0) p.h[(long long)sj * p.i_dim + n] = ref_activation(p.act, p.gated, g, u);
 }
 
 __global__ void __launch_bounds__(256) moe_ref_gemm2_kernel(RefParams p) {

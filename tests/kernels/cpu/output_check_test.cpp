@@ -110,6 +110,11 @@ TEST(ToleranceTable, EveryDtypeHasAToleranceAndAReason) {
   }
   EXPECT_EQ(tolerance_for(core::DType::kBf16).rel_l2, 1e-2);
   EXPECT_EQ(tolerance_for(core::DType::kFp32).rel_l2, 1e-5);
+  core::MoeProblem p;
+  EXPECT_EQ(tolerance_for(p).rel_l2, 1e-2);  // bf16, no quant: the dtype's row
+  p.quant = core::Quant::kFp8Block;
+  EXPECT_EQ(tolerance_for(p).rel_l2, 3e-2);
+  EXPECT_GT(std::string(tolerance_for(p).reason).size(), 10u);
 }
 
 }  // namespace

@@ -164,5 +164,16 @@ TEST(Sm90Jit, Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma) {
   }
 }
 
+TEST(Sm90Jit, Fp8TestbedReferenceCompiles) {
+  FreshCubinCache cache("jit_fp8_ref");
+  ASSERT_TRUE(cache.ok());
+  auto mod = compile_module(
+      {"&moetune_dev::moe_fill_fp8_e4m3_kernel", "&moetune_dev::moe_fill_fp8_scale_kernel",
+       "&moetune_dev::moe_ref_fp8_quant_kernel", "&moetune_dev::moe_ref_fp8_gemm1_kernel",
+       "&moetune_dev::moe_ref_fp8_gemm2_kernel"});
+  ASSERT_TRUE(mod.ok()) << mod.error().to_string();
+  EXPECT_EQ(mod->lowered.size(), 5u);
+}
+
 }  // namespace
 }  // namespace moetune::kernels::cuda
