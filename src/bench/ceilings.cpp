@@ -111,14 +111,15 @@ Ceilings measure_cuda_ceilings() {
 Floor floor_for(core::MoeProblem const& p, int64_t experts_hit, Ceilings const& c) {
   Floor f;
   double const b = core::dtype_bytes(p.dtype);
-  double const n1 = static_cast<double>(core::gemm1_n(p));
   double const k = static_cast<double>(p.hidden_size);
   double const m = static_cast<double>(p.num_tokens);
-  f.bytes_min = static_cast<double>(experts_hit) * (n1 * k + k * p.intermediate_size) * b +
-                2.0 * m * k * b + 8.0 * m * p.top_k;
+  f.bytes_min = static_cast<double>(experts_hit) * core::expert_weight_bytes(p) + 2.0 * m * k * b +
+                8.0 * m * p.top_k;
   f.flops = core::flops(p);
+  // An fp8 layer's compute floor needs the fp8 rate, which this run does not measure.
+  double const rate = p.quant == core::Quant::kNone ? c.matmul_GFLOPs : 0.0;
   double const t_bw = c.copy_GBps > 0 ? f.bytes_min / (c.copy_GBps * 1e9) * 1e6 : 0;
-  double const t_fl = c.matmul_GFLOPs > 0 ? f.flops / (c.matmul_GFLOPs * 1e9) * 1e6 : 0;
+  double const t_fl = rate > 0 ? f.flops / (rate * 1e9) * 1e6 : 0;
   f.floor_us = std::max(t_bw, t_fl);
   f.bandwidth_bound = t_bw >= t_fl;
   return f;

@@ -2,9 +2,12 @@
 // the same run: floor = max(bytes_min / copy_bw, flops / matmul_rate), with
 //   bytes_min = experts_hit * (N1*K + K*I) * b + 2*M*K*b + 8*M*top_k   (b = dtype bytes)
 // (bench/sm90_bench.cpp's formula: every hit expert's weights once, x read and out written once,
-// the routing ids and weights). The ceilings are measured in the same process, never taken from a
-// data sheet: on the GPU, device copy bandwidth and cuBLAS bf16 matmul rate (gpu_ceilings.hpp);
-// on the CPU, a multi-threaded memcpy and a plain blocked fp32 GEMM loop on every hardware thread.
+// the routing ids and weights). fp8 problems (quant): the weights at 1 B each plus their fp32
+// scales (core::expert_weight_bytes), and no compute term, since the matmul rate measured here is
+// bf16's: their floor is the bandwidth floor (bench/fp8_bench.py measures the fp8 rate). The
+// ceilings are measured in the same process, never taken from a data sheet: on the GPU, device copy
+// bandwidth and cuBLAS bf16 matmul rate (gpu_ceilings.hpp); on the CPU, a multi-threaded memcpy and
+// a plain blocked fp32 GEMM loop on every hardware thread.
 #pragma once
 
 #include <cstdint>

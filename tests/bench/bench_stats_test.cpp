@@ -91,6 +91,23 @@ TEST(BenchCeilings, FloorFollowsTheKernelBenchmarksFormula) {
   EXPECT_FALSE(floor_for(p, 128, c).bandwidth_bound);
 }
 
+TEST(BenchCeilings, AnFp8FloorCountsOneBytePerWeightPlusScalesAndNoBf16ComputeTerm) {
+  core::MoeProblem p{.num_tokens = 65536,
+                     .hidden_size = 2048,
+                     .intermediate_size = 768,
+                     .num_experts = 128,
+                     .top_k = 8};
+  p.quant = core::Quant::kFp8Block;
+  Ceilings c{.copy_GBps = 4000, .matmul_GFLOPs = 700e3};
+  Floor const f = floor_for(p, 100, c);
+  double const w = 1536.0 * 2048 + 2048.0 * 768;
+  double const bytes =
+      100.0 * (w + 4.0 * w / (128 * 128)) + 2.0 * 65536 * 2048 * 2 + 8.0 * 65536 * 8;
+  EXPECT_DOUBLE_EQ(f.bytes_min, bytes);
+  EXPECT_DOUBLE_EQ(f.floor_us, bytes / 4000e9 * 1e6);  // the bf16 rate would bound it here
+  EXPECT_TRUE(f.bandwidth_bound);
+}
+
 TEST(BenchCsv, QuotedFieldsRoundTripAndWidthsAreChecked) {
   std::string const line = csv_line({"a", "b,c", "say \"hi\"", ""});
   auto t = parse_csv("h1,h2,h3,h4\n" + line + "\n", "x.csv");
