@@ -56,6 +56,9 @@ MoeProblem problem_for_key(TableKey const& key, int64_t m) {
   p.top_k = key.top_k == 0 ? 1 : key.top_k;
   p.activation = key.activation.value_or(Activation::kSiluGated);
   p.dtype = key.dtype;
+  if (key.dtype_tag == "fp8_w8a8") {  // the engines' fp8 names (recipe.cpp's table_key_for)
+    p.quant = key.block_shape.has_value() ? Quant::kFp8Block : Quant::kFp8Tensor;
+  }
   if (key.family == "cpu_tiled") p.arch = "cpu";  // the cpu backend's own tables
   return p;
 }

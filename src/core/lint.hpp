@@ -50,7 +50,8 @@ struct LintOptions {
 };
 
 /// The problem a table's key describes, at M (unknown fields stay 0 / silu; arch "cpu" for the
-/// cpu_tiled family, else the default sm_90a).
+/// cpu_tiled family, else the default sm_90a; dtype=fp8_w8a8 gives quant fp8_block with a
+/// block_shape, else fp8_tensor).
 MoeProblem problem_for_key(TableKey const& key, int64_t m);
 
 /// True when `source` records a measurement showing the row beats the default:

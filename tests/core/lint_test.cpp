@@ -67,6 +67,21 @@ std::vector<LintFinding> lint(Table const& t, LintOptions o = {}) {
 
 TEST(Lint, CleanTableIsQuiet) { EXPECT_TRUE(lint(clean_table()).empty()); }
 
+TEST(Lint, AnFp8KeysProblemCarriesItsQuant) {
+  TableKey key;
+  key.num_experts = 128;
+  key.intermediate_size = 768;
+  key.hidden_size = 2048;
+  key.top_k = 8;
+  EXPECT_EQ(problem_for_key(key, 16).quant, Quant::kNone);
+  key.dtype_tag = "fp8_w8a8";
+  EXPECT_EQ(problem_for_key(key, 16).quant, Quant::kFp8Tensor);
+  key.block_shape = std::pair{128, 128};
+  MoeProblem const p = problem_for_key(key, 16);
+  EXPECT_EQ(p.quant, Quant::kFp8Block);
+  EXPECT_TRUE(check_key_matches(key, p, "t").ok());  // the problem takes its own table
+}
+
 TEST(Lint, CatchesATinyMRowThatDiffersFromTheDefaultUnmeasured) {
   Table t = clean_table();
   t.rows[16].source->numbers["time_us"] = 13.0;  // negative twin: now slower than the default
