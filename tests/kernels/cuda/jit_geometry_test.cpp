@@ -83,6 +83,51 @@ TEST(Sm90Geometry, DefaultConfigIsImplementableForManyShapesAndM) {
   }
 }
 
+/// The negative twins block_m 192 and 256 share, one field each: GEMM1's block_n past the
+/// accumulator limit, GEMM2's num_warps, split_k 2, clusters, the other schedules, 5 stages.
+struct LargeTileTwins {
+  int block_n;
+  const char* acc_message;
+  int num_warps;
+  const char* warps_message;
+  const char* cluster_message;
+  const char* schedule_message;
+};
+
+void expect_large_tile_twins(core::MoeProblem const& p, core::MoeConfig const& c,
+                             LargeTileTwins const& t) {
+  auto bad = c;
+  bad.gemm1.tile.block_n = t.block_n;
+  expect_refused(p, bad, t.acc_message);
+  bad = c;
+  bad.gemm2.pipeline.num_warps = t.num_warps;
+  expect_refused(p, bad, t.warps_message);
+  bad = c;
+  bad.gemm2.pipeline.split_k = 2;
+  expect_refused(p, bad, "split_k 2");
+  bad = c;
+  bad.gemm1.launch.cluster_m = bad.gemm2.launch.cluster_m = 2;
+  expect_refused(p, bad, t.cluster_message);
+  for (auto sched : {core::Schedule::kCooperative, core::Schedule::kPingpong}) {
+    bad = c;
+    bad.gemm2.launch.schedule = sched;
+    expect_refused(p, bad, t.schedule_message);
+  }
+  bad = c;
+  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
+  expect_refused(p, bad, "shared memory");
+}
+
+/// GEMM1's geometry under `k`: threads, accumulator registers per thread, shared memory.
+void expect_geometry(core::MoeProblem const& p, core::KernelConfig const& k, int threads, int acc,
+                     int smem) {
+  auto g = gemm_geometry(p, k, true);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->threads(), threads);
+  EXPECT_EQ(g->acc_registers(), acc);
+  EXPECT_EQ(g->smem_bytes(), smem);
+}
+
 // can_implement of block_m 256: tma_ws only, 8 warps, split_k 1, cluster 1x1, <= 128 accumulator
 // registers; each refusal names the field.
 TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
@@ -91,31 +136,10 @@ TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
   core::MoeConfig c{.gemm1 = tma_ws(256, 64, 4), .gemm2 = tma_ws(256, 128, 4)};
   c.gemm1.pipeline.num_warps = c.gemm2.pipeline.num_warps = 8;
   ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
-  auto g = gemm_geometry(p, c.gemm1, true);
-  ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->threads(), 384);
-  EXPECT_EQ(g->acc_registers(), 128);
-  EXPECT_EQ(g->smem_bytes(), 4 * (256 + 128) * 128 + 1024);
-  auto bad = c;  // negative twins, one field each
-  bad.gemm1.tile.block_n = 128;
-  expect_refused(p, bad, "256 accumulator registers");
-  bad = c;
-  bad.gemm2.pipeline.num_warps = 16;
-  expect_refused(p, bad, "num_warps 16");
-  bad = c;
-  bad.gemm2.pipeline.split_k = 2;
-  expect_refused(p, bad, "split_k 2");
-  bad = c;
-  bad.gemm2.launch.cluster_m = bad.gemm1.launch.cluster_m = 2;
-  expect_refused(p, bad, "cluster_m 2");
-  for (auto sched : {core::Schedule::kCooperative, core::Schedule::kPingpong}) {
-    bad = c;
-    bad.gemm2.launch.schedule = sched;
-    expect_refused(p, bad, "tile.block_m = 256 with schedule");
-  }
-  bad = c;
-  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
-  expect_refused(p, bad, "shared memory");
+  expect_geometry(p, c.gemm1, 384, 128, 4 * (256 + 128) * 128 + 1024);
+  expect_large_tile_twins(p, c,
+                          {128, "256 accumulator registers", 16, "num_warps 16", "cluster_m 2",
+                           "tile.block_m = 256 with schedule"});
   // GEMM1 may walk GEMM2's 256-row blocks in tma_ws sub-blocks of 128 or 64 rows (cluster 1x1);
   // the align step pads to 256 and lists GEMM1's 128-row sub-blocks that hold pairs.
   auto mixed = c;
@@ -129,7 +153,7 @@ TEST(Sm90Geometry, Tile256IsTmaWsWithTwoWarpgroupsOfTwoHalves) {
   // outweighs the sub-block list of GEMM1 at 128.
   EXPECT_GT(sm90_gather_workspace_bytes(p, c),
             sm90_gather_workspace_bytes(p, mixed) + size_t(2) * p.hidden_size * p.num_tokens);
-  bad = mixed;  // negative twins: GEMM1 not tma_ws, or on clusters
+  auto bad = mixed;  // negative twins: GEMM1 not tma_ws, or on clusters
   bad.gemm1.launch.schedule = core::Schedule::kCooperative;
   expect_refused(p, bad, "differs from gemm2.tile.block_m = 256");
   bad = mixed;
@@ -144,32 +168,11 @@ TEST(Sm90Geometry, Tile192IsTmaWsWithThreeWarpgroupsOf64Rows) {
   p.intermediate_size = 1792;  // 28 k-tiles: split 2 would divide them
   const core::MoeConfig c{.gemm1 = tma_ws(192, 96, 4), .gemm2 = tma_ws(192, 192, 4)};
   ASSERT_TRUE(sm90_can_implement(p, c).ok()) << sm90_can_implement(p, c).error().to_string();
-  auto g = gemm_geometry(p, c.gemm1, true);
-  ASSERT_TRUE(g.ok());
-  EXPECT_EQ(g->threads(), 512);
-  EXPECT_EQ(g->acc_registers(), 96);
-  EXPECT_EQ(g->smem_bytes(), 4 * (192 + 192) * 128 + 1024);
-  auto bad = c;  // negative twins, one field each
-  bad.gemm1.tile.block_n = 104;
-  expect_refused(p, bad, "104 accumulator registers");
-  bad = c;
-  bad.gemm2.pipeline.num_warps = 8;
-  expect_refused(p, bad, "num_warps 12");
-  bad = c;
-  bad.gemm2.pipeline.split_k = 2;
-  expect_refused(p, bad, "split_k 2");
-  bad = c;
-  bad.gemm1.launch.cluster_m = bad.gemm2.launch.cluster_m = 2;
-  expect_refused(p, bad, "cluster 2x1");
-  for (auto sched : {core::Schedule::kCooperative, core::Schedule::kPingpong}) {
-    bad = c;
-    bad.gemm2.launch.schedule = sched;
-    expect_refused(p, bad, "192 with schedule tma_ws");
-  }
-  bad = c;
-  bad.gemm1.pipeline.num_stages = bad.gemm2.pipeline.num_stages = 5;
-  expect_refused(p, bad, "shared memory");
-  bad = c;
+  expect_geometry(p, c.gemm1, 512, 96, 4 * (192 + 192) * 128 + 1024);
+  expect_large_tile_twins(p, c,
+                          {104, "104 accumulator registers", 8, "num_warps 12", "cluster 2x1",
+                           "192 with schedule tma_ws"});
+  auto bad = c;
   bad.gemm1 = tma_ws(128, 96, 4);
   expect_refused(p, bad, "differs from gemm2.tile.block_m = 192");
 }
