@@ -11,6 +11,7 @@
 
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/cuda_reference.hpp"
 #include "kernels/cuda/cuda_testbed_fp8.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda_factory.hpp"

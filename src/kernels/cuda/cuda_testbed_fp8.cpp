@@ -45,15 +45,6 @@ core::Status fill_launch(cudaKernel_t k, void** params, cudaStream_t stream) {
 
 }  // namespace
 
-core::Status launch_ref_warps(cudaKernel_t kernel, long long total_warps, void** params,
-                              cudaStream_t stream) {
-  if (total_warps <= 0) return core::Status::Ok();
-  MOETUNE_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(kernel),
-                                      dim3(static_cast<unsigned>((total_warps * 32 + 255) / 256)),
-                                      dim3(256), params, 0, stream));
-  return core::Status::Ok();
-}
-
 CudaFp8Layer::~CudaFp8Layer() {
   for (float* p : {w1_scale_, w2_scale_, a_scale_}) {
     if (p != nullptr) cudaFree(p);

@@ -1,8 +1,7 @@
 // CudaFp8Layer: the fp8 half of the cuda testbed (problem quant fp8_block / fp8_tensor): the
 // scales it draws for its e4m3 weights, the static input scales (per-tensor), and the fp32 GPU
 // reference that repeats the kernels' quantisation (sm90_fp8_reference_kernel.cuh). Its module
-// compiles on the first fp8 problem only. Also the host mirror of the reference's parameters,
-// which the bf16 reference shares.
+// compiles on the first fp8 problem only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -11,26 +10,10 @@
 
 #include "core/problem.hpp"
 #include "core/result.hpp"
+#include "kernels/cuda/cuda_reference.hpp"
 #include "kernels/cuda/sm90_gather_launch.hpp"
 
 namespace moetune::kernels::cuda {
-
-/// Host mirror of moetune_dev::RefParams (sm90_reference_kernel.cuh).
-struct RefParams {
-  const void* x;
-  const void* w1;
-  const void* w2;
-  const int32_t* topk_ids;
-  const float* topk_weights;
-  const int32_t* tokens;
-  float* h;
-  float* out;
-  int num_sample, k_dim, i_dim, top_k, act, gated;
-};
-
-/// `total_warps` warps of 256-thread CTAs: the reference kernels' one warp per output element.
-core::Status launch_ref_warps(cudaKernel_t kernel, long long total_warps, void** params,
-                              cudaStream_t stream);
 
 class CudaFp8Layer {
  public:
