@@ -112,8 +112,9 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     CUDA graph capture), a dict (one MoeConfig, validated), or a tables directory.
 
     batch_invariant: True turns lever batch_invariant on (as MOETUNE_LEVER_BATCH_INVARIANT=on
-    does; False leaves it to that knob, off by default): every M runs one batch-invariant config,
-    so a token's output bits do not depend on the other tokens of the batch. Tables, the knob
+    does; False leaves it to that knob, off by default): every M runs the backend's
+    batch-invariant config (one kernel family and K order at every M, no split-K), so a token's
+    output bits do not depend on the other tokens of the batch. Tables, the knob
     cache and "auto" are then bypassed, a dict config is refused, and fp8 weights are refused.
 
     fp8 (w1 and w2 torch.float8_e4m3fn, hidden_states bfloat16, CUDA), as vLLM passes them:

@@ -332,9 +332,10 @@ class RunnerImpl {
       return core::make_error(
           core::ErrorCode::kInvalidArgument, "explicit knobs",
           "config " + core::short_string(c) +
-              " is refused under lever batch_invariant, which serves one batch-invariant config "
-              "at every M (a config chosen per call could differ between batches); pass no "
-              "config (knobs none or auto) or turn the lever off");
+              " is refused under lever batch_invariant, which serves the backend's "
+              "batch-invariant configs, one kernel family at every M (a config chosen per call "
+              "could differ between batches); pass no config (knobs none or auto) or turn the "
+              "lever off");
     }
     core::Status s = backend->can_implement(at(m), c);
     if (!s.ok()) {

@@ -1,8 +1,8 @@
 """moetune.fused_moe(..., batch_invariant=True): token rows keep their output bits whatever batch
 they run in (alone, or among other random rows at M = 7, 64, 1000, against the same rows in one
-batch of 4096), on the CPU backend and, in the tests marked gpu, on the sm_90a kernels; the
-lever's rule in explain, its knob, and what it refuses. The C++ twin on the CPU backend is
-tests/runtime/runner_batch_invariant_test.cpp."""
+batch of 4096), on the CPU backend and, in the tests marked gpu, on the sm_90a kernels (whose
+tiles change with M within the wgmma family); the lever's rule in explain, its knob, and what it
+refuses. The C++ twin on the CPU backend is tests/runtime/runner_batch_invariant_test.cpp."""
 
 import pytest
 import torch
@@ -126,7 +126,9 @@ def test_rows_keep_their_bits_in_every_batch_gpu(spec):
     layer = make_layer(ALL, k, i, e, top_k, activation=act, device="cuda", seed=53)
     configs = set()
     bad = _differences(layer, act, 53, configs, batch_invariant=True)
-    assert len(configs) == 1, f"the lever served several configs: {configs}"
+    # The lever's tile follows M (swap-AB 64 pairs at <= 48 pairs per expert, the default's wgmma
+    # pair above): the batches cross tile shapes, so equal bits show the family keeps them.
+    assert len(configs) >= 2, f"every batch ran {configs}: the check crossed no tile shape"
     assert not bad, f"under {configs}: {len(bad)} rows differ; the first: {bad[:3]}"
     # The rows' values are the layer's (bf16 band of the fp64 reference), not only stable.
     x, w1, w2, tw, ids = layer

@@ -253,9 +253,10 @@ TEST_F(RunnerBatchInvariantRules, ExplicitConfigIsRefusedUnderTheLever) {
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().to_string(),
             "explicit knobs: config " + core::short_string(c) +
-                " is refused under lever batch_invariant, which serves one batch-invariant "
-                "config at every M (a config chosen per call could differ between batches); pass "
-                "no config (knobs none or auto) or turn the lever off");
+                " is refused under lever batch_invariant, which serves the backend's "
+                "batch-invariant configs, one kernel family at every M (a config chosen per call "
+                "could differ between batches); pass no config (knobs none or auto) or turn the "
+                "lever off");
   auto off = make(p, false);
   ASSERT_TRUE(off.ok());
   EXPECT_TRUE((*off)->choose(16, Knobs::explicit_config(c)).ok());

@@ -96,7 +96,7 @@ TEST(Worker, WrongAndNanFaultsCorruptTheRealOutputForOneCheck) {
   Reply again = worker.call(Request{.op = "check", .config = default_like()}, 10);
   ASSERT_TRUE(clean.ok() && wrong.ok() && nan.ok() && again.ok());
   EXPECT_LT(clean.response.check.rel_l2_error, 1e-2);
-  // Element 0 holds 1e4 in the output the check read (a faked result would read ~1.0 here), and
+  // Element 0 holds 1e12 in the output the check read (a faked result would read ~1.0 here), and
   // the digest is that of the corrupted bits.
   EXPECT_GT(wrong.response.check.rel_l2_error, 100.0);
   EXPECT_EQ(wrong.response.check.first_bad, 0);

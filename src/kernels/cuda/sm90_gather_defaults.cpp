@@ -1,6 +1,6 @@
 // sm90_default_config and sm90_batch_invariant_config (sm90_gather_defaults.hpp). Covered by
 // tests/kernels/cuda/jit_default_rule_test.cpp (each band's choice and the fall-through; the
-// batch-invariant config the same at every M),
+// batch-invariant configs of one family at every M),
 // tests/kernels/cuda/jit_geometry_test.cpp (every regime's default is implementable),
 // tests/kernels/cuda/jit_compile_test.cpp (the defaults compile, H1-H5 too) and
 // tests/kernels/cuda/sm90_gather_test.cpp (defaults on the device).
@@ -171,6 +171,43 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
   return choices.back();
 }
 
+bool sm90_batch_invariant_family(core::KernelConfig const& k) {
+  return (k.launch.schedule == core::Schedule::kTmaWarpSpecialized ||
+          k.launch.schedule == core::Schedule::kCooperative) &&
+         k.pipeline.split_k == 1;
+}
+
+namespace {
+
+/// The wgmma tile for M under the lever (p = pairs per expert): at p <= 48 both GEMMs on swap-AB
+/// with 64 pairs per tile (on one H100 at S1-S3, p <= 48, it ran 0.99-1.18x the tables' layer,
+/// where the 128-row tile ran 1.02-1.41x: bench/batch_invariant_bench.py); above, the default
+/// rule's pair where it is of the family (its tma_ws and swap-AB bands), else `anchor`.
+core::MoeConfig invariant_tile(core::MoeProblem const& p, core::MoeConfig const& anchor,
+                               FastPaths const& fast_paths) {
+  std::vector<core::MoeConfig> choices;
+  if (pairs_per_expert(p) <= 48.0) {
+    core::MoeConfig c;
+    for (auto* k : {&c.gemm1, &c.gemm2}) {
+      const bool gated = k == &c.gemm1 && core::is_gated(p.activation);
+      *k = kc(64, gated ? 64 : 128, 64, 8, 5, 1, core::Schedule::kTmaWarpSpecialized);
+      k->launch.swap_ab = true;
+    }
+    choices.push_back(c);
+  } else {
+    choices.push_back(sm90_default_config(p, fast_paths));
+  }
+  for (core::MoeConfig const& c : choices) {
+    if (sm90_batch_invariant_family(c.gemm1) && sm90_batch_invariant_family(c.gemm2) &&
+        sm90_can_implement(p, c, fast_paths).ok()) {
+      return c;
+    }
+  }
+  return anchor;
+}
+
+}  // namespace
+
 core::Result<core::MoeConfig> sm90_batch_invariant_config(core::MoeProblem p,
                                                           FastPaths const& fast_paths) {
   if (p.quant != core::Quant::kNone) {
@@ -180,17 +217,23 @@ core::Result<core::MoeConfig> sm90_batch_invariant_config(core::MoeProblem p,
                                 " has no batch-invariant config (only bf16 layers do); turn the "
                                 "lever off for fp8 layers");
   }
-  p.num_tokens = 0;  // the choice must not see M: that is the lever's whole claim
+  const int64_t m = p.num_tokens;
+  p.num_tokens = 0;  // the family is the shape's, whatever M: that is the lever's whole claim
   constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
   auto bk = [](int64_t depth) { return depth % 64 == 0 ? 64 : 32; };
   const int bk1 = bk(p.hidden_size), bk2 = bk(p.intermediate_size);
-  const core::MoeConfig choices[] = {
-      {.gemm1 = kc(128, core::is_gated(p.activation) ? 128 : 256, 64, 8, 4, 8, kTw),
-       .gemm2 = kc(128, 256, 64, 8, 4, 8, kTw)},
+  const core::MoeConfig anchor{
+      .gemm1 = kc(128, core::is_gated(p.activation) ? 128 : 256, 64, 8, 4, 8, kTw),
+      .gemm2 = kc(128, 256, 64, 8, 4, 8, kTw)};
+  core::Status last = sm90_can_implement(p, anchor, fast_paths);
+  if (last.ok()) {
+    p.num_tokens = m;
+    return invariant_tile(p, anchor, fast_paths);
+  }
+  const core::MoeConfig fallbacks[] = {
       {.gemm1 = kc(128, 128, bk1, 8, 4, 8), .gemm2 = kc(128, 128, bk2, 8, 4, 8)},
       {.gemm1 = kc(16, 64, bk1, 4, 4, 8), .gemm2 = kc(16, 64, bk2, 4, 4, 8)}};
-  core::Status last = core::Status::Ok();
-  for (core::MoeConfig const& c : choices) {
+  for (core::MoeConfig const& c : fallbacks) {
     last = sm90_can_implement(p, c, fast_paths);
     if (last.ok()) return c;
   }
