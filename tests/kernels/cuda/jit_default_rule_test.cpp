@@ -228,8 +228,9 @@ TEST(Sm90DefaultRule, FallsThroughWhereTheOutputIsNarrowerThanTheTile) {
 
 // Lever batch_invariant: one family per shape (wgmma, no split-K), whose tile follows M.
 std::string invariant_misfit(core::MoeProblem const& p, core::MoeConfig const& c) {
-  const std::string where = "E=" + std::to_string(p.num_experts) + " M=" +
-                            std::to_string(p.num_tokens) + " " + core::short_string(c) + ": ";
+  const std::string where = "E=" + std::to_string(p.num_experts) +
+                            " M=" + std::to_string(p.num_tokens) + " " + core::short_string(c) +
+                            ": ";
   for (const core::KernelConfig* k : {&c.gemm1, &c.gemm2}) {
     if (!sm90_batch_invariant_family(*k)) return where + "a kernel outside the wgmma family";
     if (k->tile.block_k != 64) return where + "block_k is not 64";
