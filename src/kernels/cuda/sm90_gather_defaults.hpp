@@ -20,7 +20,8 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& problem,
 /// one chain of k16 wgmma steps in ascending K into an fp32 accumulator, whatever the tile: on one
 /// H100, eight such kernels (tma_ws 64 / 128 rows, 4 or 8 MMA warps, block_n 64-256; cooperative;
 /// swap-AB 64 / 128 pairs) gave every row the bits it had in a batch of 4096 at S1-S3 and
-/// M = 1-2048 (bench/batch_invariant_bench.py); decode and mma.sync kernels did not.
+/// M = 1-2048, wherever the shape took them (bench/batch_invariant_bench.py); decode and
+/// mma.sync kernels did not.
 bool sm90_batch_invariant_family(core::KernelConfig const& kernel);
 
 /// The config M runs under lever batch_invariant. The family is chosen from the shape alone
