@@ -1,9 +1,12 @@
 // One checked MoeRunner call; see checked_run.hpp. The device half is checked_run_cuda.cpp.
 #include "runtime/checked_run.hpp"
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "kernels/cpu/fp8_layer.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "kernels/cpu/output_check.hpp"
 #include "kernels/cpu/reference.hpp"
@@ -11,45 +14,70 @@
 namespace moetune::runtime {
 
 #if defined(MOETUNE_HAVE_CUDA)
-/// checked_run_cuda.cpp: copies `data` to the device, runs, copies the output into `out`.
+/// checked_run_cuda.cpp: copies `data` (and `fp8`'s weights and scales when the problem has a
+/// quant) to the device, runs, copies the output into `out`.
 core::Status run_on_device(MoeRunner& runner, kernels::cpu::MoeHostData const& data,
-                           Knobs const& knobs, std::vector<unsigned char>& out, Choice* chosen);
+                           kernels::cpu::Fp8HostLayer const* fp8, Knobs const& knobs,
+                           std::vector<unsigned char>& out, Choice* chosen);
 #endif
+
+namespace {
+
+core::Status run_on_host(MoeRunner& runner, kernels::cpu::MoeHostData const& data,
+                         Knobs const& knobs, std::vector<unsigned char>& out, Choice* chosen) {
+  return runner.run(RunArgs{.stream = nullptr,
+                            .x = data.x_data(),
+                            .topk_ids = data.routing.topk_ids.data(),
+                            .topk_weights = data.routing.topk_weights.data(),
+                            .w1 = data.w1_data(),
+                            .w2 = data.w2_data(),
+                            .out = out.data(),
+                            .m = data.problem.num_tokens,
+                            .b1 = data.b1_data(),
+                            .b2 = data.b2_data()},
+                    knobs, chosen);
+}
+
+/// The fp64 reference of the run: reference_moe, or for fp8 reference_fp8_moe on `fp8`.
+core::Result<std::vector<double>> reference_of(kernels::cpu::MoeHostData const& data,
+                                               kernels::cpu::Fp8HostLayer const* fp8) {
+  if (fp8 == nullptr) return kernels::cpu::reference_moe(data.problem, data.view());
+  return kernels::cpu::reference_fp8_moe(data.problem, *fp8, data.x, data.routing.topk_ids,
+                                         data.routing.topk_weights, data.b1, data.b2);
+}
+
+}  // namespace
 
 core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile const& routing,
                                      int64_t m, Knobs const& knobs, uint64_t seed) {
   core::MoeProblem p = runner.problem();
   p.num_tokens = m;
-  if (p.quant != core::Quant::kNone) {
+  if (p.quant != core::Quant::kNone && runner.backend_name() == "cpu") {
     return core::make_error(core::ErrorCode::kUnsupported, "run_checked",
                             "quant " + std::string(core::to_string(p.quant)) +
-                                ": the checked run generates no fp8 weights or scales yet; run fp8 "
-                                "layers through the torch op (moetune.fused_moe with w1_scale / "
-                                "w2_scale) or bench/fp8_bench.py");
+                                ": the cpu backend (cpu_tiled) has no fp8 kernels; run fp8 layers "
+                                "with --backend cuda on an sm_90a GPU");
   }
   auto data = kernels::cpu::generate_moe_data(p, routing, seed);
   if (!data.ok()) return data.error();
+  std::optional<kernels::cpu::Fp8HostLayer> fp8;
+  if (p.quant != core::Quant::kNone) {
+    auto layer = kernels::cpu::generate_fp8_layer(p, seed);
+    if (!layer.ok()) return layer.error();
+    fp8 = std::move(layer).value();
+  }
   std::vector<unsigned char> out(static_cast<size_t>(m * p.hidden_size) *
                                  core::dtype_bytes(p.dtype));
   kernels::cpu::poison_output(p.dtype, out.data(), m * p.hidden_size);
   CheckedRun r;
   if (runner.backend_name() == "cpu") {
     r.executed_by = "runner (host buffers)";
-    MOETUNE_RETURN_IF_ERROR(runner.run(RunArgs{.stream = nullptr,
-                                               .x = data->x_data(),
-                                               .topk_ids = data->routing.topk_ids.data(),
-                                               .topk_weights = data->routing.topk_weights.data(),
-                                               .w1 = data->w1_data(),
-                                               .w2 = data->w2_data(),
-                                               .out = out.data(),
-                                               .m = m,
-                                               .b1 = data->b1_data(),
-                                               .b2 = data->b2_data()},
-                                       knobs, &r.choice));
+    MOETUNE_RETURN_IF_ERROR(run_on_host(runner, *data, knobs, out, &r.choice));
   } else {
 #if defined(MOETUNE_HAVE_CUDA)
     r.executed_by = "runner (device buffers, stream)";
-    MOETUNE_RETURN_IF_ERROR(run_on_device(runner, *data, knobs, out, &r.choice));
+    MOETUNE_RETURN_IF_ERROR(
+        run_on_device(runner, *data, fp8 ? &*fp8 : nullptr, knobs, out, &r.choice));
 #else
     return core::make_error(core::ErrorCode::kUnsupported, "run_checked",
                             "backend '" + runner.backend_name() + "' needs a build with CUDA");
@@ -59,7 +87,7 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
     r.passed = true;
     return r;
   }
-  auto ref = kernels::cpu::reference_moe(p, data->view());
+  auto ref = reference_of(*data, fp8 ? &*fp8 : nullptr);
   if (!ref.ok()) return ref.error();
   kernels::Tolerance const tol = kernels::tolerance_for(p);
   r.check = kernels::cpu::check_output(p.dtype, out.data(), *ref, tol);

@@ -79,7 +79,8 @@ double host_bytes_estimate(core::MoeProblem const& p) {
   double const weights = static_cast<double>(p.num_experts) * k *
                          static_cast<double>(core::gemm1_n(p) + p.intermediate_size);
   double const float_and_bf16 = 4 + 2;
-  double const inputs = (m * k + weights) * float_and_bf16 + pairs * 8;
+  double const weight_bytes = p.quant == core::Quant::kNone ? float_and_bf16 : 1;  // e4m3
+  double const inputs = m * k * float_and_bf16 + weights * weight_bytes + pairs * 8;
   double const output_and_reference = m * k * (4 + 8);
   double const pair_buffers = pairs * static_cast<double>(core::gemm1_n(p) + p.hidden_size) * 4;
   return inputs + output_and_reference + pair_buffers;
@@ -104,8 +105,10 @@ core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
   int64_t const inter = problem.intermediate_size;
   int64_t const e = problem.num_experts;
   data.x.resize(static_cast<size_t>(m * k));
-  data.w1.resize(static_cast<size_t>(e * core::gemm1_n(problem) * k));
-  data.w2.resize(static_cast<size_t>(e * k * inter));
+  if (problem.quant == core::Quant::kNone) {  // fp8 weights: generate_fp8_layer (fp8_layer.hpp)
+    data.w1.resize(static_cast<size_t>(e * core::gemm1_n(problem) * k));
+    data.w2.resize(static_cast<size_t>(e * k * inter));
+  }
   std::mt19937_64 rng(seed);
   fill_normal(rng, 1.0, problem.dtype, data.x);
   fill_normal(rng, 1.0 / std::sqrt(static_cast<double>(k)), problem.dtype, data.w1);

@@ -55,7 +55,9 @@ double host_bytes_estimate(core::MoeProblem const& problem);
 /// Generates x ~ N(0,1), w1 ~ N(0,1)/sqrt(K), w2 ~ N(0,1)/sqrt(I) and, when problem.has_bias,
 /// b1 ~ N(0,1), b2 ~ N(0,1)/4 (in that order, from one std::mt19937_64 seeded with `seed`) and
 /// routing from `profile` with its seed replaced by profile.seed + seed (seed 0 reproduces the
-/// profile's own routing). Fails when the problem is invalid, its dtype is fp16 (not generated yet:
+/// profile's own routing). A problem with quant (fp8) gets no w1 and w2 here (they stay empty:
+/// generate_fp8_layer in fp8_layer.hpp draws them). Fails when the problem is invalid, its dtype
+/// is fp16 (not generated yet:
 /// bf16 or fp32), it needs more than this machine's memory (host_bytes_estimate, checked before
 /// allocating), or routing fails.
 core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
