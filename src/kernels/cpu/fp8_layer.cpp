@@ -59,15 +59,15 @@ void quantise_row(float const* v, int64_t cols, bool block, float fixed, double*
 double weight(std::vector<uint8_t> const& w, std::vector<float> const& scale, bool block, int64_t e,
               int64_t row, int64_t col, int64_t rows, int64_t cols) {
   const float q = e4m3_to_float(w[static_cast<size_t>((e * rows + row) * cols + col)]);
-  const float s = block ? scale[static_cast<size_t>((e * (rows / kGroup) + row / kGroup) *
-                                                        (cols / kGroup) +
-                                                    col / kGroup)]
-                        : scale[static_cast<size_t>(e)];
+  const float s = block
+                      ? scale[static_cast<size_t>(
+                            (e * (rows / kGroup) + row / kGroup) * (cols / kGroup) + col / kGroup)]
+                      : scale[static_cast<size_t>(e)];
   return static_cast<double>(q) * static_cast<double>(s);
 }
 
-core::Status check_shapes(core::MoeProblem const& p, Fp8HostLayer const& l, size_t x,
-                          size_t ids, size_t weights, size_t b1, size_t b2) {
+core::Status check_shapes(core::MoeProblem const& p, Fp8HostLayer const& l, size_t x, size_t ids,
+                          size_t weights, size_t b1, size_t b2) {
   const int64_t m = p.num_tokens, k = p.hidden_size, i = p.intermediate_size;
   const int64_t e = p.num_experts, n1 = core::gemm1_n(p);
   const bool block = p.quant == core::Quant::kFp8Block;
@@ -119,8 +119,8 @@ core::Result<Fp8HostLayer> generate_fp8_layer(core::MoeProblem const& p, uint64_
   const int64_t n1 = core::gemm1_n(p);
   if (p.quant == core::Quant::kNone) return bad("the problem has no quant (fp8_block, fp8_tensor)");
   if (k % kGroup != 0 || i % kGroup != 0 || n1 % kGroup != 0) {
-    return bad("K = " + std::to_string(k) + ", I = " + std::to_string(i) + " and N1 = " +
-               std::to_string(n1) + " must be multiples of 128 for fp8");
+    return bad("K = " + std::to_string(k) + ", I = " + std::to_string(i) +
+               " and N1 = " + std::to_string(n1) + " must be multiples of 128 for fp8");
   }
   std::mt19937_64 rng(seed);
   Fp8HostLayer l;
@@ -147,10 +147,12 @@ core::Result<Fp8HostLayer> generate_fp8_layer(core::MoeProblem const& p, uint64_
   return l;
 }
 
-core::Result<std::vector<double>> reference_fp8_moe(
-    core::MoeProblem const& p, Fp8HostLayer const& l, std::span<float const> x,
-    std::span<int32_t const> ids, std::span<float const> weights, std::span<float const> b1,
-    std::span<float const> b2) {
+core::Result<std::vector<double>> reference_fp8_moe(core::MoeProblem const& p,
+                                                    Fp8HostLayer const& l, std::span<float const> x,
+                                                    std::span<int32_t const> ids,
+                                                    std::span<float const> weights,
+                                                    std::span<float const> b1,
+                                                    std::span<float const> b2) {
   MOETUNE_RETURN_IF_ERROR(
       check_shapes(p, l, x.size(), ids.size(), weights.size(), b1.size(), b2.size()));
   const int64_t m = p.num_tokens, k = p.hidden_size, inter = p.intermediate_size;
@@ -164,9 +166,9 @@ core::Result<std::vector<double>> reference_fp8_moe(
     for (int64_t slot = 0; slot < p.top_k; ++slot) {
       const int32_t ex = ids[static_cast<size_t>(t * p.top_k + slot)];
       if (ex < 0 || ex >= p.num_experts) {
-        return bad("topk_ids[" + std::to_string(t) + ", " + std::to_string(slot) + "] = " +
-                   std::to_string(ex) + " is outside [0, " + std::to_string(p.num_experts) +
-                   "); fix the routing");
+        return bad("topk_ids[" + std::to_string(t) + ", " + std::to_string(slot) +
+                   "] = " + std::to_string(ex) + " is outside [0, " +
+                   std::to_string(p.num_experts) + "); fix the routing");
       }
       for (int64_t n = 0; n < n1; ++n) {
         double sum = 0.0;

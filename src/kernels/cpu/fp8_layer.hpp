@@ -49,12 +49,9 @@ core::Result<Fp8HostLayer> generate_fp8_layer(core::MoeProblem const& problem, u
 /// the activation in double, h rounded to bf16 (as GEMM1 stores it) and quantised the same way
 /// (a2_scale), GEMM2 and the weighted sum in double. Fails (kInvalidArgument) on a span of the
 /// wrong length or an expert id outside [0, E).
-core::Result<std::vector<double>> reference_fp8_moe(core::MoeProblem const& problem,
-                                                    Fp8HostLayer const& layer,
-                                                    std::span<float const> x,
-                                                    std::span<int32_t const> topk_ids,
-                                                    std::span<float const> topk_weights,
-                                                    std::span<float const> b1,
-                                                    std::span<float const> b2);
+core::Result<std::vector<double>> reference_fp8_moe(
+    core::MoeProblem const& problem, Fp8HostLayer const& layer, std::span<float const> x,
+    std::span<int32_t const> topk_ids, std::span<float const> topk_weights,
+    std::span<float const> b1, std::span<float const> b2);
 
 }  // namespace moetune::kernels::cpu

@@ -36,11 +36,11 @@ TEST(Fp8E4m3, EveryCodeRoundTripsAndKnownValuesConvert) {
   }
   EXPECT_EQ(float_to_e4m3(1.0f), 0x38);
   EXPECT_EQ(float_to_e4m3(448.0f), 0x7E);
-  EXPECT_EQ(float_to_e4m3(460.0f), 0x7E);     // rounds to 448
-  EXPECT_EQ(float_to_e4m3(1.0e6f), 0x7E);     // saturates (satfinite)
+  EXPECT_EQ(float_to_e4m3(460.0f), 0x7E);  // rounds to 448
+  EXPECT_EQ(float_to_e4m3(1.0e6f), 0x7E);  // saturates (satfinite)
   EXPECT_EQ(float_to_e4m3(-1.0e6f), 0xFE);
-  EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);    // halfway between 1 and 1.125: even (1)
-  EXPECT_EQ(float_to_e4m3(1.1875f), 0x3A);    // halfway between 1.125 and 1.25: even (1.25)
+  EXPECT_EQ(float_to_e4m3(1.0625f), 0x38);  // halfway between 1 and 1.125: even (1)
+  EXPECT_EQ(float_to_e4m3(1.1875f), 0x3A);  // halfway between 1.125 and 1.25: even (1.25)
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half the smallest subnormal: 0
   EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -10)), 0x02);  // 1.5 quanta: even (2)
   EXPECT_EQ(float_to_e4m3(NAN), 0x7F);
@@ -149,8 +149,7 @@ TEST(Fp8Layer, ReferenceRefusesMisshapenInputs) {
   std::vector<int32_t> ids{0, 1, 2, 7};
   auto r = reference_fp8_moe(p, *l, x, ids, w, {}, {});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().message,
-            "topk_ids[1, 1] = 7 is outside [0, 4); fix the routing");
+  EXPECT_EQ(r.error().message, "topk_ids[1, 1] = 7 is outside [0, 4); fix the routing");
   auto s = reference_fp8_moe(p, *l, std::vector<float>(3), ids, w, {}, {});
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().message,
