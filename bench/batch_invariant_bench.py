@@ -19,8 +19,6 @@ and the fastest candidate that kept the bits.
 """
 
 import argparse
-import csv
-import math
 import os
 import sys
 
@@ -29,8 +27,9 @@ import torch
 import moetune
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_ops_bench import (SHAPES, capture, ceilings, floor_us, make_weights,  # noqa: E402
-                             other_device_tables, sm_mhz, time_graph)
+from torch_ops_bench import (SHAPES, capture, ceilings, floor_us, make_inputs,  # noqa: E402
+                             make_weights, other_device_tables, shapes_and_ms, sm_mhz, time_graph,
+                             write_csv)
 
 ALL = 4096
 MS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -63,15 +62,6 @@ def candidates(gated):
     }
 
 
-def batch(shape, seed=4321):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    s = SHAPES[shape]
-    x = torch.randn(ALL, s["K"], device="cuda", generator=g).to(torch.bfloat16)
-    probs = torch.softmax(torch.randn(ALL, s["E"], device="cuda", generator=g), dim=-1)
-    tw, ids = torch.topk(probs, s["top_k"], dim=-1)
-    return x, tw.float().contiguous(), ids.to(torch.int32).contiguous()
-
-
 def bits(t):
     return t.view(torch.int16)
 
@@ -90,7 +80,7 @@ def measure(fn, want, flush):
 def bench_shape(shape, ms, names, ceil, flush, rows):
     s = SHAPES[shape]
     w1, w2 = make_weights(shape)
-    x, tw, ids = batch(shape)
+    x, tw, ids = make_inputs(shape, ALL, seed=4321)
     act = s["act"]
     full = moetune.fused_moe(x, w1, w2, tw, ids, activation=act, batch_invariant=True)
     tables = other_device_tables()
@@ -146,18 +136,6 @@ def summary(rows):
     return "\n".join(out)
 
 
-def write_csv(path, rows):
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="directory for batch_invariant.csv")
@@ -165,11 +143,7 @@ def main():
     ap.add_argument("--ms", default=",".join(map(str, MS)))
     ap.add_argument("--candidates", default=",".join(candidates(True)))
     a = ap.parse_args()
-    shapes = [s for s in a.shapes.split(",") if s]
-    for s in shapes:
-        if s not in SHAPES:
-            ap.error(f"--shapes: unknown shape {s!r}; expected some of {', '.join(SHAPES)}")
-    ms = [int(v) for v in a.ms.split(",")]
+    shapes, ms = shapes_and_ms(ap, a)
     if any(m < 1 or m > ALL for m in ms):
         ap.error(f"--ms: each M must lie in 1..{ALL} (subsets of the batch of {ALL}); saw {ms}")
     names = [n for n in a.candidates.split(",") if n]
@@ -185,7 +159,7 @@ def main():
           f"{torch.cuda.get_device_name()}", flush=True)
     for shape in shapes:
         bench_shape(shape, ms, names, ceil, flush, rows)
-        write_csv(path, rows)
+        write_csv(path, rows, FIELDS)
     print(summary(rows))
 
 

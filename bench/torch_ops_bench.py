@@ -327,15 +327,28 @@ def summary(rows, copy_gbs, tflops):
     return "\n".join(lines)
 
 
-def write_csv(path, rows):
+def write_csv(path, rows, fields=None):
+    """rows to path (temp file, fsync, rename), floats to 4 significant digits."""
     with open(path + ".tmp", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=FIELDS)
+        w = csv.DictWriter(f, fieldnames=fields or FIELDS)
         w.writeheader()
         for r in rows:
             w.writerow({k: (f"{v:.4g}" if isinstance(v, float) else v) for k, v in r.items()})
         f.flush()
         os.fsync(f.fileno())
     os.replace(path + ".tmp", path)
+
+
+def shapes_and_ms(ap, a):
+    """--shapes and --ms as lists; an unknown shape or a bad M is a usage error (exit 2)."""
+    shapes = [s for s in a.shapes.split(",") if s]
+    for s in shapes:
+        if s not in SHAPES:
+            ap.error(f"--shapes: unknown shape {s!r}; expected some of {', '.join(SHAPES)}")
+    try:
+        return shapes, [int(v) for v in a.ms.split(",")]
+    except ValueError:
+        ap.error(f"--ms: {a.ms!r} is not a comma-separated list of integers")
 
 
 def main():
@@ -347,11 +360,7 @@ def main():
     ap.add_argument("--no-hf", action="store_true", help="leave the transformers block out")
     ap.add_argument("--host-only", action="store_true", help="only the host-overhead section")
     a = ap.parse_args()
-    shapes = [s for s in a.shapes.split(",") if s]
-    for s in shapes:
-        if s not in SHAPES:
-            ap.error(f"--shapes: unknown shape {s!r}; expected some of {', '.join(SHAPES)}")
-    ms = [int(v) for v in a.ms.split(",")]
+    shapes, ms = shapes_and_ms(ap, a)
     os.makedirs(a.out, exist_ok=True)
     copy_gbs, tflops = ceilings()
     rows = [dict(section="ceiling", system="copy_gbs", median_us=copy_gbs),
