@@ -57,9 +57,8 @@ double host_bytes_estimate(core::MoeProblem const& problem);
 /// routing from `profile` with its seed replaced by profile.seed + seed (seed 0 reproduces the
 /// profile's own routing). A problem with quant (fp8) gets no w1 and w2 here (they stay empty:
 /// generate_fp8_layer in fp8_layer.hpp draws them). Fails when the problem is invalid, its dtype
-/// is fp16 (not generated yet:
-/// bf16 or fp32), it needs more than this machine's memory (host_bytes_estimate, checked before
-/// allocating), or routing fails.
+/// is fp16 (not generated yet: bf16 or fp32), it needs more than this machine's memory
+/// (host_bytes_estimate, checked before allocating), or routing fails.
 core::Result<MoeHostData> generate_moe_data(core::MoeProblem const& problem,
                                             core::RoutingProfile const& profile, uint64_t seed);
 

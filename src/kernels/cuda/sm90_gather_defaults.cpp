@@ -185,25 +185,20 @@ namespace {
 /// rule's pair where it is of the family (its tma_ws and swap-AB bands), else `anchor`.
 core::MoeConfig invariant_tile(core::MoeProblem const& p, core::MoeConfig const& anchor,
                                FastPaths const& fast_paths) {
-  std::vector<core::MoeConfig> choices;
+  core::MoeConfig c;
   if (pairs_per_expert(p) <= 48.0) {
-    core::MoeConfig c;
     for (auto* k : {&c.gemm1, &c.gemm2}) {
       const bool gated = k == &c.gemm1 && core::is_gated(p.activation);
       *k = kc(64, gated ? 64 : 128, 64, 8, 5, 1, core::Schedule::kTmaWarpSpecialized);
       k->launch.swap_ab = true;
     }
-    choices.push_back(c);
   } else {
-    choices.push_back(sm90_default_config(p, fast_paths));
+    c = sm90_default_config(p, fast_paths);
   }
-  for (core::MoeConfig const& c : choices) {
-    if (sm90_batch_invariant_family(c.gemm1) && sm90_batch_invariant_family(c.gemm2) &&
-        sm90_can_implement(p, c, fast_paths).ok()) {
-      return c;
-    }
-  }
-  return anchor;
+  const bool fits = sm90_batch_invariant_family(c.gemm1) &&
+                    sm90_batch_invariant_family(c.gemm2) &&
+                    sm90_can_implement(p, c, fast_paths).ok();
+  return fits ? c : anchor;
 }
 
 }  // namespace
