@@ -195,8 +195,7 @@ core::MoeConfig invariant_tile(core::MoeProblem const& p, core::MoeConfig const&
   } else {
     c = sm90_default_config(p, fast_paths);
   }
-  const bool fits = sm90_batch_invariant_family(c.gemm1) &&
-                    sm90_batch_invariant_family(c.gemm2) &&
+  const bool fits = sm90_batch_invariant_family(c.gemm1) && sm90_batch_invariant_family(c.gemm2) &&
                     sm90_can_implement(p, c, fast_paths).ok();
   return fits ? c : anchor;
 }
