@@ -24,17 +24,23 @@ core::Status run_on_device(MoeRunner& runner, kernels::cpu::MoeHostData const& d
 namespace {
 
 core::Status run_on_host(MoeRunner& runner, kernels::cpu::MoeHostData const& data,
-                         Knobs const& knobs, std::vector<unsigned char>& out, Choice* chosen) {
+                         kernels::cpu::Fp8HostLayer const* fp8, Knobs const& knobs,
+                         std::vector<unsigned char>& out, Choice* chosen) {
+  bool const tensor = data.problem.quant == core::Quant::kFp8Tensor;
   return runner.run(RunArgs{.stream = nullptr,
                             .x = data.x_data(),
                             .topk_ids = data.routing.topk_ids.data(),
                             .topk_weights = data.routing.topk_weights.data(),
-                            .w1 = data.w1_data(),
-                            .w2 = data.w2_data(),
+                            .w1 = fp8 != nullptr ? fp8->w1.data() : data.w1_data(),
+                            .w2 = fp8 != nullptr ? fp8->w2.data() : data.w2_data(),
                             .out = out.data(),
                             .m = data.problem.num_tokens,
                             .b1 = data.b1_data(),
-                            .b2 = data.b2_data()},
+                            .b2 = data.b2_data(),
+                            .w1_scale = fp8 != nullptr ? fp8->w1_scale.data() : nullptr,
+                            .w2_scale = fp8 != nullptr ? fp8->w2_scale.data() : nullptr,
+                            .a1_scale = fp8 != nullptr && tensor ? &fp8->a1_scale : nullptr,
+                            .a2_scale = fp8 != nullptr && tensor ? &fp8->a2_scale : nullptr},
                     knobs, chosen);
 }
 
@@ -52,12 +58,6 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
                                      int64_t m, Knobs const& knobs, uint64_t seed) {
   core::MoeProblem p = runner.problem();
   p.num_tokens = m;
-  if (p.quant != core::Quant::kNone && runner.backend_name() == "cpu") {
-    return core::make_error(core::ErrorCode::kUnsupported, "run_checked",
-                            "quant " + std::string(core::to_string(p.quant)) +
-                                ": the cpu backend (cpu_tiled) has no fp8 kernels; run fp8 layers "
-                                "with --backend cuda on an sm_90a GPU");
-  }
   auto data = kernels::cpu::generate_moe_data(p, routing, seed);
   if (!data.ok()) return data.error();
   std::optional<kernels::cpu::Fp8HostLayer> fp8;
@@ -74,7 +74,8 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
   CheckedRun r;
   if (runner.backend_name() == "cpu") {
     r.executed_by = "runner (host buffers)";
-    MOETUNE_RETURN_IF_ERROR(run_on_host(runner, *data, knobs, out, &r.choice));
+    MOETUNE_RETURN_IF_ERROR(
+        run_on_host(runner, *data, fp8 ? &*fp8 : nullptr, knobs, out, &r.choice));
   } else {
 #if defined(MOETUNE_HAVE_CUDA)
     r.executed_by = "runner (device buffers, stream)";

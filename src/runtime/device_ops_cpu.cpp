@@ -69,7 +69,11 @@ class CpuDeviceOps final : public DeviceOps {
                                   .w2 = a.w2,
                                   .out = a.out,
                                   .b1 = a.b1,
-                                  .b2 = a.b2};
+                                  .b2 = a.b2,
+                                  .w1_scale = a.w1_scale,
+                                  .w2_scale = a.w2_scale,
+                                  .a1_scale = a.a1_scale,
+                                  .a2_scale = a.a2_scale};
     std::lock_guard<std::mutex> lock(mu_);
     return kernels::cpu::run_cpu_moe(p, config, args, ws_, fast_paths_);
   }

@@ -50,14 +50,20 @@ TEST_F(CliRun, JsonNamesTheDefaultRuleWithoutTablesAndTheTableRuleWithThem) {
   EXPECT_TRUE(has(t.out, "key 4 (nearest key"));
 }
 
-TEST_F(CliRun, AnFp8ProblemIsRefusedSayingWhereFp8Runs) {
-  RunResult r = run({"run", "--backend", "cpu", "--problem", kProblem + ",quant=fp8_block", "--m",
-                     "4", "--cache", path("knobs.json").string()});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_TRUE(has(r.err,
-                  "quant fp8_block: the cpu backend (cpu_tiled) has no fp8 kernels; run "
-                  "fp8 layers with --backend cuda on an sm_90a GPU"))
-      << r.err;
+TEST_F(CliRun, Fp8ProblemsRunOnTheCpuAgainstTheirFp8Reference) {
+  for (std::string q : {"fp8_block", "fp8_tensor"}) {
+    RunResult r = run({"run", "--backend", "cpu", "--problem",
+                       "E=8,K=256,I=128,topk=2,act=silu,dtype=bf16,quant=" + q, "--m", "9",
+                       "--cache", path("knobs.json").string()});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_TRUE(has(r.out, "(passed) via runner (host buffers)")) << r.out;
+  }
+  // K = 192 is no multiple of the 128-wide scale groups: the problem itself is refused.
+  RunResult bad = run({"run", "--backend", "cpu", "--problem",
+                       "E=8,K=192,I=128,topk=2,act=silu,dtype=bf16,quant=fp8_block", "--m", "4",
+                       "--cache", path("knobs.json").string()});
+  EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
+  EXPECT_TRUE(has(bad.err, "expected a multiple of 128 with quant = fp8_block")) << bad.err;
 }
 
 TEST_F(CliRun, ExplicitFileIsValidatedAndAConflictNamesConfigAndProblem) {

@@ -107,10 +107,15 @@ core::Status cpu_tiled_can_implement(core::MoeProblem const& problem,
     return unsupported("problem.dtype = " + std::string(core::to_string(problem.dtype)) +
                        " is not supported (allowed: bf16, fp32); use bf16 or fp32");
   }
-  if (problem.quant != core::Quant::kNone) {
+  if (problem.quant != core::Quant::kNone &&
+      (problem.dtype != core::DType::kBf16 || problem.hidden_size % 128 != 0 ||
+       problem.intermediate_size % 128 != 0)) {
     return unsupported("problem.quant = " + std::string(core::to_string(problem.quant)) +
-                       " is not implemented by cpu_tiled; run fp8 layers on the cuda backend "
-                       "(sm_90a)");
+                       " needs dtype bf16 and K and I multiples of 128 (the 128-wide scale "
+                       "groups); saw dtype " +
+                       std::string(core::to_string(problem.dtype)) +
+                       ", K = " + std::to_string(problem.hidden_size) +
+                       ", I = " + std::to_string(problem.intermediate_size));
   }
   MOETUNE_RETURN_IF_ERROR(check_gemm("gemm1", config.gemm1, problem.hidden_size, "K"));
   MOETUNE_RETURN_IF_ERROR(check_gemm("gemm2", config.gemm2, problem.intermediate_size, "I"));
@@ -143,6 +148,12 @@ core::MoeConfig cpu_tiled_default_config(core::MoeProblem const& problem) {
 }
 
 core::Result<core::MoeConfig> cpu_tiled_batch_invariant_config(core::MoeProblem const& problem) {
+  if (problem.quant != core::Quant::kNone) {  // as on cuda: the lever covers bf16 and fp32 layers
+    return unsupported("lever batch_invariant: quant " +
+                       std::string(core::to_string(problem.quant)) +
+                       " has no batch-invariant config (only bf16 and fp32 layers do); turn the "
+                       "lever off for fp8 layers");
+  }
   core::MoeConfig c = cpu_tiled_default_config(problem);
   c.gemm1.pipeline.split_k = 1;  // the one knob that changes an element's sum order
   c.gemm2.pipeline.split_k = 1;

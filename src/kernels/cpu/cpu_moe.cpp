@@ -7,9 +7,13 @@
 #include <barrier>
 #include <string>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
+#include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_moe_gemm.hpp"
+#include "kernels/cpu/fp8_layer.hpp"
 
 namespace moetune::kernels::cpu {
 namespace {
@@ -70,6 +74,20 @@ void build_tiles(CpuMoeWorkspace const& ws, core::TileConfig const& tile, int64_
   }
 }
 
+/// fp8 layers: rows [begin, end) of h that hold a pair, rounded to bf16 (as the GPU's GEMM1 stores
+/// h) and quantised and dequantised as its quant kernel does.
+template <class T>
+void requantise_h(detail::MoeRunContext<T> const& ctx, int64_t begin, int64_t end) {
+  if constexpr (std::is_same_v<T, float>) {
+    for (int64_t row = begin; row < end; ++row) {
+      if (ctx.ws->sorted_pairs[static_cast<size_t>(row)] < 0) continue;
+      float* h = ctx.inter + row * ctx.inter_size;
+      for (int64_t c = 0; c < ctx.inter_size; ++c) h[c] = round_to_bf16(h[c]);
+      dequantised_row(h, ctx.inter_size, ctx.fp8_block, ctx.fp8_h_scale, h);
+    }
+  }
+}
+
 /// Phases run by every worker, separated by a barrier. Work items are handed out through
 /// atomic counters; which thread runs an item never changes what the item computes.
 template <class T>
@@ -98,6 +116,12 @@ void run_phases(detail::MoeRunContext<T> const& ctx, int num_threads, int thread
       }
       sync.arrive_and_wait();
     }
+    if (ctx.fp8_h) {  // a fixed contiguous range of h's rows per thread (GEMM2's threads)
+      if (tid < threads2) {
+        requantise_h(ctx, ctx.padded_rows * tid / threads2, ctx.padded_rows * (tid + 1) / threads2);
+      }
+      sync.arrive_and_wait();
+    }
     if (tid < threads2) {
       drain(counters[2], tiles2 * split2, [&](int64_t i) { detail::gemm2_item(ctx, i, s); });
     }
@@ -123,11 +147,64 @@ void run_phases(detail::MoeRunContext<T> const& ctx, int num_threads, int thread
   for (auto& thread : pool) thread.join();
 }
 
+core::Status check_fp8_scales(core::MoeProblem const& p, CpuMoeArgs const& a) {
+  bool const tensor = p.quant == core::Quant::kFp8Tensor;
+  if (a.w1_scale == nullptr || a.w2_scale == nullptr ||
+      (tensor && (a.a1_scale == nullptr || a.a2_scale == nullptr))) {
+    return invalid(std::string("quant ") + std::string(core::to_string(p.quant)) +
+                   " needs w1_scale and w2_scale" + (tensor ? ", a1_scale and a2_scale" : "") +
+                   "; one is null: pass every scale of the fp8 layer");
+  }
+  return core::Status::Ok();
+}
+
+/// The fp8 layer's inputs in fp32 (x quantised and dequantised, weights dequantised, biases
+/// widened) in `ws`, and the args that point at them (the output at ws.fp8_out).
+CpuMoeArgs dequantise_fp8_inputs(core::MoeProblem const& p, CpuMoeArgs const& a,
+                                 CpuMoeWorkspace& ws) {
+  bool const block = p.quant == core::Quant::kFp8Block;
+  int64_t const k = p.hidden_size, n1 = core::gemm1_n(p), e = p.num_experts;
+  ws.fp8_x.resize(static_cast<size_t>(p.num_tokens * k));
+  std::vector<float> row(static_cast<size_t>(k));
+  auto const* x = static_cast<uint16_t const*>(a.x);
+  for (int64_t t = 0; t < p.num_tokens; ++t) {
+    for (int64_t c = 0; c < k; ++c) row[c] = bf16_bits_to_float(x[t * k + c]);
+    dequantised_row(row.data(), k, block, block ? 0.0f : *a.a1_scale, ws.fp8_x.data() + t * k);
+  }
+  ws.fp8_w1.resize(static_cast<size_t>(e * n1 * k));
+  ws.fp8_w2.resize(static_cast<size_t>(e * k * p.intermediate_size));
+  dequantise_weights(static_cast<uint8_t const*>(a.w1), a.w1_scale, block, e, n1, k,
+                     ws.fp8_w1.data());
+  dequantise_weights(static_cast<uint8_t const*>(a.w2), a.w2_scale, block, e, k,
+                     p.intermediate_size, ws.fp8_w2.data());
+  auto widen = [](void const* b, int64_t n, std::vector<float>& out) {
+    out.resize(b != nullptr ? static_cast<size_t>(n) : 0);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = bf16_bits_to_float(static_cast<uint16_t const*>(b)[i]);
+    }
+  };
+  widen(p.has_bias ? a.b1 : nullptr, e * n1, ws.fp8_b1);
+  widen(p.has_bias ? a.b2 : nullptr, e * k, ws.fp8_b2);
+  ws.fp8_out.resize(static_cast<size_t>(p.num_tokens * k));
+  CpuMoeArgs f = a;
+  f.x = ws.fp8_x.data();
+  f.w1 = ws.fp8_w1.data();
+  f.w2 = ws.fp8_w2.data();
+  f.b1 = p.has_bias ? ws.fp8_b1.data() : nullptr;
+  f.b2 = p.has_bias ? ws.fp8_b2.data() : nullptr;
+  f.out = ws.fp8_out.data();
+  return f;
+}
+
 template <class T>
 void run_typed(core::MoeProblem const& p, core::MoeConfig const& config, CpuMoeArgs const& args,
-               CpuMoeWorkspace& ws, FastPaths const& fast_paths) {
+               CpuMoeWorkspace& ws, FastPaths const& fast_paths,
+               core::Quant fp8 = core::Quant::kNone, float h_scale = 0) {
   bool const gated = core::is_gated(p.activation);
   detail::MoeRunContext<T> ctx;
+  ctx.fp8_h = fp8 != core::Quant::kNone;
+  ctx.fp8_block = fp8 == core::Quant::kFp8Block;
+  ctx.fp8_h_scale = h_scale;
   ctx.activation = p.activation;
   ctx.hidden = p.hidden_size;
   ctx.inter_size = p.intermediate_size;
@@ -197,7 +274,17 @@ core::Status run_cpu_moe(core::MoeProblem const& problem, core::MoeConfig const&
   MOETUNE_RETURN_IF_ERROR(align(problem, block_m, args.topk_ids, ws));
   build_tiles(ws, config.gemm1.tile, problem.intermediate_size, ws.tiles1);
   build_tiles(ws, config.gemm2.tile, problem.hidden_size, ws.tiles2);
-  if (problem.dtype == core::DType::kBf16) {
+  if (problem.quant != core::Quant::kNone) {
+    MOETUNE_RETURN_IF_ERROR(check_fp8_scales(problem, args));
+    CpuMoeArgs const f = dequantise_fp8_inputs(problem, args, ws);
+    core::MoeProblem fp32 = problem;
+    fp32.dtype = core::DType::kFp32;
+    fp32.quant = core::Quant::kNone;
+    float const h_scale = problem.quant == core::Quant::kFp8Tensor ? *args.a2_scale : 0.0f;
+    run_typed<float>(fp32, config, f, ws, fast_paths, problem.quant, h_scale);
+    auto* out = static_cast<uint16_t*>(args.out);
+    for (size_t i = 0; i < ws.fp8_out.size(); ++i) out[i] = float_to_bf16_bits(ws.fp8_out[i]);
+  } else if (problem.dtype == core::DType::kBf16) {
     run_typed<uint16_t>(problem, config, args, ws, fast_paths);
   } else {
     run_typed<float>(problem, config, args, ws, fast_paths);

@@ -13,8 +13,12 @@
 // (gated: rows [0, I) gate, [I, 2I) up), w2 [E, K, I], out [M, K].
 // Determinism: every output element is one fixed sequence of fp32 operations chosen by the
 // config alone, so the bits do not depend on num_threads or on scheduling.
-// Limits: dtype bf16 (uint16_t bit patterns) or fp32. Tested by
-// tests/kernels/cpu/cpu_moe_test.cpp against the fp64 reference.
+// fp8 (problem.quant, bf16 x and output, e4m3 weights with fp32 scales): x is quantised as the
+// GPU kernels quantise it and dequantised, the weights are dequantised into fp32 buffers once per
+// call, the layer runs in fp32, and after GEMM1 each row of h is rounded to bf16 and quantised the
+// same way (fp8_layer.hpp's dequantised_row); the output is rounded to bf16 once.
+// Limits: dtype bf16 (uint16_t bit patterns) or fp32; fp8 needs K, I and N1 multiples of 128.
+// Tested by tests/kernels/cpu/cpu_moe_test.cpp (and cpu_fp8_test.cpp) against the fp64 references.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +42,12 @@ struct CpuMoeArgs {
   void* out = nullptr;                  ///< [M, K], fully overwritten
   void const* b1 = nullptr;             ///< [E, N1]; required when problem.has_bias
   void const* b2 = nullptr;             ///< [E, K]; required when problem.has_bias
+  /// fp8 problems (w1, w2 e4m3 bytes): fp8_block w1_scale [E, N1/128, K/128], w2_scale
+  /// [E, K/128, I/128]; fp8_tensor w1_scale, w2_scale [E] and the static a1_scale, a2_scale [1].
+  float const* w1_scale = nullptr;
+  float const* w2_scale = nullptr;
+  float const* a1_scale = nullptr;
+  float const* a2_scale = nullptr;
 };
 
 /// One tile of work: `rows` valid rows starting at padded sorted row `row0` of `expert`, output
@@ -74,6 +84,8 @@ struct CpuMoeWorkspace {
   std::vector<float> pair_out;          ///< [M * top_k, K] weighted GEMM2 output per pair
   std::vector<float> partials;          ///< [split_k, padded rows, N] split-K partial sums
   std::vector<CpuThreadScratch> thread_scratch;  ///< one per worker thread
+  std::vector<float> fp8_x, fp8_w1, fp8_w2;      ///< fp8: dequantised inputs (fp32)
+  std::vector<float> fp8_b1, fp8_b2, fp8_out;    ///< fp8: biases and the output in fp32
 };
 
 /// Worker threads a KernelConfig asks for (num_threads, with 0 = hardware threads, at least 1).

@@ -31,6 +31,11 @@ struct MoeRunContext {
   T* out = nullptr;
   T* inter = nullptr;  ///< [padded_rows, I]
   CpuMoeWorkspace* ws = nullptr;
+  /// fp8 layers (T = float): after GEMM1 each row of `inter` that holds a pair is rounded to bf16
+  /// and quantised as the kernels quantise h (per 128 columns when fp8_block, else fp8_h_scale).
+  bool fp8_h = false;
+  bool fp8_block = false;
+  float fp8_h_scale = 0;
 };
 
 /// Floats of packed A, packed B and accumulator one thread needs for `config`.

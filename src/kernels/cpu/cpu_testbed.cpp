@@ -15,10 +15,16 @@ namespace moetune::kernels::cpu {
 core::Status CpuTestbed::prepare(core::MoeProblem const& problem,
                                  core::RoutingProfile const& routing, uint64_t seed) {
   data_.reset();
+  fp8_.reset();
   reference_.reset();
   auto data = generate_moe_data(problem, routing, seed);
   if (!data.ok()) {
     return data.error();
+  }
+  if (problem.quant != core::Quant::kNone) {
+    auto layer = generate_fp8_layer(problem, seed ^ 0xf8f8f8f8f8f8f8f8ULL);  // not x's stream
+    if (!layer.ok()) return layer.error();
+    fp8_ = std::move(layer).value();
   }
   data_ = std::move(data).value();
   size_t const count = static_cast<size_t>(problem.num_tokens * problem.hidden_size);
@@ -37,7 +43,10 @@ core::Result<std::span<double const>> CpuTestbed::reference() {
                             "first");
   }
   if (!reference_) {
-    auto ref = reference_moe(data_->problem, data_->view());
+    MoeHostData const& d = *data_;
+    auto ref = fp8_ ? reference_fp8_moe(d.problem, *fp8_, d.x, d.routing.topk_ids,
+                                        d.routing.topk_weights, d.b1, d.b2)
+                    : reference_moe(d.problem, d.view());
     if (!ref.ok()) {
       return ref.error();
     }
@@ -65,10 +74,16 @@ core::Status CpuTestbed::run_once(core::MoeConfig const& config) {
   args.x = data_->x_data();
   args.topk_ids = data_->routing.topk_ids.data();
   args.topk_weights = data_->routing.topk_weights.data();
-  args.w1 = data_->w1_data();
-  args.w2 = data_->w2_data();
+  args.w1 = fp8_ ? static_cast<void const*>(fp8_->w1.data()) : data_->w1_data();
+  args.w2 = fp8_ ? static_cast<void const*>(fp8_->w2.data()) : data_->w2_data();
   args.b1 = data_->b1_data();
   args.b2 = data_->b2_data();
+  if (fp8_) {
+    args.w1_scale = fp8_->w1_scale.data();
+    args.w2_scale = fp8_->w2_scale.data();
+    args.a1_scale = &fp8_->a1_scale;
+    args.a2_scale = &fp8_->a2_scale;
+  }
   args.out = const_cast<void*>(output());
   return run_cpu_moe(data_->problem, config, args, workspace_, fast_paths_);
 }
@@ -93,7 +108,7 @@ core::Result<CheckResult> CpuTestbed::check(core::MoeConfig const& config) {
       out_fp32_[0] = value;
     }
   }
-  return check_output(dtype, output(), *ref, tolerance_for(dtype));
+  return check_output(dtype, output(), *ref, tolerance_for(data_->problem));
 }
 
 core::Result<TimingResult> CpuTestbed::time(core::MoeConfig const& config, int warmup, int reps) {

@@ -1,5 +1,6 @@
-// The Testbed of the cpu backend: generated inputs (moe_data.hpp), the fp64 reference computed
-// once per prepare, poisoned-output checks (output_check.hpp) and steady_clock timing.
+// The Testbed of the cpu backend: generated inputs (moe_data.hpp; fp8 problems' e4m3 layer from
+// fp8_layer.hpp), the fp64 reference computed once per prepare, poisoned-output checks
+// (output_check.hpp, under tolerance_for(problem)) and steady_clock timing.
 #pragma once
 
 #include <optional>
@@ -8,6 +9,7 @@
 
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_moe.hpp"
+#include "kernels/cpu/fp8_layer.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "kernels/testbed.hpp"
 
@@ -49,6 +51,7 @@ class CpuTestbed final : public Testbed {
 
   CpuBackend backend_;
   std::optional<MoeHostData> data_;
+  std::optional<Fp8HostLayer> fp8_;  ///< fp8 problems: the e4m3 weights and scales
   std::optional<std::vector<double>> reference_;
   std::vector<uint16_t> out_bf16_;
   std::vector<float> out_fp32_;

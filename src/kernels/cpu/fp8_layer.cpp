@@ -34,15 +34,9 @@ std::array<float, 256> const& e4m3_table() {
   return table;
 }
 
-/// Quantises `v` (n values) with scale `s` as the kernels do and writes the dequantised values.
-void quantise(float const* v, int64_t n, float s, double* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    out[i] = static_cast<double>(e4m3_to_float(float_to_e4m3(v[i] / s))) * s;
-  }
-}
-
-/// One row of an activation (x or h): per 128 columns amax / 448 (fp8_block) or `fixed`.
-void quantise_row(float const* v, int64_t cols, bool block, float fixed, double* out) {
+/// One row quantised and dequantised (dequantised_row), into double or float.
+template <class Out>
+void dequantise_row_to(float const* v, int64_t cols, bool block, float fixed, Out* out) {
   for (int64_t c0 = 0; c0 < cols; c0 += kGroup) {
     const int64_t n = std::min(kGroup, cols - c0);
     float s = fixed;
@@ -51,7 +45,10 @@ void quantise_row(float const* v, int64_t cols, bool block, float fixed, double*
       for (int64_t i = 0; i < n; ++i) amax = std::max(amax, std::fabs(v[c0 + i]));
       s = std::max(amax, 1e-10f) / kE4m3Max;
     }
-    quantise(v + c0, n, s, out + c0);
+    for (int64_t i = c0; i < c0 + n; ++i) {
+      const float q = e4m3_to_float(float_to_e4m3(v[i] / s));
+      out[i] = static_cast<Out>(static_cast<Out>(q) * static_cast<Out>(s));
+    }
   }
 }
 
@@ -113,6 +110,29 @@ uint8_t float_to_e4m3(float x) {
 
 float e4m3_to_float(uint8_t bits) { return e4m3_table()[bits]; }
 
+void dequantised_row(float const* v, int64_t cols, bool block, float scale, double* out) {
+  dequantise_row_to(v, cols, block, scale, out);
+}
+
+void dequantised_row(float const* v, int64_t cols, bool block, float scale, float* out) {
+  dequantise_row_to(v, cols, block, scale, out);
+}
+
+void dequantise_weights(uint8_t const* w, float const* scale, bool block, int64_t experts,
+                        int64_t rows, int64_t cols, float* out) {
+  for (int64_t e = 0; e < experts; ++e) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t at = (e * rows + r) * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float s =
+            block ? scale[(e * (rows / kGroup) + r / kGroup) * (cols / kGroup) + c / kGroup]
+                  : scale[e];
+        out[at + c] = e4m3_to_float(w[at + c]) * s;
+      }
+    }
+  }
+}
+
 core::Result<Fp8HostLayer> generate_fp8_layer(core::MoeProblem const& p, uint64_t seed) {
   const bool block = p.quant == core::Quant::kFp8Block;
   const int64_t e = p.num_experts, k = p.hidden_size, i = p.intermediate_size;
@@ -162,7 +182,7 @@ core::Result<std::vector<double>> reference_fp8_moe(core::MoeProblem const& p,
   std::vector<double> h(static_cast<size_t>(n1)), hd(static_cast<size_t>(inter));
   std::vector<float> hf(static_cast<size_t>(inter));
   for (int64_t t = 0; t < m; ++t) {
-    quantise_row(x.data() + t * k, k, block, l.a1_scale, xd.data());
+    dequantised_row(x.data() + t * k, k, block, l.a1_scale, xd.data());
     for (int64_t slot = 0; slot < p.top_k; ++slot) {
       const int32_t ex = ids[static_cast<size_t>(t * p.top_k + slot)];
       if (ex < 0 || ex >= p.num_experts) {
@@ -182,7 +202,7 @@ core::Result<std::vector<double>> reference_fp8_moe(core::MoeProblem const& p,
                                               gated ? h[static_cast<size_t>(inter + j)] : 0.0);
         hf[static_cast<size_t>(j)] = round_to_bf16(static_cast<float>(a));
       }
-      quantise_row(hf.data(), inter, block, l.a2_scale, hd.data());
+      dequantised_row(hf.data(), inter, block, l.a2_scale, hd.data());
       const double w = weights[static_cast<size_t>(t * p.top_k + slot)];
       for (int64_t c = 0; c < k; ++c) {
         double sum = 0.0;

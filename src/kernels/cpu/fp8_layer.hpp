@@ -21,6 +21,17 @@ uint8_t float_to_e4m3(float x);
 /// The e4m3 value of `bits` (exact in float).
 float e4m3_to_float(uint8_t bits);
 
+/// One activation row (x or h; cols a multiple of 128) quantised as the kernels quantise it and
+/// dequantised: out[c] = e4m3(v[c] / s) * s, s = max(amax of c's 128 columns, 1e-10) / 448 in
+/// float when `block`, else `scale`; the division is IEEE float. `out` may be `v`.
+void dequantised_row(float const* v, int64_t cols, bool block, float scale, double* out);
+void dequantised_row(float const* v, int64_t cols, bool block, float scale, float* out);
+
+/// w (e4m3, [E, rows, cols]) dequantised into out (float, same shape) with per-expert scales
+/// ([E]) or, when `block`, per 128 x 128 block scales ([E, rows / 128, cols / 128]).
+void dequantise_weights(uint8_t const* w, float const* scale, bool block, int64_t experts,
+                        int64_t rows, int64_t cols, float* out);
+
 /// e4m3 weights and their scales. Shapes (row-major): w1 [E, N1, K], w2 [E, K, I];
 /// fp8_block: w1_scale [E, N1/128, K/128], w2_scale [E, K/128, I/128], input scales unused (x and
 /// h are quantised per token per 128 columns, scale amax / 448); fp8_tensor: w1_scale and
