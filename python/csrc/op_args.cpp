@@ -139,7 +139,7 @@ void check_fp8_scales(char const* op, MoeTensors const& t, core::MoeProblem cons
 namespace {
 
 /// Ranks, device, and the dtypes of the weights (bf16/fp16/fp32 as hidden_states, or e4m3 for an
-/// fp8 layer, which runs on CUDA only) and of the routing tensors; the layer's dtype.
+/// fp8 layer, whose activations are bf16) and of the routing tensors; the layer's dtype.
 core::DType check_moe_dtypes(MoeTensors const& t, char const* op) {
   check_rank(op, "hidden_states", t.hidden_states, 2, "[M, K]");
   check_rank(op, "w1", t.w1, 3, "[E, N1, K]");
@@ -151,8 +151,8 @@ core::DType check_moe_dtypes(MoeTensors const& t, char const* op) {
                     "; expected a CPU or CUDA tensor");
   core::DType const dtype = dtype_of(op, t.hidden_states);
   bool const fp8 = t.quant != core::Quant::kNone;
-  TORCH_CHECK_VALUE(!fp8 || dev.is_cuda(), op, ": fp8 weights on ", dev,
-                    "; the fp8 layer runs on CUDA (sm_90a) only: move the tensors to the GPU");
+  TORCH_CHECK_TYPE(!fp8 || dtype == core::DType::kBf16, op, ": hidden_states has dtype ",
+                   t.hidden_states.scalar_type(), "; fp8 weights take bfloat16 activations");
   auto const want_w = fp8 ? at::kFloat8_e4m3fn : t.hidden_states.scalar_type();
   for (auto [name, w] : {std::pair{"w1", &t.w1}, std::pair{"w2", &t.w2}}) {
     check_device(op, name, *w, dev);

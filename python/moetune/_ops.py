@@ -117,7 +117,8 @@ def fused_moe(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu
     output bits do not depend on the other tokens of the batch. Tables, the knob
     cache and "auto" are then bypassed, a dict config is refused, and fp8 weights are refused.
 
-    fp8 (w1 and w2 torch.float8_e4m3fn, hidden_states bfloat16, CUDA), as vLLM passes them:
+    fp8 (w1 and w2 torch.float8_e4m3fn, hidden_states bfloat16; CUDA, or the CPU in fp32 math), as
+    vLLM passes them:
     block_shape=[128, 128]: w1_scale [E, N1/128, K/128] and w2_scale [E, K/128, I/128] float32
     (DeepSeek-V3 / Qwen3 FP8 checkpoints); the activations are quantised per token per 128
     channels on the fly. block_shape=None: per-tensor, w1_scale and w2_scale [E] and the static

@@ -97,8 +97,8 @@ TEST(CpuFp8, AWrongBlockScaleIsCaught) {
   // The same args with the right scales pass: the twin differs only in the scale.
   args.w2_scale = layer->w2_scale.data();
   ASSERT_TRUE(run_cpu_moe(p, cpu_tiled_default_config(p), args, ws).ok());
-  EXPECT_TRUE(check_passed(check_output(p.dtype, out.data(), *ref, tolerance_for(p)),
-                           tolerance_for(p)));
+  EXPECT_TRUE(
+      check_passed(check_output(p.dtype, out.data(), *ref, tolerance_for(p)), tolerance_for(p)));
 }
 
 TEST(CpuFp8, RefusesWhatItCannotRunWithTheReason) {
