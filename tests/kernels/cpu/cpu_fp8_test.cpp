@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cpu_test_util.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_moe.hpp"
 #include "kernels/cpu/cpu_testbed.hpp"
@@ -16,14 +17,7 @@ namespace moetune::kernels::cpu {
 namespace {
 
 core::MoeProblem fp8_problem(core::Quant q, core::Activation act, int64_t m) {
-  core::MoeProblem p;
-  p.num_tokens = m;
-  p.hidden_size = 256;
-  p.intermediate_size = 128;
-  p.num_experts = 6;
-  p.top_k = 2;
-  p.activation = act;
-  p.dtype = core::DType::kBf16;
+  core::MoeProblem p = testing::small_problem(m, 6, 256, 128, 2, act);
   p.quant = q;
   return p;
 }

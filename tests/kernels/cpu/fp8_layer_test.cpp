@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "cpu_test_util.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "kernels/cpu/reference.hpp"
 
@@ -57,14 +58,7 @@ TEST(Fp8E4m3, RandomValuesGoToTheNearestCode) {
 }
 
 core::MoeProblem fp8_problem(core::Quant quant, int64_t m) {
-  core::MoeProblem p;
-  p.num_tokens = m;
-  p.hidden_size = 256;
-  p.intermediate_size = 128;
-  p.num_experts = 4;
-  p.top_k = 2;
-  p.activation = core::Activation::kSiluGated;
-  p.dtype = core::DType::kBf16;
+  core::MoeProblem p = testing::small_problem(m, 4, 256, 128, 2, core::Activation::kSiluGated);
   p.quant = quant;
   return p;
 }
