@@ -161,9 +161,15 @@ Status from_json(Json const& j, JsonAt const& at, MoeConfig* out) {
 Json to_json(Source const& s) {
   Json numbers = Json::object();
   for (auto const& [k, v] : s.numbers) numbers[k] = v;
-  return Json{{"kind", s.kind},         {"date", s.date},     {"device", s.device},
-              {"protocol", s.protocol}, {"numbers", numbers}, {"digest", s.digest},
-              {"command", s.command}};
+  Json j = Json::object();
+  if (!s.kind.empty()) j["kind"] = s.kind;  // a missing kind reads back; an empty one does not
+  j["date"] = s.date;
+  j["device"] = s.device;
+  j["protocol"] = s.protocol;
+  j["numbers"] = std::move(numbers);
+  j["digest"] = s.digest;
+  j["command"] = s.command;
+  return j;
 }
 
 Status from_json(Json const& j, JsonAt const& at, Source* out) {

@@ -143,11 +143,13 @@ Status attach_source(ManifestRow* row, std::vector<Source> const& sources, JsonA
 }
 
 Json shared_source_json(Source const& s) {
-  return Json{{"kind", s.kind},
-              {"date", s.date},
-              {"device", s.device},
-              {"protocol", s.protocol},
-              {"command", s.command}};
+  Json j = Json::object();
+  if (!s.kind.empty()) j["kind"] = s.kind;  // a missing kind reads back; an empty one does not
+  j["date"] = s.date;
+  j["device"] = s.device;
+  j["protocol"] = s.protocol;
+  j["command"] = s.command;
+  return j;
 }
 
 Json row_source_json(Source const& s, size_t index) {
