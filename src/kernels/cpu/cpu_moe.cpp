@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/device_info.hpp"
 #include "kernels/cpu/bf16.hpp"
 #include "kernels/cpu/cpu_backend.hpp"
 #include "kernels/cpu/cpu_moe_gemm.hpp"
@@ -276,6 +277,14 @@ core::Status run_cpu_moe(core::MoeProblem const& problem, core::MoeConfig const&
   build_tiles(ws, config.gemm2.tile, problem.hidden_size, ws.tiles2);
   if (problem.quant != core::Quant::kNone) {
     MOETUNE_RETURN_IF_ERROR(check_fp8_scales(problem, args));
+    double const floats =
+        2.0 * static_cast<double>(problem.num_tokens * problem.hidden_size) +
+        static_cast<double>(problem.num_experts * problem.hidden_size) *
+            static_cast<double>(core::gemm1_n(problem) + problem.intermediate_size);
+    MOETUNE_RETURN_IF_ERROR(core::check_host_bytes(
+        4.0 * floats, "run_cpu_moe",
+        "the fp32 copies of an fp8 layer (" + core::to_string(problem) + ")",
+        "run this fp8 layer on the cuda backend, or a smaller one on the cpu"));
     CpuMoeArgs const f = dequantise_fp8_inputs(problem, args, ws);
     core::MoeProblem fp32 = problem;
     fp32.dtype = core::DType::kFp32;

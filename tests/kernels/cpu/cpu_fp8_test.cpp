@@ -124,6 +124,17 @@ TEST(CpuFp8, RefusesWhatItCannotRunWithTheReason) {
   EXPECT_EQ(r.error().message,
             "quant fp8_tensor needs w1_scale and w2_scale, a1_scale and a2_scale; one is null: "
             "pass every scale of the fp8 layer");
+  // A layer whose fp32 copies outgrow the host is refused before anything is allocated (3 TB
+  // here); nothing past the routing is read, so one-element stand-ins do.
+  core::MoeProblem huge = fp8_problem(core::Quant::kFp8Block, core::Activation::kSiluGated, 2);
+  huge.num_experts = 1024;
+  huge.hidden_size = huge.intermediate_size = 16384;
+  float scale = 1.0f;
+  args.w1_scale = args.w2_scale = &scale;
+  auto big = run_cpu_moe(huge, cpu_tiled_default_config(huge), args, ws);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.error().message.find("the fp32 copies of an fp8 layer"), std::string::npos)
+      << big.error().message;
 }
 
 }  // namespace
