@@ -62,9 +62,7 @@ core::Result<CheckedRun> run_checked(MoeRunner& runner, core::RoutingProfile con
   if (!data.ok()) return data.error();
   std::optional<kernels::cpu::Fp8HostLayer> fp8;
   if (p.quant != core::Quant::kNone) {
-    // A stream of its own: x was drawn from `seed`, and the same draws would make w1's first
-    // rows a scaled copy of x's first token.
-    auto layer = kernels::cpu::generate_fp8_layer(p, seed ^ 0xf8f8f8f8f8f8f8f8ULL);
+    auto layer = kernels::cpu::generate_fp8_layer(p, seed ^ kernels::cpu::kFp8LayerStream);
     if (!layer.ok()) return layer.error();
     fp8 = std::move(layer).value();
   }

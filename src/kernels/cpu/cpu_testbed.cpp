@@ -22,7 +22,7 @@ core::Status CpuTestbed::prepare(core::MoeProblem const& problem,
     return data.error();
   }
   if (problem.quant != core::Quant::kNone) {
-    auto layer = generate_fp8_layer(problem, seed ^ 0xf8f8f8f8f8f8f8f8ULL);  // not x's stream
+    auto layer = generate_fp8_layer(problem, seed ^ kFp8LayerStream);
     if (!layer.ok()) return layer.error();
     fp8_ = std::move(layer).value();
   }

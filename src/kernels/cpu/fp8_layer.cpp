@@ -53,14 +53,19 @@ void dequantise_row_to(float const* v, int64_t cols, bool block, float fixed, Ou
 }
 
 /// The dequantised weight w[e][row][col] of [rows, cols] expert matrices.
+/// The scale of w[e][row][col] in [rows, cols] expert matrices: per expert, or per 128 x 128 block.
+float scale_of(float const* scale, bool block, int64_t e, int64_t row, int64_t col, int64_t rows,
+               int64_t cols) {
+  return block ? scale[(e * (rows / kGroup) + row / kGroup) * (cols / kGroup) + col / kGroup]
+               : scale[e];
+}
+
+/// The dequantised weight w[e][row][col], exact in double.
 double weight(std::vector<uint8_t> const& w, std::vector<float> const& scale, bool block, int64_t e,
               int64_t row, int64_t col, int64_t rows, int64_t cols) {
   const float q = e4m3_to_float(w[static_cast<size_t>((e * rows + row) * cols + col)]);
-  const float s = block
-                      ? scale[static_cast<size_t>(
-                            (e * (rows / kGroup) + row / kGroup) * (cols / kGroup) + col / kGroup)]
-                      : scale[static_cast<size_t>(e)];
-  return static_cast<double>(q) * static_cast<double>(s);
+  return static_cast<double>(q) *
+         static_cast<double>(scale_of(scale.data(), block, e, row, col, rows, cols));
 }
 
 core::Status check_shapes(core::MoeProblem const& p, Fp8HostLayer const& l, size_t x, size_t ids,
@@ -124,10 +129,7 @@ void dequantise_weights(uint8_t const* w, float const* scale, bool block, int64_
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t at = (e * rows + r) * cols;
       for (int64_t c = 0; c < cols; ++c) {
-        const float s =
-            block ? scale[(e * (rows / kGroup) + r / kGroup) * (cols / kGroup) + c / kGroup]
-                  : scale[e];
-        out[at + c] = e4m3_to_float(w[at + c]) * s;
+        out[at + c] = e4m3_to_float(w[at + c]) * scale_of(scale, block, e, r, c, rows, cols);
       }
     }
   }

@@ -14,6 +14,10 @@ namespace moetune::kernels::cpu {
 
 /// The largest finite e4m3 value.
 inline constexpr float kE4m3Max = 448.0f;
+/// What callers XOR into the seed they give generate_moe_data before they give it to
+/// generate_fp8_layer: with the same seed, the same draws made w1's first rows a scaled copy of x's
+/// first token.
+inline constexpr uint64_t kFp8LayerStream = 0xf8f8f8f8f8f8f8f8ULL;
 
 /// x as e4m3 (E4M3FN: bias 7, no infinities, 0x7F / 0xFF NaN), rounded to nearest even and
 /// saturated to +-448, as cvt.rn.satfinite.e4m3x2.f32 does; NaN gives 0x7F.

@@ -68,7 +68,7 @@ TEST(CpuFp8, AWrongBlockScaleIsCaught) {
   CpuTestbed tb;
   core::MoeProblem const p = fp8_problem(core::Quant::kFp8Block, core::Activation::kSiluGated, 64);
   ASSERT_TRUE(tb.prepare(p, core::RoutingProfile{}, 3).ok());
-  auto layer = generate_fp8_layer(p, 3 ^ 0xf8f8f8f8f8f8f8f8ULL);  // the testbed's draw
+  auto layer = generate_fp8_layer(p, 3 ^ kFp8LayerStream);  // the testbed's draw
   ASSERT_TRUE(layer.ok());
   std::vector<float> w2_scale = layer->w2_scale;
   for (size_t i = 0; i < w2_scale.size(); i += 2) w2_scale[i] *= 10.0f;
