@@ -187,3 +187,47 @@ def test_engine_drop_ins_serve_fp8_as_the_op_does():
                            use_fp8_w8a8=True, w1_scale=layer["w1_scale"],
                            w2_scale=layer["w2_scale"], block_shape=[128, 128])
     assert torch.equal(got, want)
+
+
+def _decode(block_m, bn1=4, bk=1024, warps2=8, rows=1):
+    def k(block_n, warps):
+        return {"tile": {"block_m": block_m, "block_n": block_n, "block_k": bk, "group_m": 1},
+                "pipeline": {"num_warps": warps, "num_stages": rows, "split_k": 1},
+                "launch": {"schedule": "auto", "swap_ab": True}}
+    return {"gemm1": k(bn1, 4), "gemm2": k(4, warps2)}
+
+
+# The fp8 decode kernels (launch.swap_ab): x and h quantised inside them by the quant kernel's
+# rule. Cases: one token; several pairs of one expert in one pass and over passes (block_m 1 and
+# 2, with 9 tokens among 4 experts); a non-gated activation; odd block_n (a partial column
+# chunk), one 16-byte vector a step and two rows a warp.
+DECODE_CASES = [(1, 512, 256, 16, 4, "silu", _decode(1)),
+                (3, 1024, 384, 16, 4, "silu", _decode(4, bn1=8, bk=512, warps2=4)),
+                (9, 512, 256, 4, 2, "silu", _decode(2, rows=2)),
+                (9, 512, 256, 4, 2, "silu", _decode(1, bn1=3)),
+                (4, 1024, 512, 64, 4, "relu2", _decode(4, bk=2048))]
+
+
+@pytest.mark.parametrize("block", [True, False], ids=["block", "tensor"])
+@pytest.mark.parametrize("case", DECODE_CASES, ids=[f"M{c[0]}-K{c[1]}-I{c[2]}-E{c[3]}-{c[5]}-"
+                                                    f"{i}" for i, c in enumerate(DECODE_CASES)])
+def test_fp8_decode_kernels_match_the_fp64_reference(case, block):
+    m, k, i, e, top_k, act, cfg = case
+    layer = make_fp8_layer(m, k, i, e, top_k, block=block, activation=act, seed=500 + m)
+    kw, ref_kw = {}, {}
+    if not block:
+        a1, a2 = static_scales(layer, act)
+        kw = dict(a1_scale=torch.tensor([a1], device="cuda"),
+                  a2_scale=torch.tensor([a2], device="cuda"))
+        ref_kw = dict(a1_scale=a1, a2_scale=a2)
+    want = fp8_reference(layer, block=block, activation=act, **ref_kw)
+    _poison()
+    out = _run(layer, act, block, config=cfg, **kw)
+    err = rel_l2(out, want)
+    assert err <= TOL, f"{case}: relative L2 error {err:.3g} > {TOL}"
+    assert torch.equal(out, _run(layer, act, block, config=cfg, **kw)), "different bits"
+    # Negative twins: a weight block with its neighbour's scale; the experts' scales swapped.
+    wrong = (dict(layer, w2_scale=layer["w2_scale"].roll(1, dims=2).contiguous()) if block else
+             dict(layer, w2_scale=layer["w2_scale"].flip(0).contiguous()))
+    assert rel_l2(_run(wrong, act, block, config=cfg, **kw), want) > TOL, "a wrong scale passed"
+

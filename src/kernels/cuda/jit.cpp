@@ -162,7 +162,8 @@ core::Status nvrtc_compile(std::vector<std::string> const& name_exprs,
     if (e.find("_fp8_") == std::string::npos) continue;
     main_src +=
         "#include \"sm90_fp8_gemm_kernel.cuh\"\n#include \"sm90_fp8_ws_kernel.cuh\"\n"
-        "#include \"sm90_fp8_quant_kernel.cuh\"\n#include \"sm90_fp8_reference_kernel.cuh\"\n";
+        "#include \"sm90_fp8_quant_kernel.cuh\"\n#include \"sm90_fp8_reference_kernel.cuh\"\n"
+        "#include \"sm90_fp8_decode_kernel.cuh\"\n";
     break;
   }
   std::vector<const char*> hdr_text, hdr_name;

@@ -42,6 +42,17 @@ MOETUNE_DEVICE unsigned short fp8x2_e4m3(float lo, float hi) {
   return out;
 }
 
+/// Two packed e4m3 values (the lower byte first) as floats, exactly (through f16x2, which holds
+/// every e4m3 value).
+MOETUNE_DEVICE float2 e4m3x2_to_float2(unsigned short q) {
+  moe_u32 h2;
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(q));
+  float2 f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f.x) : "h"((unsigned short)(h2 & 0xFFFFu)));
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f.y) : "h"((unsigned short)(h2 >> 16)));
+  return f;
+}
+
 /// A packed bf16x2 divided by the scale s (IEEE division) into packed e4m3x2: the fp8 regime's
 /// quantisation of a GEMM input, bit for bit wherever it runs (quant kernel or GEMM1 epilogue).
 MOETUNE_DEVICE unsigned short bf16x2_to_e4m3x2(moe_u32 v, float s) {

@@ -1,5 +1,5 @@
-// Geometry of the sm90_gather family's decode kernels (launch.swap_ab, sm90_decode_kernel.cuh):
-// which configs they can run and the GemmGeometry they run with.
+// Geometry of the sm90_gather family's decode kernels (launch.swap_ab, sm90_decode_kernel.cuh;
+// fp8: sm90_fp8_decode_kernel.cuh): which configs they can run and the GemmGeometry they run with.
 #include "kernels/cuda/sm90_decode_geometry.hpp"
 
 #include <algorithm>
@@ -18,6 +18,23 @@ core::Error reject(std::string_view gemm, std::string msg) {
 }
 
 constexpr std::string_view kPre = "launch.swap_ab = true (decode kernels) ";
+
+/// Values in one 16-byte vector: 8 bf16, or 16 e4m3 for a quantised problem.
+int vector_elems(core::MoeProblem const& p) { return p.quant == core::Quant::kNone ? 8 : 16; }
+
+/// Dynamic shared memory of a decode kernel. bf16: GEMM2's top_k x block_n fp32 partial dots.
+/// fp8: GEMM1 also stages block_m quantised x rows (K bytes and K / 128 scales each); GEMM2 the
+/// token's top_k quantised h rows and their scales, each array padded to 16 bytes
+/// (sm90_fp8_decode_kernel.cuh).
+int64_t decode_smem_bytes(core::MoeProblem const& p, GemmGeometry const& g, bool is_gemm1) {
+  auto pad4 = [](int64_t floats) { return (floats + 3) / 4 * 4; };
+  const bool fp8 = p.quant != core::Quant::kNone;
+  if (is_gemm1) return fp8 ? g.block_m * (p.hidden_size + p.hidden_size / 32) : 0;
+  const int64_t dots = 4 * pad4(p.top_k * g.block_n);
+  if (!fp8) return dots;
+  const int64_t i = p.intermediate_size;
+  return dots + 4 * pad4(p.top_k * (i / 128)) + p.top_k * i;
+}
 
 /// The config's knobs against what the decode kernels take.
 core::Status check_decode_config(core::MoeProblem const& p, core::KernelConfig const& k,
@@ -39,11 +56,13 @@ core::Status check_decode_config(core::MoeProblem const& p, core::KernelConfig c
     return reject(gemm, pre + "takes tile.block_n = columns per CTA in 1..256; saw " +
                             std::to_string(t.block_n));
   }
-  if (t.block_k < 256 || t.block_k > 2048 || !is_pow2(t.block_k)) {
-    return reject(gemm, pre +
-                            "takes tile.block_k = 256, 512, 1024 or 2048 (1..8 16-byte "
-                            "vectors per lane and step); saw " +
-                            std::to_string(t.block_k));
+  const int step = vector_elems(p) * 32;  // block_k of one 16-byte vector per lane
+  if (t.block_k < step || t.block_k > 2048 || !is_pow2(t.block_k)) {
+    return reject(gemm, pre + "takes tile.block_k = " + std::to_string(step) + ".." +
+                            "2048, a power of two (1.." + std::to_string(2048 / step) +
+                            " 16-byte vectors per lane and step" +
+                            (p.quant != core::Quant::kNone ? ", 16 e4m3 values each" : "") +
+                            "); saw " + std::to_string(t.block_k));
   }
   if (t.group_m != 1 || pl.split_k != 1) {
     return reject(gemm, pre + "has no raster or split-K; use group_m = 1 and split_k = 1");
@@ -94,23 +113,34 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
   g.stages = pl.num_stages;
   g.group_m = 1;
   g.gated = is_gemm1 && core::is_gated(p.activation);
-  const int vec = t.block_k / 256;
-  const int regs =
-      is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + 4 * vec) : g.stages * (1 + 4 * vec);
+  const int vec = t.block_k / (vector_elems(p) * 32);
+  // fp8: 16 weight scales per lane a step (GEMM1: per row and half) and 16 floats of x
+  const int per_vec = p.quant != core::Quant::kNone ? 5 : 4;
+  const int regs = (is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + per_vec * vec)
+                             : g.stages * (1 + per_vec * vec)) +
+                   (p.quant != core::Quant::kNone ? 16 : 0);
   if (regs > 160) {
     return reject(gemm, pre + "needs " + std::to_string(regs) +
                             " registers per lane for accumulators and loads (rows x halves x "
-                            "(block_m + 4 x block_k / 256)), over 160; use fewer rows "
-                            "(num_stages), a smaller block_m or block_k 256");
+                            "(block_m + " +
+                            std::to_string(per_vec) +
+                            " x vectors per lane and step)), over 160; use fewer rows "
+                            "(num_stages), a smaller block_m or a smaller block_k");
   }
-  if (!is_gemm1) {
-    g.decode_smem = static_cast<int>(p.top_k) * g.block_n * 4;
-    if (g.decode_smem > 48 * 1024) {
-      return reject(gemm, pre + "keeps top_k x block_n partial dots in shared memory: " +
-                              std::to_string(g.decode_smem) +
-                              " bytes, over 48 KB; use a smaller block_n");
-    }
+  const bool fp8 = p.quant != core::Quant::kNone;
+  const int64_t smem = decode_smem_bytes(p, g, is_gemm1);
+  const int64_t limit = fp8 ? kSm90MaxSmemBytes - 1024 : 48 * 1024;
+  if (smem > limit) {
+    const std::string what = is_gemm1 ? "block_m quantised x rows"
+                                      : std::string("top_k x block_n partial dots") +
+                                            (fp8 ? " and top_k quantised h rows" : "");
+    return reject(gemm, pre + "keeps " + what + " in shared memory: " + std::to_string(smem) +
+                            " bytes, over " + std::to_string(limit) + "; use a smaller " +
+                            (is_gemm1 ? "block_m" : "block_n") +
+                            (fp8 ? ", or the align-path kernels (swap_ab false)" : ""));
   }
+  g.decode_smem = static_cast<int>(smem);
+  g.fp8 = p.quant == core::Quant::kFp8Block ? 2 : (p.quant == core::Quant::kFp8Tensor ? 1 : 0);
   return g;
 }
 

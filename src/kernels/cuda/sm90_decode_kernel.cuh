@@ -65,6 +65,48 @@ MOETUNE_DEVICE float dot8(uint4 w, uint4 x, float acc) {
   return acc;
 }
 
+/// The kRows output columns a warp takes at iteration `it` of a CTA's kBlockN columns from col0
+/// (-1: past the chunk or the matrix).
+template <int kRows, int kWarps, int kBlockN>
+MOETUNE_DEVICE void decode_columns(int it, int col0, int n_dim, int (&col)[kRows]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    const int cl = it + r * kWarps;
+    col[r] = cl < kBlockN && col0 + cl < n_dim ? col0 + cl : -1;
+  }
+}
+
+/// The end of a decode GEMM1 pass: each (row r, pair i) sum over the warp (warp_sum), times
+/// `scale` (fp8 per-tensor: the input's static scale x the expert's weight scale; else 1), plus
+/// the bias (gate col[r], up n_dim + col[r]), the activation, then store(r, i, value) on lane
+/// i % 32 for each real (r, i) (col[r] >= 0, i < np).
+template <int kAct, bool kGated, int kBlockM, int kRows, typename Store>
+MOETUNE_DEVICE void decode_gemm1_finish(float (&acc)[kRows][kGated ? 2 : 1][kBlockM],
+                                        const int (&col)[kRows], int n_dim, int np, float scale,
+                                        Store store, const moe_bf16* bias) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    constexpr bool kBias = act_biased(kAct);
+    const bool valid = col[r] >= 0;
+    const float bg = kBias && valid ? bias_at(bias, col[r]) : 0.0f;
+    const float bu = kBias && kGated && valid ? bias_at(bias, n_dim + col[r]) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kBlockM; ++i) {
+      float v = warp_sum(acc[r][0][i]) * scale;
+      if (kBias) v += bg;
+      if (kGated) {
+        float up = warp_sum(acc[r][kGated ? 1 : 0][i]) * scale;
+        if (kBias) up += bu;
+        v = apply_gated_act<kAct>(v, up);
+      } else {
+        v = apply_act<kAct>(v);
+      }
+      if (lane == i % 32 && i < np && valid) store(r, i, v);
+    }
+  }
+}
+
 /// One decode GEMM1 pass of a warp (moe_decode_gemm1_kernel): for kRows output columns col[r] (-1:
 /// none) of one expert's w1 rows `w` ([N1, K]; silu: gate rows, then up rows at + n_dim), the dot
 /// of each row with the x rows xrow[i] (i < np); each lane runs the 16-byte vectors v = lane + 32 j
@@ -129,74 +171,66 @@ MOETUNE_DEVICE void decode_gemm1_pass(const moe_bf16* w, int n_dim, int k_dim,
       }
     }
   }
-#pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    constexpr bool kBias = act_biased(kAct);
-    const float bg = kBias && valid[r] ? bias_at(bias, col[r]) : 0.0f;
-    const float bu = kBias && kGated && valid[r] ? bias_at(bias, n_dim + col[r]) : 0.0f;
-#pragma unroll
-    for (int i = 0; i < kBlockM; ++i) {
-      float v = warp_sum(acc[r][0][i]);
-      if (kBias) v += bg;
-      if (kGated) {
-        float up = warp_sum(acc[r][kHalves - 1][i]);
-        if (kBias) up += bu;
-        v = apply_gated_act<kAct>(v, up);
-      } else {
-        v = apply_act<kAct>(v);
-      }
-      if (lane == i % 32 && i < np && valid[r]) store(r, i, v);
-    }
-  }
+  decode_gemm1_finish<kAct, kGated, kBlockM, kRows>(acc, col, n_dim, np, 1.0f, store, bias);
 }
 
 constexpr int kDecodeBatch = 128;  // pairs of one expert gathered per round (shared memory)
 
+/// The expert of `pair` when this CTA owns it (its pair is the expert's first in pair order),
+/// else -1 (the expert is out of range, or an earlier pair's CTA owns it). Every thread calls it.
+MOETUNE_DEVICE int decode_owned_expert(DecodeParams const& p, int pair) {
+  const int e = p.topk_ids[pair];
+  if (e < 0 || e >= p.num_experts) return -1;
+  int earlier = 0;
+  for (int q = threadIdx.x; q < pair; q += blockDim.x) earlier |= (p.topk_ids[q] == e);
+  return __syncthreads_or(earlier) ? -1 : e;
+}
+
+/// Warp 0: the next kDecodeBatch pairs of expert e at or after pos, in pair order, into s_pairs;
+/// s_count of them, the next round from s_next.
+MOETUNE_DEVICE void decode_gather_pairs(DecodeParams const& p, int e, int pos, int* s_pairs,
+                                        int& s_count, int& s_next) {
+  const int lane = threadIdx.x & 31;
+  int count = 0, next = p.num_pairs;
+  for (int q0 = pos; q0 < p.num_pairs; q0 += 32) {
+    const int q = q0 + lane;
+    const bool hit = q < p.num_pairs && p.topk_ids[q] == e;
+    const unsigned mask = __ballot_sync(0xffffffffu, hit);
+    const int before = __popc(mask & ((1u << lane) - 1u));
+    const int room = kDecodeBatch - count;
+    if (hit && before < room) s_pairs[count + before] = q;
+    if (__popc(mask) > room) {  // full: the next round starts after the last pair taken
+      const unsigned last = __ballot_sync(0xffffffffu, hit && before == room - 1);
+      next = q0 + __ffs(last);
+      count = kDecodeBatch;
+      break;
+    }
+    count += __popc(mask);
+  }
+  if (lane == 0) {
+    s_count = count;
+    s_next = next;
+  }
+}
+
 template <int kAct, bool kGated, int kBlockM, int kBlockN, int kWarps, int kRows, int kVec>
 __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(DecodeParams p) {
-  constexpr int kHalves = kGated ? 2 : 1;
   __shared__ int s_pairs[kDecodeBatch];
   __shared__ int s_count, s_next;
   const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
   // Wait first, then let GEMM2 launch: its CTAs would otherwise take SM slots while this grid
   // still waits on the previous kernel (GEMM2 reads nothing before its own wait).
   pdl_wait();
   pdl_launch_dependents();
   const int pair = blockIdx.x;
-  const int e = p.topk_ids[pair];
-  if (e < 0 || e >= p.num_experts) return;
-  int earlier = 0;
-  for (int q = threadIdx.x; q < pair; q += blockDim.x) earlier |= (p.topk_ids[q] == e);
-  if (__syncthreads_or(earlier)) return;  // an earlier pair's CTA owns this expert
+  const int e = decode_owned_expert(p, pair);
+  if (e < 0) return;
 
   const moe_bf16* w = p.b + (long long)e * p.b_rows_per_expert * p.k_dim;
   const int col0 = blockIdx.y * kBlockN;
   int pos = pair;
   while (pos < p.num_pairs) {
-    // Warp 0 gathers the next kDecodeBatch pairs of expert e at or after pos, in pair order.
-    if (warp == 0) {
-      int count = 0, next = p.num_pairs;
-      for (int q0 = pos; q0 < p.num_pairs; q0 += 32) {
-        const int q = q0 + lane;
-        const bool hit = q < p.num_pairs && p.topk_ids[q] == e;
-        const unsigned mask = __ballot_sync(0xffffffffu, hit);
-        const int before = __popc(mask & ((1u << lane) - 1u));
-        const int room = kDecodeBatch - count;
-        if (hit && before < room) s_pairs[count + before] = q;
-        if (__popc(mask) > room) {  // full: the next round starts after the last pair taken
-          const unsigned last = __ballot_sync(0xffffffffu, hit && before == room - 1);
-          next = q0 + __ffs(last);
-          count = kDecodeBatch;
-          break;
-        }
-        count += __popc(mask);
-      }
-      if (lane == 0) {
-        s_count = count;
-        s_next = next;
-      }
-    }
+    if (warp == 0) decode_gather_pairs(p, e, pos, s_pairs, s_count, s_next);
     __syncthreads();
     const int count = s_count;
     for (int g0 = 0; g0 < count; g0 += kBlockM) {
@@ -208,11 +242,7 @@ __global__ void __launch_bounds__(kWarps * 32, 1) moe_decode_gemm1_kernel(Decode
       }
       for (int it = warp; it < kBlockN; it += kWarps * kRows) {
         int col[kRows];
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          const int cl = it + r * kWarps;
-          col[r] = cl < kBlockN && col0 + cl < p.n_dim ? col0 + cl : -1;
-        }
+        decode_columns<kRows, kWarps, kBlockN>(it, col0, p.n_dim, col);
         decode_gemm1_pass<kAct, kGated, kBlockM, kRows, kVec>(
             w, p.n_dim, p.k_dim, xrow, np, col,
             [&](int r, int i, float v) {
@@ -289,6 +319,25 @@ MOETUNE_DEVICE void decode_gemm2_dots(DecodeParams const& p, int t, int col0, fl
   }
 }
 
+/// out[t, col0 + c] = sum_j topk_weight[t, j] * (s_dot[j, c] + b2 of slot j's expert), in fp32,
+/// j ascending; every thread of the CTA takes columns.
+template <int kBlockN>
+MOETUNE_DEVICE void decode_combine(DecodeParams const& p, int t, int col0, const float* s_dot) {
+  for (int c = threadIdx.x; c < kBlockN; c += blockDim.x) {
+    if (col0 + c >= p.n_dim) continue;
+    float sum = 0.0f;
+    for (int j = 0; j < p.top_k; ++j) {
+      float d = s_dot[j * kBlockN + c];
+      if (p.bias != nullptr) {  // b2 of the slot's expert, before its routing weight
+        const int e = p.topk_ids[t * p.top_k + j];
+        if (e >= 0 && e < p.num_experts) d += bias_at(p.bias, (long long)e * p.n_dim + col0 + c);
+      }
+      sum = fmaf(p.topk_weights[t * p.top_k + j], d, sum);
+    }
+    p.out[(long long)t * p.n_dim + col0 + c] = float_to_bf16(sum);
+  }
+}
+
 template <int kBlockN, int kWarps, int kRows, int kVec>
 __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodeParams p) {
   extern __shared__ __align__(16) float s_dot[];  // [top_k][kBlockN] fp32 dots
@@ -304,19 +353,7 @@ __global__ void __launch_bounds__(kWarps * 32) moe_decode_gemm2_kernel(DecodePar
   pdl_wait();  // h from GEMM1
   decode_gemm2_dots<kBlockN, kWarps, kRows, kVec>(p, t, col0, s_dot);
   __syncthreads();
-  for (int c = threadIdx.x; c < kBlockN; c += blockDim.x) {
-    if (col0 + c >= p.n_dim) continue;
-    float sum = 0.0f;
-    for (int j = 0; j < p.top_k; ++j) {
-      float d = s_dot[j * kBlockN + c];
-      if (p.bias != nullptr) {  // b2 of the slot's expert, before its routing weight
-        const int e = p.topk_ids[t * p.top_k + j];
-        if (e >= 0 && e < p.num_experts) d += bias_at(p.bias, (long long)e * p.n_dim + col0 + c);
-      }
-      sum = fmaf(p.topk_weights[t * p.top_k + j], d, sum);
-    }
-    p.out[(long long)t * p.n_dim + col0 + c] = float_to_bf16(sum);
-  }
+  decode_combine<kBlockN>(p, t, col0, s_dot);
 }
 
 }  // namespace moetune_dev

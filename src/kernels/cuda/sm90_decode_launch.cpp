@@ -4,21 +4,6 @@
 #include "kernels/cuda/sm90_layer_parts.hpp"
 
 namespace moetune::kernels::cuda {
-namespace {
-
-// Host mirrors of the device parameter structs; field order and types must match exactly.
-struct DecodeParams {  // sm90_decode_kernel.cuh
-  const void* a;
-  const void* b;
-  void* out;
-  const int32_t* topk_ids;
-  const float* topk_weights;
-  int k_dim, n_dim, b_rows_per_expert, top_k, num_pairs, num_experts;
-  const void* bias;
-};
-
-}  // namespace
-
 namespace parts {
 
 /// Tiny M: two launches, GEMM1 routes itself (from topk_ids), GEMM2 combines itself.

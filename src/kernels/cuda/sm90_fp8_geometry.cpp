@@ -1,5 +1,8 @@
 #include "kernels/cuda/sm90_fp8_geometry.hpp"
 
+#include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
+
 #include <string_view>
 #include <utility>
 
@@ -25,7 +28,8 @@ core::Status check_fp8_schedule(core::KernelConfig const& k, std::string_view ge
       k.launch.cluster_m != 1 || k.launch.cluster_n != 1 || k.launch.num_threads != 0) {
     return geometry_error(gemm, "launch = (" + core::short_string(k) +
                                     "): fp8 runs schedule cooperative or tma_ws, without "
-                                    "swap_ab, clusters or num_threads; use one of those two");
+                                    "swap_ab, clusters or num_threads, or the decode kernels "
+                                    "(swap_ab with schedule auto); use one of those");
   }
   if (t.block_m != 64 && t.block_m != 128) {
     return geometry_error(gemm, "tile.block_m = " + str(t.block_m) + " with fp8; use 64 or 128");
@@ -87,10 +91,22 @@ core::KernelConfig fp8_kernel(int block_m, int block_n, int stages, int group_m,
   return k;
 }
 
+/// A decode kernel (launch.swap_ab, schedule auto): block_m pairs per pass, block_n columns per
+/// CTA, block_k / 512 16-byte vectors per lane and step, `rows` rows a warp at a time.
+core::KernelConfig fp8_decode_kernel(core::MoeProblem const& p, int block_n, int block_k, int warps,
+                                     int rows) {
+  core::KernelConfig k;
+  k.tile = {.block_m = decode_block_m(p), .block_n = block_n, .block_k = block_k, .group_m = 1};
+  k.pipeline = {.num_warps = warps, .num_stages = rows, .split_k = 1};
+  k.launch.swap_ab = true;
+  return k;
+}
+
 }  // namespace
 
 core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
                                              bool is_gemm1) {
+  if (is_decode(k)) return decode_geometry(p, k, is_gemm1);
   MOETUNE_RETURN_IF_ERROR(check_fp8_knobs(p, k, is_gemm1));
   GemmGeometry g;
   g.block_m = k.tile.block_m;
@@ -128,7 +144,15 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
         core::ErrorCode::kUnsupported, "sm90_gather",
         "E = " + std::to_string(p.num_experts) + " exceeds the align kernel's 1024 experts");
   }
-  if (c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
+  if (is_decode(c.gemm1) != is_decode(c.gemm2)) {
+    return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
+                            std::string("gemm") + (is_decode(c.gemm1) ? "1" : "2") +
+                                " runs the decode kernels (swap_ab, schedule auto) but gemm" +
+                                (is_decode(c.gemm1) ? "2" : "1") +
+                                " does not; the decode GEMM1 writes h in pair order, which only "
+                                "the decode GEMM2 reads: set both or neither");
+  }
+  if (!is_decode(c.gemm1) && c.gemm1.tile.block_m != c.gemm2.tile.block_m) {
     return core::make_error(core::ErrorCode::kUnsupported, "sm90_gather",
                             "gemm1.tile.block_m = " + str(c.gemm1.tile.block_m) +
                                 " differs from gemm2.tile.block_m = " + str(c.gemm2.tile.block_m) +
@@ -143,15 +167,22 @@ core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const&
 }
 
 std::string fp8_gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
+  const std::string block = g.fp8 == 2 ? "true" : "false";
+  if (g.decode) {
+    const std::string tail = str(g.block_n) + "," + str(g.warps_m) + "," + str(g.stages) + "," +
+                             str(g.block_k / 512) + ">";
+    if (!is_gemm1) return "&moetune_dev::moe_fp8_decode_gemm2_kernel<" + block + "," + tail;
+    return "&moetune_dev::moe_fp8_decode_gemm1_kernel<" + str(act) + "," +
+           (g.gated ? "true" : "false") + "," + block + "," + str(g.block_m) + "," + tail;
+  }
   if (g.persistent()) {
     return "&moetune_dev::moe_fp8_ws_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
            str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +
-           (is_gemm1 ? "true" : "false") + "," + str(g.warps_n) + "," +
-           (g.fp8 == 2 ? "true" : "false") + ">";
+           (is_gemm1 ? "true" : "false") + "," + str(g.warps_n) + "," + block + ">";
   }
   return "&moetune_dev::moe_fp8_gemm_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
          str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +
-         (is_gemm1 ? "true" : "false") + "," + (g.fp8 == 2 ? "true" : "false") + ">";
+         (is_gemm1 ? "true" : "false") + "," + block + ">";
 }
 
 std::string fp8_quant_name_expr(core::Quant q) {
@@ -172,6 +203,15 @@ core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
 
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p) {
   std::vector<core::MoeConfig> out;
+  if (p.num_tokens <= kFp8DecodeMaxTokens && pairs_per_expert(p) <= kFp8DecodePairsPerExpert) {
+    for (int bn1 : {4, 8})  // the decode kernels: block_k 1024, one or two rows a warp
+      for (int rows : {1, 2})
+        for (int warps2 : {4, 8}) {
+          core::MoeConfig c{.gemm1 = fp8_decode_kernel(p, bn1, 1024, 4, rows),
+                            .gemm2 = fp8_decode_kernel(p, 4, 1024, warps2, rows)};
+          if (fp8_can_implement(p, c).ok()) out.push_back(c);
+        }
+  }
   // tma_ws: block_m 128, or 64 with two warpgroups splitting the columns
   for (int bm : {128, 64})
     for (int bn1 : {64, 128})

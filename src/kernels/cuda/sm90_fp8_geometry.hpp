@@ -7,7 +7,9 @@
 // splitting the columns); block_n a multiple of 16 per warpgroup with the wgmma width (2 block_n
 // for gated GEMM1) at most 256, and block-scaled at most 128 dividing 128; block_k 128 (one fp8
 // swizzle atom, one scale block); num_stages 3..8 within shared memory; group_m >= 1; split_k 1; no
-// swap_ab, no clusters. GEMM1 and GEMM2 share block_m (the align step's padding).
+// clusters. GEMM1 and GEMM2 share block_m (the align step's padding). Or both GEMMs on the decode
+// kernels (launch.swap_ab, schedule auto; sm90_decode_geometry.cpp: block_k / 512 vectors of 16
+// e4m3 values per lane and step).
 #pragma once
 
 #include <string>
@@ -35,6 +37,13 @@ std::string fp8_gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1)
 std::string fp8_quant_name_expr(core::Quant q);
 /// Pairs per expert from which the default rule's tma_ws tiles are 128 rows, not 64.
 inline constexpr double kFp8Ws128PairsPerExpert = 48;
+
+/// The decode kernels (launch.swap_ab, sm90_fp8_decode_kernel.cuh) join the search space up to
+/// this many tokens, at most kFp8DecodePairsPerExpert pairs per expert. The default rule does not
+/// take them: on an H100 the best of them ran F2 / F3 / F4 at M = 1 in 0.98-1.14x the time of
+/// tma_ws 64, and F2 / F4 at M = 4 in 1.18-1.19x (docs/kernels.md).
+inline constexpr int64_t kFp8DecodeMaxTokens = 4;
+inline constexpr double kFp8DecodePairsPerExpert = 0.5;
 
 /// The default rule (fitted on the F2-F4 shapes of bench/fp8_bench.py at M = 1..16384 on an
 /// H100): both GEMMs on tma_ws (a TMA producer warpgroup, persistent), at every M. Below

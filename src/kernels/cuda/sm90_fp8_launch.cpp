@@ -211,6 +211,45 @@ Fp8GemmParams gemm2_params(core::MoeProblem const& p, MoeArgs const& a,
                        b.mb};
 }
 
+// sm90_fp8_decode_kernel.cuh Fp8DecodeParams.
+struct Fp8DecodeParams {
+  parts::DecodeParams d;
+  const float* w_scale;
+  const float* a_scale;
+};
+
+/// Tiny M (the decode kernels, launch.swap_ab): GEMM1 quantises x and routes itself, GEMM2
+/// quantises h and combines: two launches (sm90_fp8_decode_kernel.cuh).
+core::Status launch_fp8_decode(Sm90GatherKernels const& k, core::MoeProblem const& p,
+                               MoeArgs const& a, parts::LayerBuffers const& b, cudaStream_t stream,
+                               unsigned stages, bool pdl) {
+  const int n1 = static_cast<int>(p.intermediate_size), kd = static_cast<int>(p.hidden_size);
+  const int top_k = static_cast<int>(p.top_k), e = static_cast<int>(p.num_experts);
+  if (stages & kStageGemm1) {
+    Fp8DecodeParams dp{{a.x, a.w1, b.h, a.topk_ids, a.topk_weights, kd, n1,
+                        static_cast<int>(core::gemm1_n(p)), top_k, b.pairs, e, a.b1},
+                       a.w1_scale,
+                       a.a1_scale};
+    void* params[] = {&dp};
+    const dim3 grid(static_cast<unsigned>(b.pairs),
+                    static_cast<unsigned>((n1 + k.g1.block_n - 1) / k.g1.block_n));
+    MOETUNE_CUDA_CHECK(parts::launch(k.gemm1, grid, dim3(k.g1.threads()), params,
+                                     static_cast<size_t>(k.g1.smem_bytes()), stream, pdl));
+  }
+  if (stages & kStageGemm2) {
+    Fp8DecodeParams dp{
+        {b.h, a.w2, a.out, a.topk_ids, a.topk_weights, n1, kd, kd, top_k, b.pairs, e, a.b2},
+        a.w2_scale,
+        a.a2_scale};
+    void* params[] = {&dp};
+    const dim3 grid(static_cast<unsigned>(p.num_tokens),
+                    static_cast<unsigned>((kd + k.g2.block_n - 1) / k.g2.block_n));
+    MOETUNE_CUDA_CHECK(parts::launch(k.gemm2, grid, dim3(k.g2.threads()), params,
+                                     static_cast<size_t>(k.g2.smem_bytes()), stream, pdl));
+  }
+  return core::Status::Ok();
+}
+
 }  // namespace
 
 core::Status launch_fp8_layer(Sm90GatherKernels const& k, core::MoeProblem const& p,
@@ -218,6 +257,7 @@ core::Status launch_fp8_layer(Sm90GatherKernels const& k, core::MoeProblem const
                               cudaStream_t stream, unsigned stages, FastPaths const& fast_paths) {
   MOETUNE_RETURN_IF_ERROR(check_scales(p, args));
   const bool pdl = fast_paths.pdl;
+  if (k.g1.decode) return launch_fp8_decode(k, p, args, b, stream, stages, pdl);
   if (stages & kStageAlign) {
     MOETUNE_RETURN_IF_ERROR(parts::launch_align(k, p, args, b, stream, fast_paths));
   }

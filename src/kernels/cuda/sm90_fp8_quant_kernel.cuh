@@ -25,6 +25,32 @@ struct Fp8QuantParams {
   int cols;
 };
 
+/// One 128-column group quantised by one warp, each lane 4 values: src and dst point at the
+/// group's first column; returns the group's scale (block: max(amax, 1e-10) / 448; tensor:
+/// *tensor_scale). The rule of moe_fp8_quant_kernel and of the fp8 decode kernels.
+template <bool kBlock>
+MOETUNE_DEVICE float fp8_quantise_group(const moe_bf16* src, unsigned char* dst,
+                                        const float* tensor_scale) {
+  const int lane = threadIdx.x & 31;
+  const uint2 raw = *reinterpret_cast<const uint2*>(src + lane * 4);
+  float s;
+  if (kBlock) {
+    const float v[4] = {
+        bf16_to_float((moe_bf16)(raw.x & 0xFFFF)), bf16_to_float((moe_bf16)(raw.x >> 16)),
+        bf16_to_float((moe_bf16)(raw.y & 0xFFFF)), bf16_to_float((moe_bf16)(raw.y >> 16))};
+    float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    s = __fdiv_rn(fmaxf(amax, 1e-10f), 448.0f);
+  } else {
+    s = *tensor_scale;
+  }
+  const moe_u32 q =
+      (moe_u32)bf16x2_to_e4m3x2(raw.x, s) | ((moe_u32)bf16x2_to_e4m3x2(raw.y, s) << 16);
+  *reinterpret_cast<moe_u32*>(dst + lane * 4) = q;
+  return s;
+}
+
 template <bool kBlock>
 __global__ void __launch_bounds__(256) moe_fp8_quant_kernel(Fp8QuantParams p) {
   pdl_launch_dependents();
@@ -40,24 +66,9 @@ __global__ void __launch_bounds__(256) moe_fp8_quant_kernel(Fp8QuantParams p) {
     const long long row = u / groups;
     const int g = (int)(u % groups);
     if (p.sorted_pairs != nullptr && p.sorted_pairs[row] < 0) continue;
-    const long long at = row * p.cols + g * 128 + lane * 4;
-    const uint2 raw = *reinterpret_cast<const uint2*>(p.src + at);
-    const float v[4] = {
-        bf16_to_float((moe_bf16)(raw.x & 0xFFFF)), bf16_to_float((moe_bf16)(raw.x >> 16)),
-        bf16_to_float((moe_bf16)(raw.y & 0xFFFF)), bf16_to_float((moe_bf16)(raw.y >> 16))};
-    float s;
-    if (kBlock) {
-      float amax = fmaxf(fmaxf(fabsf(v[0]), fabsf(v[1])), fmaxf(fabsf(v[2]), fabsf(v[3])));
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      s = __fdiv_rn(fmaxf(amax, 1e-10f), 448.0f);
-      if (lane == 0) p.scale[row * groups + g] = s;
-    } else {
-      s = *p.tensor_scale;
-    }
-    const moe_u32 q =
-        (moe_u32)bf16x2_to_e4m3x2(raw.x, s) | ((moe_u32)bf16x2_to_e4m3x2(raw.y, s) << 16);
-    *reinterpret_cast<moe_u32*>(p.dst + at) = q;
+    const long long at = row * p.cols + g * 128;
+    const float s = fp8_quantise_group<kBlock>(p.src + at, p.dst + at, p.tensor_scale);
+    if (kBlock && lane == 0) p.scale[row * groups + g] = s;
   }
 }
 

@@ -43,14 +43,8 @@ __global__ void __launch_bounds__(256)
   }
 }
 
-/// One e4m3 value as float (exact: through f16, which holds every e4m3 value).
-MOETUNE_DEVICE float e4m3_to_float(unsigned char q) {
-  moe_u32 h2;
-  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"((unsigned short)q));
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"((unsigned short)(h2 & 0xFFFFu)));
-  return f;
-}
+/// One e4m3 value as float (exact).
+MOETUNE_DEVICE float e4m3_to_float(unsigned char q) { return e4m3x2_to_float2(q).x; }
 
 struct RefFp8Params {
   RefParams r;            // x [M, K] bf16; w1, w2 e4m3; h fp32 [sample pairs, I]; out

@@ -186,7 +186,9 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
-  if (!k->g1.decode) MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
+  if (!k->g1.decode || k->g1.fp8) {  // the bf16 decode GEMM1 has no dynamic shared memory
+    MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
+  }
   MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm2, k->g2.smem_bytes()));
   MOETUNE_RETURN_IF_ERROR(cap_clusters(*k));
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -31,6 +31,16 @@ struct GemmParams {
   const int32_t* sub_row0;
   const void* bias;  // GEMM1: b1 (read by kernels compiled with the bias bit); GEMM2: null
 };
+// sm90_decode_kernel.cuh DecodeParams (fp8: the first member of Fp8DecodeParams).
+struct DecodeParams {
+  const void* a;
+  const void* b;
+  void* out;
+  const int32_t* topk_ids;
+  const float* topk_weights;
+  int k_dim, n_dim, b_rows_per_expert, top_k, num_pairs, num_experts;
+  const void* bias;
+};
 // sm90_ws_params.cuh WsGemmParams: two 64-byte aligned CUtensorMaps, then GemmParams.
 struct WsGemmParams {
   CUtensorMap tma_a;

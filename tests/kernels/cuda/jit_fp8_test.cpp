@@ -88,6 +88,55 @@ TEST(Fp8Geometry, DefaultRuleRunsTmaWsAt64RowsBelow48PairsPerExpertAnd128From48)
   }
 }
 
+/// The decode pair the search space starts from (GEMM1 block_n 4 on 4 warps, GEMM2 on 8).
+core::MoeConfig decode_config(core::MoeProblem const& p) {
+  core::MoeConfig c;
+  for (auto* k : {&c.gemm1, &c.gemm2}) {
+    k->tile = {.block_m = decode_block_m(p), .block_n = 4, .block_k = 1024, .group_m = 1};
+    k->pipeline = {.num_warps = k == &c.gemm1 ? 4 : 8, .num_stages = 1, .split_k = 1};
+    k->launch.swap_ab = true;
+  }
+  return c;
+}
+
+// The fp8 decode kernels: both GEMMs or neither, 16 e4m3 values per vector (block_k from 512),
+// the token's quantised h rows within shared memory; two modules, no align, quant or combine.
+TEST(Fp8Geometry, DecodeKernelsTakeBothGemmsAndSayWhatTheyRefuse) {
+  auto const p = shapes(1)[1];  // block-scaled, gated, M = 1
+  auto const c = decode_config(p);
+  ASSERT_EQ(refusal(p, c), "accepted");
+  auto exprs = sm90_gather_name_exprs(p, c);
+  ASSERT_TRUE(exprs.ok()) << exprs.error().to_string();
+  ASSERT_EQ(exprs->size(), 2u);
+  EXPECT_NE((*exprs)[0].find("moe_fp8_decode_gemm1_kernel<"), std::string::npos) << (*exprs)[0];
+  EXPECT_NE((*exprs)[1].find("moe_fp8_decode_gemm2_kernel<true,"), std::string::npos)
+      << (*exprs)[1];
+  auto mixed = c;
+  mixed.gemm2 = ws_config(shapes(4096)[1], 64, 8).gemm2;  // negative twin: only GEMM1 decode
+  EXPECT_NE(refusal(p, mixed).find("gemm1 runs the decode kernels"), std::string::npos)
+      << refusal(p, mixed);
+  auto bk = c;
+  bk.gemm1.tile.block_k = 256;  // 8 e4m3 values a lane: not a 16-byte vector
+  EXPECT_NE(refusal(p, bk).find("gemm1.launch.swap_ab = true (decode kernels) takes tile.block_k "
+                                "= 512..2048"),
+            std::string::npos)
+      << refusal(p, bk);
+  auto wide = fp8(moe_shape(64, 1024, 16384, 16, core::Activation::kSiluGated),
+                  core::Quant::kFp8Block, 1);  // 16 h rows of 16384 e4m3: 256 KB
+  EXPECT_NE(refusal(wide, decode_config(wide)).find("top_k quantised h rows in shared memory"),
+            std::string::npos)
+      << refusal(wide, decode_config(wide));
+  // The search space offers them at tiny M only; the default rule does not take them.
+  auto has_decode = [](core::MoeProblem const& q) {
+    for (auto const& s : sm90_joint_search_space(q))
+      if (s.gemm1.launch.swap_ab) return true;
+    return false;
+  };
+  EXPECT_TRUE(has_decode(p));
+  EXPECT_FALSE(has_decode(shapes(64)[1]));
+  EXPECT_FALSE(sm90_default_config(p).gemm1.launch.swap_ab);
+}
+
 TEST(Fp8Geometry, DefaultsAndEverySearchedConfigAreImplementable) {
   for (int64_t m : {1, 7, 64, 512, 4096, 16384}) {
     for (auto const& p : shapes(m)) {
@@ -142,14 +191,14 @@ int spill_reports_all_zero(std::string const& log) {
   return lines;
 }
 
-// Every default fp8 kernel (both modes, gated and not, both block_m) and the tma_ws kernels
-// (block_m 128, and 64 splitting N) compile with no spills.
+// Every default fp8 kernel (both modes, gated and not, both block_m), the tma_ws kernels
+// (block_m 128, and 64 splitting N) and the decode kernels compile with no spills.
 TEST(Sm90Jit, Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma) {
   FreshCubinCache cache("jit_fp8");
   ASSERT_TRUE(cache.ok());
-  for (int64_t m : {4, 8192, 0}) {
+  for (int64_t m : {1, 4, 8192, 0}) {
     for (auto const& p : shapes(m == 0 ? 8192 : m)) {
-      auto c = m == 0 ? ws_config(p, 128, 8) : sm90_default_config(p);
+      auto c = m == 0 ? ws_config(p, 128, 8) : m == 1 ? decode_config(p) : sm90_default_config(p);
       if (m == 0 && p.num_experts == 64) c = ws_config(p, 64, 8);
       auto modules = sm90_gather_modules(p, c);
       ASSERT_TRUE(modules.ok()) << modules.error().to_string();
