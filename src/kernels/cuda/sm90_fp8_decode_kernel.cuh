@@ -53,17 +53,31 @@ MOETUNE_DEVICE float dot16_e4m3(uint4 w, const float (&x)[16]) {
 
 /// Quantises `rows` bf16 rows of k_dim values (row_ptr(i)) into q [rows][k_dim] e4m3 and, when
 /// kBlock, s [rows][k_dim / 128] scales: one warp per 128-value group, the CTA's warps in turn.
+/// A warp loads up to kDecodeStageBatch of its groups before it quantises them, so their round
+/// trips overlap (one group at a time ran the decode layer 2-7% slower at 7 of 8 points of F2 /
+/// F4 at M = 1 and 4 on an H100, 2% faster at the eighth).
+constexpr int kDecodeStageBatch = 8;
 template <bool kBlock, int kWarps, typename RowPtr>
 MOETUNE_DEVICE void fp8_decode_stage_rows(RowPtr row_ptr, int rows, int k_dim,
                                           const float* tensor_scale, unsigned char* q, float* s) {
-  const int groups = k_dim / 128;
-  const bool lane0 = (threadIdx.x & 31) == 0;
-  for (int i = 0; i < rows; ++i) {
-    const moe_bf16* src = row_ptr(i);
-    for (int g = threadIdx.x >> 5; g < groups; g += kWarps) {
-      const float sc =
-          fp8_quantise_group<kBlock>(src + g * 128, q + i * k_dim + g * 128, tensor_scale);
-      if (kBlock && lane0) s[i * groups + g] = sc;
+  const int groups = k_dim / 128, units = rows * groups;
+  const int lane = threadIdx.x & 31;
+  for (int u0 = threadIdx.x >> 5; u0 < units; u0 += kWarps * kDecodeStageBatch) {
+    uint2 raw[kDecodeStageBatch];
+#pragma unroll
+    for (int b = 0; b < kDecodeStageBatch; ++b) {
+      const int u = u0 + b * kWarps;
+      raw[b] =
+          u < units
+              ? *reinterpret_cast<const uint2*>(row_ptr(u / groups) + (u % groups) * 128 + lane * 4)
+              : make_uint2(0, 0);
+    }
+#pragma unroll
+    for (int b = 0; b < kDecodeStageBatch; ++b) {
+      const int u = u0 + b * kWarps;
+      if (u >= units) break;
+      const float sc = fp8_quantise_lanes<kBlock>(raw[b], q + (long long)u * 128, tensor_scale);
+      if (kBlock && lane == 0) s[u] = sc;
     }
   }
 }

@@ -40,8 +40,8 @@ inline constexpr double kFp8Ws128PairsPerExpert = 48;
 
 /// The decode kernels (launch.swap_ab, sm90_fp8_decode_kernel.cuh) join the search space up to
 /// this many tokens, at most kFp8DecodePairsPerExpert pairs per expert. The default rule does not
-/// take them: on an H100 the best of them ran F2 / F3 / F4 at M = 1 in 0.98-1.14x the time of
-/// tma_ws 64, and F2 / F4 at M = 4 in 1.18-1.19x (docs/kernels.md).
+/// take them: on an H100 the best of them ran F2 M = 1 in 0.94-0.98x the time of tma_ws 64, F3
+/// M = 1 in 0.99x, F4 M = 1 in 1.14-1.22x and F2 / F4 M = 4 in 1.18-1.34x (docs/kernels.md).
 inline constexpr int64_t kFp8DecodeMaxTokens = 4;
 inline constexpr double kFp8DecodePairsPerExpert = 0.5;
 

@@ -25,14 +25,13 @@ struct Fp8QuantParams {
   int cols;
 };
 
-/// One 128-column group quantised by one warp, each lane 4 values: src and dst point at the
-/// group's first column; returns the group's scale (block: max(amax, 1e-10) / 448; tensor:
-/// *tensor_scale). The rule of moe_fp8_quant_kernel and of the fp8 decode kernels.
+/// One 128-column group quantised by one warp, each lane 4 values: `raw` holds the lane's 4 bf16
+/// values (columns lane * 4 ..), dst points at the group's first column; returns the group's
+/// scale (block: max(amax, 1e-10) / 448; tensor: *tensor_scale). The rule of
+/// moe_fp8_quant_kernel and of the fp8 decode kernels.
 template <bool kBlock>
-MOETUNE_DEVICE float fp8_quantise_group(const moe_bf16* src, unsigned char* dst,
-                                        const float* tensor_scale) {
+MOETUNE_DEVICE float fp8_quantise_lanes(uint2 raw, unsigned char* dst, const float* tensor_scale) {
   const int lane = threadIdx.x & 31;
-  const uint2 raw = *reinterpret_cast<const uint2*>(src + lane * 4);
   float s;
   if (kBlock) {
     const float v[4] = {
@@ -49,6 +48,14 @@ MOETUNE_DEVICE float fp8_quantise_group(const moe_bf16* src, unsigned char* dst,
       (moe_u32)bf16x2_to_e4m3x2(raw.x, s) | ((moe_u32)bf16x2_to_e4m3x2(raw.y, s) << 16);
   *reinterpret_cast<moe_u32*>(dst + lane * 4) = q;
   return s;
+}
+
+/// fp8_quantise_lanes of the group at src (its first column).
+template <bool kBlock>
+MOETUNE_DEVICE float fp8_quantise_group(const moe_bf16* src, unsigned char* dst,
+                                        const float* tensor_scale) {
+  const uint2 raw = *reinterpret_cast<const uint2*>(src + (threadIdx.x & 31) * 4);
+  return fp8_quantise_lanes<kBlock>(raw, dst, tensor_scale);
 }
 
 template <bool kBlock>

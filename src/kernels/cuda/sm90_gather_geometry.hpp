@@ -41,7 +41,7 @@ struct GemmGeometry {
   int cluster_n = 1;
   /// launch.swap_ab: the decode kernels (sm90_decode_kernel.cuh): no align, no combine launch;
   /// block_m = pairs per pass, block_n = columns per CTA, warps_m = warps, stages = rows each warp
-  /// streams at once, block_k / 256 = 16-byte vectors per lane per row and step.
+  /// streams at once, block_k / 256 (fp8: / 512) = 16-byte vectors per lane per row and step.
   bool decode = false;
   /// launch.swap_ab with schedule tma_ws (mma 2): the swap-AB kernel (sm90_swap_kernel.cuh):
   /// weights on wgmma's M side, block_m = pairs per tile (wgmma N at most, chosen per tile),
@@ -49,7 +49,9 @@ struct GemmGeometry {
   bool swap = false;
   /// GEMM2 with schedule tma_ws: K split into this many parts (fp32 partials, summed by combine).
   int split_k = 1;
-  int decode_smem = 0;  ///< decode GEMM2: top_k x block_n fp32 partial dots
+  /// decode: dynamic shared memory (GEMM2's top_k x block_n fp32 partial dots; fp8 also the
+  /// quantised x rows of GEMM1's pass and GEMM2's h rows: sm90_decode_geometry.cpp)
+  int decode_smem = 0;
   /// The fp8 regime (problem quant; sm90_fp8_gemm_kernel.cuh): 1 per-tensor, 2 block-scaled;
   /// 0 = bf16. block_k then counts fp8 elements, one byte each.
   int fp8 = 0;
