@@ -1,10 +1,10 @@
 #include "kernels/cuda/sm90_fp8_geometry.hpp"
 
-#include "kernels/cuda/sm90_decode_geometry.hpp"
-#include "kernels/cuda/sm90_swap_geometry.hpp"
-
 #include <string_view>
 #include <utility>
+
+#include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_swap_geometry.hpp"
 
 namespace moetune::kernels::cuda {
 namespace {

@@ -52,6 +52,14 @@ core::Status allow_dynamic_smem(cudaKernel_t f, int bytes) {
   return core::Status::Ok();
 }
 
+/// The dynamic shared memory both GEMMs launch with (the bf16 decode GEMM1 takes none).
+core::Status allow_gemm_smem(Sm90GatherKernels const& k) {
+  if (!k.g1.decode || k.g1.fp8) {
+    MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k.gemm1, k.g1.smem_bytes()));
+  }
+  return allow_dynamic_smem(k.gemm2, k.g2.smem_bytes());
+}
+
 /// Every field of a GEMM's geometry, for the cache key.
 std::string geometry_key(GemmGeometry const& g) {
   std::string key;
@@ -186,10 +194,7 @@ core::Result<std::shared_ptr<Sm90GatherKernels const>> load_sm90_gather(core::Mo
   int device = 0;
   MOETUNE_CUDA_CHECK(cudaGetDevice(&device));
   MOETUNE_CUDA_CHECK(cudaDeviceGetAttribute(&k->sm_count, cudaDevAttrMultiProcessorCount, device));
-  if (!k->g1.decode || k->g1.fp8) {  // the bf16 decode GEMM1 has no dynamic shared memory
-    MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm1, k->g1.smem_bytes()));
-  }
-  MOETUNE_RETURN_IF_ERROR(allow_dynamic_smem(k->gemm2, k->g2.smem_bytes()));
+  MOETUNE_RETURN_IF_ERROR(allow_gemm_smem(*k));
   MOETUNE_RETURN_IF_ERROR(cap_clusters(*k));
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, inserted] = g_loaded.emplace(key, k);
