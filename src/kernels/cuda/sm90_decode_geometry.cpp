@@ -113,12 +113,13 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
   g.stages = pl.num_stages;
   g.group_m = 1;
   g.gated = is_gemm1 && core::is_gated(p.activation);
+  const bool fp8 = p.quant != core::Quant::kNone;
   const int vec = t.block_k / (vector_elems(p) * 32);
   // fp8: 16 weight scales per lane a step (GEMM1: per row and half) and 16 floats of x
-  const int per_vec = p.quant != core::Quant::kNone ? 5 : 4;
+  const int per_vec = fp8 ? 5 : 4;
   const int regs = (is_gemm1 ? g.stages * (g.gated ? 2 : 1) * (g.block_m + per_vec * vec)
                              : g.stages * (1 + per_vec * vec)) +
-                   (p.quant != core::Quant::kNone ? 16 : 0);
+                   (fp8 ? 16 : 0);
   if (regs > 160) {
     return reject(gemm, pre + "needs " + std::to_string(regs) +
                             " registers per lane for accumulators and loads (rows x halves x "
@@ -127,7 +128,6 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
                             " x vectors per lane and step)), over 160; use fewer rows "
                             "(num_stages), a smaller block_m or a smaller block_k");
   }
-  const bool fp8 = p.quant != core::Quant::kNone;
   const int64_t smem = decode_smem_bytes(p, g, is_gemm1);
   const int64_t limit = fp8 ? kSm90MaxSmemBytes - 1024 : 48 * 1024;
   if (smem > limit) {
@@ -140,7 +140,7 @@ core::Result<GemmGeometry> decode_geometry(core::MoeProblem const& p, core::Kern
                             (fp8 ? ", or the align-path kernels (swap_ab false)" : ""));
   }
   g.decode_smem = static_cast<int>(smem);
-  g.fp8 = p.quant == core::Quant::kFp8Block ? 2 : (p.quant == core::Quant::kFp8Tensor ? 1 : 0);
+  g.fp8 = fp8_mode(p.quant);
   return g;
 }
 

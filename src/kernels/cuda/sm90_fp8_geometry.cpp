@@ -118,7 +118,7 @@ core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::Ke
   g.group_m = k.tile.group_m;
   g.gated = is_gemm1 && core::is_gated(p.activation);
   g.mma = is_ws(k) ? 2 : 1;
-  g.fp8 = p.quant == core::Quant::kFp8Block ? 2 : 1;
+  g.fp8 = fp8_mode(p.quant);
   const int smem = g.smem_bytes() + g.block_m * 28;  // + the tile's row tables
   if (smem > kSm90MaxSmemBytes) {
     return geometry_error(is_gemm1 ? "gemm1" : "gemm2",

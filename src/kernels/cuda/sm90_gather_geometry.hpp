@@ -77,6 +77,11 @@ struct GemmGeometry {
   }
 };
 
+/// GemmGeometry::fp8 of a problem's quant: 2 block-scaled, 1 per-tensor, 0 bf16.
+inline int fp8_mode(core::Quant q) {
+  return q == core::Quant::kFp8Block ? 2 : q == core::Quant::kFp8Tensor ? 1 : 0;
+}
+
 /// The error every geometry rule returns: kUnsupported, where "sm90_gather", what
 /// "<gemm>.<msg>" (gemm is "gemm1" or "gemm2"; msg names the field, the value seen and what to
 /// use).
