@@ -90,6 +90,36 @@ WS_PAIRS = {
             ({"gemm1": _ws(64, 128), "gemm2": _ws(64, 256)},
              {"gemm1": _kernel(64, 64), "gemm2": _kernel(64, 128)})],
 }
+# Block-scaled tma_ws at wgmma width 256 (gated GEMM1 128 + 128 columns, GEMM2 two weight blocks):
+# two parts of 128 columns per k-tile, each with its own weight scale.
+WIDE_BLOCK = {"gemm1": _ws(128, 128), "gemm2": _ws(128, 256)}
+
+
+@pytest.mark.parametrize("case", [(300, 1024, 512, 16, 2, "silu"), (77, 2048, 768, 32, 8, "silu"),
+                                  (129, 1024, 512, 16, 2, "relu2")],
+                         ids=["M300-silu", "M77-K2048-silu", "M129-relu2"])
+def test_block_fp8_tma_ws_at_width_256_matches_the_reference(case):
+    m, k, i, e, top_k, act = case
+    layer = make_fp8_layer(m, k, i, e, top_k, block=True, activation=act, seed=700 + m)
+    want = fp8_reference(layer, block=True, activation=act)
+    cfg = WIDE_BLOCK if act == "silu" else {"gemm1": _ws(128, 256), "gemm2": _ws(128, 256)}
+    _poison()
+    out = _run(layer, act, True, config=cfg)
+    err = rel_l2(out, want)
+    assert err <= TOL, f"{case}: relative L2 error {err:.3g} > {TOL}"
+    assert torch.equal(out, _run(layer, act, True, config=cfg)), "different bits"
+    # Negative twins: the second part's weight block takes the first's scale (GEMM2), and the
+    # up half's block the gate's (GEMM1, gated).
+    w2s = layer["w2_scale"].clone()
+    w2s[:, 1::2] = w2s[:, 0::2]
+    assert rel_l2(_run(dict(layer, w2_scale=w2s), act, True, config=cfg), want) > TOL
+    if act == "silu":
+        w1s = layer["w1_scale"].clone()
+        half = w1s.shape[1] // 2
+        w1s[:, half:] = w1s[:, :half]
+        assert rel_l2(_run(dict(layer, w1_scale=w1s), act, True, config=cfg), want) > TOL
+
+
 WS_CASES = [(1, 512, 256, 16, 4, "silu"), (77, 2048, 768, 32, 8, "silu"),
             (300, 1024, 512, 16, 2, "relu2"), (1500, 1024, 384, 8, 2, "silu")]
 

@@ -54,20 +54,29 @@ core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const
   const auto& t = k.tile;
   const bool block = p.quant == core::Quant::kFp8Block;
   const int split_n = fp8_warps_n(k);
-  const int width = (is_gemm1 && core::is_gated(p.activation) ? 2 : 1) * t.block_n / split_n;
+  const bool gated = is_gemm1 && core::is_gated(p.activation);
+  const int wg_n = t.block_n / split_n;  // a consumer warpgroup's columns
+  const int width = (gated ? 2 : 1) * wg_n;
+  // Block-scaled keeps partial sums too: the cp.async loop up to width 128, tma_ws up to 256 in
+  // parts of 128 (sm90_fp8_ws_mma.cuh).
+  const int max_width = block && !is_ws(k) ? 128 : 256;
   if (t.block_k != kFp8BlockK) {
     return geometry_error(gemm, "tile.block_k = " + str(t.block_k) + " with fp8; use 128");
   }
-  if (t.block_n % (16 * split_n) != 0 || width > (block ? 128 : 256)) {
+  if (t.block_n % (16 * split_n) != 0 || width > max_width) {
     return geometry_error(gemm, "tile.block_n = " + str(t.block_n) + " with fp8 (wgmma width " +
                                     str(width) + " per warpgroup); use a multiple of " +
-                                    str(16 * split_n) + " with width <= " + str(block ? 128 : 256) +
-                                    (block ? " (block-scaled keeps partial sums too)" : ""));
+                                    str(16 * split_n) + " with width <= " + str(max_width) +
+                                    (block && max_width == 128
+                                         ? " (block-scaled keeps partial sums too; tma_ws takes "
+                                           "256)"
+                                         : ""));
   }
-  if (block && 128 % t.block_n != 0) {
+  if (block && 128 % wg_n != 0 && (gated || wg_n != 256)) {
     return geometry_error(gemm, "tile.block_n = " + str(t.block_n) +
-                                    " with fp8_block; use 16, 32, 64 or 128 (a tile's columns "
-                                    "inside one 128-wide weight block)");
+                                    " with fp8_block; use 16, 32, 64 or 128 columns a warpgroup "
+                                    "(inside one 128-wide weight block), or 256 for a tma_ws "
+                                    "GEMM2 (two whole blocks)");
   }
   if (k.pipeline.split_k != 1) {
     return geometry_error(gemm,

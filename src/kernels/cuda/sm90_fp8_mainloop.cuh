@@ -47,6 +47,16 @@ MOETUNE_DEVICE void fp8_promote(float (&acc)[kRegs], float const (&part)[kRegs],
   }
 }
 
+/// acc += part * a_scale(row) * b, for one part of a block-scaled wgmma width whose columns share
+/// the weight block scale b (a0: rows lane/4, a1: lane/4 + 8).
+template <int kRegs>
+MOETUNE_DEVICE void fp8_promote_part(float* acc, float const (&part)[kRegs], float a0, float a1,
+                                     float b) {
+  const float f[2] = {a0 * b, a1 * b};
+#pragma unroll
+  for (int j = 0; j < kRegs; ++j) acc[j] = fmaf(part[j], f[(j & 3) >> 1], acc[j]);
+}
+
 template <int kBlockM, int kBlockN, int kStages, bool kGated, bool kBlockScaled>
 struct Fp8WgmmaMainloop : WgmmaEpilogueLayout<kBlockN, kGated, 1, 16> {
   static constexpr int kBlockK = 128;  // fp8 elements (bytes) per row and stage

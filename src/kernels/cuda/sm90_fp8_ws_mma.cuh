@@ -8,10 +8,12 @@
 //                 into the fp32 accumulators with a_scale[row, kb] * w_scale[n-block, kb]
 //                 (fp8_promote), so no accumulation chain inside the tensor core runs longer than
 //                 one 128-deep block; the stage is released at once (kRetiresAll). The other
-//                 consumer warpgroup's MMAs fill the tensor core while one promotes.
+//                 consumer warpgroup's MMAs fill the tensor core while one promotes. Width 256
+//                 (gated 2 x 128, or two weight blocks) runs as two parts of 128 columns, one
+//                 partial-sum buffer of half the accumulators' registers.
 // Both issue the wgmma sequence of the cp.async fp8 loop (sm90_fp8_mainloop.cuh) at the same
 // width, so the two give the same bits. Limits: one 64-row half per warpgroup (kHalves 1);
-// block-scaled: a warpgroup's columns inside one 128-wide weight block.
+// block-scaled: a warpgroup's columns inside one 128-wide weight block, or (not gated) two.
 // Covered by tests/python/test_fp8_gpu.py and
 // Sm90Jit.Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma.
 #pragma once
@@ -55,14 +57,22 @@ template <int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1, WgmmaFp8> {
   using Base = WsAccumulators<kBlockN, kGated, 1, WgmmaFp8>;
   static constexpr bool kRetiresAll = true;
-  static_assert(kBlockN <= 128 && 128 % kBlockN == 0,
-                "fp8 block-scaled: a warpgroup's columns must lie in one 128-wide weight block");
+  static_assert((kBlockN <= 128 && 128 % kBlockN == 0) || (!kGated && kBlockN == 256),
+                "fp8 block-scaled: a warpgroup's columns must lie in one 128-wide weight block "
+                "(or, not gated, be two whole blocks)");
+  /// Width 256 (gated 2 x 128, or two weight blocks) runs as two parts of 128 columns, each its
+  /// own wgmma into `part` and promotion with its own weight scale, so the partial sums take half
+  /// the accumulators' registers; narrower runs in one part.
+  static constexpr int kParts = Base::kWidth > 128 ? 2 : 1;
+  static constexpr int kPartWidth = Base::kWidth / kParts;
+  static constexpr int kPartRegs = kPartWidth / 2;
   const float* a_scale;  // [rows of A, K / 128]: GEMM1 per token, GEMM2 per sorted row
   const float* b_scale;  // [E, weight rows / 128, K / 128]
-  float part[Base::kHalfRegs];
+  float part[kPartRegs];
   Fp8TileScales sc;
 
-  /// The tile's scale rows: this thread's two A rows and the warpgroup's weight block(s).
+  /// The tile's scale rows: this thread's two A rows and the warpgroup's weight block(s) (gated:
+  /// gate and up; two-part GEMM2: its two column blocks).
   template <class Walk>
   MOETUNE_DEVICE void begin_tile(Walk const& walk, int pid_m, int n0, long long row0) {
     Base::begin_tile(walk, pid_m, n0, row0);
@@ -79,33 +89,43 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
     const int expert = walk.tile_expert(pid_m, walk.tile_row0(pid_m));
     const float* e = b_scale + (long long)expert * (g.b_rows_per_expert / 128) * kb;
     sc.b_gate = e + (long long)(n0 / 128) * kb;
-    sc.b_up = kGated ? e + (long long)((g.n_dim + n0) / 128) * kb : sc.b_gate;
+    sc.b_up = kGated ? e + (long long)((g.n_dim + n0) / 128) * kb
+                     : (kParts == 2 ? sc.b_gate + kb : sc.b_gate);
   }
   MOETUNE_DEVICE void end_tile() {}
 
-  /// k-tile kt: its four wgmma into `part` (the first overwrites), waited for, then promoted.
-  /// NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every wgmma in the
-  /// cp.async loop (C7514), so each k-block is waited for before its promotion, as CUTLASS and
-  /// DeepGEMM do. Pairs of k-tiles in two buffers (both issued, the first promoted under the
-  /// second, nothing in flight across the loop: no C7514) ran GEMM1 7-10% slower at F2 / F4
-  /// M = 4096-16384 on an H100, and GEMM2 6-9% faster at three of those points, 10% slower at
-  /// the fourth.
+  /// k-tile kt: per part, its four wgmma into `part` (the first overwrites), waited for, then
+  /// promoted. NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every
+  /// wgmma in the cp.async loop (C7514), so each k-block is waited for before its promotion, as
+  /// CUTLASS and DeepGEMM do. Pairs of k-tiles in two buffers (both issued, the first promoted
+  /// under the second, nothing in flight across the loop: no C7514) ran GEMM1 7-10% slower at F2
+  /// / F4 M = 4096-16384 on an H100, and GEMM2 6-9% faster at three of those points, 10% slower
+  /// at the fourth.
   template <int kH>
   MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int kt) {
     static_assert(kH == 1, "fp8 tma_ws: one 64-row half per warpgroup");
-    fence_operands(part);
-    wgmma_fence();
+    float4 s;
 #pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      WgmmaFp8<Base::kWidth>::mma(part, wgmma_desc_sw128(a_base + kk * 32),
-                                  wgmma_desc_sw128(b_base + kk * 32), kk == 0 ? 0 : 1);
+    for (int q = 0; q < kParts; ++q) {
+      fence_operands(part);
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) {
+        WgmmaFp8<kPartWidth>::mma(part, wgmma_desc_sw128(a_base + kk * 32),
+                                  wgmma_desc_sw128(b_base + q * kPartWidth * 128 + kk * 32),
+                                  kk == 0 ? 0 : 1);
+      }
+      wgmma_commit();
+      if (q == 0) s = fp8_load_scales(sc, kt);  // loads in flight under the MMAs
+      fence_operands(part);
+      wgmma_wait<0>();
+      fence_operands(part);
+      if constexpr (kParts == 1) {
+        fp8_promote<kBlockN, kGated>(this->acc, part, s);
+      } else {
+        fp8_promote_part(this->acc + q * kPartRegs, part, s.x, s.y, q == 0 ? s.z : s.w);
+      }
     }
-    wgmma_commit();
-    const float4 s = fp8_load_scales(sc, kt);  // loads in flight under the MMAs
-    fence_operands(part);
-    wgmma_wait<0>();
-    fence_operands(part);
-    fp8_promote<kBlockN, kGated>(this->acc, part, s);
   }
 };
 

@@ -154,9 +154,17 @@ TEST(Fp8Geometry, RefusesWhatTheKernelCannotRunNamingTheField) {
   auto const p = shapes(64)[1];  // block-scaled, gated
   auto c = sm90_default_config(p);
   auto wide = ws_config(p, 128, 8);
-  wide.gemm1.tile.block_n = 128;  // width 256 with partial sums: 256 accumulator registers
+  wide.gemm1.tile.block_n = 128;  // width 256 with partial sums: tma_ws runs it in two parts
+  wide.gemm2.tile.block_n = 256;  // two weight blocks
+  EXPECT_EQ(refusal(p, wide), "accepted");
+  for (auto* k : {&wide.gemm1, &wide.gemm2}) k->launch.schedule = core::Schedule::kCooperative;
+  // negative twin: the cp.async loop keeps one part, width 128 at most
   EXPECT_NE(refusal(p, wide).find("gemm1.tile.block_n = 128"), std::string::npos)
       << refusal(p, wide);
+  auto gated256 = ws_config(p, 128, 8);
+  gated256.gemm1.tile.block_n = 256;  // gated: 512 wide
+  EXPECT_NE(refusal(p, gated256).find("gemm1.tile.block_n = 256"), std::string::npos)
+      << refusal(p, gated256);
   auto pp = c;
   pp.gemm2.launch.schedule = core::Schedule::kPingpong;
   EXPECT_NE(refusal(p, pp).find("fp8 runs schedule cooperative or tma_ws"), std::string::npos)
@@ -192,14 +200,20 @@ int spill_reports_all_zero(std::string const& log) {
 }
 
 // Every default fp8 kernel (both modes, gated and not, both block_m), the tma_ws kernels
-// (block_m 128, and 64 splitting N) and the decode kernels compile with no spills.
+// (block_m 128, 64 splitting N, and width 256) and the decode kernels compile with no spills.
 TEST(Sm90Jit, Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma) {
   FreshCubinCache cache("jit_fp8");
   ASSERT_TRUE(cache.ok());
-  for (int64_t m : {1, 4, 8192, 0}) {
-    for (auto const& p : shapes(m == 0 ? 8192 : m)) {
+  for (int64_t m : {1, 4, 8192, 0, -1}) {
+    for (auto const& p : shapes(m <= 0 ? 8192 : m)) {
       auto c = m == 0 ? ws_config(p, 128, 8) : m == 1 ? decode_config(p) : sm90_default_config(p);
       if (m == 0 && p.num_experts == 64) c = ws_config(p, 64, 8);
+      if (m == -1) {  // width 256 (block-scaled: two parts), 4 stages
+        c = ws_config(p, 128, 8);
+        c.gemm1.tile.block_n = core::is_gated(p.activation) ? 128 : 256;
+        c.gemm2.tile.block_n = 256;
+        for (auto* k : {&c.gemm1, &c.gemm2}) k->pipeline.num_stages = 4;
+      }
       auto modules = sm90_gather_modules(p, c);
       ASSERT_TRUE(modules.ok()) << modules.error().to_string();
       for (auto const& exprs : *modules) {
