@@ -120,6 +120,31 @@ def test_block_fp8_tma_ws_at_width_256_matches_the_reference(case):
         assert rel_l2(_run(dict(layer, w1_scale=w1s), act, True, config=cfg), want) > TOL
 
 
+# GEMM1 that stores h quantised itself (a warpgroup's columns are whole 128-column groups of h):
+# one group a warpgroup at 128 rows, and at 64 rows with two warpgroups splitting 256 columns
+# (I = 384: the second warpgroup of the last tile lies past I).
+FUSED_H = [({"gemm1": _ws(128, 128), "gemm2": _ws(128, 128, stages=6)},
+            {"gemm1": _ws(128, 64), "gemm2": _ws(128, 128, stages=6)}),
+           ({"gemm1": _ws(64, 256, stages=3), "gemm2": _ws(64, 128)},
+            {"gemm1": _ws(64, 64), "gemm2": _ws(64, 128)})]
+
+
+@pytest.mark.parametrize("case", [(300, 1024, 512, 16, 2), (150, 1024, 384, 16, 4)],
+                         ids=["M300-I512", "M150-I384"])
+@pytest.mark.parametrize("pair", [0, 1], ids=["128rows", "64rows-split"])
+def test_block_fp8_gemm1_that_stores_hq_gives_the_bits_of_the_quant_pass(case, pair):
+    # The fused epilogue quantises h by the quant kernel's rule, and the two-part wgmma promotes
+    # each k-block as the one-part one does, so the layer's bits are those of GEMM1 storing bf16
+    # h and the quant pass over it.
+    m, k, i, e, top_k = case
+    layer = make_fp8_layer(m, k, i, e, top_k, block=True, seed=900 + m)
+    fused, twin = FUSED_H[pair]
+    _poison()
+    out = _run(layer, "silu", True, config=fused)
+    assert rel_l2(out, fp8_reference(layer, block=True)) <= TOL
+    assert torch.equal(out, _run(layer, "silu", True, config=twin)), "fused h: different bits"
+
+
 WS_CASES = [(1, 512, 256, 16, 4, "silu"), (77, 2048, 768, 32, 8, "silu"),
             (300, 1024, 512, 16, 2, "relu2"), (1500, 1024, 384, 8, 2, "silu")]
 

@@ -131,9 +131,9 @@ core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::Ke
   const int smem = g.smem_bytes() + g.block_m * 28;  // + the tile's row tables
   if (smem > kSm90MaxSmemBytes) {
     return geometry_error(is_gemm1 ? "gemm1" : "gemm2",
-                          "needs " + str(smem) + " bytes of shared memory (" + str(g.stages) +
-                              " fp8 stages), over the sm_90 limit of " + str(kSm90MaxSmemBytes) +
-                              "; use fewer stages or a smaller tile");
+                          "pipeline.num_stages = " + str(g.stages) + " needs " + str(smem) +
+                              " bytes of shared memory, over the sm_90 limit of " +
+                              str(kSm90MaxSmemBytes) + "; use fewer stages or a smaller tile");
   }
   return g;
 }
@@ -197,6 +197,11 @@ std::string fp8_gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
 std::string fp8_quant_name_expr(core::Quant q) {
   return std::string("&moetune_dev::moe_fp8_quant_kernel<") +
          (q == core::Quant::kFp8Block ? "true" : "false") + ">";
+}
+
+bool fp8_gemm1_writes_hq(GemmGeometry const& g1) {
+  if (!g1.persistent() || g1.decode) return false;
+  return g1.fp8 == 1 || (g1.fp8 == 2 && (g1.block_n / g1.warps_n) % 128 == 0);
 }
 
 core::MoeConfig fp8_default_config(core::MoeProblem const& p) {

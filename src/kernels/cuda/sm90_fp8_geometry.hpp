@@ -31,6 +31,10 @@ core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::Ke
                                              bool is_gemm1);
 /// can_implement of the fp8 regime for the whole layer (p.quant != kNone).
 core::Status fp8_can_implement(core::MoeProblem const& p, core::MoeConfig const& c);
+/// GEMM1 stores h already quantised for GEMM2, so no quant pass over h runs: the tma_ws GEMM1
+/// per-tensor, and block-scaled when a consumer warpgroup holds whole 128-column groups of h
+/// (sm90_fp8_ws_mma.cuh kOwnStore; sm90_fp8_epilogue.cuh).
+bool fp8_gemm1_writes_hq(GemmGeometry const& g1);
 /// NVRTC name expression of an fp8 GEMM kernel.
 std::string fp8_gemm_name_expr(GemmGeometry const& g, int act_id, bool is_gemm1);
 /// NVRTC name expression of the quantisation kernel of a problem's quant.

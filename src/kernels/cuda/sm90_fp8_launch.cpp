@@ -5,6 +5,7 @@
 #include <string>
 
 #include "kernels/cuda/cuda_check.hpp"
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_tma_host.hpp"
 
 namespace moetune::kernels::cuda {
@@ -46,10 +47,18 @@ struct Fp8WsParams {
   const float* a_scale;
   const float* b_scale;
   const float* out_scale;
+  float* h_scales;
 };
 static_assert(offsetof(Fp8WsParams, a_scale) == 512 && offsetof(Fp8WsParams, b_scale) == 520 &&
-                  offsetof(Fp8WsParams, out_scale) == 528,
-              "Fp8WsParams must match the device struct (WsGemmParams, three scale pointers)");
+                  offsetof(Fp8WsParams, out_scale) == 528 && offsetof(Fp8WsParams, h_scales) == 536,
+              "Fp8WsParams must match the device struct (WsGemmParams, four scale pointers)");
+
+/// Where a tma_ws GEMM1 that stores hq takes its scales: per-tensor the static scale of GEMM2's
+/// input (read), block-scaled the group scales hs (written). Both null: GEMM1 stores bf16 h.
+struct HqOut {
+  const float* tensor_scale = nullptr;
+  float* group_scales = nullptr;
+};
 
 core::Status missing(const char* name, core::Quant q) {
   return core::make_error(core::ErrorCode::kInvalidArgument, "launch_fp8_layer",
@@ -92,11 +101,12 @@ core::Status launch_fp8_gemm(cudaKernel_t f, GemmGeometry const& g, Fp8GemmParam
 /// A tma_ws fp8 GEMM (sm90_fp8_ws_kernel.cuh): at most one CTA per SM walks the tiles. Its
 /// producer reads fp8 rows as 2-byte units: k_dim and the tensor maps' columns are K / 2, so a
 /// 64-unit box row is 128 e4m3 values. a_rows: GEMM2's hq rows (TMA), 0 for GEMM1 (gathered).
-/// out_scale: a per-tensor GEMM1's static scale of GEMM2's input (gp.out is then hq), else null.
+/// hq_out: GEMM1 stores hq (gp.out is then hq), fp8_gemm1_writes_hq: with the static scale of
+/// GEMM2's input per-tensor, with the group scales b.hs block-scaled.
 core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometry const& g,
                                 Fp8GemmParams const& gp, uint64_t a_rows, core::MoeProblem const& p,
                                 parts::LayerBuffers const& b, cudaStream_t stream, bool pdl,
-                                const float* out_scale) {
+                                HqOut hq_out) {
   Fp8WsParams wp{};
   const uint64_t units = static_cast<uint64_t>(gp.k_dim) / 2;
   wp.ws.g = parts::GemmParams{.a = gp.a,
@@ -118,7 +128,8 @@ core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, Gemm
                               .bias = gp.bias};
   wp.a_scale = gp.a_scale;
   wp.b_scale = gp.b_scale;
-  wp.out_scale = out_scale;
+  wp.out_scale = hq_out.tensor_scale;
+  wp.h_scales = hq_out.group_scales;
   MOETUNE_RETURN_IF_ERROR(
       encode_tma_2d(&wp.ws.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
                     units, static_cast<uint32_t>(g.block_n / g.warps_n), "fp8 weights"));
@@ -135,21 +146,15 @@ core::Status launch_fp8_ws_gemm(Sm90GatherKernels const& k, cudaKernel_t f, Gemm
   return core::Status::Ok();
 }
 
-/// One fp8 GEMM: the tma_ws kernel or the cp.async one (out_scale: launch_fp8_ws_gemm's).
+/// One fp8 GEMM: the tma_ws kernel or the cp.async one (hq_out: launch_fp8_ws_gemm's).
 core::Status launch_gemm(Sm90GatherKernels const& k, bool is_gemm1, Fp8GemmParams const& gp,
                          core::MoeProblem const& p, parts::LayerBuffers const& b,
-                         cudaStream_t stream, bool pdl, const float* out_scale = nullptr) {
+                         cudaStream_t stream, bool pdl, HqOut hq_out = {}) {
   cudaKernel_t f = is_gemm1 ? k.gemm1 : k.gemm2;
   GemmGeometry const& g = is_gemm1 ? k.g1 : k.g2;
   if (!g.persistent()) return launch_fp8_gemm(f, g, gp, b, stream, pdl);
   const uint64_t a_rows = is_gemm1 ? 0 : static_cast<uint64_t>(b.mb) * b.align_m;
-  return launch_fp8_ws_gemm(k, f, g, gp, a_rows, p, b, stream, pdl, out_scale);
-}
-
-/// A tma_ws GEMM1 of the per-tensor regime stores h already quantised (sm90_fp8_ws_mma.cuh):
-/// GEMM2's input needs no pass of the quant kernel.
-bool gemm1_writes_hq(Sm90GatherKernels const& k, core::MoeProblem const& p) {
-  return p.quant == core::Quant::kFp8Tensor && k.g1.persistent();
+  return launch_fp8_ws_gemm(k, f, g, gp, a_rows, p, b, stream, pdl, hq_out);
 }
 
 /// GEMM1's input: x [M, K] in token order.
@@ -261,13 +266,17 @@ core::Status launch_fp8_layer(Sm90GatherKernels const& k, core::MoeProblem const
   if (stages & kStageAlign) {
     MOETUNE_RETURN_IF_ERROR(parts::launch_align(k, p, args, b, stream, fast_paths));
   }
-  const bool writes_hq = gemm1_writes_hq(k, p);
+  const bool writes_hq = fp8_gemm1_writes_hq(k.g1);  // GEMM2's input needs no quant pass
   if (stages & kStageGemm1) {
     MOETUNE_RETURN_IF_ERROR(quantise_x(k, p, args, b, stream, pdl));
     Fp8GemmParams gp = gemm1_params(p, args, b);
-    if (writes_hq) gp.out = b.hq;
-    MOETUNE_RETURN_IF_ERROR(
-        launch_gemm(k, true, gp, p, b, stream, pdl, writes_hq ? args.a2_scale : nullptr));
+    HqOut hq_out;
+    if (writes_hq) {
+      gp.out = b.hq;
+      const bool block = p.quant == core::Quant::kFp8Block;
+      hq_out = HqOut{block ? nullptr : args.a2_scale, block ? b.hs : nullptr};
+    }
+    MOETUNE_RETURN_IF_ERROR(launch_gemm(k, true, gp, p, b, stream, pdl, hq_out));
   }
   if (stages & kStageGemm2) {
     if (!writes_hq) MOETUNE_RETURN_IF_ERROR(quantise_h(k, p, args, b, stream, pdl));

@@ -1,6 +1,7 @@
 // Host side of the fp8 regime of sm90_gather: align -> quantise x -> GEMM1 + activation (h in
 // bf16) -> quantise h -> GEMM2 + routing weight -> combine, on one stream with no host
-// synchronisation, in the workspace sm90_gather_workspace_bytes sized (its fp8 regions).
+// synchronisation, in the workspace sm90_gather_workspace_bytes sized (its fp8 regions). Where
+// GEMM1 stores h already quantised (fp8_gemm1_writes_hq), the pass over h is not launched.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -7,7 +7,8 @@
 // sm90_fp8_ws_mma.cuh. fp8 rows are handed to the producer as 2-byte units (k_dim = K / 2, the
 // tensor maps 2-byte wide), so its 128-byte stage rows hold 128 e4m3 values: one k-tile is one
 // scale block. GEMM1 gathers xq's token rows with cp.async, GEMM2 loads hq's sorted rows by TMA.
-// Per-tensor, GEMM1 writes hq itself (its epilogue divides by GEMM2's static scale).
+// GEMM1 writes hq itself per-tensor (its epilogue divides by GEMM2's static scale) and
+// block-scaled when a warpgroup holds whole 128-column groups of h (with their scales).
 // Limits: schedule tma_ws (cooperative), block_m 64 (one warpgroup, or two splitting N) or 128
 // (two of 64 rows), no clusters, split-K or pingpong. Covered by tests/python/test_fp8_gpu.py.
 #pragma once
@@ -24,6 +25,9 @@ struct Fp8WsParams {
   const float* b_scale;  // block: [E, weight rows / 128, K / 128]; tensor: [E]
   /// tensor GEMM1: GEMM2's static input scale; ws.g.out is then hq (e4m3), not h. Else null.
   const float* out_scale;
+  /// block GEMM1 in whole 128-column groups of h per warpgroup: hs [sorted rows, I / 128], and
+  /// ws.g.out is hq (e4m3), not h. Else null.
+  float* h_scales;
 };
 
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
@@ -37,6 +41,7 @@ __global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, false>() + 1) 
   ml.a_scale = p.a_scale;
   ml.b_scale = p.b_scale;
   if constexpr (!kBlockScaled) ml.h_scale = p.out_scale;
+  if constexpr (kBlockScaled) ml.h_scales = p.h_scales;
   ws_gemm<S>(p.ws, ml);
 }
 

@@ -10,7 +10,9 @@
 //                 one 128-deep block; the stage is released at once (kRetiresAll). The other
 //                 consumer warpgroup's MMAs fill the tensor core while one promotes. Width 256
 //                 (gated 2 x 128, or two weight blocks) runs as two parts of 128 columns, one
-//                 partial-sum buffer of half the accumulators' registers.
+//                 partial-sum buffer of half the accumulators' registers. A GEMM1 whose
+//                 warpgroup holds whole 128-column groups of h stores h already quantised, with
+//                 its per-row group scales (kOwnStore, sm90_fp8_epilogue.cuh).
 // Both issue the wgmma sequence of the cp.async fp8 loop (sm90_fp8_mainloop.cuh) at the same
 // width, so the two give the same bits. Limits: one 64-row half per warpgroup (kHalves 1);
 // block-scaled: a warpgroup's columns inside one 128-wide weight block, or (not gated) two.
@@ -19,6 +21,7 @@
 #pragma once
 
 #include "sm90_common.cuh"
+#include "sm90_fp8_epilogue.cuh"
 #include "sm90_fp8_mainloop.cuh"
 #include "sm90_fp8_wgmma_ops.cuh"
 #include "sm90_gather_kernel.cuh"
@@ -66,8 +69,12 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
   static constexpr int kParts = Base::kWidth > 128 ? 2 : 1;
   static constexpr int kPartWidth = Base::kWidth / kParts;
   static constexpr int kPartRegs = kPartWidth / 2;
+  /// GEMM1 with whole 128-column groups of h per warpgroup: h stored as e4m3 with its group
+  /// scales (store), so GEMM2's input needs no quant pass.
+  static constexpr bool kOwnStore = kIsGemm1 && kBlockN % 128 == 0;
   const float* a_scale;  // [rows of A, K / 128]: GEMM1 per token, GEMM2 per sorted row
   const float* b_scale;  // [E, weight rows / 128, K / 128]
+  float* h_scales;       // kOwnStore: hs [sorted rows, I / 128], written; else unused
   float part[kPartRegs];
   Fp8TileScales sc;
 
@@ -93,6 +100,14 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
                      : (kParts == 2 ? sc.b_gate + kb : sc.b_gate);
   }
   MOETUNE_DEVICE void end_tile() {}
+
+  /// kOwnStore: the tile's h into hq (g.out, e4m3) and h_scales (fp8_store_h_groups).
+  template <int kAct, class Rows>
+  MOETUNE_DEVICE void store(int tid, Rows const& rows, GemmParams const& g, long long row0, int n0,
+                            const moe_bf16* bias) const {
+    fp8_store_h_groups<Fp8WsMma, kAct>(*this, tid, rows, reinterpret_cast<unsigned char*>(g.out),
+                                       h_scales, row0, n0, g.n_dim, bias);
+  }
 
   /// k-tile kt: per part, its four wgmma into `part` (the first overwrites), waited for, then
   /// promoted. NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every

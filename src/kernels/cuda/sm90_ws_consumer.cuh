@@ -122,8 +122,12 @@ struct WsCooperativeConsumer {
         mainloop<1>(ml, cm, cn, (t % walk.split) * walk.num_k);
       }
       ml.end_tile();
-      moe_epilogue_store<Acc, S::kAct, S::kIsGemm1, Acc::kOutE4m3>(
-          ml, tid, rows, g.out, row0, n0, g.n_dim, partial, walk.bias_row(pid_m), ml.out_scale());
+      if constexpr (Acc::kOwnStore) {
+        ml.template store<S::kAct>(tid, rows, g, row0, n0, walk.bias_row(pid_m));
+      } else {
+        moe_epilogue_store<Acc, S::kAct, S::kIsGemm1, Acc::kOutE4m3>(
+            ml, tid, rows, g.out, row0, n0, g.n_dim, partial, walk.bias_row(pid_m), ml.out_scale());
+      }
     }
   }
 };
@@ -160,6 +164,7 @@ struct WsPingpongConsumer {
 
   MOETUNE_DEVICE void run(GemmParams const& g, Acc& ml) {
     static_assert(!Acc::kRetiresAll, "pingpong: the policy keeps one k-tile in flight");
+    static_assert(!Acc::kOwnStore, "pingpong: the shared epilogue only");
     warpgroup_reg_alloc<S::kConsumerRegs>();
     const int c = wg - 1;
     const int step = static_cast<int>(gridDim.x);

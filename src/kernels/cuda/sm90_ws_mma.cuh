@@ -4,7 +4,8 @@
 // A policy gives the consumers (sm90_ws_consumer.cuh): begin_tile (zero, and whatever the tile
 // needs), mma_k_tile<kH>(a_base, b_base, kt) (returns once the wgmma that read the previous
 // k-tile's stage retired, or with kRetiresAll every wgmma of this one), end_tile, fence_all,
-// acc_at, and the output's element type (kOutE4m3, out_scale). The fp8 policies are in
+// acc_at, the output's element type (kOutE4m3, out_scale), and with kOwnStore its own
+// store(tid, rows, g, row0, n0, bias) in place of the shared epilogue. The fp8 policies are in
 // sm90_fp8_ws_mma.cuh. Covered by tests/kernels/cuda/sm90_gather_test.cpp.
 #pragma once
 
@@ -28,6 +29,9 @@ struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
   static constexpr bool kRetiresAll = false;
   /// GEMM1's h stored as e4m3 divided by out_scale() (the fp8 per-tensor policy); bf16 here.
   static constexpr bool kOutE4m3 = false;
+  /// The policy stores the tile itself (store), not moe_epilogue_store (the fp8 block-scaled
+  /// GEMM1 with h in whole 128-column groups); false here.
+  static constexpr bool kOwnStore = false;
   float acc[kHalves * kHalfRegs];
 
   MOETUNE_DEVICE float out_scale() const { return 1.0f; }

@@ -190,6 +190,39 @@ TEST(Fp8Geometry, RefusesWhatTheKernelCannotRunNamingTheField) {
             std::string::npos);
 }
 
+/// GEMM1's geometry of config c on problem p (which must accept it).
+GemmGeometry gemm1_geometry(core::MoeProblem const& p, core::MoeConfig const& c) {
+  auto g = fp8_gemm_geometry(p, c.gemm1, true);
+  EXPECT_TRUE(g.ok()) << refusal(p, c);
+  return g.ok() ? g.value() : GemmGeometry{};
+}
+
+TEST(Fp8Geometry, Gemm1StoresHqPerTensorAndBlockScaledInWhole128ColumnGroups) {
+  auto const block = shapes(4096)[1];   // gated: a warpgroup's h columns = block_n / warps_n
+  auto const tensor = shapes(4096)[2];  // per-tensor: always from tma_ws
+  EXPECT_TRUE(fp8_gemm1_writes_hq(gemm1_geometry(tensor, ws_config(tensor, 128, 8))));
+  auto c = ws_config(block, 128, 8);  // block_n 64: half a group
+  c.gemm1.pipeline.num_stages = 4;    // 48 KB a stage at 128 columns
+  EXPECT_FALSE(fp8_gemm1_writes_hq(gemm1_geometry(block, c)));
+  c.gemm1.tile.block_n = 128;  // one group a warpgroup (width 256)
+  EXPECT_TRUE(fp8_gemm1_writes_hq(gemm1_geometry(block, c)));
+  auto split = ws_config(block, 64, 8);  // two warpgroups splitting the columns
+  split.gemm1.tile.block_n = 128;        // 64 columns each: not whole groups
+  split.gemm1.pipeline.num_stages = 4;
+  EXPECT_FALSE(fp8_gemm1_writes_hq(gemm1_geometry(block, split)));
+  split.gemm1.tile.block_n = 256;  // 128 each
+  split.gemm1.pipeline.num_stages = 3;
+  EXPECT_TRUE(fp8_gemm1_writes_hq(gemm1_geometry(block, split)));
+  auto relu2 = shapes(4096)[3];  // not gated: 256 columns are two groups
+  auto wide = ws_config(relu2, 128, 8);
+  wide.gemm1.tile.block_n = 256;
+  wide.gemm1.pipeline.num_stages = 4;
+  EXPECT_TRUE(fp8_gemm1_writes_hq(gemm1_geometry(relu2, wide)));
+  for (auto* k : {&c.gemm1, &c.gemm2}) k->launch.schedule = core::Schedule::kCooperative;
+  c.gemm1.tile.block_n = 64;  // the cp.async loop stores bf16 h
+  EXPECT_FALSE(fp8_gemm1_writes_hq(gemm1_geometry(block, c)));
+}
+
 int spill_reports_all_zero(std::string const& log) {
   const std::regex spill(R"((\d+) bytes spill (stores|loads))");
   int lines = 0;
