@@ -132,17 +132,19 @@ FUSED_H = [({"gemm1": _ws(128, 128), "gemm2": _ws(128, 128, stages=6)},
 @pytest.mark.parametrize("case", [(300, 1024, 512, 16, 2), (150, 1024, 384, 16, 4)],
                          ids=["M300-I512", "M150-I384"])
 @pytest.mark.parametrize("pair", [0, 1], ids=["128rows", "64rows-split"])
-def test_block_fp8_gemm1_that_stores_hq_gives_the_bits_of_the_quant_pass(case, pair):
+@pytest.mark.parametrize("act", ["silu", "relu2"])
+def test_block_fp8_gemm1_that_stores_hq_gives_the_bits_of_the_quant_pass(case, pair, act):
     # The fused epilogue quantises h by the quant kernel's rule, and the two-part wgmma promotes
     # each k-block as the one-part one does, so the layer's bits are those of GEMM1 storing bf16
-    # h and the quant pass over it.
+    # h and the quant pass over it (relu2, not gated: the same block_n is one part, half the
+    # width).
     m, k, i, e, top_k = case
-    layer = make_fp8_layer(m, k, i, e, top_k, block=True, seed=900 + m)
+    layer = make_fp8_layer(m, k, i, e, top_k, block=True, activation=act, seed=900 + m)
     fused, twin = FUSED_H[pair]
     _poison()
-    out = _run(layer, "silu", True, config=fused)
-    assert rel_l2(out, fp8_reference(layer, block=True)) <= TOL
-    assert torch.equal(out, _run(layer, "silu", True, config=twin)), "fused h: different bits"
+    out = _run(layer, act, True, config=fused)
+    assert rel_l2(out, fp8_reference(layer, block=True, activation=act)) <= TOL
+    assert torch.equal(out, _run(layer, act, True, config=twin)), "fused h: different bits"
 
 
 WS_CASES = [(1, 512, 256, 16, 4, "silu"), (77, 2048, 768, 32, 8, "silu"),

@@ -31,8 +31,9 @@ MOETUNE_DEVICE void fp8_store_h_group(Mainloop const& ml, int mm, int half, int 
 #pragma unroll
   for (int f = 0; f < 16; ++f) {
     const BiasPair b = load_bias_pair<kAct, true>(bias, col0 + f * 8 + (lane & 3) * 2, n_dim);
-    v[f] = pack_bf16x2(epilogue_value<Mainloop, kAct, true>(ml, mm, nn0 + f, half * 2, 1.0f, b),
-                       epilogue_value<Mainloop, kAct, true>(ml, mm, nn0 + f, half * 2 + 1, 1.0f, b));
+    v[f] =
+        pack_bf16x2(epilogue_value<Mainloop, kAct, true>(ml, mm, nn0 + f, half * 2, 1.0f, b),
+                    epilogue_value<Mainloop, kAct, true>(ml, mm, nn0 + f, half * 2 + 1, 1.0f, b));
     amax = fmaxf(amax, bf16x2_amax(v[f]));
   }
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));

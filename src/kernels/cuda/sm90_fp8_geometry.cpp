@@ -206,13 +206,16 @@ bool fp8_gemm1_writes_hq(GemmGeometry const& g1) {
 
 core::MoeConfig fp8_default_config(core::MoeProblem const& p) {
   const bool block = p.quant == core::Quant::kFp8Block;
-  const int n1 = core::is_gated(p.activation) && block ? 64 : 128;
-  const int n2 = block ? 128 : 256;
   const int block_m = pairs_per_expert(p) >= kFp8Ws128PairsPerExpert ? 128 : 64;
-  const int stages = block && block_m == 128 ? 6 : 4;  // 6 x 32 KB or 4 x 48 KB at 128 rows
+  // Block-scaled gated GEMM1: block_n 128 (width 256 in two parts, storing hq) at 128 rows, 64 at
+  // 64 rows (two warpgroups splitting the columns).
+  const bool wide1 = !block || block_m == 128 || !core::is_gated(p.activation);
+  const int n1 = wide1 ? 128 : 64;
+  const int n2 = block ? 128 : 256;
+  const int stages2 = block && block_m == 128 ? 6 : 4;  // 6 x 32 KB or 4 x 48 KB at 128 rows
   const auto ws = core::Schedule::kTmaWarpSpecialized;
-  return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, stages, 8, ws, 8),
-                         .gemm2 = fp8_kernel(block_m, n2, stages, 8, ws, 8)};
+  return core::MoeConfig{.gemm1 = fp8_kernel(block_m, n1, 4, 8, ws, 8),
+                         .gemm2 = fp8_kernel(block_m, n2, stages2, 8, ws, 8)};
 }
 
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p) {

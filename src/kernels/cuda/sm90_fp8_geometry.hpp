@@ -52,10 +52,10 @@ inline constexpr double kFp8DecodePairsPerExpert = 0.5;
 /// The default rule (fitted on the F2-F4 shapes of bench/fp8_bench.py at M = 1..16384 on an
 /// H100): both GEMMs on tma_ws (a TMA producer warpgroup, persistent), at every M. Below
 /// kFp8Ws128PairsPerExpert pairs per expert, block_m 64 with two consumer warpgroups splitting
-/// the columns; from there block_m 128 (two consumers of 64 rows). block_n 128 (gated GEMM1 64
-/// when block-scaled, whose partial sums double the accumulators), GEMM2 block-scaled 128 /
-/// per-tensor 256; block-scaled 6 stages at block_m 128, else 4; group_m 8. The cp.async loop
-/// stays in the search space: it was 2-12% slower than tma_ws 64 at 0.03-32 pairs per expert.
+/// the columns; from there block_m 128 (two consumers of 64 rows). block_n 128 (block-scaled
+/// gated GEMM1 at 64 rows: 64), GEMM2 block-scaled 128 / per-tensor 256; a block-scaled GEMM2
+/// at block_m 128 6 stages, else 4; group_m 8. The cp.async loop stays in the search space: it
+/// was 2-12% slower than tma_ws 64 at 0.03-32 pairs per expert.
 core::MoeConfig fp8_default_config(core::MoeProblem const& p);
 /// Every config of the regime the tuner may try (before can_implement prunes it).
 std::vector<core::MoeConfig> fp8_search_space(core::MoeProblem const& p);

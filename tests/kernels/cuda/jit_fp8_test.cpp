@@ -84,6 +84,16 @@ TEST(Fp8Geometry, DefaultRuleRunsTmaWsAt64RowsBelow48PairsPerExpertAnd128From48)
         EXPECT_EQ(k.tile.block_m, block_m) << core::to_string(p) << ": " << core::short_string(c);
         EXPECT_EQ(k.pipeline.num_warps, 8) << core::short_string(c);  // 64 rows: split columns
       }
+      // block-scaled GEMM1 at 128 rows: 128 columns of h a warpgroup (gated: width 256), so it
+      // stores hq (no quant pass over h)
+      const bool wide =
+          p.quant == core::Quant::kFp8Tensor || block_m == 128 || !core::is_gated(p.activation);
+      EXPECT_EQ(c.gemm1.tile.block_n, wide ? 128 : 64) << core::short_string(c);
+      auto const g1 = fp8_gemm_geometry(p, c.gemm1, true);
+      ASSERT_TRUE(g1.ok());
+      EXPECT_EQ(fp8_gemm1_writes_hq(g1.value()),
+                p.quant == core::Quant::kFp8Tensor || block_m == 128)
+          << core::to_string(p);
     }
   }
 }
