@@ -5,10 +5,10 @@ Modes: "cuda" (compiled Triton on GPU 0) or "interpreter" (TRITON_INTERPRET=1 on
 runs each program in numpy; chosen when the environment sets it or no GPU is visible, and fixed
 for the process, since Triton reads it when the kernel is decorated).
 
-  prepare  x ~ N(0,1) [M, K], w1 ~ N(0,1)/sqrt(K) [E, N1, K], w2 ~ N(0,1)/sqrt(I) [E, K, I], bf16,
-           from the seed; routing from the profile (same kinds as core/routing.hpp, drawn with
-           torch's generator: the same distributions, not the C++ workers' bits); the reference
-           (fp64 on the CPU, fp32 per expert on the GPU).
+  prepare  x ~ N(0,1) [M, K] bf16 from the seed, then the layer (triton_layers: its bf16
+           weights, vLLM's layer on them, and its reference: fp64 on the CPU, fp32 per expert on
+           the GPU); routing from the profile (same kinds as core/routing.hpp, drawn with torch's
+           generator: the same distributions, not the C++ workers' bits).
   run      vLLM's layer for one row: align (vLLM's wrapper, computed once per BLOCK_SIZE_M and
            kept out of the timings, as the anchors time vLLM), GEMM1, activation, GEMM2 with the
            routed weights, top-k sum.
@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from . import triton_rules
+from . import triton_layers, triton_rules
 
 kFlushFactor = 2  # the L2 flush writes this many times the L2's size
 
@@ -172,47 +172,23 @@ class Testbed:
                 triton_rules.ROW_FIELDS}
 
     def prepare(self, problem, routing, seed):
-        from moetune.engines import vllm_triton
-
         self.stop()
         self.data, self.problem, self._assignments = None, None, {}
         reason = triton_rules.unsupported_problem(problem)
         if reason:
             raise Failure("launch_failed", reason)
-        M, K, I = problem["num_tokens"], problem["hidden_size"], problem["intermediate_size"]
-        E, top_k, act = problem["num_experts"], problem["top_k"], problem["activation"]
-        n1 = triton_rules.gemm1_n(problem)
-        dev = self.device
-        g = torch.Generator(device=dev).manual_seed(int(seed))
-        x = torch.randn(M, K, generator=g, device=dev).to(torch.bfloat16)
-        # Expert by expert: an fp32 draw of all of w1 at once would need 4x the bf16 weights.
-        w1 = torch.empty(E, n1, K, dtype=torch.bfloat16, device=dev)
-        w2 = torch.empty(E, K, I, dtype=torch.bfloat16, device=dev)
-        for e in range(E):
-            w1[e] = torch.randn(n1, K, generator=g, device=dev) / math.sqrt(K)
-            w2[e] = torch.randn(K, I, generator=g, device=dev) / math.sqrt(I)
-        ids, tw = make_routing(routing, M, E, top_k, dev)
-        layer = vllm_triton.VllmTritonMoe(w1, w2, top_k, act, engine=self.engine)
-        ref = self._reference(x, w1, w2, tw, ids, act)
-        self.data = dict(x=x, w1=w1, w2=w2, tw=tw, ids=ids, layer=layer, ref=ref,
+        M, K = problem["num_tokens"], problem["hidden_size"]
+        g = torch.Generator(device=self.device).manual_seed(int(seed))
+        x = torch.randn(M, K, generator=g, device=self.device).to(torch.bfloat16)
+        ids, tw = make_routing(routing, M, problem["num_experts"], problem["top_k"], self.device)
+        layer, ref = triton_layers.bf16_layer(problem, x, tw, ids, g, self.engine, self._dt())
+        self.data = dict(x=x, tw=tw, ids=ids, layer=layer, ref=ref,
                          ref_norm=float(ref.double().norm()))
         self.problem = problem
 
-    def _reference(self, x, w1, w2, tw, ids, act):
-        """sum_j tw[m, j] * w2[e] @ act(w1[e] @ x[m]) per expert: fp64 on the CPU, fp32 on GPU."""
-        dt = torch.float64 if self.interpret else torch.float32
-        out = torch.zeros(x.shape, dtype=dt, device=x.device)
-        flat = ids.long().flatten()
-        inter = w2.shape[2]
-        for e in flat.unique().tolist():
-            pairs = (flat == e).nonzero().flatten()
-            rows = pairs // ids.shape[1]
-            h = x[rows].to(dt) @ w1[e].to(dt).T
-            a = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:] if act == "silu" else \
-                torch.relu(h).square()
-            y = a @ w2[e].to(dt).T
-            out.index_add_(0, rows, y * tw.flatten()[pairs].to(dt).unsqueeze(1))
-        return out
+    def _dt(self):
+        """The reference's dtype: fp64 on the CPU, fp32 on the GPU (fp64 matmuls are slow there)."""
+        return torch.float64 if self.interpret else torch.float32
 
     def _need(self):
         if self.data is None:
