@@ -3,8 +3,8 @@ magnitude where a scale applies (so a weight read with the wrong scale shows), q
 checkpoints store them (one fp32 scale amax / 448 per 128 x 128 block, or per expert), and their
 exact dequantisation.
 
-Used by the tests' fp8 layers (tests/python/fp8_reference.py); in the package so that the
-package's own checks can draw the same weights.
+Shared by the triton family's testbed (triton_layers.fp8_layer, for problems with quant
+fp8_block or fp8_tensor) and the tests' fp8 layers (tests/python/fp8_reference.py).
 """
 
 import math
@@ -24,6 +24,13 @@ def blocky(g, experts, rows, cols):
                               generator=g, device=g.device) * 4 - 3)
     mag = mag.repeat_interleave(BLOCK, 1)[:, :rows].repeat_interleave(BLOCK, 2)[:, :, :cols]
     return w * mag / math.sqrt(cols)
+
+
+def ranged(g, experts, rows, cols):
+    """Random fp32 [E, rows, cols] on g's device, each expert at its own scale 10^-1 .. 10^1
+    (then / sqrt(cols)): an expert read with another's per-tensor scale is off by up to 100x."""
+    mag = 10.0 ** (torch.rand(experts, 1, 1, generator=g, device=g.device) * 2 - 1)
+    return torch.randn(experts, rows, cols, generator=g, device=g.device) * mag / math.sqrt(cols)
 
 
 def quant_weight_blocks(w):
@@ -51,3 +58,25 @@ def dequant_weights(q, s, dtype=torch.float64):
     b = q.to(dtype).reshape(e, r // BLOCK, BLOCK, c // BLOCK, BLOCK)
     return (b * s.to(dtype)[:, :, None, :, None]).reshape(e, r, c)
 
+
+def draw_blocks(g, experts, rows, cols):
+    """fp8_block weights: e4m3 [E, rows, cols] with blocks at 10^-3 .. 10^1 (blocky) and their
+    scales [E, rows/128, cols/128], drawn and quantised one expert at a time."""
+    return _draw(g, experts, rows, cols, blocky, quant_weight_blocks)
+
+
+def draw_experts(g, experts, rows, cols):
+    """fp8_tensor weights: e4m3 [E, rows, cols] with experts at 10^-1 .. 10^1 (ranged) and their
+    scales [E], drawn and quantised one expert at a time."""
+    return _draw(g, experts, rows, cols, ranged, quant_weight_tensor)
+
+
+def _draw(g, experts, rows, cols, draw, quantize):
+    # One expert at a time: an fp32 draw of every expert at once would need 4x the e4m3 weights.
+    q = torch.empty(experts, rows, cols, dtype=FP8, device=g.device)
+    scales = []
+    for e in range(experts):
+        qe, se = quantize(draw(g, 1, rows, cols))
+        q[e] = qe[0]
+        scales.append(se)
+    return q, torch.cat(scales)

@@ -5,15 +5,17 @@ Modes: "cuda" (compiled Triton on GPU 0) or "interpreter" (TRITON_INTERPRET=1 on
 runs each program in numpy; chosen when the environment sets it or no GPU is visible, and fixed
 for the process, since Triton reads it when the kernel is decorated).
 
-  prepare  x ~ N(0,1) [M, K] bf16 from the seed, then the layer (triton_layers: its bf16
-           weights, vLLM's layer on them, and its reference: fp64 on the CPU, fp32 per expert on
-           the GPU); routing from the profile (same kinds as core/routing.hpp, drawn with torch's
-           generator: the same distributions, not the C++ workers' bits).
+  prepare  x ~ N(0,1) [M, K] bf16 from the seed, then the layer (triton_layers: bf16 weights,
+           or for quant fp8_block / fp8_tensor e4m3 weights with their scales, vLLM's layer on
+           them, and its reference: fp64 on the CPU, fp32 per expert on the GPU); routing from
+           the profile (same kinds as core/routing.hpp, drawn with torch's generator: the same
+           distributions, not the C++ workers' bits).
   run      vLLM's layer for one row: align (vLLM's wrapper, computed once per BLOCK_SIZE_M and
            kept out of the timings, as the anchors time vLLM), GEMM1, activation, GEMM2 with the
            routed weights, top-k sum.
-  check    one run with the intermediate buffers poisoned (NaN), compared with the reference;
-           digest = FNV-1a of the output's bits (the winner's recheck compares it).
+  check    one run with the intermediate buffers poisoned (NaN), compared with the reference
+           (first_bad past triton_layers.tolerance, the tuner gate's); digest = FNV-1a of
+           the output's bits (the winner's recheck compares it).
   time     interpreter: wall time per run; cuda: one CUDA graph of the run, replayed `reps`
            times with L2 flushed before each replay, CUDA events around each replay.
   compile  cuda: vLLM's two launches traced with warmup=True, their specializations compiled in
@@ -153,20 +155,23 @@ class Testbed:
         return torch.cuda.get_device_properties(0).shared_memory_per_block_optin
 
     def default_row(self, problem):
-        """What vLLM runs for bf16 at M = num_tokens without our table: on the GPU, the row
-        nearest M of the file it reads for this E, I and GPU (VLLM_TUNED_CONFIG_FOLDER's, else
-        the one it ships) when there is one; else, and in the interpreter, get_default_config."""
+        """What vLLM runs at M = num_tokens without our table: on the GPU, the row nearest M of
+        the file it reads for this E, I, GPU, dtype and block shape (VLLM_TUNED_CONFIG_FOLDER's,
+        else the one it ships; fp8: dtype=fp8_w8a8[,block_shape=[128,128]]) when there is one;
+        else, and in the interpreter, get_default_config for that dtype and block shape."""
         from moetune.engines import vllm_triton
 
-        p = problem
+        p, quant = problem, triton_rules.quant(problem)
         E, K, I = p["num_experts"], p["hidden_size"], p["intermediate_size"]
         device_name = capability = None
         if not self.interpret:
             device_name = torch.cuda.get_device_name(0)
             capability = torch.cuda.get_device_capability(0)
+        block = [triton_rules.kFp8Group] * 2 if quant == "fp8_block" else None
         row = vllm_triton.engine_config(
             self.engine, (E, triton_rules.gemm1_n(p), K), (E, K, I), p["top_k"], p["num_tokens"],
-            device_name=device_name, capability=capability).config
+            device_name=device_name, capability=capability,
+            dtype=None if quant == "none" else "fp8_w8a8", block_shape=block).config
         # VLLM_BATCH_INVARIANT leaves warps and stages to Triton's defaults (4 and 3).
         return {f: row.get(f, {"num_warps": 4, "num_stages": 3}.get(f)) for f in
                 triton_rules.ROW_FIELDS}
@@ -181,7 +186,9 @@ class Testbed:
         g = torch.Generator(device=self.device).manual_seed(int(seed))
         x = torch.randn(M, K, generator=g, device=self.device).to(torch.bfloat16)
         ids, tw = make_routing(routing, M, problem["num_experts"], problem["top_k"], self.device)
-        layer, ref = triton_layers.bf16_layer(problem, x, tw, ids, g, self.engine, self._dt())
+        fp8 = triton_rules.quant(problem) != "none"
+        make = triton_layers.fp8_layer if fp8 else triton_layers.bf16_layer
+        layer, ref = make(problem, x, tw, ids, g, self.engine, self._dt())
         self.data = dict(x=x, tw=tw, ids=ids, layer=layer, ref=ref,
                          ref_norm=float(ref.double().norm()))
         self.problem = problem
@@ -339,7 +346,7 @@ class Testbed:
             norm = d["ref_norm"]
             rel = float(err.norm()) / norm if norm > 0 else (0.0 if float(err.norm()) == 0 else
                                                              math.inf)
-            if rel > 1e-2:  # tolerance_for(bf16): say where it is worst
+            if rel > triton_layers.tolerance(triton_rules.quant(self.problem)):
                 first_bad = int(err.abs().argmax())
         return {"rel_l2_error": rel, "all_finite": all_finite, "all_written": all_finite,
                 "digest": _digest(out), "first_bad": first_bad}
