@@ -1,16 +1,14 @@
 """fp8 (e4m3) MoE layers for the tests: fresh random weights whose 128x128 blocks differ in range by
-orders of magnitude (so a wrong block scale shows), the quantisation the kernels apply to their
-inputs, repeated exactly, and an fp64 reference on the dequantised values."""
-
-import math
+orders of magnitude (so a wrong block scale shows; drawn and quantised by the package's
+moetune.tuner.fp8_weights, which the triton family's testbed uses too), the quantisation the
+kernels apply to their inputs, repeated exactly, and an fp64 reference on the dequantised
+values."""
 
 import torch
 
 from moe_reference import GATED, _act
-
-FP8 = torch.float8_e4m3fn
-FP8_MAX = 448.0
-BLOCK = 128
+from moetune.tuner.fp8_weights import (BLOCK, FP8, FP8_MAX, blocky, dequant_weights,
+                                       quant_weight_blocks, quant_weight_tensor)
 
 
 def quant_groups(t):
@@ -34,30 +32,6 @@ def quant_tensor(t, s):
     return (t.float() / s).clamp(-FP8_MAX, FP8_MAX).to(FP8)
 
 
-def _blocky(g, experts, rows, cols):
-    """Random fp32 [E, rows, cols] whose 128x128 blocks span 10^-3 .. 10^1 in scale."""
-    w = torch.randn(experts, rows, cols, generator=g)
-    mag = 10.0 ** (torch.rand(experts, math.ceil(rows / BLOCK), math.ceil(cols / BLOCK),
-                              generator=g) * 4 - 3)
-    mag = mag.repeat_interleave(BLOCK, 1)[:, :rows].repeat_interleave(BLOCK, 2)[:, :, :cols]
-    return w * mag / math.sqrt(cols)
-
-
-def quant_weight_blocks(w):
-    """[E, R, C] -> e4m3 weights and fp32 scales [E, R/128, C/128] (amax / 448 per block)."""
-    e, r, c = w.shape
-    b = w.reshape(e, r // BLOCK, BLOCK, c // BLOCK, BLOCK)
-    s = b.abs().amax(dim=(2, 4)) / FP8_MAX
-    q = (b / s[:, :, None, :, None]).clamp(-FP8_MAX, FP8_MAX).to(FP8)
-    return q.reshape(e, r, c), s.float()
-
-
-def dequant_weight_blocks(q, s):
-    e, r, c = q.shape
-    b = q.double().reshape(e, r // BLOCK, BLOCK, c // BLOCK, BLOCK)
-    return (b * s.double()[:, :, None, :, None]).reshape(e, r, c)
-
-
 def make_fp8_layer(m, k, inter, experts, top_k, *, block, activation="silu", seed=0,
                    device="cuda", experts_hit=None):
     """x bf16 [M, K]; w1, w2 e4m3 with their scales (block: per 128x128 block; else per expert);
@@ -66,14 +40,9 @@ def make_fp8_layer(m, k, inter, experts, top_k, *, block, activation="silu", see
     g = torch.Generator(device="cpu").manual_seed(seed)
     n1 = 2 * inter if GATED[activation] else inter
     x = torch.randn(m, k, generator=g) * (1 + 4 * torch.rand(m, 1, generator=g))
-    w1, w2 = _blocky(g, experts, n1, k), _blocky(g, experts, k, inter)
-    if block:
-        (w1q, w1s), (w2q, w2s) = quant_weight_blocks(w1), quant_weight_blocks(w2)
-    else:
-        w1s = w1.abs().amax(dim=(1, 2)) / FP8_MAX
-        w2s = w2.abs().amax(dim=(1, 2)) / FP8_MAX
-        w1q = (w1 / w1s[:, None, None]).to(FP8)
-        w2q = (w2 / w2s[:, None, None]).to(FP8)
+    w1, w2 = blocky(g, experts, n1, k), blocky(g, experts, k, inter)
+    quant = quant_weight_blocks if block else quant_weight_tensor
+    (w1q, w1s), (w2q, w2s) = quant(w1), quant(w2)
     hit = experts if experts_hit is None else experts_hit
     logits = torch.randn(m, hit, generator=g)
     weights, ids = torch.topk(torch.softmax(logits, dim=-1), top_k, dim=-1)
@@ -82,12 +51,9 @@ def make_fp8_layer(m, k, inter, experts, top_k, *, block, activation="silu", see
     return {key: v.to(device) for key, v in d.items()}
 
 
-def _dequant_weights(layer, block):
-    if block:
-        return (dequant_weight_blocks(layer["w1"].cpu(), layer["w1_scale"].cpu()),
-                dequant_weight_blocks(layer["w2"].cpu(), layer["w2_scale"].cpu()))
-    return (layer["w1"].cpu().double() * layer["w1_scale"].cpu().double()[:, None, None],
-            layer["w2"].cpu().double() * layer["w2_scale"].cpu().double()[:, None, None])
+def _dequant_weights(layer):
+    return (dequant_weights(layer["w1"].cpu(), layer["w1_scale"].cpu()),
+            dequant_weights(layer["w2"].cpu(), layer["w2_scale"].cpu()))
 
 
 def fp8_reference(layer, *, block, activation="silu", a1_scale=None, a2_scale=None):
@@ -96,7 +62,7 @@ def fp8_reference(layer, *, block, activation="silu", a1_scale=None, a2_scale=No
     the same way (a2_scale), GEMM2, the routing weights, the sum over top-k."""
     x = layer["x"].cpu()
     ids, tw = layer["topk_ids"].long().cpu(), layer["topk_weights"].double().cpu()
-    w1, w2 = _dequant_weights(layer, block)
+    w1, w2 = _dequant_weights(layer)
     inter = w2.shape[2]
     if block:
         xq, xs = quant_groups(x)
@@ -121,7 +87,7 @@ def static_scales(layer, activation="silu"):
     intermediate (from an unquantised fp64 pass)."""
     x = layer["x"].cpu()
     a1 = float(x.float().abs().max()) / FP8_MAX
-    w1, _ = _dequant_weights(layer, block=False)
+    w1, _ = _dequant_weights(layer)
     inter = layer["w2"].shape[2]
     ids = layer["topk_ids"].long().cpu()
     amax = 0.0

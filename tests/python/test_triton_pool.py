@@ -4,8 +4,9 @@ processes (Triton's compiler and ptxas need no GPU) into the Triton cache the ca
 A launch the pool compiled is a cache hit here afterwards (nothing new in the cache directory);
 its answer equals an in-process compile's; a specialization Triton refuses is a CompileError
 with Triton's message and the pool goes on; a child that dies mid-request fails that request and
-the next one gets a new child. The GPU half (the tuner's testbed loading the pool's kernels into
-vLLM's launches) is tests/python/test_triton_worker.py's GPU test.
+the next one gets a new child; the fp8 launches (block and per-tensor, sm_89 and sm_90) take the
+shared memory triton_rules.smem_bytes says. The GPU half (the tuner's testbed loading the pool's
+kernels into vLLM's launches) is test_triton_worker.py's and test_triton_fp8.py's GPU tests.
 """
 
 import os
@@ -25,6 +26,20 @@ PROBLEM = {"num_tokens": 256, "hidden_size": 256, "intermediate_size": 128, "num
            "top_k": 2, "activation": "silu", "dtype": "bf16", "arch": "sm_90a"}
 ROWS = [{"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": 64, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 1,
          "num_warps": 4, "num_stages": 3} for bm in (16, 64)]
+# vLLM's fp8 launches (GEMM1 of Qwen3-30B-A3B's experts at M = 256) where each term of
+# triton_rules.smem_bytes shows: (capability, quant, (BLOCK_SIZE_M, N, K, num_warps, num_stages)).
+FP8_PROBLEM = {"num_tokens": 256, "hidden_size": 2048, "intermediate_size": 768,
+               "num_experts": 128, "top_k": 8, "activation": "silu", "dtype": "bf16"}
+FP8_SMEM_ROWS = [
+    (90, "fp8_block", (128, 32, 64, 4, 2)),  # wgmma's buffers + the scale vectors' conversion
+    (90, "fp8_block", (128, 128, 128, 8, 3)),  # 8 warps: a 128-long vector needs no buffer
+    (90, "fp8_block", (64, 32, 256, 4, 4)),  # BLOCK_SIZE_K 256 launched as 128
+    (90, "fp8_tensor", (16, 128, 128, 4, 3)),  # swapped by vLLM: wgmma's num_stages buffers
+    (89, "fp8_tensor", (16, 128, 128, 4, 3)),  # the same on sm_89: mma.sync's num_stages - 1
+    (89, "fp8_block", (16, 256, 64, 4, 3)),  # mma.sync + the conversion
+    (89, "fp8_block", (128, 64, 64, 4, 2)),  # the epilogue's bf16 C tile is the larger term
+]
+FP8_SMEM_UPPER = (90, "fp8_tensor", (128, 256, 64, 4, 2))  # the C tile's bound, not taken here
 
 
 @pytest.fixture
@@ -123,11 +138,37 @@ def test_triton_compile_jobs_matches_one_process(engine, tmp_path):
     assert [m for m, _ in one] == [256, 256], one  # 64 x 256 x 256 x 5 stages: over 227 KB
 
 
-def test_testbed_loads_what_the_pool_compiled_without_compiling_again(engine, monkeypatch):
+def _fp8_smem(engine, cap, quant, shape):
+    """(Triton's shared memory for vLLM's GEMM1 launch of the row, triton_rules' bytes)."""
+    from moetune.tuner import triton_compile, triton_pool, triton_rules
+
+    bm, bn, bk, warps, stages = shape
+    row = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 1,
+           "num_warps": warps, "num_stages": stages}
+    p = dict(FP8_PROBLEM, arch=f"sm_{cap}", quant=quant)
+    spec = triton_compile.specialization(engine, p, row, 1, cap)
+    compiled = triton_pool.compile_specialization(engine.fused_moe_kernel, spec, ("cuda", cap, 32))
+    return compiled, triton_rules.smem_bytes(p["arch"], row, quant)
+
+
+@pytest.mark.parametrize("cap,quant,shape", FP8_SMEM_ROWS)
+def test_fp8_shared_memory_rule_is_what_triton_allocates(engine, cap, quant, shape):
+    compiled, rule = _fp8_smem(engine, cap, quant, shape)
+    assert compiled == rule, (cap, quant, shape, compiled, rule)
+
+
+def test_fp8_shared_memory_rule_bounds_the_epilogue_where_triton_takes_less(engine):
+    compiled, rule = _fp8_smem(engine, *FP8_SMEM_UPPER)
+    assert compiled < rule == 128 * 256 * 2, (FP8_SMEM_UPPER, compiled, rule)
+
+
+@pytest.mark.parametrize("quant", ["none", "fp8_block", "fp8_tensor"])
+def test_testbed_loads_what_the_pool_compiled_without_compiling_again(engine, monkeypatch, quant):
     """The tuner's testbed in cuda mode, its GPU replaced by a stand-in driver that names an
     sm_90 target (the launches are traced, never run): the JIT's own specializations go to the
     pool, and loading the rows afterwards adds no kernel to the cache, i.e. the JIT's cache keys
-    equal the pool's. The same on the GPU: test_triton_worker.py's GPU test."""
+    equal the pool's; for bf16 and both fp8 launches. The same on the GPU: test_triton_worker.py's
+    and test_triton_fp8.py's GPU tests."""
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
 
@@ -147,8 +188,9 @@ def test_testbed_loads_what_the_pool_compiled_without_compiling_again(engine, mo
     bed = triton_testbed.Testbed(interpret=False)
     bed.device = "cpu"  # the tensors the traced launches take
     bed.load()
-    bed.prepare(dict(PROBLEM, num_tokens=96), {"kind": "uniform", "seed": 5}, 5)
-    rows = triton_rules.space(dict(PROBLEM, num_tokens=96))[:3]
+    problem = dict(PROBLEM, num_tokens=96, quant=quant)
+    bed.prepare(problem, {"kind": "uniform", "seed": 5}, 5)
+    rows = triton_rules.space(problem)[:3]
     bed.compile_in_background(rows)
     for _, futures in bed._pending.values():
         assert [f.result(timeout=300) > 0 for f in futures] == [True, True]

@@ -65,6 +65,8 @@ def test_device_name_is_torchs_with_spaces_as_underscores(tmp_path):
     ({"family": "sm90_gather"}, "family = 'sm90_gather', expected 'triton_vllm'"),
     ({"toolchain": "nvrtc 13.0"}, "toolchain = 'nvrtc 13.0' is not 'triton X.Y.Z'"),
     ({"dtype": "fp8"}, "dtype = 'fp8', expected 'bf16'"),
+    ({"dtype_tag": "fp8_w8a8", "block_shape": [128, 128]},
+     "dtype_tag = 'fp8_w8a8', expected none; only bf16 tables are exported"),
 ])
 def test_refuses_a_table_that_is_not_the_triton_familys(tmp_path, capsys, change, message):
     table = _table(tmp_path, key=dict(KEY, **change))

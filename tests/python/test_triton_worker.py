@@ -82,24 +82,57 @@ def test_row_and_config_round_trip():
     assert triton_rules.moe_config({"gemm1": config["gemm1"]}) == config  # gemm2 absent = gemm1
 
 
+def test_fp8_block_space_is_vllms_tuner_space_filtered_for_the_block_shape():
+    """benchmark_moe.py keeps BLOCK_SIZE_N and BLOCK_SIZE_K multiples of the block's 128; of
+    those, BLOCK_SIZE_K 256 is launched as 128 (the same kernel), so 128 stays. The per-tensor
+    space is the bf16 one."""
+    p = dict(TINY, hidden_size=2048, intermediate_size=768, num_experts=128, top_k=8,
+             arch="sm_90a", num_tokens=4096)
+    bf16 = {triton_rules.short(r) for r in triton_rules.space(p)}
+    block = triton_rules.space(dict(p, quant="fp8_block"))
+    want = {triton_rules.short(r) for r in triton_rules.space(p)
+            if r["BLOCK_SIZE_N"] % 128 == 0 and r["BLOCK_SIZE_K"] == 128}
+    assert {triton_rules.short(r) for r in block} == want and len(block) == 320
+    assert {triton_rules.short(r) for r in triton_rules.space(dict(p, quant="fp8_tensor"))} == bf16
+    launched = {triton_rules.launched_block_k("fp8_block", dict(r, BLOCK_SIZE_K=k))
+                for r in block[:1] for k in (64, 128, 256)}
+    assert launched == {64, 128}
+
+
+def test_fp8_rules_refuse_what_the_kernel_cannot_run():
+    p = dict(TINY, hidden_size=2048, intermediate_size=768, arch="sm_90a", num_tokens=64)
+    row = triton_rules.default_row(dict(p, quant="fp8_block"))
+    for q in ("fp8_block", "fp8_tensor"):
+        assert triton_rules.feasible(dict(p, quant=q), triton_rules.config_of_row(row)) == ""
+        assert "needs sm_89" in triton_rules.feasible(dict(p, quant=q, arch="sm_86"),
+                                                      triton_rules.config_of_row(row))
+        small_k = triton_rules.config_of_row(dict(row, BLOCK_SIZE_K=16))
+        assert "below 32" in triton_rules.feasible(dict(p, quant=q), small_k)
+        assert triton_rules.feasible(p, small_k) == ""  # bf16's tl.dot takes K = 16
+    assert "quant = int8" in triton_rules.feasible(dict(p, quant="int8"),
+                                                   triton_rules.config_of_row(row))
+
+
 @needs_engine
 def test_default_rule_is_vllms_own_get_default_config():
     from moetune.engines import vllm_triton
 
     eng = vllm_triton.load()
-    for E in (8, 64, 256):
-        for M in (1, 2, 31, 32, 33, 64, 65, 96, 97, 128, 129, 512, 513, 8192, 65536):
-            got = eng.get_default_config(M, E, 768, 2048, 8, None, None)
-            want = triton_rules.default_row(dict(TINY, num_tokens=M, num_experts=E))
-            assert {k: got[k] for k in triton_rules.ROW_FIELDS} == want, (M, E, got)
-            assert got["SPLIT_K"] == 1
+    for quant, dtype, block in (("none", None, None), ("fp8_tensor", "fp8_w8a8", None),
+                                ("fp8_block", "fp8_w8a8", [128, 128])):
+        for E in (8, 64, 256):
+            for M in (1, 2, 4, 5, 8, 9, 16, 17, 31, 32, 33, 64, 65, 96, 97, 128, 129, 512, 513,
+                      8192, 65536):
+                got = eng.get_default_config(M, E, 768, 2048, 8, dtype, block)
+                want = triton_rules.default_row(dict(TINY, num_tokens=M, num_experts=E,
+                                                     quant=quant))
+                assert {k: got[k] for k in triton_rules.ROW_FIELDS} == want, (quant, M, E, got)
+                assert got["SPLIT_K"] == 1
 
 
-@needs_engine
-def test_gpu_default_row_is_the_row_vllm_reads_for_that_gpu(monkeypatch, tmp_path):
-    """On the GPU the search's incumbent is what vLLM runs without our table: the row nearest M
-    of the file it ships for E, N and the GPU (an S1-like shape on an H100), a
-    VLLM_TUNED_CONFIG_FOLDER file before that, and its default rule where it has neither."""
+def _testbed_on(monkeypatch, device_name):
+    """A cuda-mode testbed whose torch.cuda names device_name (capability 9.0): default_row
+    runs vLLM's lookup for that GPU without one; VLLM_TUNED_CONFIG_FOLDER unset."""
     import torch
 
     from moetune.engines import vllm_triton
@@ -107,15 +140,29 @@ def test_gpu_default_row_is_the_row_vllm_reads_for_that_gpu(monkeypatch, tmp_pat
 
     bed = triton_testbed.Testbed(interpret=False)
     bed.engine = vllm_triton.load()
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: device_name)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *_: (9, 0))
     monkeypatch.delenv("VLLM_TUNED_CONFIG_FOLDER", raising=False)
+    return bed
+
+
+def _shipped(name):
+    """The rows of a config file vLLM 0.33.0 ships, by M."""
+    with open(os.path.join(ENGINE, "vllm", "model_executor", "layers", "fused_moe", "configs",
+                           name)) as f:
+        return {int(k): v for k, v in json.load(f).items() if k.isdigit()}
+
+
+@needs_engine
+def test_gpu_default_row_is_the_row_vllm_reads_for_that_gpu(monkeypatch, tmp_path):
+    """On the GPU the search's incumbent is what vLLM runs without our table: the row nearest M
+    of the file it ships for E, N and the GPU (an S1-like shape on an H100), a
+    VLLM_TUNED_CONFIG_FOLDER file before that, and its default rule where it has neither."""
+    bed = _testbed_on(monkeypatch, "NVIDIA H100 80GB HBM3")
     p = dict(TINY, num_experts=128, hidden_size=2688, intermediate_size=1856, arch="sm_90a",
              activation="relu2")
     name = "E=128,N=1856,device_name=NVIDIA_H100_80GB_HBM3.json"
-    with open(os.path.join(ENGINE, "vllm", "model_executor", "layers", "fused_moe", "configs",
-                           name)) as f:
-        shipped = {int(k): v for k, v in json.load(f).items() if k.isdigit()}
+    shipped = _shipped(name)
     differs = 0
     for m in (1, 100, 3000, 16384):
         q = dict(p, num_tokens=m)
@@ -130,6 +177,27 @@ def test_gpu_default_row_is_the_row_vllm_reads_for_that_gpu(monkeypatch, tmp_pat
     assert bed.default_row(dict(p, num_tokens=100)) == mine
     q = dict(p, num_experts=96, num_tokens=100)  # vLLM ships no file for E=96
     assert bed.default_row(q) == triton_rules.default_row(q)
+
+
+@needs_engine
+def test_gpu_default_row_for_fp8_is_vllms_fp8_file_not_the_bf16_one(monkeypatch):
+    """fp8 problems reach vLLM's lookup with dtype fp8_w8a8 and the block shape: on an H200,
+    E=128, N=768 (Qwen3-30B-A3B) has a bf16 file and a block-fp8 file; the block problem takes
+    the fp8 file's rows, the per-tensor one (no file) vLLM's default rule for fp8."""
+    bed = _testbed_on(monkeypatch, "NVIDIA H200")
+    p = dict(TINY, num_experts=128, hidden_size=2048, intermediate_size=768, top_k=8,
+             arch="sm_90a")
+    shipped = _shipped("E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,"
+                       "block_shape=[128,128].json")
+    differs = 0
+    for m in (1, 100, 3000):
+        block = bed.default_row(dict(p, num_tokens=m, quant="fp8_block"))
+        want = shipped[min(shipped, key=lambda k: abs(k - m))]
+        assert block == {f: want[f] for f in triton_rules.ROW_FIELDS}, m
+        differs += block != bed.default_row(dict(p, num_tokens=m))  # the bf16 file's row
+        tensor = dict(p, num_tokens=m, quant="fp8_tensor")
+        assert bed.default_row(tensor) == triton_rules.default_row(tensor), m
+    assert differs, "the fp8 rows equal the bf16 file's: the test would not tell them apart"
 
 
 class Worker:

@@ -37,7 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
 ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 sys.path.insert(0, HERE)
-from fp8_reference import (FP8_MAX, dequant_groups, dequant_weight_blocks,  # noqa: E402
+from fp8_reference import (FP8_MAX, dequant_groups, dequant_weights,  # noqa: E402
                            fp8_reference, make_fp8_layer, quant_groups, static_scales)
 from interpreter_child import run_interpreter_child  # noqa: E402
 from moe_reference import rel_l2  # noqa: E402
@@ -129,13 +129,11 @@ def vllm_rounding_reference(layer, quant):
     x = layer["x"].cpu()
     ids, tw = layer["topk_ids"].long().cpu(), layer["topk_weights"].double().cpu()
     block = "block_shape" in quant
+    w1 = dequant_weights(layer["w1"].cpu(), layer["w1_scale"].cpu())
+    w2 = dequant_weights(layer["w2"].cpu(), layer["w2_scale"].cpu())
     if block:
-        w1 = dequant_weight_blocks(layer["w1"].cpu(), layer["w1_scale"].cpu())
-        w2 = dequant_weight_blocks(layer["w2"].cpu(), layer["w2_scale"].cpu())
         xd = dequant_groups(*quant_groups(x))
     else:
-        w1 = layer["w1"].cpu().double() * layer["w1_scale"].cpu().double()[:, None, None]
-        w2 = layer["w2"].cpu().double() * layer["w2_scale"].cpu().double()[:, None, None]
         a1, a2 = float(quant["a1_scale"]), float(quant["a2_scale"])
         xd = _quant_static(x, a1)
     inter = w2.shape[2]

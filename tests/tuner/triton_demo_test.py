@@ -14,6 +14,14 @@ the toolchain serves it. One case per run, named as ctest names it (tests/CMakeL
       oom on seven candidates of one bucket: each ends in its outcome in the store (crashed,
       timed_out, wrong_result twice, compile_failed, launch_failed, oom), the run still exits 0
       and the row written is none of theirs.
+  Fp8TunesWriteVllmsFp8Files  recipes/demo-triton-fp8.json tuned: an fp8_block shape (128x128
+      weight blocks, activations per token per 128 channels) and an fp8_tensor one (static input
+      scales); each file is named as vLLM names fp8 tables (dtype=fp8_w8a8[,block_shape=[128,128]]),
+      its manifest says so, vLLM's own lookup for that dtype and block shape reads it and picks the
+      row `moetune resolve` names; check and lint pass; every row compiles for sm_90a with vLLM's
+      fp8 launch within the shared memory.
+  Fp8InjectedWrongIsCaught  the fp8 recipe at bucket 1 with a wrong and a NaN output injected
+      (timings that claim 100x faster): both are wrong_result in the store and neither is the row.
 
 Exit 77 (ctest: skipped) with the reason when .engines/vllm-0.33.0 is missing; CI extracts it
 with scripts/fetch_engine_kernels.py first.
@@ -31,6 +39,13 @@ import time
 ENGINE = os.path.join(".engines", "vllm-0.33.0")
 RECIPE = "recipes/demo-triton.json"
 TABLE = "E=8,N=32,device_name=cpu.json"
+FP8_RECIPE = "recipes/demo-triton-fp8.json"
+# quant -> (the file vLLM opens, w1 shape, w2 shape, block_shape) of FP8_RECIPE's shapes.
+FP8_TABLES = {
+    "fp8_block": ("E=8,N=128,device_name=cpu,dtype=fp8_w8a8,block_shape=[128,128].json",
+                  (8, 256, 128), (8, 128, 128), [128, 128]),
+    "fp8_tensor": ("E=8,N=32,device_name=cpu,dtype=fp8_w8a8.json", (8, 64, 64), (8, 64, 32), None),
+}
 kSkip = 77
 
 
@@ -143,8 +158,78 @@ def injected_faults_end_in_their_outcomes(moetune, out):
     assert row == triton_rules.row_of(triton_rules.moe_config(winner)), (row, winner)
 
 
+def vllm_lookup(out, w1, w2, dtype, block, m):
+    """(source, row) of vLLM's own lookup (try_get_optimal_moe_config, through engine_config)
+    for M = m on device "cpu" with out as VLLM_TUNED_CONFIG_FOLDER: "table:<file>" or
+    "default"."""
+    probe = ("import json, sys; from moetune.engines import vllm_triton as v; "
+             "a = json.loads(sys.argv[1]); "
+             "c = v.engine_config(v.load(), tuple(a[0]), tuple(a[1]), 2, a[4], "
+             "device_name='cpu', capability=None, dtype=a[2], block_shape=a[3]); "
+             "print(json.dumps([c.source, c.config]))")
+    env = dict(os.environ, VLLM_TUNED_CONFIG_FOLDER=out, TRITON_INTERPRET="1")
+    args = json.dumps([w1, w2, dtype, block, m])
+    return json.loads(run([sys.executable, "-c", probe, args], env=env).stdout.splitlines()[-1])
+
+
+def fp8_tunes_write_vllms_fp8_files(moetune, out):
+    tuned = json.loads(run([moetune, "tune", "--recipe", FP8_RECIPE, "--out", out, "--reps", "3",
+                            "--warmup", "0", "--json"]).stdout)
+    names = [name for name, _, _, _ in FP8_TABLES.values()]
+    assert sorted(os.listdir(out)) == sorted(names + [n + ".moetune" for n in names]), \
+        os.listdir(out)
+    for shape in tuned["shapes"]:
+        assert [b["outcome"] for b in shape["buckets"]] == ["tuned"] * 3, shape
+    for quant, (name, w1, w2, block) in FP8_TABLES.items():
+        table = os.path.join(out, name)
+        rows = rows_of(table)
+        assert sorted(rows, key=int) == ["1", "4", "16"], (quant, rows)
+        with open(table + ".moetune") as f:
+            key = json.load(f)["key"]
+        assert (key["dtype_tag"], key.get("block_shape"), key["family"]) == \
+            ("fp8_w8a8", block, "triton_vllm"), key
+        resolved = json.loads(run([moetune, "resolve", "--table", table, "--m", "3",
+                                   "--json"]).stdout)
+        assert resolved["key"] == 4, resolved
+        assert vllm_lookup(out, w1, w2, "fp8_w8a8", block, 3) == [f"table:{name}", rows["4"]]
+        # vLLM's bf16 lookup for the same E and N finds no file: ours are fp8 tables only.
+        assert vllm_lookup(out, w1, w2, None, None, 3)[0] == "default", quant
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        run([sys.executable, "-m", "moetune.tuner.triton_compile", table, "--arch", "sm_90a"],
+            env=env)
+    run([moetune, "check", "--recipe", FP8_RECIPE, "--tables", out])
+    linted = run([moetune, "lint", "--tables", out, "--recipe", FP8_RECIPE])
+    assert "no findings" in linted.stdout, linted.stdout
+
+
+def fp8_injected_wrong_is_caught(moetune, out):
+    sys.path.insert(0, os.path.join(os.path.dirname(moetune), "python"))
+    from moetune.tuner import triton_rules
+
+    store = os.path.join(out, "store.sqlite")
+    run([moetune, "tune", "--recipe", FP8_RECIPE, "--out", out, "--buckets", "1", "--reps", "3",
+         "--warmup", "0", "--store", store, "--inject-fault", "wrong@1,nan@2"])
+    with sqlite3.connect(store) as db:
+        seen = sorted((fault, outcome) for fault, outcome in db.execute(
+            "SELECT fault, outcome FROM measurements WHERE round = 0 AND fault != ''"))
+        winners = [json.loads(w) for (w,) in db.execute("SELECT winner FROM decisions")]
+    assert seen == [("nan", "wrong_result")] * 2 + [("wrong", "wrong_result")] * 2, seen
+    assert len(winners) == 2, winners
+    with open(FP8_RECIPE) as f:
+        shapes = json.load(f)["shapes"]
+    for shape, winner in zip(shapes, winners):
+        problem = dict(shape["problem"], num_tokens=1)
+        space = triton_rules.space(problem)
+        default = triton_rules.config_of_row(triton_rules.default_row(problem))
+        assert default not in [triton_rules.config_of_row(r) for r in space]  # else indices shift
+        faulty = [triton_rules.config_of_row(space[i - 1]) for i in (1, 2)]
+        assert triton_rules.moe_config(winner) not in faulty, (shape["name"], winner)
+
+
 CASES = {"TuneWritesVllmsFileThatResolvesChecksAndLints": tune_writes_vllms_file,
-         "InjectedFaultsEndInTheirOutcomes": injected_faults_end_in_their_outcomes}
+         "InjectedFaultsEndInTheirOutcomes": injected_faults_end_in_their_outcomes,
+         "Fp8TunesWriteVllmsFp8Files": fp8_tunes_write_vllms_fp8_files,
+         "Fp8InjectedWrongIsCaught": fp8_injected_wrong_is_caught}
 
 
 def main(argv):

@@ -52,8 +52,8 @@ What is mirrored rather than executed, from fused_experts_impl of vLLM 0.33.0:
 The cache buffers are allocated per call as vLLM does (cache1 and cache3 share one buffer).
 Covered by tests/python/test_vllm_peer.py (bf16) and test_vllm_fp8_peer.py (fp8), each on the
 CPU under the Triton interpreter and with a GPU twin; the tuner's triton family
-(moetune.tuner.triton_worker) runs every candidate through it; bench/fp8_bench.py times the fp8
-path as moetune's peer.
+(moetune.tuner.triton_worker) runs every candidate through it, bf16 and fp8 (triton_layers);
+bench/fp8_bench.py times the fp8 path as moetune's peer.
 """
 
 import ast

@@ -16,7 +16,8 @@ manifest's toolchain): SGLang falls back to another version's folder only when i
 Each file gets the table's .moetune manifest beside it, unchanged (the measurement's provenance).
 The rows were measured with vLLM's kernel and launch (moetune.engines.vllm_triton); SGLang's
 fused_moe_kernel is a fork of it with the same six fields, but its timings were not taken.
-Writes are atomic (temp file, fsync, rename). Exit 0 written, 2 bad input (one line on stderr).
+Writes are atomic (temp file, fsync, rename). Exit 0 written, 2 bad input (one line on stderr):
+among them fp8 tables (dtype_tag fp8_w8a8), whose SGLang names were not checked.
 """
 
 import argparse
@@ -76,6 +77,10 @@ def export(table, out, device_name=None):
                        f"'{triton_rules.FAMILY}'; only the triton family's tables are SGLang's")
     if key.get("dtype") != "bf16":
         raise BadInput(f"{manifest_path}: dtype = '{key.get('dtype')}', expected 'bf16'")
+    if key.get("dtype_tag"):  # fp8 tables: SGLang's names and lookup for them were not read
+        raise BadInput(f"{manifest_path}: dtype_tag = '{key['dtype_tag']}', expected none; "
+                       "only bf16 tables are exported to SGLang (its fp8 file names were not "
+                       "checked): serve this table with vLLM")
     bad = [m for m, r in rows.items() if not m.isdigit() or not isinstance(r, dict) or
            sorted(r) != sorted(triton_rules.ROW_FIELDS)]
     if bad or not rows:

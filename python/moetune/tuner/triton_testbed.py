@@ -5,15 +5,17 @@ Modes: "cuda" (compiled Triton on GPU 0) or "interpreter" (TRITON_INTERPRET=1 on
 runs each program in numpy; chosen when the environment sets it or no GPU is visible, and fixed
 for the process, since Triton reads it when the kernel is decorated).
 
-  prepare  x ~ N(0,1) [M, K], w1 ~ N(0,1)/sqrt(K) [E, N1, K], w2 ~ N(0,1)/sqrt(I) [E, K, I], bf16,
-           from the seed; routing from the profile (same kinds as core/routing.hpp, drawn with
-           torch's generator: the same distributions, not the C++ workers' bits); the reference
-           (fp64 on the CPU, fp32 per expert on the GPU).
+  prepare  x ~ N(0,1) [M, K] bf16 from the seed, then the layer (triton_layers: bf16 weights,
+           or for quant fp8_block / fp8_tensor e4m3 weights with their scales, vLLM's layer on
+           them, and its reference: fp64 on the CPU, fp32 per expert on the GPU); routing from
+           the profile (same kinds as core/routing.hpp, drawn with torch's generator: the same
+           distributions, not the C++ workers' bits).
   run      vLLM's layer for one row: align (vLLM's wrapper, computed once per BLOCK_SIZE_M and
            kept out of the timings, as the anchors time vLLM), GEMM1, activation, GEMM2 with the
            routed weights, top-k sum.
-  check    one run with the intermediate buffers poisoned (NaN), compared with the reference;
-           digest = FNV-1a of the output's bits (the winner's recheck compares it).
+  check    one run with the intermediate buffers poisoned (NaN), compared with the reference
+           (first_bad past triton_layers.tolerance, the tuner gate's); digest = FNV-1a of
+           the output's bits (the winner's recheck compares it).
   time     interpreter: wall time per run; cuda: one CUDA graph of the run, replayed `reps`
            times with L2 flushed before each replay, CUDA events around each replay.
   compile  cuda: vLLM's two launches traced with warmup=True, their specializations compiled in
@@ -28,7 +30,7 @@ import time
 
 import torch
 
-from . import triton_rules
+from . import triton_layers, triton_rules
 
 kFlushFactor = 2  # the L2 flush writes this many times the L2's size
 
@@ -153,66 +155,47 @@ class Testbed:
         return torch.cuda.get_device_properties(0).shared_memory_per_block_optin
 
     def default_row(self, problem):
-        """What vLLM runs for bf16 at M = num_tokens without our table: on the GPU, the row
-        nearest M of the file it reads for this E, I and GPU (VLLM_TUNED_CONFIG_FOLDER's, else
-        the one it ships) when there is one; else, and in the interpreter, get_default_config."""
+        """What vLLM runs at M = num_tokens without our table: on the GPU, the row nearest M of
+        the file it reads for this E, I, GPU, dtype and block shape (VLLM_TUNED_CONFIG_FOLDER's,
+        else the one it ships; fp8: dtype=fp8_w8a8[,block_shape=[128,128]]) when there is one;
+        else, and in the interpreter, get_default_config for that dtype and block shape."""
         from moetune.engines import vllm_triton
 
-        p = problem
+        p, quant = problem, triton_rules.quant(problem)
         E, K, I = p["num_experts"], p["hidden_size"], p["intermediate_size"]
         device_name = capability = None
         if not self.interpret:
             device_name = torch.cuda.get_device_name(0)
             capability = torch.cuda.get_device_capability(0)
+        block = [triton_rules.kFp8Group] * 2 if quant == "fp8_block" else None
         row = vllm_triton.engine_config(
             self.engine, (E, triton_rules.gemm1_n(p), K), (E, K, I), p["top_k"], p["num_tokens"],
-            device_name=device_name, capability=capability).config
+            device_name=device_name, capability=capability,
+            dtype=None if quant == "none" else "fp8_w8a8", block_shape=block).config
         # VLLM_BATCH_INVARIANT leaves warps and stages to Triton's defaults (4 and 3).
         return {f: row.get(f, {"num_warps": 4, "num_stages": 3}.get(f)) for f in
                 triton_rules.ROW_FIELDS}
 
     def prepare(self, problem, routing, seed):
-        from moetune.engines import vllm_triton
-
         self.stop()
         self.data, self.problem, self._assignments = None, None, {}
         reason = triton_rules.unsupported_problem(problem)
         if reason:
             raise Failure("launch_failed", reason)
-        M, K, I = problem["num_tokens"], problem["hidden_size"], problem["intermediate_size"]
-        E, top_k, act = problem["num_experts"], problem["top_k"], problem["activation"]
-        n1 = triton_rules.gemm1_n(problem)
-        dev = self.device
-        g = torch.Generator(device=dev).manual_seed(int(seed))
-        x = torch.randn(M, K, generator=g, device=dev).to(torch.bfloat16)
-        # Expert by expert: an fp32 draw of all of w1 at once would need 4x the bf16 weights.
-        w1 = torch.empty(E, n1, K, dtype=torch.bfloat16, device=dev)
-        w2 = torch.empty(E, K, I, dtype=torch.bfloat16, device=dev)
-        for e in range(E):
-            w1[e] = torch.randn(n1, K, generator=g, device=dev) / math.sqrt(K)
-            w2[e] = torch.randn(K, I, generator=g, device=dev) / math.sqrt(I)
-        ids, tw = make_routing(routing, M, E, top_k, dev)
-        layer = vllm_triton.VllmTritonMoe(w1, w2, top_k, act, engine=self.engine)
-        ref = self._reference(x, w1, w2, tw, ids, act)
-        self.data = dict(x=x, w1=w1, w2=w2, tw=tw, ids=ids, layer=layer, ref=ref,
+        M, K = problem["num_tokens"], problem["hidden_size"]
+        g = torch.Generator(device=self.device).manual_seed(int(seed))
+        x = torch.randn(M, K, generator=g, device=self.device).to(torch.bfloat16)
+        ids, tw = make_routing(routing, M, problem["num_experts"], problem["top_k"], self.device)
+        fp8 = triton_rules.quant(problem) != "none"
+        make = triton_layers.fp8_layer if fp8 else triton_layers.bf16_layer
+        layer, ref = make(problem, x, tw, ids, g, self.engine, self._dt())
+        self.data = dict(x=x, tw=tw, ids=ids, layer=layer, ref=ref,
                          ref_norm=float(ref.double().norm()))
         self.problem = problem
 
-    def _reference(self, x, w1, w2, tw, ids, act):
-        """sum_j tw[m, j] * w2[e] @ act(w1[e] @ x[m]) per expert: fp64 on the CPU, fp32 on GPU."""
-        dt = torch.float64 if self.interpret else torch.float32
-        out = torch.zeros(x.shape, dtype=dt, device=x.device)
-        flat = ids.long().flatten()
-        inter = w2.shape[2]
-        for e in flat.unique().tolist():
-            pairs = (flat == e).nonzero().flatten()
-            rows = pairs // ids.shape[1]
-            h = x[rows].to(dt) @ w1[e].to(dt).T
-            a = torch.nn.functional.silu(h[:, :inter]) * h[:, inter:] if act == "silu" else \
-                torch.relu(h).square()
-            y = a @ w2[e].to(dt).T
-            out.index_add_(0, rows, y * tw.flatten()[pairs].to(dt).unsqueeze(1))
-        return out
+    def _dt(self):
+        """The reference's dtype: fp64 on the CPU, fp32 on the GPU (fp64 matmuls are slow there)."""
+        return torch.float64 if self.interpret else torch.float32
 
     def _need(self):
         if self.data is None:
@@ -363,7 +346,7 @@ class Testbed:
             norm = d["ref_norm"]
             rel = float(err.norm()) / norm if norm > 0 else (0.0 if float(err.norm()) == 0 else
                                                              math.inf)
-            if rel > 1e-2:  # tolerance_for(bf16): say where it is worst
+            if rel > triton_layers.tolerance(triton_rules.quant(self.problem)):
                 first_bad = int(err.abs().argmax())
         return {"rel_l2_error": rel, "all_finite": all_finite, "all_written": all_finite,
                 "digest": _digest(out), "first_bad": first_bad}

@@ -9,12 +9,13 @@ statistics, selection, tables) is the same as for the C++ families. Answers:
   hello      backend "triton", family "triton_vllm" (triton_rules), the device: the GPU, or
              "cpu: <model> (Triton <version> interpreter)" under TRITON_INTERPRET=1 or without one;
   space      default_config = what vLLM runs without our table (Testbed.default_row: on the GPU
-             the row of the file vLLM reads for this shape and GPU, when it has one, else its
-             get_default_config), which is the search's incumbent when the table has no row;
-             configs = triton_rules.space (joint: vLLM reads one row for both GEMMs, so no
-             per-GEMM spaces);
+             the row of the file vLLM reads for this shape, GPU, dtype and block shape, when it
+             has one, else its get_default_config), which is the search's incumbent when the
+             table has no row; configs = triton_rules.space (joint: vLLM reads one row for both
+             GEMMs, so no per-GEMM spaces);
   feasible   triton_rules.feasible against the device's shared memory per block;
-  prepare / precompile / check / time   triton_testbed.Testbed.
+  prepare / precompile / check / time   triton_testbed.Testbed (bf16 problems, and fp8 w8a8
+             ones, problem "quant" fp8_block or fp8_tensor: triton_layers).
 Test-only faults (--inject-fault) act as in src/tuner/worker_main.cpp: compile, launch, oom answer
 that outcome; crash raises SIGSEGV in this process; hang sleeps forever; wrong, nan corrupt the
 real output before the comparison (and report timings 100x faster).

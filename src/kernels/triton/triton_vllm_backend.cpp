@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 
@@ -19,6 +20,11 @@ constexpr int kNumWarps[] = {4, 8};
 constexpr int kNumStages[] = {2, 3, 4, 5};
 constexpr int kMinBlock = 16;
 constexpr int64_t kBf16Bytes = 2;
+constexpr int64_t kFp8Bytes = 1;
+constexpr int64_t kFp32Bytes = 4;
+constexpr int kFp8Group = 128;     // fp8_block's weight block and activation group
+constexpr int kFp8MinBlockK = 32;  // Triton 3.6's min_dot_size for 8-bit operands
+constexpr int kFp8MinSm = 89;      // Triton 3.6 gives fp8e4nv (e4m3) to sm_89 and later only
 
 std::map<std::string, int64_t> const& smem_limits() {
   static std::map<std::string, int64_t> const limits = {
@@ -40,6 +46,18 @@ int64_t next_pow2(int64_t n) {
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+/// arch's compute capability as one number (sm_90a -> 90; "cpu" is judged as sm_90), 0 when
+/// arch names none (triton_rules.sm_of).
+int sm_of(std::string const& arch) {
+  if (arch == "cpu") return 90;
+  if (!arch.starts_with("sm_")) return 0;
+  std::string digits = arch.substr(3);
+  while (!digits.empty() && digits.back() == 'a') digits.pop_back();
+  auto const is_digit = [](unsigned char c) { return std::isdigit(c) != 0; };
+  if (digits.empty() || !std::all_of(digits.begin(), digits.end(), is_digit)) return 0;
+  return std::stoi(digits);
+}
 
 std::string short_row(core::KernelConfig const& k) {
   return "m" + std::to_string(k.tile.block_m) + "n" + std::to_string(k.tile.block_n) + "k" +
@@ -89,6 +107,13 @@ core::Status check_problem(core::MoeProblem const& p) {
     return bad("problem.activation", std::string(core::to_string(p.activation)),
                "is not run by triton_vllm (silu or relu2); use silu or relu2");
   }
+  int const sm = sm_of(p.arch);
+  if (p.quant != core::Quant::kNone && sm > 0 && sm < kFp8MinSm) {
+    return bad("problem.arch", p.arch,
+               "has no e4m3 (fp8e4nv) in Triton, which needs sm_" + std::to_string(kFp8MinSm) +
+                   " or later; tune the " + std::string(core::to_string(p.quant)) +
+                   " layer on an sm_89 or sm_90 GPU");
+  }
   return core::Status::Ok();
 }
 
@@ -115,21 +140,27 @@ int64_t triton_vllm_smem_limit(std::string const& arch) {
   return it == smem_limits().end() ? 0 : it->second;
 }
 
-int64_t triton_vllm_smem_bytes(std::string const& arch, core::KernelConfig const& k) {
+int64_t triton_vllm_smem_bytes(std::string const& arch, core::KernelConfig const& k,
+                               core::Quant quant) {
+  bool const fp8 = quant != core::Quant::kNone;
+  bool const block = quant == core::Quant::kFp8Block;
+  int64_t const bm = k.tile.block_m, bn = k.tile.block_n;
+  // vLLM cuts fp8_block's BLOCK_SIZE_K to the group, and swaps A and B of an fp8 tile on sm_90
+  // at block_m < 64, block_n >= 64 (enable_swap_ab), whose MMA's M is then block_n.
+  int64_t const bk = block ? std::min(k.tile.block_k, kFp8Group) : k.tile.block_k;
+  bool const swap = fp8 && sm_of(arch) == 90 && bm < 64 && bn >= 64;
+  bool const wgmma = sm_of(arch) == 90 && (bm >= 64 || swap);
   int const stages = k.pipeline.num_stages;
-  bool const wgmma = (arch.starts_with("sm_90") || arch == "cpu") && k.tile.block_m >= 64;
   int64_t const buffers = wgmma ? stages : std::max(stages - 1, 1);
-  int64_t const bm = k.tile.block_m, bn = k.tile.block_n, bk = k.tile.block_k;
-  return std::max(buffers * (bm + bn) * bk, bm * bn) * kBf16Bytes;
+  int64_t operands = buffers * (bm + bn) * bk * (fp8 ? kFp8Bytes : kBf16Bytes);
+  int64_t const longest = std::max(bm, bn);
+  if (block && longest >= int64_t{32} * k.pipeline.num_warps) operands += kFp32Bytes * longest;
+  return std::max(operands, bm * bn * kBf16Bytes);
 }
 
 core::Status triton_vllm_can_implement(core::MoeProblem const& problem,
                                        core::MoeConfig const& config, int64_t smem_limit_bytes) {
   MOETUNE_RETURN_IF_ERROR(check_problem(problem));
-  if (problem.quant != core::Quant::kNone) {
-    return unsupported("problem.quant = " + std::string(core::to_string(problem.quant)) +
-                       " is not tuned by the triton family yet; tune the bf16 layer");
-  }
   if (smem_limit_bytes == 0) {
     smem_limit_bytes = triton_vllm_smem_limit(problem.arch);
     if (smem_limit_bytes == 0) {
@@ -153,6 +184,11 @@ core::Status triton_vllm_can_implement(core::MoeProblem const& problem,
                  "16); use 16, 32, 64, 128 or 256");
     }
   }
+  if (problem.quant != core::Quant::kNone && k.tile.block_k < kFp8MinBlockK) {
+    return bad("gemm1.tile.block_k", std::to_string(k.tile.block_k),
+               "is below 32, the smallest K of Triton's tl.dot on 8-bit (fp8) operands; use 32, "
+               "64, 128 or 256");
+  }
   if (k.tile.group_m < 1) {
     return bad("gemm1.tile.group_m", std::to_string(k.tile.group_m),
                "is below 1; use 1, 16, 32 or 64");
@@ -170,7 +206,7 @@ core::Status triton_vllm_can_implement(core::MoeProblem const& problem,
                "is ignored: vLLM 0.33.0 launches with SPLIT_K = 1; use 1");
   }
   MOETUNE_RETURN_IF_ERROR(check_launch(k.launch));
-  int64_t const need = triton_vllm_smem_bytes(problem.arch, k);
+  int64_t const need = triton_vllm_smem_bytes(problem.arch, k, problem.quant);
   if (need > smem_limit_bytes) {
     return unsupported("shared memory = " + std::to_string(need) + " bytes for " + short_row(k) +
                        " on " + problem.arch + " exceeds the " + std::to_string(smem_limit_bytes) +
@@ -181,10 +217,15 @@ core::Status triton_vllm_can_implement(core::MoeProblem const& problem,
 
 core::MoeConfig triton_vllm_default_config(core::MoeProblem const& problem) {
   int64_t const m = problem.num_tokens;
+  if (problem.quant == core::Quant::kFp8Block) {
+    return core::uniform_config(
+        row(m <= 64 ? 16 : 64, m <= 8 ? 64 : 128, kFp8Group, m <= 16 ? 1 : 32, 4, m <= 4 ? 4 : 3));
+  }
   int const bm = m <= 32 ? 16 : m <= 96 ? 32 : m <= 512 ? 64 : 128;
+  int const bk = m <= 64 || problem.quant == core::Quant::kFp8Tensor ? 128 : 64;
   int const group_m = m / std::max<int64_t>(problem.num_experts, 1) > 128 ? 16 : 1;
   return core::uniform_config(
-      row(bm, m <= 64 ? 64 : 128, m <= 64 ? 128 : 64, group_m, m <= 128 ? 4 : 8, m <= 32 ? 4 : 3));
+      row(bm, m <= 64 ? 64 : 128, bk, group_m, m <= 128 ? 4 : 8, m <= 32 ? 4 : 3));
 }
 
 std::vector<core::MoeConfig> triton_vllm_search_space(core::MoeProblem const& problem) {
@@ -193,6 +234,16 @@ std::vector<core::MoeConfig> triton_vllm_search_space(core::MoeProblem const& pr
       kBlockN[0], next_pow2(std::max(core::gemm1_n(problem), problem.hidden_size)));
   int64_t const cap_k = std::max<int64_t>(
       kBlockK[0], next_pow2(std::max(problem.hidden_size, problem.intermediate_size)));
+  // fp8_block: vLLM's tuner keeps block_n and block_k that are multiples of the group; block_k
+  // 256 is launched as 128, so only 128 stays.
+  bool const block = problem.quant == core::Quant::kFp8Block;
+  std::vector<int> block_ns, block_ks;
+  for (int bn : kBlockN) {
+    if (bn <= cap_n && (!block || bn % kFp8Group == 0)) block_ns.push_back(bn);
+  }
+  for (int bk : kBlockK) {
+    if (bk <= cap_k && (!block || bk == kFp8Group)) block_ks.push_back(bk);
+  }
   bool const interpreted = problem.arch == "cpu";
   std::vector<core::MoeConfig> out;
   for (int bm : kBlockM) {
@@ -208,9 +259,8 @@ std::vector<core::MoeConfig> triton_vllm_search_space(core::MoeProblem const& pr
         break;
       }
     }
-    for (int bn : kBlockN) {
-      for (int bk : kBlockK) {
-        if (bn > cap_n || bk > cap_k) continue;
+    for (int bn : block_ns) {
+      for (int bk : block_ks) {
         if (interpreted) {  // warps, stages and the raster do nothing in the interpreter
           out.push_back(
               core::uniform_config(row(bm, bn, bk, fallback.tile.group_m,

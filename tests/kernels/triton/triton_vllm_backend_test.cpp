@@ -108,6 +108,29 @@ TEST(TritonVllmBackend, SharedMemoryRuleMatchesTritonsAllocationOnHopper) {
   EXPECT_EQ(triton_vllm_smem_limit("sm_75"), 0);
 }
 
+TEST(TritonVllmBackend, Fp8SharedMemoryRuleMatchesTritonsAllocation) {
+  // Triton 3.6 compiled vLLM's fp8 launch (GEMM1, K=2048, I=768, E=128, M=256) to these bytes.
+  auto smem = [](char const* arch, core::Quant q, int bm, int bn, int bk, int warps, int stages) {
+    core::KernelConfig k = core::uniform_config({}).gemm1;
+    k.tile = {.block_m = bm, .block_n = bn, .block_k = bk, .group_m = 1};
+    k.pipeline.num_warps = warps;
+    k.pipeline.num_stages = stages;
+    return triton_vllm_smem_bytes(arch, k, q);
+  };
+  using core::Quant;
+  // 1-byte operands, wgmma's num_stages buffers, plus 4 x 128 B converting the scale vectors.
+  EXPECT_EQ(smem("sm_90a", Quant::kFp8Block, 128, 32, 64, 4, 2), 20992);
+  // At 8 warps a 128-long vector moves within warps: no conversion buffer.
+  EXPECT_EQ(smem("sm_90a", Quant::kFp8Block, 128, 128, 128, 8, 3), 98304);
+  // block_k 256 is launched as 128.
+  EXPECT_EQ(smem("sm_90a", Quant::kFp8Block, 64, 32, 256, 4, 4), 49152);
+  // vLLM swaps m16n128 on sm_90 (wgmma: 3 buffers); sm_89 runs it on mma.sync (2 buffers).
+  EXPECT_EQ(smem("sm_90a", Quant::kFp8Tensor, 16, 128, 128, 4, 3), 55296);
+  EXPECT_EQ(smem("sm_89", Quant::kFp8Tensor, 16, 128, 128, 4, 3), 36864);
+  // The epilogue's bf16 C tile is larger than one 1-byte buffer pair here, and Triton took it.
+  EXPECT_EQ(smem("sm_89", Quant::kFp8Block, 128, 64, 64, 4, 2), 16384);
+}
+
 TEST(TritonVllmBackend, OneFieldOffTheDefaultIsRefused) {
   core::MoeProblem p;
   p.num_tokens = 64;
