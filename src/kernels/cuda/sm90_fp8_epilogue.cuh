@@ -73,11 +73,7 @@ MOETUNE_DEVICE void fp8_store_h_groups(Mainloop const& ml, int tid, Rows const& 
         const int col0 = n0 + grp * 128;
         if (col0 >= n_dim) break;  // uniform over the warp
         fp8_store_h_group<Mainloop, kAct>(ml, mm, half, grp * 16, lane, rows.pair[mm][half],
-#ifdef MOETUNE_PLANT_HS_GROUP0
-                                          hq + row * n_dim, hs + row * (n_dim / 128),
-#else
                                           hq + row * n_dim, hs + row * (n_dim / 128) + col0 / 128,
-#endif
                                           col0, n_dim, bias);
       }
     }
