@@ -60,6 +60,12 @@ MOETUNE_DEVICE unsigned short bf16x2_to_e4m3x2(moe_u32 v, float s) {
                     __fdiv_rn(bf16_to_float((moe_bf16)(v >> 16)), s));
 }
 
+/// Four bf16 values (two packed bf16x2, column order) quantised by bf16x2_to_e4m3x2, packed in
+/// column order.
+MOETUNE_DEVICE moe_u32 bf16x4_to_e4m3x4(moe_u32 lo, moe_u32 hi, float s) {
+  return (moe_u32)bf16x2_to_e4m3x2(lo, s) | ((moe_u32)bf16x2_to_e4m3x2(hi, s) << 16);
+}
+
 MOETUNE_DEVICE moe_u32 smem_u32(const void* p) { return (moe_u32)__cvta_generic_to_shared(p); }
 
 /// 16-byte async copy global -> shared; `src_bytes` 0 fills the destination with zeros.

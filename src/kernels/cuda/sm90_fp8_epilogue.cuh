@@ -45,8 +45,7 @@ MOETUNE_DEVICE void fp8_store_h_group(Mainloop const& ml, int mm, int half, int 
     quad_transpose(a, lane);
     if (pair >= 0) {
       *reinterpret_cast<uint2*>(q_row + col0 + (4 * g + (lane & 3)) * 8) =
-          make_uint2(bf16x2_to_e4m3x2(a[0], s) | ((moe_u32)bf16x2_to_e4m3x2(a[1], s) << 16),
-                     bf16x2_to_e4m3x2(a[2], s) | ((moe_u32)bf16x2_to_e4m3x2(a[3], s) << 16));
+          make_uint2(bf16x4_to_e4m3x4(a[0], a[1], s), bf16x4_to_e4m3x4(a[2], a[3], s));
     }
   }
   if (pair >= 0 && (lane & 3) == 0) *s_at = s;

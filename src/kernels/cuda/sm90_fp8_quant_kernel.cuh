@@ -44,8 +44,7 @@ MOETUNE_DEVICE float fp8_quantise_lanes(uint2 raw, unsigned char* dst, const flo
   } else {
     s = *tensor_scale;
   }
-  const moe_u32 q =
-      (moe_u32)bf16x2_to_e4m3x2(raw.x, s) | ((moe_u32)bf16x2_to_e4m3x2(raw.y, s) << 16);
+  const moe_u32 q = bf16x4_to_e4m3x4(raw.x, raw.y, s);
   *reinterpret_cast<moe_u32*>(dst + lane * 4) = q;
   return s;
 }

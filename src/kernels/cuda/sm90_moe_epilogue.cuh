@@ -165,8 +165,7 @@ MOETUNE_DEVICE void store_cols8(moe_bf16* out, moe_bf16* out_ptr, long long out_
   if constexpr (kE4m3) {
     unsigned char* q = reinterpret_cast<unsigned char*>(out) + out_row * n_dim + col;
     *reinterpret_cast<uint2*>(q) =
-        make_uint2(bf16x2_to_e4m3x2(a[0], s) | ((moe_u32)bf16x2_to_e4m3x2(a[1], s) << 16),
-                   bf16x2_to_e4m3x2(a[2], s) | ((moe_u32)bf16x2_to_e4m3x2(a[3], s) << 16));
+        make_uint2(bf16x4_to_e4m3x4(a[0], a[1], s), bf16x4_to_e4m3x4(a[2], a[3], s));
   } else {
     *reinterpret_cast<uint4*>(out_ptr + col) = make_uint4(a[0], a[1], a[2], a[3]);
   }
