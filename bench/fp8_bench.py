@@ -18,7 +18,9 @@ replay, median of the replays. A check at --check-m per shape and system: relati
 quantisation-faithful fp64 reference (the one the tests use) on the experts that M hits.
 
 Systems (column `system`), same weights, inputs and protocol, interleaved per point:
-  moetune      moetune.fused_moe; the layer's default rule (no fp8 tables ship).
+  moetune      moetune.fused_moe as it serves: the shipped table for this device and shape where
+               one exists (F2, F3 on an H100 80GB HBM3; MOETUNE_TABLES names another root),
+               else the default rule (column `config` says which).
   moetune:L    moetune.fused_moe with the explicit config of --config L=JSON (its `config`).
   vllm_triton  vLLM 0.33.0's fused_moe_kernel on its use_fp8_w8a8 path (moetune.engines.
                vllm_triton, from .engines/ or an installed vllm): vLLM's launch and its config
@@ -135,6 +137,17 @@ def run(s, x, w1, w2, tw, ids, w1s, w2s, a_scales, config=None):
     kw = dict(block_shape=[128, 128]) if s["block"] else dict(a1_scale=a_scales[0],
                                                                a2_scale=a_scales[1])
     return moetune.fused_moe(x, w1, w2, tw, ids, w1_scale=w1s, w2_scale=w2s, config=config, **kw)
+
+
+def served_by(s):
+    """Which rule fused_moe takes for shape s here: 'table <file>' where a table of moetune's
+    tables root (MOETUNE_TABLES, else the package's) serves this device and shape, else 'default
+    rule'. The file name is the tables' rule (docs/tables.md), family sm90_gather."""
+    dev = torch.cuda.get_device_name(0).replace(" ", "_")
+    quant = ",dtype=fp8_w8a8" + (",block_shape=[128,128]" if s["block"] else "")
+    name = f"E={s['E']},N={s['I']},device_name={dev}{quant},family=sm90_gather.json"
+    path = os.path.join(moetune._ops._tables_root(), dev, name)
+    return f"table {name}" if os.path.isfile(path) else "default rule"
 
 
 def run_layer(s, layer, a_scales):
@@ -254,7 +267,7 @@ def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extr
         (fl, bound), hit = floor_us(s, m, ids, copy_gbs, tflops)
         first = m == ms[0]
         systems = {"moetune": (lambda: run(s, x, weights[0], weights[1], tw, ids, weights[2],
-                                           weights[3], a_scales), "default rule")}
+                                           weights[3], a_scales), served_by(s))}
         for label, cfg in extra:  # explicit configs, timed beside the default (--config)
             systems["moetune:" + label] = (
                 lambda c=cfg: run(s, x, weights[0], weights[1], tw, ids, weights[2], weights[3],

@@ -1,6 +1,7 @@
 // The repository's own artefacts through the binary: the shipped tables equal what the demo recipe
 // generates and lint clean, and the README documents every subcommand and env var `--help` lists.
 #include <string>
+#include <utility>
 
 #include "cli/cli_test_util.hpp"
 
@@ -21,6 +22,16 @@ TEST_F(CliRepo, ShippedCpuTablesLintClean) {
   RunResult r = run(
       {"lint", "--tables", kSource + "/tables/cpu", "--recipe", kSource + "/recipes/demo.json"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(CliRepo, ShippedGpuTablesLintCleanAgainstTheirRecipes) {
+  for (auto const& [tables, recipe] :
+       {std::pair<std::string, std::string>{"NVIDIA_H200", "h200.json"},
+        std::pair<std::string, std::string>{"NVIDIA_H100_80GB_HBM3", "h100-fp8.json"}}) {
+    RunResult r = run({"lint", "--tables", kSource + "/tables/" + tables, "--recipe",
+                       kSource + "/recipes/" + recipe});
+    EXPECT_EQ(r.exit_code, 0) << tables << ": " << r.out << r.err;
+  }
 }
 
 TEST_F(CliRepo, ReadmeDocumentsEverySubcommandAndEnvVarInHelp) {
