@@ -160,11 +160,14 @@ std::string env_json(RunEnv const& e) {
     << "  \"ceilings\": {\"copy_GBps\": " << json_double(e.ceilings.copy_GBps)
     << ", \"matmul_GFLOPs\": " << json_double(e.ceilings.matmul_GFLOPs)
     << ", \"copy_source\": " << json_string(e.ceilings.copy_source)
-    << ", \"matmul_source\": " << json_string(e.ceilings.matmul_source) << "},\n"
+    << ", \"matmul_source\": " << json_string(e.ceilings.matmul_source)
+    << ", \"fp8_GFLOPs\": " << json_double(e.ceilings.fp8_GFLOPs)
+    << ", \"fp8_source\": " << json_string(e.ceilings.fp8_source) << "},\n"
     << "  \"floor\": "
     << json_string(
-           "max(bytes_min / copy_GBps, flops / matmul_GFLOPs); bytes_min = "
-           "experts_hit*(N1*K+K*I)*b + 2*M*K*b + 8*M*top_k")
+           "max(bytes_min / copy_GBps, flops / matmul_GFLOPs (fp8 problems: fp8_GFLOPs)); "
+           "bytes_min = experts_hit*(N1*K+K*I)*b + 2*M*K*b + 8*M*top_k (fp8 weights: 1 B "
+           "each plus their fp32 scales)")
     << ",\n"
     << "  \"options\": {\"warmup\": " << e.options.warmup << ", \"repeats\": " << e.options.repeats
     << ", \"cooldown_s\": " << json_double(e.options.cooldown_s) << ", \"seed\": " << e.options.seed

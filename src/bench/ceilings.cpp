@@ -102,8 +102,10 @@ Ceilings measure_cuda_ceilings() {
   c.copy_source = "cudaMemcpy device-to-device 4 GiB, read+write counted, median of 10";
   c.matmul_source =
       g.matmul_source == "cublas" ? "cublas bf16 8192^3, median of 200" : g.matmul_source;
+  c.fp8_GFLOPs = g.fp8_TFLOPs * 1e3;
+  c.fp8_source = g.fp8_source == "cublasLt" ? "cublasLt e4m3 8192^3, median of 200" : g.fp8_source;
 #else
-  c.copy_source = c.matmul_source = "not measured: built without CUDA";
+  c.copy_source = c.matmul_source = c.fp8_source = "not measured: built without CUDA";
 #endif
   return c;
 }
@@ -116,8 +118,8 @@ Floor floor_for(core::MoeProblem const& p, int64_t experts_hit, Ceilings const& 
   f.bytes_min = static_cast<double>(experts_hit) * core::expert_weight_bytes(p) + 2.0 * m * k * b +
                 8.0 * m * p.top_k;
   f.flops = core::flops(p);
-  // An fp8 layer's compute floor needs the fp8 rate, which this run does not measure.
-  double const rate = p.quant == core::Quant::kNone ? c.matmul_GFLOPs : 0.0;
+  // An fp8 layer's compute floor is at the fp8 rate; without it, the bandwidth floor alone.
+  double const rate = p.quant == core::Quant::kNone ? c.matmul_GFLOPs : c.fp8_GFLOPs;
   double const t_bw = c.copy_GBps > 0 ? f.bytes_min / (c.copy_GBps * 1e9) * 1e6 : 0;
   double const t_fl = rate > 0 ? f.flops / (rate * 1e9) * 1e6 : 0;
   f.floor_us = std::max(t_bw, t_fl);

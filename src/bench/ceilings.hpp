@@ -3,8 +3,8 @@
 //   bytes_min = experts_hit * (N1*K + K*I) * b + 2*M*K*b + 8*M*top_k   (b = dtype bytes)
 // (bench/sm90_bench.cpp's formula: every hit expert's weights once, x read and out written once,
 // the routing ids and weights). fp8 problems (quant): the weights at 1 B each plus their fp32
-// scales (core::expert_weight_bytes), and no compute term, since the matmul rate measured here is
-// bf16's: their floor is the bandwidth floor (bench/fp8_bench.py measures the fp8 rate). The
+// scales (core::expert_weight_bytes), and flops at the fp8 rate (cuBLASLt e4m3, measured on the
+// GPU beside the bf16 one; where it is missing, no compute term: the bandwidth floor). The
 // ceilings are measured in the same process, never taken from a data sheet: on the GPU, device copy
 // bandwidth and cuBLAS bf16 matmul rate (gpu_ceilings.hpp); on the CPU, a multi-threaded memcpy and
 // a plain blocked fp32 GEMM loop on every hardware thread.
@@ -23,7 +23,9 @@ struct Ceilings {
   double matmul_GFLOPs = 0;  ///< sustained multiply-add rate, 2 flops per multiply-add
   std::string copy_source;   ///< "memcpy 128 MiB x 16 threads, median of 7", "cudaMemcpy D2D 4 GiB"
   std::string
-      matmul_source;  ///< "plain blocked fp32 loop 192^3 x 16 threads", "cublas bf16 8192^3"
+      matmul_source;       ///< "plain blocked fp32 loop 192^3 x 16 threads", "cublas bf16 8192^3"
+  double fp8_GFLOPs = 0;   ///< e4m3 rate, the compute term of fp8 problems (GPU only; 0 = none)
+  std::string fp8_source;  ///< "cublasLt e4m3 8192^3, median of 200", or why it is missing
 };
 
 /// Measures the host ceilings (about half a second). `copy_mib` sizes the copied buffer.

@@ -3,6 +3,7 @@
 #if defined(MOETUNE_HAVE_CUDA)
 #include "bench/gpu_ceilings.hpp"
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -94,6 +95,118 @@ struct Cublas {
   }
 };
 
+/// cuBLASLt, loaded once with dlopen (libcublasLt.so.13 / .so), for the fp8 (e4m3) rate; `why`
+/// says what is missing.
+struct CublasLt {
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+  cublasLtHandle_t handle = nullptr;
+  std::string why;
+
+  template <class F>
+  static bool sym(void* lib, const char* name, F& f) {
+    f = lib ? reinterpret_cast<F>(dlsym(lib, name)) : nullptr;
+    return f != nullptr;
+  }
+  static CublasLt& get() {
+    static CublasLt c = [] {
+      CublasLt c;
+      void* lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+      if (!lib) lib = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+      const bool all = sym(lib, "cublasLtCreate", c.create) &&
+                       sym(lib, "cublasLtMatmulDescCreate", c.desc_create) &&
+                       sym(lib, "cublasLtMatmulDescSetAttribute", c.desc_set) &&
+                       sym(lib, "cublasLtMatmulDescDestroy", c.desc_destroy) &&
+                       sym(lib, "cublasLtMatrixLayoutCreate", c.layout_create) &&
+                       sym(lib, "cublasLtMatrixLayoutDestroy", c.layout_destroy) &&
+                       sym(lib, "cublasLtMatmulPreferenceCreate", c.pref_create) &&
+                       sym(lib, "cublasLtMatmulPreferenceSetAttribute", c.pref_set) &&
+                       sym(lib, "cublasLtMatmulPreferenceDestroy", c.pref_destroy) &&
+                       sym(lib, "cublasLtMatmulAlgoGetHeuristic", c.heuristic) &&
+                       sym(lib, "cublasLtMatmul", c.matmul);
+      if (!all) {
+        c.why = "cublasLt unavailable";
+      } else if (c.create(&c.handle) != CUBLAS_STATUS_SUCCESS) {
+        c.why = "cublasLtCreate failed";
+      }
+      return c;
+    }();
+    return c;
+  }
+  bool ok() const { return why.empty(); }
+};
+
+/// One e4m3 GEMM D [n x n] (bf16) = A [n x n] B^T, both read along k (cuBLASLt's fp8 layout: A
+/// transposed, B not), fp32 accumulation, unit scales: its descriptors and the heuristic's first
+/// algorithm with a 32 MiB workspace. `why` is empty when it is ready to run.
+struct Fp8Gemm {
+  CublasLt const& lt;
+  long n;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t ab = nullptr, d = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  void* ws = nullptr;
+  size_t ws_bytes = size_t{32} << 20;
+  std::string why;
+
+  Fp8Gemm(CublasLt const& l, long size) : lt(l), n(size) { why = setup(); }
+  ~Fp8Gemm() {
+    if (desc) lt.desc_destroy(desc);
+    if (ab) lt.layout_destroy(ab);
+    if (d) lt.layout_destroy(d);
+    cudaFree(ws);
+  }
+  std::string setup() {
+    const cublasOperation_t trans_a = CUBLAS_OP_T;
+    if (lt.desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != CUBLAS_STATUS_SUCCESS ||
+        lt.desc_set(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans_a, sizeof(trans_a)) !=
+            CUBLAS_STATUS_SUCCESS)
+      return "cublasLt fp8 descriptor failed";
+    if (lt.layout_create(&ab, CUDA_R_8F_E4M3, n, n, n) != CUBLAS_STATUS_SUCCESS ||
+        lt.layout_create(&d, CUDA_R_16BF, n, n, n) != CUBLAS_STATUS_SUCCESS)
+      return "cublasLt fp8 layouts failed";
+    if (cudaMalloc(&ws, ws_bytes) != cudaSuccess) return "cublasLt fp8 workspace failed";
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t found{};
+    int count = 0;
+    const bool have = lt.pref_create(&pref) == CUBLAS_STATUS_SUCCESS &&
+                      lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                  sizeof(ws_bytes)) == CUBLAS_STATUS_SUCCESS &&
+                      lt.heuristic(lt.handle, desc, ab, ab, d, d, pref, 1, &found, &count) ==
+                          CUBLAS_STATUS_SUCCESS &&
+                      count > 0;
+    if (pref) lt.pref_destroy(pref);
+    if (!have) return "cublasLt has no fp8 algorithm here";
+    algo = found.algo;
+    return "";
+  }
+  bool run(const void* a, const void* b, void* out) const {
+    const float alpha = 1.0f, beta = 0.0f;
+    return lt.matmul(lt.handle, desc, &alpha, a, ab, b, ab, &beta, out, d, out, d, &algo, ws,
+                     ws_bytes, nullptr) == CUBLAS_STATUS_SUCCESS;
+  }
+};
+
+/// Random e4m3 bytes (sign, exponent field below 8, any mantissa: finite, magnitudes up to 2).
+void fill_random_e4m3(void* p, size_t n) {
+  std::vector<unsigned char> h(n);
+  unsigned s = 54321;
+  for (auto& v : h) {
+    s = s * 1664525u + 1013904223u;
+    v = static_cast<unsigned char>(((s >> 16) & 0x3f) | ((s >> 8) & 0x80));
+  }
+  cudaMemcpy(p, h.data(), n, cudaMemcpyHostToDevice);
+}
+
 /// Device buffers of random bf16 that grow on demand (filled once per growth), so that timing
 /// many dense shapes in a run does not refill gigabytes each time.
 struct RandomBuffer {
@@ -141,11 +254,40 @@ double median_ms(int warmup, int reps, bool sync_each, Launch launch) {
   return ok && cudaGetLastError() == cudaSuccess ? median(ms) : 0.0;
 }
 
+/// The fp8 rate: cuBLASLt's e4m3 GEMM at n^3, median of `reps` (each waited for) after 5
+/// warm-ups; writes fp8_TFLOPs and fp8_source.
+void measure_fp8_rate(GpuCeilings& c, int reps) {
+  const CublasLt& lt = CublasLt::get();
+  if (!lt.ok()) {
+    c.fp8_source = lt.why;
+    return;
+  }
+  const long n = 8192;
+  void *a = nullptr, *b = nullptr, *d = nullptr;
+  if (cudaMalloc(&a, size_t(n) * n) != cudaSuccess ||
+      cudaMalloc(&b, size_t(n) * n) != cudaSuccess ||
+      cudaMalloc(&d, size_t(n) * n * 2) != cudaSuccess) {
+    (void)cudaGetLastError();
+    c.fp8_source = "no memory for the fp8 GEMM";
+  } else {
+    fill_random_e4m3(a, size_t(n) * n);
+    fill_random_e4m3(b, size_t(n) * n);
+    const Fp8Gemm g(lt, n);
+    const double ms = g.why.empty() ? median_ms(5, reps, true, [&] { return g.run(a, b, d); }) : 0;
+    c.fp8_TFLOPs = ms > 0 ? 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12 : 0.0;
+    c.fp8_source = !g.why.empty() ? g.why : ms > 0 ? "cublasLt" : "cublasLt fp8 gemm failed";
+  }
+  cudaFree(a);
+  cudaFree(b);
+  cudaFree(d);
+}
+
 }  // namespace
 
 GpuCeilings measure_gpu_ceilings(int matmul_reps) {
   GpuCeilings c;
   c.copy_GBps = copy_bandwidth();
+  measure_fp8_rate(c, matmul_reps);
   const Cublas& blas = Cublas::get();
   if (!blas.ok()) {
     c.matmul_source = blas.why;

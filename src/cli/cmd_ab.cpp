@@ -118,7 +118,8 @@ bench::RunEnv ab_env(std::string const& backend, bench::BenchOptions const& opti
   env.clocks = telemetry->now();
   env.telemetry_source = telemetry->source();
   env.options = options;
-  env.ceilings.copy_source = env.ceilings.matmul_source = "not measured: A/B compares arms";
+  env.ceilings.copy_source = env.ceilings.matmul_source = env.ceilings.fp8_source =
+      "not measured: A/B compares arms";
   for (auto const& a : o.arms) env.arms.push_back(a.name + "=" + a.spec);
   env.rounds = o.rounds;
   return env;

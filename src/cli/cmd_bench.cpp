@@ -98,9 +98,14 @@ int run_bench(BenchCmdArgs const& args) {
   env.tables = args.series.tables;
   std::string const dir = unwrap(bench::make_run_dir(args.out_dir, env));
   unwrap(core::write_file_atomic(dir + "/env.json", bench::env_json(env)));
-  std::fprintf(stderr, "bench: %s, copy %.1f GB/s (%s), matmul %.1f GFLOP/s (%s); writing %s\n",
+  std::fprintf(stderr,
+               "bench: %s, copy %.1f GB/s (%s), matmul %.1f GFLOP/s (%s), fp8 %.1f GFLOP/s (%s); "
+               "writing %s\n",
                env.device.name.c_str(), env.ceilings.copy_GBps, env.ceilings.copy_source.c_str(),
-               env.ceilings.matmul_GFLOPs, env.ceilings.matmul_source.c_str(), dir.c_str());
+               env.ceilings.matmul_GFLOPs, env.ceilings.matmul_source.c_str(),
+               env.ceilings.fp8_GFLOPs,
+               env.ceilings.fp8_source.empty() ? "not measured" : env.ceilings.fp8_source.c_str(),
+               dir.c_str());
 
   std::ofstream csv(dir + "/bench.csv");
   csv << bench::csv_line(bench::bench_csv_header()) << "\n" << std::flush;

@@ -91,7 +91,7 @@ TEST(BenchCeilings, FloorFollowsTheKernelBenchmarksFormula) {
   EXPECT_FALSE(floor_for(p, 128, c).bandwidth_bound);
 }
 
-TEST(BenchCeilings, AnFp8FloorCountsOneBytePerWeightPlusScalesAndNoBf16ComputeTerm) {
+TEST(BenchCeilings, AnFp8FloorCountsOneBytePerWeightPlusScalesAndFlopsAtTheFp8Rate) {
   core::MoeProblem p{.num_tokens = 65536,
                      .hidden_size = 2048,
                      .intermediate_size = 768,
@@ -106,6 +106,12 @@ TEST(BenchCeilings, AnFp8FloorCountsOneBytePerWeightPlusScalesAndNoBf16ComputeTe
   EXPECT_DOUBLE_EQ(f.bytes_min, bytes);
   EXPECT_DOUBLE_EQ(f.floor_us, bytes / 4000e9 * 1e6);  // the bf16 rate would bound it here
   EXPECT_TRUE(f.bandwidth_bound);
+  c.fp8_GFLOPs = 1300e3;  // with the fp8 rate measured, flops at that rate bound it
+  Floor const g = floor_for(p, 100, c);
+  EXPECT_DOUBLE_EQ(g.floor_us, core::flops(p) / 1300e12 * 1e6);
+  EXPECT_FALSE(g.bandwidth_bound);
+  p.quant = core::Quant::kNone;  // a bf16 problem keeps the bf16 rate
+  EXPECT_DOUBLE_EQ(floor_for(p, 100, c).floor_us, core::flops(p) / 700e12 * 1e6);
 }
 
 TEST(BenchCsv, QuotedFieldsRoundTripAndWidthsAreChecked) {

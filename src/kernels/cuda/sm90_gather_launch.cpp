@@ -8,6 +8,7 @@
 
 #include "kernels/cuda/cuda_check.hpp"
 #include "kernels/cuda/sm90_decode_geometry.hpp"
+#include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_fp8_launch.hpp"
 #include "kernels/cuda/sm90_layer_parts.hpp"
 #include "kernels/cuda/sm90_tma_host.hpp"
@@ -87,7 +88,7 @@ bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
 /// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x.
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
-                           bool permuted_x) {
+                           bool permuted_x, bool bf16_h) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -111,8 +112,10 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   off += align_up(sizeof(int32_t) * ((pairs + min_chunk - 1) / min_chunk) * p.num_experts);
   w.sched = off;  // the swap-AB walk: two counters per GEMM (align zeroes them)
   off += align_up(sizeof(int32_t) * kSchedInts);
-  w.h = off;
-  off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
+  if (bf16_h) {
+    w.h = off;
+    off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
+  }
   w.y = off;
   off += align_up((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs * p.hidden_size);
   if (permuted_x) {
@@ -137,7 +140,8 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
 
 WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p) {
   const int align_m = align_block_m(k.g1, k.g2);
-  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, gemm1_reads_permuted_x(k.g1));
+  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, gemm1_reads_permuted_x(k.g1),
+                    !fp8_gemm1_writes_hq(k.g1));
 }
 
 /// The caller's workspace against what layout `w` needs.
@@ -207,7 +211,7 @@ size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig co
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
   auto g1 = gemm_geometry(p, c.gemm1, true);
   return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
-                    g1.ok() && gemm1_reads_permuted_x(*g1))
+                    g1.ok() && gemm1_reads_permuted_x(*g1), !g1.ok() || !fp8_gemm1_writes_hq(*g1))
       .total;
 }
 
@@ -229,7 +233,7 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.num_sub = m_sub > 1 ? reinterpret_cast<int32_t*>(ws + w.num_sub) : nullptr;
   b.hist = reinterpret_cast<int32_t*>(ws + w.hist);
   b.sched = reinterpret_cast<int32_t*>(ws + w.sched);
-  b.h = ws + w.h;
+  b.h = w.h > 0 ? ws + w.h : nullptr;
   b.y = ws + w.y;
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;
   if (w.xq > 0) {

@@ -62,7 +62,7 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
 /// Byte offsets of the buffers of one call in the workspace.
 struct WorkspaceLayout {
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
-         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;
+         num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;  // h, xp: 0 = absent
   /// fp8 (problem quant): x and h quantised (e4m3) and their block scales; 0 = absent.
   size_t xq = 0, xs = 0, hq = 0, hs = 0;
 };
@@ -77,7 +77,7 @@ struct LayerBuffers {
   int32_t* num_sub = nullptr;
   int32_t* hist = nullptr;
   int32_t* sched = nullptr;  // kSchedInts counters of the swap-AB kernel's walk
-  void* h = nullptr;
+  void* h = nullptr;         // null where an fp8 GEMM1 stores hq (no bf16 h)
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
   // fp8: xq [M, K] e4m3 and xs [M, K/128] fp32; hq [rows, I] and hs [rows, I/128]; else null.
@@ -93,9 +93,10 @@ struct LayerBuffers {
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
 /// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x. A
-/// quantised problem gets room for its fp8 inputs and scales.
+/// quantised problem gets room for its fp8 inputs and scales; bf16_h: room for GEMM1's bf16 h
+/// (false where an fp8 GEMM1 stores hq itself: fp8_gemm1_writes_hq).
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
-                           bool permuted_x);
+                           bool permuted_x, bool bf16_h);
 /// The layout of loaded kernels `k` at M = p.num_tokens (their geometry, as launched).
 WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p);
 /// The caller's workspace against what layout `w` needs.

@@ -12,6 +12,7 @@
 #include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_gather_defaults.hpp"
 #include "kernels/cuda/sm90_gather_geometry.hpp"
+#include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda/sm90_gather_load.hpp"
 #include "kernels/cuda/sm90_gather_space.hpp"
 #include "moe_shape.hpp"
@@ -231,6 +232,40 @@ TEST(Fp8Geometry, Gemm1StoresHqPerTensorAndBlockScaledInWhole128ColumnGroups) {
   for (auto* k : {&c.gemm1, &c.gemm2}) k->launch.schedule = core::Schedule::kCooperative;
   c.gemm1.tile.block_n = 64;  // the cp.async loop stores bf16 h
   EXPECT_FALSE(fp8_gemm1_writes_hq(gemm1_geometry(block, c)));
+}
+
+/// Where GEMM1 stores hq the workspace holds no bf16 h: smaller by at least 2 bytes per pair and
+/// column of h, the same by config and by loaded kernels.
+TEST(Fp8Geometry, WorkspaceHoldsNoBf16HWhereGemm1StoresHq) {
+  for (auto const& p : {shapes(4096)[1], shapes(4096)[2]}) {
+    auto bf16_h = ws_config(p, 128, 8);
+    bf16_h.gemm1.pipeline.num_stages = 4;
+    auto hq = bf16_h;
+    if (p.quant == core::Quant::kFp8Block) {
+      hq.gemm1.tile.block_n = 128;  // whole 128-column groups: stores hq
+    } else {
+      for (auto* k : {&bf16_h.gemm1, &bf16_h.gemm2})
+        k->launch.schedule = core::Schedule::kCooperative;
+      bf16_h.gemm1.tile.block_n = 64;  // the cp.async loop stores bf16 h
+      bf16_h.gemm2.tile.block_n = 128;
+      bf16_h.gemm1.pipeline.num_stages = bf16_h.gemm2.pipeline.num_stages = 3;
+    }
+    ASSERT_EQ(refusal(p, bf16_h), "accepted");
+    ASSERT_EQ(refusal(p, hq), "accepted");
+    auto g1 = gemm1_geometry(p, hq);
+    ASSERT_TRUE(fp8_gemm1_writes_hq(g1));
+    ASSERT_FALSE(fp8_gemm1_writes_hq(gemm1_geometry(p, bf16_h)));
+    const size_t with_h = sm90_gather_workspace_bytes(p, bf16_h);
+    const size_t without = sm90_gather_workspace_bytes(p, hq);
+    const size_t h_bytes = size_t{2} * core::num_pairs(p) * p.intermediate_size;
+    EXPECT_GE(with_h, without + h_bytes) << core::short_string(hq);
+    Sm90GatherKernels k;
+    k.g1 = g1;
+    auto g2 = gemm_geometry(p, hq.gemm2, false);
+    ASSERT_TRUE(g2.ok());
+    k.g2 = *g2;
+    EXPECT_EQ(sm90_gather_workspace_bytes(k, p), without);
+  }
 }
 
 int spill_reports_all_zero(std::string const& log) {
