@@ -38,7 +38,7 @@ machine needs DIR carried back: unpack a call's triton-run.tgz into it here):
 (`bench/device.sh triton-vllm` runs several shapes in one call, each under `timeout`, and packs
 what comes back; bench/results/h100-triton-vllm.csv is its run of record.)
 
-tune  per shape: a recipe (recipe(): device = this GPU's name, arch sm_90a, "quant" for fp8
+tune  per shape: a recipe (recipe_of(): device = this GPU's name, arch sm_90a, "quant" for fp8
       shapes, the 12 buckets, routing uniform; recipes/h100-triton-fp8.json is F2-F4's),
       `moetune tune --store` into DIR/tables (the vLLM file + manifest), wall time from a cold
       Triton cache (a fresh TRITON_CACHE_DIR under /tmp unless --warm-cache); --agreement S adds
@@ -130,9 +130,9 @@ def problem(shape):
     return p
 
 
-def recipe(shapes, device_name, name):
+def recipe_of(shapes, device_name, name):
     """A triton_vllm recipe tuning each shape on device_name at the 12 buckets (uniform routing,
-    seed 0); recipes/h100-triton-fp8.json is recipe(["F2", "F3", "F4"], "NVIDIA H100 80GB
+    seed 0); recipes/h100-triton-fp8.json is recipe_of(["F2", "F3", "F4"], "NVIDIA H100 80GB
     HBM3", "h100-triton-fp8")."""
     return {"recipe_version": 1, "name": name, "shapes": [{
         "name": shape, "problem": problem(shape), "device": device_name, "backend": "triton",
@@ -142,7 +142,7 @@ def recipe(shapes, device_name, name):
 
 def write_recipe(path, shape, device_name):
     with open(path, "w") as f:
-        json.dump(recipe([shape], device_name, f"triton-vllm-{shape}"), f, indent=2)
+        json.dump(recipe_of([shape], device_name, f"triton-vllm-{shape}"), f, indent=2)
 
 
 def tune(a, shape, out_dir, store, log):

@@ -7,7 +7,7 @@ The fp8 shapes (F2-F4): table_name is vLLM's file name (literal names, and vLLM 
 get_config_file_name from .engines/); write_recipe gives fp8 shapes their "quant" and the C++
 reader takes the recipe (`moetune materialize`, with the binary ctest names in
 TRITON_VLLM_DEVICE_MOETUNE_BIN), writing exactly table_name's files; recipes/h100-triton-fp8.json
-is recipe() of F2-F4; and under Triton's interpreter (a child process) a tiny fp8_block and
+is recipe_of() of F2-F4; and under Triton's interpreter (a child process) a tiny fp8_block and
 fp8_tensor layer made by make_layer runs vLLM's kernel with each system's row (our file read
 through table_name by vLLM's lookup, vLLM's default for fp8) within the tuner's tolerance of
 reference(), while a weight scale read from the wrong block or expert is caught. Tests that need
@@ -133,9 +133,9 @@ class Recipe(unittest.TestCase):
     def test_shipped_fp8_recipe_is_write_recipes(self):
         with open(os.path.join(ROOT, "recipes", "h100-triton-fp8.json")) as f:
             shipped = json.load(f)
-        self.assertEqual(shipped, tvd.recipe(["F2", "F3", "F4"], H100, "h100-triton-fp8"),
-                         "recipes/h100-triton-fp8.json differs from triton_vllm_device.recipe(); "
-                         "change both together")
+        self.assertEqual(shipped, tvd.recipe_of(["F2", "F3", "F4"], H100, "h100-triton-fp8"),
+                         "recipes/h100-triton-fp8.json differs from triton_vllm_device."
+                         "recipe_of(); change both together")
 
     @needs_moetune
     def test_cpp_reader_takes_each_recipe_and_names_table_names_files(self):
