@@ -200,7 +200,9 @@ def make_fp8_layer(vt, shape, seed, device):
     """The tuner's fp8 layer (triton_layers.fp8_vllm_layer: e4m3 weights drawn expert by expert
     on the device, 128x128 blocks or experts at ranges orders of magnitude apart, fp32 scales);
     fp8_tensor's static a1/a2 from a calibration pass over kCalibrationM tokens of their own
-    seed, so every timed M runs with the same scales, as a served layer does."""
+    seed, so every timed M runs with the same scales, as a served layer does. F4's draw is 512
+    loop steps of about a dozen elementwise GPU ops over at most one expert's w1 in fp32
+    (117 MB), so it needs no faster path (not yet timed on a GPU)."""
     import torch
 
     from moetune.tuner import triton_layers
