@@ -1,11 +1,31 @@
 #!/usr/bin/env python3
 """Issue 52 on the device: vLLM's own Triton fused-MoE kernel tuned by `moetune tune` (the triton
 family), then vLLM's layer timed with (a) our file, (b) the file vLLM ships for this GPU, (c)
-vLLM's default rule, at S1-S3 x 12 M (bf16). Prints a short table last; writes CSVs to --out.
+vLLM's default rule, at S1-S3 (bf16, the default) or F2-F4 (fp8 w8a8) x 12 M. Prints a short
+table last; writes CSVs to --out.
 
     python3 bench/triton_vllm_device.py --out DIR [--phase tune|time|all|summary]
-        [--shapes S1,S2,S3] [--moetune .devbin/moetune] [--agreement S2 --agreement-tunes 3]
-        [--budget-min 5]
+        [--shapes S1,S2,S3|F2,F3,F4] [--moetune .devbin/moetune] [--agreement S2
+        --agreement-tunes 3] [--budget-min 5]
+
+Shapes (SHAPES): S1 E=128 K=2688 I=1856 top-6 relu2, S2 E=128 K=2048 I=768 top-8 silu, S3 E=8
+K=4096 I=14336 top-2 silu (bf16); fp8 w8a8 as vLLM's fused_experts runs it with use_fp8_w8a8:
+  F2  E=128 K=2048 I=768 top-8 silu, fp8_block (128x128 weight blocks, activations per token per
+      128 channels); (b) on an H100 is vLLM's default: it ships no H100 file for E=128, N=768
+      block fp8 (it does for the H200);
+  F3  E=8 K=4096 I=14336 top-2 silu, fp8_tensor (a scale per expert, static a1/a2); (b) is the
+      file vLLM ships, E=8,N=14336,device_name=NVIDIA_H100_80GB_HBM3,dtype=fp8_w8a8.json (and
+      one for the H200);
+  F4  E=256 K=7168 I=2048 top-8 silu, fp8_block; (b) is vLLM's default (no E=256, N=2048 file
+      for any GPU).
+fp8 layers are the tuner's own testbed (triton_layers.fp8_vllm_layer: e4m3 weights drawn expert
+by expert on the GPU with 128x128 blocks, or experts, at ranges orders of magnitude apart, so a
+weight read with the wrong scale shows; F3's a1/a2 from a calibration pass over 16384 tokens of
+their own seed), checked against the tuner gate's reference (triton_layers.fp8_reference, fp32,
+vLLM's rounding points) within its tolerance (triton_layers.tolerance: 3e-2 fp8, 1e-2 bf16).
+Memory (F4, the largest): 11 GB of e4m3 weights, one layer alive at a time; per M the three
+systems' graphs (at M = 16384 each holds vLLM's bf16 caches, 1.9 + 0.5 GB, and the torch
+stand-ins' quantisation temporaries) are freed before the next M.
 
 Needs: .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py here, then carry .engines), a moetune
 binary (scripts/build_device.sh: .devbin/moetune; carry .devbin), torch and triton (the device's
@@ -18,18 +38,21 @@ machine needs DIR carried back: unpack a call's triton-run.tgz into it here):
 (`bench/device.sh triton-vllm` runs several shapes in one call, each under `timeout`, and packs
 what comes back; bench/results/h100-triton-vllm.csv is its run of record.)
 
-tune  per shape: a recipe (device = this GPU's name, arch sm_90a, the 12 buckets, routing uniform),
+tune  per shape: a recipe (recipe_of(): device = this GPU's name, arch sm_90a, "quant" for fp8
+      shapes, the 12 buckets, routing uniform; recipes/h100-triton-fp8.json is F2-F4's),
       `moetune tune --store` into DIR/tables (the vLLM file + manifest), wall time from a cold
       Triton cache (a fresh TRITON_CACHE_DIR under /tmp unless --warm-cache); --agreement S adds
       --agreement-tunes more tunes of S into DIR/agree-K/; DIR/triton-run.tgz holds the tables,
       stores and recipes (the device tool brings no file back whose name holds '=' or ',').
 time  per shape and M: vLLM's layer (moetune.engines.vllm_triton: vLLM's launch, align
-      precomputed as the anchors do) for each config, checked against an fp32 reference first,
-      then one CUDA graph per config replayed with L2 flushed before each replay, in 4
-      interleaved passes (a b c, c b a, c b a, a b c); median and a bootstrap 95% interval of the
-      median per system. (a) = vLLM's lookup with VLLM_TUNED_CONFIG_FOLDER=DIR/tables, (b) = its
-      lookup without (the shipped file; where none exists for this GPU, vLLM's default, marked),
-      (c) = get_default_config. With --agreement, the agreement tunes' winners for that shape are
+      precomputed as the anchors do) for each config, checked against an fp32 reference first
+      (within the tuner gate's tolerance), then one CUDA graph per config replayed with L2
+      flushed before each replay, in 4 interleaved passes (a b c, c b a, c b a, a b c); median
+      and a bootstrap 95% interval of the median per system. (a) = vLLM's lookup with
+      VLLM_TUNED_CONFIG_FOLDER=DIR/tables, (b) = its lookup without (the shipped file; where
+      none exists for this GPU, vLLM's default, marked), (c) = get_default_config (fp8: dtype
+      "fp8_w8a8" and the block shape, as vLLM passes them; (a) and (b) look up vLLM's fp8 file
+      names, table_name()). With --agreement, the agreement tunes' winners for that shape are
       timed in the same passes with (a): a bucket agrees when every tune's winner (a's
       included) is within 1% of the fastest of them, each distinct winner by the median of the
       medians of the tunes that named it (tunes_agree; tunes that name the same row agree by
@@ -44,19 +67,26 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-# S1-S3 as bench/torch_ops_bench.py (shared/anchors/h200-baseline.md) has them.
+# S1-S3 as bench/torch_ops_bench.py (shared/anchors/h200-baseline.md) has them; F2-F4 (fp8 w8a8,
+# quant as core's Quant spells it) as bench/fp8_bench.py (shared/anchors/h100-fp8-vllm.md) does.
 SHAPES = {
     "S1": dict(E=128, K=2688, I=1856, top_k=6, act="relu2"),
     "S2": dict(E=128, K=2048, I=768, top_k=8, act="silu"),
     "S3": dict(E=8, K=4096, I=14336, top_k=2, act="silu"),
+    "F2": dict(E=128, K=2048, I=768, top_k=8, act="silu", quant="fp8_block"),
+    "F3": dict(E=8, K=4096, I=14336, top_k=2, act="silu", quant="fp8_tensor"),
+    "F4": dict(E=256, K=7168, I=2048, top_k=8, act="silu", quant="fp8_block"),
 }
 MS = [1, 4, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384]
+kCalibrationM = MS[-1]  # fp8_tensor's static input scales: amax / 448 over this many tokens
+kCalibrationSeed = 0  # the timed inputs at M take seed M (>= 1)
 kPasses = ("abc", "cba", "cba", "abc")
 
 
@@ -73,24 +103,46 @@ def package():
     return vllm_triton, triton_rules
 
 
+def quant(shape):
+    """The shape's quantisation: "none" (bf16), "fp8_block" or "fp8_tensor"."""
+    return SHAPES[shape].get("quant", "none")
+
+
 def table_name(shape, device_name):
-    """vLLM's file name for a shape on this GPU (get_config_file_name's rule, bf16)."""
-    dev = device_name.replace(" ", "_")
+    """vLLM's file name for a shape on this GPU: vLLM 0.33.0's get_config_file_name (fused_moe.py)
+    with get_device_name_as_file_name's spelling of the device (platform_utils.py), for dtype
+    None (bf16) or "fp8_w8a8", and block_shape [128, 128] for fp8_block."""
+    s, q = SHAPES[shape], quant(shape)
+    dev = re.sub(r"[\s/]+", "_", device_name)
     dev = "NVIDIA_H200" if "H200" in dev.split("_") else dev
-    return f"E={SHAPES[shape]['E']},N={SHAPES[shape]['I']},device_name={dev}.json"
+    dtype = "" if q == "none" else ",dtype=fp8_w8a8"
+    block = ",block_shape=[128,128]" if q == "fp8_block" else ""
+    return f"E={s['E']},N={s['I']},device_name={dev}{dtype}{block}.json"
+
+
+def problem(shape):
+    """The recipe's problem for a shape (core's MoeProblem fields; "quant" for fp8 shapes)."""
+    s = SHAPES[shape]
+    p = {"hidden_size": s["K"], "intermediate_size": s["I"], "num_experts": s["E"],
+         "top_k": s["top_k"], "activation": s["act"], "dtype": "bf16", "arch": "sm_90a"}
+    if quant(shape) != "none":
+        p["quant"] = quant(shape)
+    return p
+
+
+def recipe_of(shapes, device_name, name):
+    """A triton_vllm recipe tuning each shape on device_name at the 12 buckets (uniform routing,
+    seed 0); recipes/h100-triton-fp8.json is recipe_of(["F2", "F3", "F4"], "NVIDIA H100 80GB
+    HBM3", "h100-triton-fp8")."""
+    return {"recipe_version": 1, "name": name, "shapes": [{
+        "name": shape, "problem": problem(shape), "device": device_name, "backend": "triton",
+        "family": "triton_vllm", "family_version": 1, "buckets": MS,
+        "routing": {"kind": "uniform", "seed": 0}} for shape in shapes]}
 
 
 def write_recipe(path, shape, device_name):
-    s = SHAPES[shape]
-    recipe = {"recipe_version": 1, "name": f"triton-vllm-{shape}", "shapes": [{
-        "name": shape,
-        "problem": {"hidden_size": s["K"], "intermediate_size": s["I"], "num_experts": s["E"],
-                    "top_k": s["top_k"], "activation": s["act"], "dtype": "bf16",
-                    "arch": "sm_90a"},
-        "device": device_name, "backend": "triton", "family": "triton_vllm",
-        "family_version": 1, "buckets": MS, "routing": {"kind": "uniform", "seed": 0}}]}
     with open(path, "w") as f:
-        json.dump(recipe, f, indent=2)
+        json.dump(recipe_of([shape], device_name, f"triton-vllm-{shape}"), f, indent=2)
 
 
 def tune(a, shape, out_dir, store, log):
@@ -126,35 +178,64 @@ def tune(a, shape, out_dir, store, log):
     return seconds, proc.returncode
 
 
-def make_layer(vt, shape, seed=1234):
+def make_layer(vt, shape, seed=1234, device="cuda"):
+    """vLLM's layer for a shape on weights drawn from seed: bf16 N(0,1)/sqrt(fan-in), or for fp8
+    shapes the tuner's fp8 testbed (make_fp8_layer)."""
     import torch
 
+    if quant(shape) != "none":
+        return make_fp8_layer(vt, shape, seed, device)
     s = SHAPES[shape]
-    g = torch.Generator(device="cuda").manual_seed(seed)
+    g = torch.Generator(device=device).manual_seed(seed)
     n1 = 2 * s["I"] if s["act"] == "silu" else s["I"]
-    w1 = torch.empty(s["E"], n1, s["K"], dtype=torch.bfloat16, device="cuda")
-    w2 = torch.empty(s["E"], s["K"], s["I"], dtype=torch.bfloat16, device="cuda")
+    w1 = torch.empty(s["E"], n1, s["K"], dtype=torch.bfloat16, device=device)
+    w2 = torch.empty(s["E"], s["K"], s["I"], dtype=torch.bfloat16, device=device)
     for e in range(s["E"]):
-        w1[e] = torch.randn(n1, s["K"], generator=g, device="cuda") / math.sqrt(s["K"])
-        w2[e] = torch.randn(s["K"], s["I"], generator=g, device="cuda") / math.sqrt(s["I"])
+        w1[e] = torch.randn(n1, s["K"], generator=g, device=device) / math.sqrt(s["K"])
+        w2[e] = torch.randn(s["K"], s["I"], generator=g, device=device) / math.sqrt(s["I"])
     return vt.VllmTritonMoe(w1, w2, s["top_k"], s["act"])
 
 
-def inputs(shape, m, seed):
+def make_fp8_layer(vt, shape, seed, device):
+    """The tuner's fp8 layer (triton_layers.fp8_vllm_layer: e4m3 weights drawn expert by expert
+    on the device, 128x128 blocks or experts at ranges orders of magnitude apart, fp32 scales);
+    fp8_tensor's static a1/a2 from a calibration pass over kCalibrationM tokens of their own
+    seed, so every timed M runs with the same scales, as a served layer does. F4's draw is 512
+    loop steps of about a dozen elementwise GPU ops over at most one expert's w1 in fp32
+    (117 MB), so it needs no faster path (not yet timed on a GPU)."""
+    import torch
+
+    from moetune.tuner import triton_layers
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    calibration = inputs(shape, kCalibrationM, kCalibrationSeed, device) \
+        if quant(shape) == "fp8_tensor" else None
+    return triton_layers.fp8_vllm_layer(problem(shape), g, vt.load(), torch.float32,
+                                        calibration)
+
+
+def inputs(shape, m, seed, device="cuda"):
     import torch
 
     s = SHAPES[shape]
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(m, s["K"], device="cuda", generator=g).to(torch.bfloat16)
-    probs = torch.softmax(torch.randn(m, s["E"], device="cuda", generator=g), dim=-1)
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(m, s["K"], device=device, generator=g).to(torch.bfloat16)
+    probs = torch.softmax(torch.randn(m, s["E"], device=device, generator=g), dim=-1)
     tw, ids = torch.topk(probs, s["top_k"], dim=-1)
     return x, tw.float().contiguous(), ids.to(torch.int32).contiguous()
 
 
 def reference(layer, x, tw, ids):
+    """The layer's output in fp32, expert by expert: for fp8 layers the tuner's gate's reference
+    (triton_layers.fp8_reference: the same e4m3 weights and scales, vLLM's rounding points);
+    for bf16 the exact layer on the bf16 weights."""
     import torch
 
-    out = torch.zeros(x.shape, device="cuda", dtype=torch.float32)
+    if layer.use_fp8_w8a8:
+        from moetune.tuner import triton_layers
+
+        return triton_layers.fp8_reference(layer, x, tw, ids, torch.float32)
+    out = torch.zeros(x.shape, device=x.device, dtype=torch.float32)
     flat = ids.long().flatten()
     inter = layer.w2.shape[2]
     for e in flat.unique().tolist():
@@ -165,6 +246,20 @@ def reference(layer, x, tw, ids):
             if layer.activation == "silu" else torch.relu(h).square()
         out.index_add_(0, rows, (act @ layer.w2[e].float().T) * tw.flatten()[pairs, None])
     return out
+
+
+def check(shape, m, system, row, out, want):
+    """The relative L2 error of out against the reference want; raises AssertionError past the
+    tuner gate's tolerance for the shape's quantisation (triton_layers.tolerance)."""
+    from moetune.tuner import triton_layers
+
+    err = float((out.float() - want).norm() / want.norm())
+    tol = triton_layers.tolerance(quant(shape))
+    if not err < tol:
+        raise AssertionError(f"{shape} M={m} {system} {row}: rel_l2 {err:.3g} against the fp32 "
+                             f"reference, expected < {tol} (triton_layers.tolerance('"
+                             f"{quant(shape)}'))")
+    return err
 
 
 def graph_of(layer, x, tw, ids, row):
@@ -197,8 +292,9 @@ def systems_at(layer, shape, m, tables, agree_dirs, name):
     layer._choices.clear()
     shipped = layer.config_for(m)
     layer._choices.clear()
-    s = SHAPES[shape]
-    default = layer.engine.get_default_config(m, s["E"], s["I"], s["K"], s["top_k"], None, None)
+    s = SHAPES[shape]  # vLLM's dtype string ("fp8_w8a8" or None) and block shape, as it calls it
+    default = layer.engine.get_default_config(m, s["E"], s["I"], s["K"], s["top_k"],
+                                              layer.config_dtype, layer.block_shape)
     systems = {"a": (ours.config, ours.source), "b": (shipped.config, shipped.source),
                "c": (default, "default")}
     if ours.path is None or not ours.path.startswith(tables):
@@ -250,6 +346,8 @@ def sample_stats(samples, systems, rules, shape, m, rows_out):
 
 
 def time_shape(a, shape, vt, rules, rows_out):
+    """Times one shape at every M (see the module docstring); one layer alive, freed at the end
+    (F4's e4m3 weights are 11 GB), and each M's graphs freed before the next M."""
     import torch
 
     if shape in a.cache_dirs:  # the tune's compiled kernels (Triton reads this per compile)
@@ -270,8 +368,7 @@ def time_shape(a, shape, vt, rules, rows_out):
         for sys_name, (row, _) in systems.items():
             graph, out, prepared = graph_of(layer, x, tw, ids,
                                             {f: row[f] for f in rules.ROW_FIELDS})
-            err = float((out.float() - want).norm() / want.norm())
-            assert err < 1e-2, f"{shape} M={m} {sys_name} {row}: rel_l2 {err:.3g}"
+            check(shape, m, sys_name, row, out, want)
             graphs[sys_name] = graph
             keep.append(prepared)
         samples = replay_samples(graphs, flush)
@@ -283,8 +380,10 @@ def time_shape(a, shape, vt, rules, rows_out):
             agree = tunes_agree([r for r in rows_out if r["shape"] == shape and r["m"] == m and
                                  (r["system"] == "a" or r["system"].startswith("t"))]) == "yes"
         summary.append((m, stats, systems, agree))
-        del graphs, keep
+        del graphs, keep, graph, out, prepared  # the loop's last graph too, before the next M
         torch.cuda.empty_cache()
+    del layer
+    torch.cuda.empty_cache()
     return summary
 
 

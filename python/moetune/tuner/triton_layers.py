@@ -16,7 +16,9 @@ sum_j topk_weights[m, j] * w2[e] @ inner(w1[e] @ x[m]).
            token per 128 channels, or by the static a1), GEMM1 rounded to bf16 (vLLM's
            intermediate cache is bf16), vLLM's activation on bf16 (silu(gate) rounded, times
            up, rounded), quantised again by vLLM's quantiser (per row per 128 channels, or by
-           a2), GEMM2 with the routing weight.
+           a2), GEMM2 with the routing weight. fp8_layer is fp8_vllm_layer (the layer) then
+           fp8_reference (its reference for one input), which a bench that keeps one layer for
+           many inputs calls apart (bench/triton_vllm_device.py).
 Why the fp8 reference repeats vLLM's rounding points and the tolerance the tuner's gate applies
 to it: tolerance() below.
 """
@@ -129,10 +131,11 @@ def bf16_layer(problem, x, tw, ids, g, engine, dt):
     return layer, ref
 
 
-def fp8_layer(problem, x, tw, ids, g, engine, dt):
-    """e4m3 weights drawn with g and quantised per block (fp8_block) or per expert
-    (fp8_tensor), vLLM's fp8 layer on them (block_shape [128, 128], or static a1/a2 from a
-    calibration pass), its reference in dt with vLLM's rounding points."""
+def fp8_vllm_layer(problem, g, engine, dt, calibration=None):
+    """vLLM's fp8 layer (VllmTritonMoe) on e4m3 weights drawn with g (w1, then w2) and quantised
+    per block (fp8_block: block_shape [128, 128]) or per expert (fp8_tensor: static a1/a2 from
+    an unquantised pass in dt over calibration, (x, topk_weights, topk_ids), as a calibration
+    sets them). Fails with ValueError for fp8_tensor without calibration."""
     from moetune.engines import vllm_triton
 
     K, I, E = problem["hidden_size"], problem["intermediate_size"], problem["num_experts"]
@@ -140,20 +143,40 @@ def fp8_layer(problem, x, tw, ids, g, engine, dt):
     draw = fp8_weights.draw_blocks if block else fp8_weights.draw_experts
     w1, s1 = draw(g, E, triton_rules.gemm1_n(problem), K)
     w2, s2 = draw(g, E, K, I)
-
-    def w1_of(e):
-        return fp8_weights.dequant_weights(w1[e:e + 1], s1[e:e + 1], dt)[0]
-
-    def w2_of(e):
-        return fp8_weights.dequant_weights(w2[e:e + 1], s2[e:e + 1], dt)[0]
-
     if block:
         scales = dict(block_shape=[triton_rules.kFp8Group] * 2)
+    elif calibration is None:
+        raise ValueError(f"fp8_vllm_layer: quant {triton_rules.quant(problem)!r} takes static "
+                         f"input scales; pass calibration=(x, topk_weights, topk_ids)")
     else:
-        a1, a2 = static_input_scales(x, w1_of, tw, ids, act, I, dt)
+        x, tw, ids = calibration
+        a1, a2 = static_input_scales(x, expert_weights(w1, s1, dt), tw, ids, act, I, dt)
         scales = dict(a1_scale=a1, a2_scale=a2)
-    layer = vllm_triton.VllmTritonMoe(w1, w2, problem["top_k"], act, engine=engine,
-                                      w1_scale=s1, w2_scale=s2, **scales)
+    return vllm_triton.VllmTritonMoe(w1, w2, problem["top_k"], act, engine=engine,
+                                     w1_scale=s1, w2_scale=s2, **scales)
+
+
+def expert_weights(w, s, dt):
+    """w1_of / w2_of for moe_reference: e -> expert e of e4m3 w [E, R, C] times its scales s
+    (per block or per expert), dequantised in dt (exact in fp64), one expert at a time."""
+    return lambda e: fp8_weights.dequant_weights(w[e:e + 1], s[e:e + 1], dt)[0]
+
+
+def fp8_reference(layer, x, tw, ids, dt):
+    """The reference of an fp8 layer (VllmTritonMoe) for x [M, K] bf16 in dt: its own e4m3
+    weights and scales dequantised expert by expert, x quantised by the layer's quantiser, and
+    vLLM's rounding points in between (fp8_inner)."""
+    from moetune.engines import vllm_triton
+
     xd = dequant_activations(layer, *layer.quantize(x, layer.a1_scale), dt)
-    inner = fp8_inner(layer, vllm_triton.ACTIVATIONS[act][1], dt)
-    return layer, moe_reference(xd, w1_of, w2_of, tw, ids, inner, dt)
+    inner = fp8_inner(layer, vllm_triton.ACTIVATIONS[layer.activation][1], dt)
+    return moe_reference(xd, expert_weights(layer.w1, layer.w1_scale, dt),
+                         expert_weights(layer.w2, layer.w2_scale, dt), tw, ids, inner, dt)
+
+
+def fp8_layer(problem, x, tw, ids, g, engine, dt):
+    """e4m3 weights drawn with g and quantised per block (fp8_block) or per expert
+    (fp8_tensor), vLLM's fp8 layer on them (block_shape [128, 128], or static a1/a2 from a
+    calibration pass over x), its reference in dt with vLLM's rounding points."""
+    layer = fp8_vllm_layer(problem, g, engine, dt, calibration=(x, tw, ids))
+    return layer, fp8_reference(layer, x, tw, ids, dt)
