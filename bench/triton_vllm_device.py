@@ -23,9 +23,9 @@ by expert on the GPU with 128x128 blocks, or experts, at ranges orders of magnit
 weight read with the wrong scale shows; F3's a1/a2 from a calibration pass over 16384 tokens of
 their own seed), checked against the tuner gate's reference (triton_layers.fp8_reference, fp32,
 vLLM's rounding points) within its tolerance (triton_layers.tolerance: 3e-2 fp8, 1e-2 bf16).
-Memory (F4, the largest): 11 GB of e4m3 weights, one layer alive at a time; per M the three
-systems' graphs (at M = 16384 each holds vLLM's bf16 caches, 1.9 + 0.5 GB, and the torch
-stand-ins' quantisation temporaries) are freed before the next M.
+Memory (F4, the largest; estimated, F4 has not run on a GPU): 11 GB of e4m3 weights, one layer
+alive at a time; per M the three systems' graphs (at M = 16384 each holds vLLM's bf16 caches,
+1.9 + 0.5 GB, and the torch stand-ins' quantisation temporaries) are freed before the next M.
 
 Needs: .engines/vllm-0.33.0 (scripts/fetch_engine_kernels.py here, then carry .engines), a moetune
 binary (scripts/build_device.sh: .devbin/moetune; carry .devbin), torch and triton (the device's
@@ -202,7 +202,7 @@ def make_fp8_layer(vt, shape, seed, device):
     fp8_tensor's static a1/a2 from a calibration pass over kCalibrationM tokens of their own
     seed, so every timed M runs with the same scales, as a served layer does. F4's draw is 512
     loop steps of about a dozen elementwise GPU ops over at most one expert's w1 in fp32
-    (117 MB), so it needs no faster path (not yet timed on a GPU)."""
+    (117 MB), so it takes no faster path."""
     import torch
 
     from moetune.tuner import triton_layers
