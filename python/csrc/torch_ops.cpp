@@ -3,6 +3,7 @@
 //   moetune::fused_moe  (out of place)   moetune::fused_moe_ (hidden_states overwritten)
 //   moetune::fused_moe_fp8 (fp8 weights: block-scaled or per-tensor, as vLLM passes them)
 //   moetune::explain    (which config serves this call, and the rule that chose it)
+//   moetune::explain_fp8 (the same for fp8 weights, with fused_moe_fp8's arguments)
 // Layouts are vLLM's fused_experts' (op_args.hpp). A CUDA call runs on torch's current stream,
 // takes its workspace from torch's caching allocator and never synchronises the host, so it is safe
 // in CUDA graph capture once each M has run eagerly; python/moetune/_ops.py registers the fake
@@ -158,16 +159,12 @@ void fused_moe_(at::Tensor& hidden_states, at::Tensor const& w1, at::Tensor cons
   hidden_states.copy_(out);
 }
 
-std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
-                    at::Tensor const& topk_weights, at::Tensor const& topk_ids,
-                    std::string const& activation, std::string const& config,
-                    std::optional<at::Tensor> const& w1_bias,
-                    std::optional<at::Tensor> const& w2_bias, bool batch_invariant) {
-  char const* op = "moetune.explain";
-  MoeTensors const t{hidden_states,    w1, w2, topk_weights, topk_ids, bias_arg(w1_bias),
-                     bias_arg(w2_bias)};
+/// The config the runner for these tensors serves at their M and the rule that chose it, as
+/// "key=value" lines (moetune.explain, moetune.explain_fp8).
+std::string explain_tensors(char const* op, MoeTensors const& t, std::string const& activation,
+                            std::string const& config, bool batch_invariant) {
   core::MoeProblem const p = check_moe_tensors(t, activation, op);
-  at::Device const dev = hidden_states.device();
+  at::Device const dev = t.hidden_states.device();
   DeviceScope const scope(dev, op);
   ServedRunner& served = runner_for(key_of(p, dev, config, batch_invariant), op);
   auto c = served.runner->choose(p.num_tokens, served.knobs);
@@ -177,6 +174,17 @@ std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::T
   return std::string("rule=") + to_string(c->rule) + "\nconfig=" + core::short_string(c->config) +
          "\ntable=" + (table.empty() ? "none" : table) +
          "\nfast_paths=" + on_names(served.runner->levers().fast_paths) + "\nexplain=" + c->explain;
+}
+
+std::string explain(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
+                    at::Tensor const& topk_weights, at::Tensor const& topk_ids,
+                    std::string const& activation, std::string const& config,
+                    std::optional<at::Tensor> const& w1_bias,
+                    std::optional<at::Tensor> const& w2_bias, bool batch_invariant) {
+  return explain_tensors(
+      "moetune.explain",
+      {hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)},
+      activation, config, batch_invariant);
 }
 
 /// Host microseconds per call of `body` over `iters` calls.
@@ -276,6 +284,21 @@ at::Tensor fused_moe_out_of_place(at::Tensor const& hidden_states, at::Tensor co
   return out;
 }
 
+/// t's fp8 fields from an fp8 op's arguments (quant "fp8_block" or "fp8_tensor", else a
+/// ValueError naming it); the scales must outlive t.
+void with_fp8_scales(char const* op, MoeTensors& t, at::Tensor const& w1_scale,
+                     at::Tensor const& w2_scale, std::optional<at::Tensor> const& a1_scale,
+                     std::optional<at::Tensor> const& a2_scale, std::string const& quant) {
+  auto q = core::parse_quant(quant);
+  TORCH_CHECK_VALUE(q.ok() && *q != core::Quant::kNone, op, ": quant '", quant,
+                    "'; expected fp8_block or fp8_tensor");
+  t.quant = *q;
+  t.w1_scale = &w1_scale;
+  t.w2_scale = &w2_scale;
+  t.a1_scale = bias_arg(a1_scale);
+  t.a2_scale = bias_arg(a2_scale);
+}
+
 at::Tensor fused_moe_fp8(at::Tensor const& hidden_states, at::Tensor const& w1,
                          at::Tensor const& w2, at::Tensor const& topk_weights,
                          at::Tensor const& topk_ids, at::Tensor const& w1_scale,
@@ -285,18 +308,25 @@ at::Tensor fused_moe_fp8(at::Tensor const& hidden_states, at::Tensor const& w1,
                          std::optional<at::Tensor> const& w1_bias,
                          std::optional<at::Tensor> const& w2_bias) {
   char const* op = "moetune.fused_moe_fp8";
-  auto q = core::parse_quant(quant);
-  TORCH_CHECK_VALUE(q.ok() && *q != core::Quant::kNone, op, ": quant '", quant,
-                    "'; expected fp8_block or fp8_tensor");
   MoeTensors t{hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)};
-  t.quant = *q;
-  t.w1_scale = &w1_scale;
-  t.w2_scale = &w2_scale;
-  t.a1_scale = bias_arg(a1_scale);
-  t.a2_scale = bias_arg(a2_scale);
+  with_fp8_scales(op, t, w1_scale, w2_scale, a1_scale, a2_scale, quant);
   at::Tensor out = new_output(hidden_states);
   run_into(op, t, activation, config, false, out);
   return out;
+}
+
+std::string explain_fp8(at::Tensor const& hidden_states, at::Tensor const& w1, at::Tensor const& w2,
+                        at::Tensor const& topk_weights, at::Tensor const& topk_ids,
+                        at::Tensor const& w1_scale, at::Tensor const& w2_scale,
+                        std::optional<at::Tensor> const& a1_scale,
+                        std::optional<at::Tensor> const& a2_scale, std::string const& quant,
+                        std::string const& activation, std::string const& config,
+                        std::optional<at::Tensor> const& w1_bias,
+                        std::optional<at::Tensor> const& w2_bias) {
+  char const* op = "moetune.explain_fp8";
+  MoeTensors t{hidden_states, w1, w2, topk_weights, topk_ids, bias_arg(w1_bias), bias_arg(w2_bias)};
+  with_fp8_scales(op, t, w1_scale, w2_scale, a1_scale, a2_scale, quant);
+  return explain_tensors(op, t, activation, config, false);
 }
 
 }  // namespace moetune::python
@@ -320,6 +350,12 @@ TORCH_LIBRARY(moetune, m) {
       "str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, Tensor? w2_bias=None, "
       "bool batch_invariant=False) -> str",
       &moetune::python::explain);
+  m.def(
+      "explain_fp8(Tensor hidden_states, Tensor w1, Tensor w2, Tensor topk_weights, "
+      "Tensor topk_ids, Tensor w1_scale, Tensor w2_scale, Tensor? a1_scale, Tensor? a2_scale, "
+      "str quant, str activation=\"silu\", str config=\"\", Tensor? w1_bias=None, "
+      "Tensor? w2_bias=None) -> str",
+      &moetune::python::explain_fp8);
   m.def("set_tables_root(str root) -> ()", &moetune::python::set_tables_root_op);
   m.def("build_info() -> str", &moetune::python::build_info);
   m.def(

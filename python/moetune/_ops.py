@@ -180,20 +180,28 @@ def _quant_arg(block_shape):
     return "fp8_block"
 
 
-def _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, a1_scale,
-                   a2_scale, quant, activation, config, w1_bias, w2_bias):
+def _require_fp8_scales(w1_scale, w2_scale):
+    """fp8 weights need both weight scales."""
     for name, t in (("w1_scale", w1_scale), ("w2_scale", w2_scale)):
         if t is None:
             raise ValueError(f"moetune.fused_moe: {name} is None but the weights are fp8; pass "
                              "the checkpoint's weight scales")
+
+
+def _fused_moe_fp8(hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, a1_scale,
+                   a2_scale, quant, activation, config, w1_bias, w2_bias):
+    _require_fp8_scales(w1_scale, w2_scale)
     return torch.ops.moetune.fused_moe_fp8.default(
         hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, a1_scale, a2_scale,
         quant, activation, config, w1_bias, w2_bias)
 
 
 def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu", config=None,
-            w1_bias=None, w2_bias=None, batch_invariant=False):
-    """Which config fused_moe would run for these tensors, and the rule that chose it.
+            w1_bias=None, w2_bias=None, w1_scale=None, w2_scale=None, a1_scale=None,
+            a2_scale=None, block_shape=None, batch_invariant=False):
+    """Which config fused_moe would run for these tensors, and the rule that chose it; the same
+    arguments as fused_moe (fp8 weights with their scales and block_shape, as fused_moe takes
+    them).
 
     Returns a dict: rule ("explicit", "cache", "table", "default", "auto", "other_device": a
     row of a table made on another device, which MOETUNE_TABLES_SAME_DEVICE=1 forbids, or
@@ -203,8 +211,15 @@ def explain(hidden_states, w1, w2, topk_weights, topk_ids, *, activation="silu",
     c = "" if config is None else _config_arg(config)
     if type(batch_invariant) is not bool:
         _bad_flag("batch_invariant", batch_invariant)
-    text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids, activation, c,
-                                     w1_bias, w2_bias, batch_invariant)
+    if w1.dtype == torch.float8_e4m3fn or w1_scale is not None or w2_scale is not None:
+        _check_fp8_flags(False, batch_invariant)
+        _require_fp8_scales(w1_scale, w2_scale)
+        text = torch.ops.moetune.explain_fp8(
+            hidden_states, w1, w2, topk_weights, topk_ids, w1_scale, w2_scale, a1_scale,
+            a2_scale, _quant_arg(block_shape), activation, c, w1_bias, w2_bias)
+    else:
+        text = torch.ops.moetune.explain(hidden_states, w1, w2, topk_weights, topk_ids,
+                                         activation, c, w1_bias, w2_bias, batch_invariant)
     return dict(line.split("=", 1) for line in text.split("\n"))
 
 
