@@ -2,10 +2,11 @@
 
 Triton compiles a kernel mostly while holding the GIL: a 15-thread pool (Triton's own
 AsyncCompileMode) reached about 4 kernels a second on the H100 machine's 16 cores, where one
-compile takes 0.4-0.8 s of one core. Here each compile runs in its own process: the caller records a launch's specialization (Triton's
-serialize_specialization_data, what JITFunction.preload reads) instead of compiling it, a child
-compiles it for the GPU's target into the cache directory both share (TRITON_CACHE_DIR, or
-Triton's default), and the caller's own launch then finds it there and only loads it.
+compile takes 0.4-0.8 s of one core. Here each compile runs in its own process: the caller
+records a launch's specialization (Triton's serialize_specialization_data, what
+JITFunction.preload reads) instead of compiling it, a child compiles it for the GPU's target
+into the cache directory both share (TRITON_CACHE_DIR, or Triton's default), and the caller's
+own launch then finds it there and only loads it.
 
     pool = CompilePool(engine_dir, target=("cuda", 90, 32))
     future = pool.submit(specialization_json)   # -> shared memory in bytes, or raises CompileError
@@ -13,7 +14,8 @@ Triton's default), and the caller's own launch then finds it there and only load
 
 A child is `python3 -c` entering the moetune package without its __init__ (as the tuner's worker
 does), loading vLLM's kernel from engine_dir once, then answering one JSON line per request on
-its pipes. All children start with the pool (each takes seconds to load torch, Triton and vLLM). It ends with its parent (PR_SET_PDEATHSIG). A child that dies mid-compile fails that
+its pipes. All children start with the pool (each takes seconds to load torch, Triton and
+vLLM). It ends with its parent (PR_SET_PDEATHSIG). A child that dies mid-compile fails that
 request with CompileError and is started again for the next one.
 """
 
