@@ -9,6 +9,7 @@ import torch
 transformers = pytest.importorskip("transformers")
 
 from moe_reference import check_close  # noqa: E402
+import moetune  # noqa: E402
 from moetune.integrations import transformers as mt_hf  # noqa: E402
 
 NEW_TOKENS = 32
@@ -202,3 +203,57 @@ def test_refuses_experts_it_cannot_serve():
     with pytest.raises(ValueError, match=r"layers.1.mlp.experts: GptOssExperts.limit = 5.0"):
         mt_hf.enable(model)
     assert model.config._experts_implementation != "moetune"
+
+
+def _fp8_experts(seed, **kw):
+    """transformers' FP8Experts (finegrained_fp8, wrapped for its FP8ExpertsInterface as its
+    quantiser wraps it) of a small Qwen3-MoE config, holding tests' fp8 layer: e4m3 weights with
+    float32 128x128 block scales whose ranges differ by orders of magnitude; and that layer."""
+    fp8 = pytest.importorskip("transformers.integrations.finegrained_fp8")
+    from fp8_reference import make_fp8_layer
+    from transformers.integrations.moe import use_experts_implementation
+
+    config = transformers.Qwen3MoeConfig(hidden_size=256, moe_intermediate_size=128,
+                                         num_experts=8, num_experts_per_tok=2, hidden_act="silu")
+    cls = use_experts_implementation(experts_class=fp8.FP8Experts,
+                                     experts_interface=fp8.ALL_FP8_EXPERTS_FUNCTIONS)
+    experts = cls(config, block_size=[128, 128], **kw)
+    layer = make_fp8_layer(16, 256, 128, 8, 2, block=True, seed=seed, device="cpu")
+    with torch.no_grad():
+        experts.gate_up_proj.copy_(layer["w1"])
+        experts.down_proj.copy_(layer["w2"])
+        experts.gate_up_proj_scale_inv.copy_(layer["w1_scale"])
+        experts.down_proj_scale_inv.copy_(layer["w2_scale"])
+    return experts, layer
+
+
+def test_fp8_experts_of_a_finegrained_fp8_checkpoint_run_on_moetune():
+    from fp8_reference import fp8_reference
+    from moe_reference import rel_l2
+
+    experts, layer = _fp8_experts(seed=43)
+    mt_hf.register()
+    experts.config._experts_implementation = "moetune"
+    with torch.no_grad():
+        out = experts(layer["x"], layer["topk_ids"], layer["topk_weights"])
+    want = fp8_reference(layer, block=True)
+    assert rel_l2(out, want) <= 1e-2, rel_l2(out, want)
+    direct = moetune.fused_moe(layer["x"], layer["w1"], layer["w2"], layer["topk_weights"],
+                               layer["topk_ids"], w1_scale=layer["w1_scale"],
+                               w2_scale=layer["w2_scale"], block_shape=[128, 128])
+    assert torch.equal(out, direct), "the drop-in is not the op on the module's own parameters"
+
+
+def test_refuses_fp8_experts_it_cannot_serve():
+    class Holder(torch.nn.Module):  # enable refuses before it touches the model's config
+        def __init__(self, experts):
+            super().__init__()
+            self.experts = experts
+
+    static, _ = _fp8_experts(seed=47, activation_scheme="static")
+    with pytest.raises(ValueError, match=r"experts: FP8Experts.activation_scheme = 'static'"):
+        mt_hf.enable(Holder(static))
+    ue8m0, _ = _fp8_experts(seed=53)
+    ue8m0.down_proj_scale_inv = torch.nn.Parameter(ue8m0.down_proj_scale_inv.to(torch.float64))
+    with pytest.raises(ValueError, match=r"FP8Experts.down_proj_scale_inv is torch.float64"):
+        mt_hf.enable(Holder(ue8m0))

@@ -15,7 +15,12 @@ Served:
   projections, the clamped SwiGLU): moetune runs them with activation "swigluoai" and the biases
   in its kernels' epilogues, from a copy of the weights in its own layout, made on the module's
   first call and kept beside it (twice the experts' weight memory; remade if a parameter changes).
-Other experts are refused by `enable` with the reason.
+- fp8 checkpoints loaded with transformers' finegrained_fp8 quantisation (its FP8Experts: e4m3
+  gate_up_proj / down_proj with float32 128x128 block scales `*_scale_inv`, activations quantised
+  per token per 128 channels, `activation_scheme="dynamic"`; DeepSeek-V3 / Qwen3 FP8): moetune
+  reads the parameters and scales as they are (fused_moe with block_shape [128, 128]).
+Other experts are refused by `enable` with the reason (fp8: static activation scales, UE8M0
+scales, fp4 weights, other block sizes, a clamped SwiGLU).
 """
 
 import functools
@@ -57,9 +62,46 @@ def _activation(module):
     return "silu", None
 
 
+def _is_fp8(module):
+    """True for transformers' FP8Experts (finegrained_fp8): quantised weights with *_scale_inv."""
+    return hasattr(module, "gate_up_proj_scale_inv") or hasattr(module, "up_proj_scale_inv")
+
+
+def _fp8_why_not(module):
+    """None when moetune serves this FP8Experts module, else the reason."""
+    import torch
+
+    name = type(module).__name__
+    block = getattr(module, "block_size", None)
+    if block is None or list(block) != [128, 128]:
+        return (f"{name}.block_size = {block!r}; moetune serves fp8 experts with 128x128 weight "
+                "blocks")
+    scheme = getattr(module, "activation_scheme", None)
+    if scheme != "dynamic":
+        return (f"{name}.activation_scheme = {scheme!r}; moetune quantises the activations per "
+                "token per 128 channels ('dynamic')")
+    if module.gate_up_proj.dtype != torch.float8_e4m3fn:
+        return f"{name}.gate_up_proj is {module.gate_up_proj.dtype}; expected torch.float8_e4m3fn"
+    for attr in ("gate_up_proj_scale_inv", "down_proj_scale_inv"):
+        dtype = getattr(module, attr).dtype
+        if dtype != torch.float32:
+            return f"{name}.{attr} is {dtype}; moetune takes float32 block scales"
+    if getattr(module, "swiglu_alpha", None) is not None or getattr(module, "limit", None):
+        return f"{name} clamps its SwiGLU (swiglu_limit); moetune serves plain silu-gated experts"
+    config = getattr(module, "config", None)
+    act = getattr(config, "hidden_activation", None) or getattr(config, "hidden_act", None)
+    if act not in _SILU:
+        return f"{name} uses activation {act!r}; moetune serves silu-gated experts here"
+    return None
+
+
 def _why_not(module):
     """None when moetune serves this experts module, else the reason."""
     name = type(module).__name__
+    if _is_fp8(module):
+        if not getattr(module, "has_gate", True) or getattr(module, "has_bias", False):
+            return f"{name}: moetune serves gated fp8 experts without biases"
+        return _fp8_why_not(module)
     if not getattr(module, "has_gate", True):
         return f"{name} has no gate"
     if not hasattr(module, "gate_up_proj") or not hasattr(module, "down_proj"):
@@ -110,6 +152,10 @@ def _converted(module):
 
 def experts_forward(self, hidden_states, top_k_index, top_k_weights):
     """The ExpertsInterface function: [T, K] tokens, [T, top_k] ids and weights -> [T, K]."""
+    if _is_fp8(self):
+        return moetune.fused_moe(hidden_states, self.gate_up_proj, self.down_proj, top_k_weights,
+                                 top_k_index, w1_scale=self.gate_up_proj_scale_inv,
+                                 w2_scale=self.down_proj_scale_inv, block_shape=[128, 128])
     activation = "swigluoai" if type(self)._apply_gate is _gpt_oss_gate() else "silu"
     if _native(self):
         return moetune.fused_moe(hidden_states, self.gate_up_proj, self.down_proj, top_k_weights,
@@ -120,10 +166,16 @@ def experts_forward(self, hidden_states, top_k_index, top_k_weights):
 
 
 def register(name=NAME):
-    """Registers moetune in transformers' ExpertsInterface under `name` (idempotent)."""
+    """Registers moetune in transformers' ExpertsInterface under `name` (idempotent), and in its
+    FP8ExpertsInterface (finegrained_fp8's experts) where this transformers has one."""
     from transformers.integrations.moe import ExpertsInterface
 
     ExpertsInterface.register(name, experts_forward)
+    try:
+        from transformers.integrations.finegrained_fp8 import FP8ExpertsInterface
+    except ImportError:
+        return
+    FP8ExpertsInterface.register(name, experts_forward)
 
 
 def enable(model, name=NAME):
