@@ -139,15 +139,16 @@ def run(s, x, w1, w2, tw, ids, w1s, w2s, a_scales, config=None):
     return moetune.fused_moe(x, w1, w2, tw, ids, w1_scale=w1s, w2_scale=w2s, config=config, **kw)
 
 
-def served_by(s):
-    """Which rule fused_moe takes for shape s here: 'table <file>' where a table of moetune's
-    tables root (MOETUNE_TABLES, else the package's) serves this device and shape, else 'default
-    rule'. The file name is the tables' rule (docs/tables.md), family sm90_gather."""
-    dev = torch.cuda.get_device_name(0).replace(" ", "_")
-    quant = ",dtype=fp8_w8a8" + (",block_shape=[128,128]" if s["block"] else "")
-    name = f"E={s['E']},N={s['I']},device_name={dev}{quant},family=sm90_gather.json"
-    path = os.path.join(moetune._ops._tables_root(), dev, name)
-    return f"table {name}" if os.path.isfile(path) else "default rule"
+def served_by(s, x, w1, w2, tw, ids, w1s, w2s, a_scales):
+    """Which rule fused_moe takes for this call (moetune.explain): 'default rule', or the rule
+    and the table file that serves it (a shipped table for this device and shape, or one under
+    MOETUNE_TABLES)."""
+    kw = dict(block_shape=[128, 128]) if s["block"] else dict(a1_scale=a_scales[0],
+                                                               a2_scale=a_scales[1])
+    info = moetune.explain(x, w1, w2, tw, ids, w1_scale=w1s, w2_scale=w2s, **kw)
+    if info["rule"] == "default":
+        return "default rule"
+    return f"{info['rule']} {os.path.basename(info['table'])}"
 
 
 def run_layer(s, layer, a_scales):
@@ -267,7 +268,9 @@ def bench_shape(name, ms, copy_gbs, tflops, flush, check_m, use_vllm, rows, extr
         (fl, bound), hit = floor_us(s, m, ids, copy_gbs, tflops)
         first = m == ms[0]
         systems = {"moetune": (lambda: run(s, x, weights[0], weights[1], tw, ids, weights[2],
-                                           weights[3], a_scales), served_by(s))}
+                                           weights[3], a_scales),
+                               served_by(s, x, weights[0], weights[1], tw, ids, weights[2],
+                                         weights[3], a_scales))}
         for label, cfg in extra:  # explicit configs, timed beside the default (--config)
             systems["moetune:" + label] = (
                 lambda c=cfg: run(s, x, weights[0], weights[1], tw, ids, weights[2], weights[3],
