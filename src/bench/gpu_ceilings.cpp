@@ -282,16 +282,13 @@ void measure_fp8_rate(GpuCeilings& c, int reps) {
   cudaFree(d);
 }
 
-}  // namespace
-
-GpuCeilings measure_gpu_ceilings(int matmul_reps) {
-  GpuCeilings c;
-  c.copy_GBps = copy_bandwidth();
-  measure_fp8_rate(c, matmul_reps);
+/// The bf16 rate: cuBLAS's GEMM at n^3, median of `reps` (each waited for) after 5 warm-ups;
+/// writes matmul_TFLOPs and matmul_source.
+void measure_bf16_rate(GpuCeilings& c, int reps) {
   const Cublas& blas = Cublas::get();
   if (!blas.ok()) {
     c.matmul_source = blas.why;
-    return c;
+    return;
   }
   const long n = 8192;
   void *a, *b, *d;
@@ -300,12 +297,22 @@ GpuCeilings measure_gpu_ceilings(int matmul_reps) {
   cudaMalloc(&d, size_t(n) * n * 2);
   fill_random(a, size_t(n) * n);
   fill_random(b, size_t(n) * n);
-  const double ms = median_ms(5, matmul_reps, true, [&] { return blas.run(n, n, n, a, b, d); });
+  const double ms = median_ms(5, reps, true, [&] { return blas.run(n, n, n, a, b, d); });
   c.matmul_TFLOPs = ms > 0 ? 2.0 * n * n * double(n) / (ms * 1e-3) / 1e12 : 0.0;
   c.matmul_source = ms > 0 ? "cublas" : "cublas gemm failed";
   cudaFree(a);
   cudaFree(b);
   cudaFree(d);
+}
+
+}  // namespace
+
+/// Copy, then bf16, then fp8: the bf16 rate is measured right after the copy, as it always was.
+GpuCeilings measure_gpu_ceilings(int matmul_reps) {
+  GpuCeilings c;
+  c.copy_GBps = copy_bandwidth();
+  measure_bf16_rate(c, matmul_reps);
+  measure_fp8_rate(c, matmul_reps);
   return c;
 }
 
