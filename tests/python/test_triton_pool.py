@@ -14,13 +14,9 @@ import subprocess
 import sys
 
 import pytest
+from vllm_engine import ENGINE, needs_engine
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
-pytestmark = pytest.mark.skipif(
-    not os.path.isfile(os.path.join(ENGINE, "manifest.json")),
-    reason=".engines/vllm-0.33.0 is absent: run scripts/fetch_engine_kernels.py")
+pytestmark = needs_engine
 TARGET = ("cuda", 90, 32)
 PROBLEM = {"num_tokens": 256, "hidden_size": 256, "intermediate_size": 128, "num_experts": 8,
            "top_k": 2, "activation": "silu", "dtype": "bf16", "arch": "sm_90a"}

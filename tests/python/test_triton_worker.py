@@ -18,15 +18,12 @@ import sys
 import pytest
 
 from moetune.tuner import triton_rules
+from vllm_engine import ENGINE, needs_engine
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 with open(os.path.join(REPO, "tests", "kernels", "triton", "triton_vllm_cases.json")) as f:
     CASES = json.load(f)
-needs_engine = pytest.mark.skipif(
-    not os.path.isfile(os.path.join(ENGINE, "manifest.json")),
-    reason=".engines/vllm-0.33.0 is absent: run scripts/fetch_engine_kernels.py")
 TINY = {"num_tokens": 4, "hidden_size": 64, "intermediate_size": 32, "num_experts": 8,
         "top_k": 2, "activation": "silu", "dtype": "bf16", "arch": "cpu"}
 

@@ -34,19 +34,14 @@ import pytest
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 sys.path.insert(0, HERE)
 from fp8_reference import (FP8_MAX, dequant_groups, dequant_weights,  # noqa: E402
                            fp8_reference, make_fp8_layer, quant_groups, static_scales)
 from interpreter_child import run_interpreter_child  # noqa: E402
+from vllm_engine import ENGINE, needs_engine  # noqa: E402
 from moe_reference import rel_l2  # noqa: E402
 
 SEED = int(os.environ.get("MOETUNE_TEST_SEED", "0"))
-needs_engine = pytest.mark.skipif(
-    not os.path.isfile(os.path.join(ENGINE, "manifest.json")),
-    reason=".engines/vllm-0.33.0 is absent: run scripts/fetch_engine_kernels.py (needs PyPI, or "
-           "--wheel vllm-0.33.0-*.whl) to extract vLLM's kernel")
 
 # Against vllm_rounding_reference: the same quantisations and bf16 roundings, so what is left is
 # fp32 summation order inside the GEMMs and the bf16 output (the cases: 5e-4 .. 1.6e-3); a block

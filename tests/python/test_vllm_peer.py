@@ -26,17 +26,12 @@ import pytest
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-ENGINE = os.path.join(REPO, ".engines", "vllm-0.33.0")
 sys.path.insert(0, HERE)
 from interpreter_child import run_interpreter_child  # noqa: E402
+from vllm_engine import ENGINE, needs_engine  # noqa: E402
 from moe_reference import check_close, make_layer, reference  # noqa: E402
 
 SEED = int(os.environ.get("MOETUNE_TEST_SEED", "0"))
-needs_engine = pytest.mark.skipif(
-    not os.path.isfile(os.path.join(ENGINE, "manifest.json")),
-    reason=".engines/vllm-0.33.0 is absent: run scripts/fetch_engine_kernels.py (needs PyPI, or "
-           "--wheel vllm-0.33.0-*.whl) to extract vLLM's kernel")
 
 # name -> (M, K, I, E, top_k, activation); what each covers is on its line.
 CASES = {
