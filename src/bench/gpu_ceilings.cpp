@@ -61,6 +61,19 @@ __attribute__((unused)) void fill_random(void* p, size_t n) {
   cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice);
 }
 
+/// A library by its CUDA 13 soname, else its unversioned name; null when neither loads.
+void* open_library(const char* versioned, const char* plain) {
+  void* lib = dlopen(versioned, RTLD_NOW | RTLD_LOCAL);
+  return lib ? lib : dlopen(plain, RTLD_NOW | RTLD_LOCAL);
+}
+
+/// f = the symbol `name` of lib (null when lib is null or lacks it); true when found.
+template <class F>
+bool sym(void* lib, const char* name, F& f) {
+  f = lib ? reinterpret_cast<F>(dlsym(lib, name)) : nullptr;
+  return f != nullptr;
+}
+
 /// cuBLAS, loaded once with dlopen (libcublas.so.13 / .so); `why` says what is missing.
 struct Cublas {
   CreateFn create = nullptr;
@@ -70,11 +83,8 @@ struct Cublas {
   static Cublas& get() {
     static Cublas c = [] {
       Cublas c;
-      void* lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
-      if (!lib) lib = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
-      c.create = lib ? reinterpret_cast<CreateFn>(dlsym(lib, "cublasCreate_v2")) : nullptr;
-      c.gemm = lib ? reinterpret_cast<GemmExFn>(dlsym(lib, "cublasGemmEx")) : nullptr;
-      if (!c.create || !c.gemm) {
+      void* lib = open_library("libcublas.so.13", "libcublas.so");
+      if (!sym(lib, "cublasCreate_v2", c.create) || !sym(lib, "cublasGemmEx", c.gemm)) {
         c.why = "cublas unavailable";
       } else if (c.create(&c.handle) != CUBLAS_STATUS_SUCCESS) {
         c.why = "cublasCreate failed";
@@ -112,16 +122,10 @@ struct CublasLt {
   cublasLtHandle_t handle = nullptr;
   std::string why;
 
-  template <class F>
-  static bool sym(void* lib, const char* name, F& f) {
-    f = lib ? reinterpret_cast<F>(dlsym(lib, name)) : nullptr;
-    return f != nullptr;
-  }
   static CublasLt& get() {
     static CublasLt c = [] {
       CublasLt c;
-      void* lib = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
-      if (!lib) lib = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+      void* lib = open_library("libcublasLt.so.13", "libcublasLt.so");
       const bool all = sym(lib, "cublasLtCreate", c.create) &&
                        sym(lib, "cublasLtMatmulDescCreate", c.desc_create) &&
                        sym(lib, "cublasLtMatmulDescSetAttribute", c.desc_set) &&
