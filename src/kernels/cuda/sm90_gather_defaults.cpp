@@ -86,20 +86,19 @@ core::KernelConfig kc(int bm, int bn, int bk, int warps, int stages, int gm,
   return k;
 }
 
-}  // namespace
+/// The swap-AB kernel (sm90_swap_kernel.cuh): block_m pairs per tile, 64 weight rows per MMA
+/// warpgroup (block_n = those rows, half of them for a gated GEMM1), group_m 1.
+core::KernelConfig swap(int bm, int bn, int warps, int stages) {
+  core::KernelConfig c = kc(bm, bn, 64, warps, stages, 1, core::Schedule::kTmaWarpSpecialized);
+  c.launch.swap_ab = true;
+  return c;
+}
 
-core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
-  if (p.quant != core::Quant::kNone) return fp8_default_config(p);
-  const double per_expert = pairs_per_expert(p);
+/// The choices below 48 pairs per expert, in order: the decode kernels at tiny M, then one
+/// mma.sync pair per band, or tma_ws 64 at p <= 48.
+void small_m_choices(core::MoeProblem const& p, double per_expert,
+                     std::vector<core::MoeConfig>& choices) {
   constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
-  // The swap-AB kernel (sm90_swap_kernel.cuh): block_m pairs per tile, 64 weight rows per MMA
-  // warpgroup (block_n = those rows, half of them for a gated GEMM1), group_m 1.
-  auto swap = [&](int bm, int bn, int warps, int stages) {
-    core::KernelConfig c = kc(bm, bn, 64, warps, stages, 1, kTw);
-    c.launch.swap_ab = true;
-    return c;
-  };
-  std::vector<core::MoeConfig> choices;
   if (p.num_tokens <= 4 && per_expert <= 0.5) {
     // Decode kernels: no align or combine launch, weights streamed by CUDA-core dot products.
     core::MoeConfig d{.gemm1 = kc(decode_block_m(p), 4, 512, 4, 1, 1),
@@ -115,57 +114,79 @@ core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& 
     choices.push_back({.gemm1 = kc(16, 64, 64, 4, 5, 1), .gemm2 = kc(16, 64, 64, 4, 5, 1)});
   } else if (per_expert <= 24.0) {
     choices.push_back({.gemm1 = kc(32, 128, 128, 8, 3, 1), .gemm2 = kc(32, 64, 128, 4, 4, 1)});
-  } else if (per_expert <= 48.0) {
+  } else {
     choices.push_back(
         {.gemm1 = kc(64, 128, 64, 4, 5, 8, kTw), .gemm2 = kc(64, 128, 64, 4, 5, 8, kTw)});
     choices.push_back({.gemm1 = kc(64, 64, 64, 4, 4, 8), .gemm2 = kc(64, 64, 64, 4, 4, 8)});
-  } else {
-    const bool gated = core::is_gated(p.activation);
-    const int bn1 = gated ? 128 : 256;
-    const int64_t hidden = p.hidden_size, experts = p.num_experts;
-    // Swap-AB GEMM2 of 128 pairs x 192 output columns (three MMA warpgroups), where its tiles
-    // (one align block per expert at this p) fill the waves about as well as 256-column ones.
-    if (per_expert <= 104.0 && p.intermediate_size >= 1024 &&
-        wave_fill((hidden + 191) / 192 * experts) >=
-            wave_fill((hidden + 255) / 256 * experts) - 0.05) {
-      choices.push_back({.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = swap(128, 192, 12, 5)});
-    }
-    if (per_expert > 96.0 && per_expert <= 160.0 && gated &&
-        static_cast<double>(p.intermediate_size) >= 10.0 * per_expert) {
-      const int bn2 = hidden % 192 == 0 ? 192 : 128;
-      choices.push_back({.gemm1 = swap(192, 96, 12, 4), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
-      choices.push_back(
-          {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
-    }
-    // Both GEMMs on swap-AB, 256 pairs per tile: an expert's pairs in one tile, its weights read
-    // once, where GEMM1's reduction (K) is long enough to carry the tile's epilogue.
-    if (per_expert > 136.0 && per_expert <= 224.0 && hidden >= 2048) {
-      choices.push_back(
-          {.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
-    }
-    if (per_expert > 96.0 && per_expert <= 160.0) {
-      choices.push_back(
-          {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(256, 128, 64, 8, 4, 8, kTw)});
-    }
-    choices.push_back(
-        {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(128, 256, 64, 8, 4, 8, kTw)});
-    // Without the wgmma main loop (lever off) or for narrow outputs: mma.sync 128-row tiles.
-    choices.push_back({.gemm1 = kc(128, 128, 64, 8, 4, 8), .gemm2 = kc(128, 128, 64, 8, 4, 8)});
   }
-  // What every shape takes (block_k halved below until it divides K and I).
+}
+
+/// The choices above 48 pairs per expert, in order (the bands of the rule above), ending in the
+/// tma_ws 128-row pair and mma.sync 128-row tiles.
+void large_m_choices(core::MoeProblem const& p, double per_expert,
+                     std::vector<core::MoeConfig>& choices) {
+  constexpr auto kTw = core::Schedule::kTmaWarpSpecialized;
+  const bool gated = core::is_gated(p.activation);
+  const int bn1 = gated ? 128 : 256;
+  const int64_t hidden = p.hidden_size, experts = p.num_experts;
+  // Swap-AB GEMM2 of 128 pairs x 192 output columns (three MMA warpgroups), where its tiles (one
+  // align block per expert at this p) fill the waves about as well as 256-column ones.
+  if (per_expert <= 104.0 && p.intermediate_size >= 1024 &&
+      wave_fill((hidden + 191) / 192 * experts) >=
+          wave_fill((hidden + 255) / 256 * experts) - 0.05) {
+    choices.push_back({.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = swap(128, 192, 12, 5)});
+  }
+  if (per_expert > 96.0 && per_expert <= 160.0 && gated &&
+      static_cast<double>(p.intermediate_size) >= 10.0 * per_expert) {
+    const int bn2 = hidden % 192 == 0 ? 192 : 128;
+    choices.push_back({.gemm1 = swap(192, 96, 12, 4), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
+    choices.push_back(
+        {.gemm1 = kc(192, 96, 64, 12, 4, 8, kTw), .gemm2 = kc(192, bn2, 64, 12, 4, 8, kTw)});
+  }
+  // Both GEMMs on swap-AB, 256 pairs per tile: an expert's pairs in one tile, its weights read
+  // once, where GEMM1's reduction (K) is long enough to carry the tile's epilogue.
+  if (per_expert > 136.0 && per_expert <= 224.0 && hidden >= 2048) {
+    choices.push_back({.gemm1 = swap(256, gated ? 64 : 128, 8, 4), .gemm2 = swap(256, 128, 8, 4)});
+  }
+  if (per_expert > 96.0 && per_expert <= 160.0) {
+    choices.push_back(
+        {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(256, 128, 64, 8, 4, 8, kTw)});
+  }
+  choices.push_back(
+      {.gemm1 = kc(128, bn1, 64, 8, 4, 8, kTw), .gemm2 = kc(128, 256, 64, 8, 4, 8, kTw)});
+  // Without the wgmma main loop (lever off) or for narrow outputs: mma.sync 128-row tiles.
+  choices.push_back({.gemm1 = kc(128, 128, 64, 8, 4, 8), .gemm2 = kc(128, 128, 64, 8, 4, 8)});
+}
+
+/// block_k 128 where the GEMM's reduction size divides it, else the largest power of two that
+/// does (not below 32), with 5 stages (measured: at K = 2880, 16x64x64 with 5 stages ran GEMM1
+/// 2-3% faster than with 3). Swap-AB and decode configs keep theirs.
+void fit_block_k(core::MoeProblem const& p, core::MoeConfig& c) {
+  for (auto* k : {&c.gemm1, &c.gemm2}) {
+    if (k->launch.swap_ab) continue;
+    const int64_t kd = k == &c.gemm1 ? p.hidden_size : p.intermediate_size;
+    while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) {
+      k->tile.block_k /= 2;
+      k->pipeline.num_stages = 5;
+    }
+  }
+}
+
+}  // namespace
+
+core::MoeConfig sm90_default_config(core::MoeProblem const& p, FastPaths const& fast_paths) {
+  if (p.quant != core::Quant::kNone) return fp8_default_config(p);
+  const double per_expert = pairs_per_expert(p);
+  std::vector<core::MoeConfig> choices;
+  if (per_expert <= 48.0) {
+    small_m_choices(p, per_expert, choices);
+  } else {
+    large_m_choices(p, per_expert, choices);
+  }
+  // What every shape takes (block_k halved until it divides K and I).
   choices.push_back({.gemm1 = kc(16, 64, 64, 4, 4, 8), .gemm2 = kc(16, 64, 64, 4, 4, 8)});
   for (core::MoeConfig& c : choices) {
-    // block_k 128 where the reduction size divides it, else the largest power of two that does.
-    for (auto* k : {&c.gemm1, &c.gemm2}) {
-      if (k->launch.swap_ab) continue;
-      const int64_t kd = k == &c.gemm1 ? p.hidden_size : p.intermediate_size;
-      // A halved block_k takes 5 stages (measured: at K = 2880, 16x64x64 with 5 stages ran
-      // GEMM1 2-3% faster than with 3).
-      while (k->tile.block_k > 32 && kd % k->tile.block_k != 0) {
-        k->tile.block_k /= 2;
-        k->pipeline.num_stages = 5;
-      }
-    }
+    fit_block_k(p, c);
     if (sm90_can_implement(p, c, fast_paths).ok()) return c;
   }
   return choices.back();

@@ -354,23 +354,28 @@ core::Result<GemmGeometry> gemm_geometry(core::MoeProblem const& p, core::Kernel
   return g;
 }
 
-core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const& c,
-                                FastPaths const& fast_paths) {
-  if (p.quant != core::Quant::kNone) return fp8_can_implement(p, c);
-  if (!fast_paths.wgmma_mainloop) {
-    for (auto const* k : {&c.gemm1, &c.gemm2}) {
-      if (k->launch.schedule == core::Schedule::kCooperative ||
-          k->launch.schedule == core::Schedule::kTmaWarpSpecialized ||
-          k->launch.schedule == core::Schedule::kPingpong) {
-        return core::make_error(
-            ErrorCode::kUnsupported, "sm90_gather",
-            std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
-                ".launch.schedule = " + std::string(core::to_string(k->launch.schedule)) +
-                " needs the wgmma_mainloop fast path, which is off here; use schedule auto or "
-                "turn the lever on");
-      }
+namespace {
+
+/// Without the wgmma_mainloop fast path only schedule auto (mma.sync, decode) runs.
+core::Status check_wgmma_lever(core::MoeConfig const& c, FastPaths const& fast_paths) {
+  if (fast_paths.wgmma_mainloop) return core::Status::Ok();
+  for (auto const* k : {&c.gemm1, &c.gemm2}) {
+    if (k->launch.schedule == core::Schedule::kCooperative ||
+        k->launch.schedule == core::Schedule::kTmaWarpSpecialized ||
+        k->launch.schedule == core::Schedule::kPingpong) {
+      return core::make_error(
+          ErrorCode::kUnsupported, "sm90_gather",
+          std::string(k == &c.gemm1 ? "gemm1" : "gemm2") +
+              ".launch.schedule = " + std::string(core::to_string(k->launch.schedule)) +
+              " needs the wgmma_mainloop fast path, which is off here; use schedule auto or "
+              "turn the lever on");
     }
   }
+  return core::Status::Ok();
+}
+
+/// The problem's limits that hold for every config: bf16, E <= 1024, K a multiple of 8.
+core::Status check_bf16_problem(core::MoeProblem const& p) {
   MOETUNE_RETURN_IF_ERROR(core::validate(p));
   if (p.dtype != core::DType::kBf16) {
     return core::make_error(ErrorCode::kUnsupported, "sm90_gather",
@@ -387,6 +392,12 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
         ErrorCode::kUnsupported, "sm90_gather",
         "K = " + std::to_string(p.hidden_size) + " is not a multiple of 8 (16-byte combine)");
   }
+  return core::Status::Ok();
+}
+
+/// Which GEMM1 and GEMM2 kernels may run together: the align step's block_m, and decode with
+/// decode only.
+core::Status check_gemm_pair(core::MoeConfig const& c) {
   // Both GEMMs read the align step's padding (to GEMM2's block_m). A GEMM1 of tma_ws 64 or 128
   // rows (no cluster) may walk GEMM2's 256-row blocks in sub-blocks.
   const bool sub_blocks = c.gemm2.tile.block_m == 256 && c.gemm1.tile.block_m < 256 &&
@@ -416,6 +427,17 @@ core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const
             "decode GEMM2 reads: set both or neither (swap_ab with schedule tma_ws is the swap-AB "
             "wgmma kernel, which pairs with any align-path kernel)");
   }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Status sm90_can_implement(core::MoeProblem const& p, core::MoeConfig const& c,
+                                FastPaths const& fast_paths) {
+  if (p.quant != core::Quant::kNone) return fp8_can_implement(p, c);
+  MOETUNE_RETURN_IF_ERROR(check_wgmma_lever(c, fast_paths));
+  MOETUNE_RETURN_IF_ERROR(check_bf16_problem(p));
+  MOETUNE_RETURN_IF_ERROR(check_gemm_pair(c));
   auto g1 = gemm_geometry(p, c.gemm1, true);
   if (!g1.ok()) return g1.error();
   auto g2 = gemm_geometry(p, c.gemm2, false);

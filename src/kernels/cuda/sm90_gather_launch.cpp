@@ -282,6 +282,64 @@ core::Status launch_align(Sm90GatherKernels const& k, core::MoeProblem const& p,
   return core::Status::Ok();
 }
 
+namespace {
+
+/// The swap-AB kernel's tensor maps (sm90_swap_kernel.cuh): the tile's weight rows in one box
+/// (gated GEMM1: gate and up rows interleaved in 8-row groups), token rows in 64-row boxes and
+/// 16-row ones.
+core::Status encode_swap_maps(WsGemmParams& wp, GemmGeometry const& g, GemmParams const& gp,
+                              uint64_t a_rows, core::MoeProblem const& p) {
+  if (g.gated) {
+    MOETUNE_RETURN_IF_ERROR(encode_tma_gated_interleave(
+        &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts), static_cast<uint64_t>(gp.n_dim),
+        static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / 8)));
+  } else {
+    MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
+        &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
+        static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.b_rows()), "weights"));
+  }
+  if (a_rows > 0) {  // h rows, or x's sorted copy (a GEMM1 of block_m 64 gathers x's rows)
+    MOETUNE_RETURN_IF_ERROR(
+        encode_tma_2d(&wp.tma_a, gp.a, a_rows, static_cast<uint64_t>(gp.k_dim), 16, "token rows"));
+    MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a_wide, gp.a, a_rows,
+                                          static_cast<uint64_t>(gp.k_dim), 64, "token rows"));
+  }
+  return core::Status::Ok();
+}
+
+/// The tma_ws / pingpong kernels' tensor maps: weight rows of a warpgroup's columns, and A rows
+/// (h, or x's sorted copy) in whole tiles or, at block_m 192 and 256, 64-row granules (the
+/// kernel loads only those that hold pairs: kGranules in sm90_ws_shape.cuh; whole tiles on 1x2
+/// clusters, which multicast them).
+core::Status encode_ws_maps(WsGemmParams& wp, GemmGeometry const& g, GemmParams const& gp,
+                            uint64_t a_rows, core::MoeProblem const& p) {
+  MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
+      &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
+      static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));
+  if (a_rows > 0) {
+    const bool granules = (g.block_m == 256 || g.block_m == 192) && g.cluster_n == 1;
+    MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows, static_cast<uint64_t>(gp.k_dim),
+                                          static_cast<uint32_t>(granules ? 64 : g.block_m), "h"));
+  }
+  return core::Status::Ok();
+}
+
+/// The tma_ws grid: at most one CTA per SM; with clusters one per pair of m-blocks (2x1) or of
+/// n-tiles (1x2), at most as many as fit at once (`fit`).
+unsigned ws_grid(GemmGeometry const& g, unsigned tiles, unsigned m_blocks, unsigned n_blocks,
+                 int sm_count, int fit) {
+  const unsigned cm = static_cast<unsigned>(g.cluster_m);
+  const unsigned cn = static_cast<unsigned>(g.cluster_n);
+  const unsigned cs = cm * cn;
+  const unsigned units = cs > 1 ? (m_blocks + cm - 1) / cm * ((n_blocks + cn - 1) / cn) : tiles;
+  const unsigned cap =
+      cs > 1 ? std::min(static_cast<unsigned>(sm_count) / cs, static_cast<unsigned>(fit))
+             : static_cast<unsigned>(sm_count);
+  return cs * std::min(units, cap);
+}
+
+}  // namespace
+
 /// One GEMM of the align path: a tile per CTA, or (persistent kernels) at most one CTA per SM
 /// with the TMA maps of this call's pointers (B = the experts' weight rows; A = h rows for GEMM2,
 /// a_rows of them).
@@ -302,58 +360,22 @@ core::Status launch_gemm(Sm90GatherKernels const& k, cudaKernel_t f, GemmGeometr
   }
   WsGemmParams wp{};
   wp.g = gp;
-  int32_t* const gemm_sched = b.sched + (f == k.gemm1 ? 0 : 2);  // this GEMM's two walk counters
+  void* params[] = {&wp};
   if (g.swap) {
-    // Swap-AB (sm90_swap_kernel.cuh): the tile's weight rows in one box (gated GEMM1: gate and up
-    // rows interleaved in 8-row groups), token rows in 64-row boxes and 16-row ones.
-    if (g.gated) {
-      MOETUNE_RETURN_IF_ERROR(encode_tma_gated_interleave(
-          &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts), static_cast<uint64_t>(gp.n_dim),
-          static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / 8)));
-    } else {
-      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
-          &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
-          static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.b_rows()), "weights"));
-    }
-    if (a_rows > 0) {  // h rows, or x's sorted copy (a GEMM1 of block_m 64 gathers x's rows)
-      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows,
-                                            static_cast<uint64_t>(gp.k_dim), 16, "token rows"));
-      MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a_wide, gp.a, a_rows,
-                                            static_cast<uint64_t>(gp.k_dim), 64, "token rows"));
-    }
+    MOETUNE_RETURN_IF_ERROR(encode_swap_maps(wp, g, gp, a_rows, p));
     // The dynamic walk over tiles (the kernel's own, not a lever: its tiles differ in pairs, so the
-    // static walk left SMs idle at the end; same bits either way).
-    wp.sched = gemm_sched;
+    // static walk left SMs idle at the end; same bits either way): this GEMM's two counters.
+    wp.sched = b.sched + (f == k.gemm1 ? 0 : 2);
     const unsigned grid = std::min(tiles, static_cast<unsigned>(k.sm_count));
-    void* params[] = {&wp};
     MOETUNE_CUDA_CHECK(
         launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl));
     return core::Status::Ok();
   }
-  MOETUNE_RETURN_IF_ERROR(encode_tma_2d(
-      &wp.tma_b, gp.b, static_cast<uint64_t>(p.num_experts) * gp.b_rows_per_expert,
-      static_cast<uint64_t>(gp.k_dim), static_cast<uint32_t>(g.block_n / g.warps_n), "weights"));
-  if (a_rows > 0) {
-    // 64-row boxes at block_m 192 and 256: the kernel loads only the granules of a tile that hold
-    // pairs (kGranules in sm90_ws_shape.cuh; whole tiles on 1x2 clusters, which multicast them).
-    const bool granules = (g.block_m == 256 || g.block_m == 192) && g.cluster_n == 1;
-    MOETUNE_RETURN_IF_ERROR(encode_tma_2d(&wp.tma_a, gp.a, a_rows, static_cast<uint64_t>(gp.k_dim),
-                                          static_cast<uint32_t>(granules ? 64 : g.block_m), "h"));
-  }
-  // Clusters: one per pair of m-blocks (2x1) or of n-tiles (1x2), at most one CTA per SM.
-  const unsigned cm = static_cast<unsigned>(g.cluster_m);
-  const unsigned cn = static_cast<unsigned>(g.cluster_n);
-  const unsigned cs = cm * cn;
-  const unsigned units =
-      cs > 1 ? (static_cast<unsigned>(b.mb) + cm - 1) / cm * ((n_blocks + cn - 1) / cn) : tiles;
-  const int fit = f == k.gemm1 ? k.clusters1 : k.clusters2;
-  const unsigned cap =
-      cs > 1 ? std::min(static_cast<unsigned>(k.sm_count) / cs, static_cast<unsigned>(fit))
-             : static_cast<unsigned>(k.sm_count);
-  const unsigned grid = cs * std::min(units, cap);
-  void* params[] = {&wp};
+  MOETUNE_RETURN_IF_ERROR(encode_ws_maps(wp, g, gp, a_rows, p));
+  const unsigned grid = ws_grid(g, tiles, static_cast<unsigned>(b.mb), n_blocks, k.sm_count,
+                                f == k.gemm1 ? k.clusters1 : k.clusters2);
   MOETUNE_CUDA_CHECK(launch(f, dim3(grid), dim3(g.threads()), params, g.smem_bytes(), stream, pdl,
-                            static_cast<int>(cs)));
+                            g.cluster_m * g.cluster_n));
   return core::Status::Ok();
 }
 

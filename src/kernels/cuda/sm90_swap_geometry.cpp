@@ -32,33 +32,30 @@ int swap_block_n(int num_warps, bool gated) {
   return gated ? weight_rows / 2 : weight_rows;
 }
 
-core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
-                                         bool is_gemm1) {
-  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+namespace {
+
+/// The tile knobs: warps (two or three consumer warpgroups), block_m, block_n, block_k.
+core::Status check_swap_tile(core::KernelConfig const& k, std::string_view gemm, bool gated) {
   const auto& t = k.tile;
-  const auto& pl = k.pipeline;
-  const auto& l = k.launch;
-  const int64_t k_dim = is_gemm1 ? p.hidden_size : p.intermediate_size;
-  const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
-  const bool gated = is_gemm1 && core::is_gated(p.activation);
-  if (pl.num_warps != 8 && pl.num_warps != 12) {
+  const int warps = k.pipeline.num_warps;
+  if (warps != 8 && warps != 12) {
     return reject(gemm,
                   "takes pipeline.num_warps = 8 or 12 (two or three consumer warpgroups "
                   "of 64 weight rows; the producer warpgroup is not counted); saw " +
-                      std::to_string(pl.num_warps));
+                      std::to_string(warps));
   }
-  const int consumers = pl.num_warps / 4;
+  const int consumers = warps / 4;
   const int max_m = consumers == 3 ? 192 : 256;
   if (t.block_m < 64 || t.block_m > max_m || t.block_m % 64 != 0) {
     return reject(gemm, "takes tile.block_m = pairs per tile (wgmma N at most) in 64, 128, 192" +
                             std::string(consumers == 2 ? ", 256" : "") + " with " +
-                            std::to_string(pl.num_warps) + " warps (" + std::to_string(max_m / 2) +
+                            std::to_string(warps) + " warps (" + std::to_string(max_m / 2) +
                             " accumulator registers at most); saw " + std::to_string(t.block_m));
   }
-  const int bn = swap_block_n(pl.num_warps, gated);
+  const int bn = swap_block_n(warps, gated);
   if (t.block_n != bn) {
     return reject(gemm, "takes tile.block_n = " + std::to_string(bn) + " with " +
-                            std::to_string(pl.num_warps) + " warps (64 weight rows per consumer " +
+                            std::to_string(warps) + " warps (64 weight rows per consumer " +
                             "warpgroup" + (gated ? ", gate and up rows of 32 output columns" : "") +
                             "); saw " + std::to_string(t.block_n));
   }
@@ -66,14 +63,25 @@ core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::Kernel
     return reject(gemm, "takes tile.block_k = 64 (one 128-byte swizzle atom); saw " +
                             std::to_string(t.block_k));
   }
+  return core::Status::Ok();
+}
+
+/// The problem's sizes, group_m, and the knobs the kernel does not have (split-K, clusters,
+/// thread count), and the stage count.
+core::Status check_swap_rest(core::MoeProblem const& p, core::KernelConfig const& k,
+                             std::string_view gemm, bool is_gemm1) {
+  const auto& pl = k.pipeline;
+  const auto& l = k.launch;
+  const int64_t k_dim = is_gemm1 ? p.hidden_size : p.intermediate_size;
+  const int64_t n_dim = is_gemm1 ? p.intermediate_size : p.hidden_size;
   if (k_dim % 64 != 0 || n_dim % 8 != 0) {
     return reject(gemm, std::string("needs ") + (is_gemm1 ? "K" : "I") +
                             " a multiple of 64 and the output width a multiple of 8; saw K = " +
                             std::to_string(p.hidden_size) +
                             ", I = " + std::to_string(p.intermediate_size));
   }
-  if (t.group_m < 1 || t.group_m > 64) {
-    return reject(gemm, "takes tile.group_m in 1..64; saw " + std::to_string(t.group_m));
+  if (k.tile.group_m < 1 || k.tile.group_m > 64) {
+    return reject(gemm, "takes tile.group_m in 1..64; saw " + std::to_string(k.tile.group_m));
   }
   if (pl.split_k != 1 || l.cluster_m != 1 || l.cluster_n != 1 || l.num_threads != 0) {
     return reject(gemm,
@@ -86,17 +94,29 @@ core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::Kernel
   if (pl.num_stages < 2 || pl.num_stages > 8) {
     return reject(gemm, "takes pipeline.num_stages in 2..8; saw " + std::to_string(pl.num_stages));
   }
+  return core::Status::Ok();
+}
+
+}  // namespace
+
+core::Result<GemmGeometry> swap_geometry(core::MoeProblem const& p, core::KernelConfig const& k,
+                                         bool is_gemm1) {
+  const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
+  const bool gated = is_gemm1 && core::is_gated(p.activation);
+  MOETUNE_RETURN_IF_ERROR(check_swap_tile(k, gemm, gated));
+  MOETUNE_RETURN_IF_ERROR(check_swap_rest(p, k, gemm, is_gemm1));
   GemmGeometry g;
-  g.block_m = t.block_m;
-  g.block_n = bn;
+  g.block_m = k.tile.block_m;
+  g.block_n = swap_block_n(k.pipeline.num_warps, gated);
   g.block_k = 64;
-  g.warps_m = pl.num_warps;
+  g.warps_m = k.pipeline.num_warps;
   g.warps_n = 1;
-  g.stages = pl.num_stages;
-  g.group_m = t.group_m;
+  g.stages = k.pipeline.num_stages;
+  g.group_m = k.tile.group_m;
   g.gated = gated;
   g.mma = 2;
   g.swap = true;
+  const int consumers = k.pipeline.num_warps / 4;
   const int smem =
       g.smem_bytes() + swap_static_smem(g.stages, consumers, g.block_m, is_gemm1, gated);
   if (smem > kSm90MaxSmemBytes) {
