@@ -227,16 +227,20 @@ def _fp8_experts(seed, **kw):
     return experts, layer
 
 
-def test_fp8_experts_of_a_finegrained_fp8_checkpoint_run_on_moetune():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_fp8_experts_of_a_finegrained_fp8_checkpoint_run_on_moetune(device):
     from fp8_reference import fp8_reference
     from moe_reference import rel_l2
 
     experts, layer = _fp8_experts(seed=43)
+    experts.to(device)
+    layer = {k: v.to(device) if torch.is_tensor(v) else v for k, v in layer.items()}
     mt_hf.register()
     experts.config._experts_implementation = "moetune"
     with torch.no_grad():
         out = experts(layer["x"], layer["topk_ids"], layer["topk_weights"])
     want = fp8_reference(layer, block=True)
+    assert out.device.type == device
     assert rel_l2(out, want) <= 1e-2, rel_l2(out, want)
     direct = moetune.fused_moe(layer["x"], layer["w1"], layer["w2"], layer["topk_weights"],
                                layer["topk_ids"], w1_scale=layer["w1_scale"],

@@ -29,6 +29,16 @@
 
 namespace moetune_dev {
 
+// Ordered issue of the block-scaled policy's wgmma groups (turn_begin): 0 (what ships: each
+// warpgroup issues as its stage fills) or 1 (the two consumer warpgroups take turns), which a
+// developer A/B sets through MOETUNE_DEV_NVRTC_DEFINES (jit.hpp). NOTE: 1 compiles without spills
+// (Sm90Jit.Fp8OrderedIssueVariantsCompileWithoutSpills) but has not run on a GPU: it ships off
+// until an A/B on the device shows its time and bits.
+#ifndef MOETUNE_FP8_ORDERED_ISSUE
+#define MOETUNE_FP8_ORDERED_ISSUE 0
+#endif
+constexpr bool kFp8OrderedIssue = MOETUNE_FP8_ORDERED_ISSUE != 0;
+
 template <bool kBlockScaled, int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma;
 
@@ -60,6 +70,7 @@ template <int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1, WgmmaFp8> {
   using Base = WsAccumulators<kBlockN, kGated, 1, WgmmaFp8>;
   static constexpr bool kRetiresAll = true;
+  static constexpr bool kOrderedIssue = kFp8OrderedIssue;
   static_assert((kBlockN <= 128 && 128 % kBlockN == 0) || (!kGated && kBlockN == 256),
                 "fp8 block-scaled: a warpgroup's columns must lie in one 128-wide weight block "
                 "(or, not gated, be two whole blocks)");
@@ -77,6 +88,26 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
   float* h_scales;       // kOwnStore: hs [sorted rows, I / 128], written; else unused
   float part[kPartRegs];
   Fp8TileScales sc;
+  int turn = 0;         // kOrderedIssue: 1 or 2, this warpgroup's place in the turns; 0: none
+  bool issued = false;  // turn 1: a group of this warpgroup was issued (the next one waits)
+
+  /// kOrderedIssue: with two consumer warpgroups, each group of four wgmma waits for the other
+  /// warpgroup's previous group to be issued (named barriers 6 and 7, 256 threads), so the tensor
+  /// core runs the two warpgroups' groups alternately and one warpgroup's wait and promotion
+  /// overlap the other's group. Unordered, both issue as their common stage fills, finish together
+  /// and promote together while the tensor core idles.
+  MOETUNE_DEVICE void turn_begin() {
+    if (turn == 1 && issued) named_bar_sync(7, 256);
+    if (turn == 2) named_bar_sync(6, 256);
+  }
+  MOETUNE_DEVICE void turn_end() {
+    if (turn != 0) named_bar_arrive(turn == 1 ? 6 : 7, 256);
+    issued = true;
+  }
+  /// The second warpgroup's last arrival is taken, so no barrier is left half-arrived.
+  MOETUNE_DEVICE void end_turns() {
+    if (turn == 1 && issued) named_bar_sync(7, 256);
+  }
 
   /// The tile's scale rows: this thread's two A rows and the warpgroup's weight block(s) (gated:
   /// gate and up; two-part GEMM2: its two column blocks).
@@ -123,6 +154,7 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
 #pragma unroll
     for (int q = 0; q < kParts; ++q) {
       fence_operands(part);
+      if constexpr (kOrderedIssue) turn_begin();
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
@@ -131,6 +163,7 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
                                   kk == 0 ? 0 : 1);
       }
       wgmma_commit();
+      if constexpr (kOrderedIssue) turn_end();
       if (q == 0) s = fp8_load_scales(sc, kt);  // loads in flight under the MMAs
       fence_operands(part);
       wgmma_wait<0>();

@@ -1,4 +1,5 @@
-// FreshCubinCache: a test's own cubin cache folder for its scope (the JIT compile tests).
+// FreshCubinCache: a test's own cubin cache folder for its scope (the JIT compile tests);
+// ScopedDefines: $MOETUNE_DEV_NVRTC_DEFINES for a scope (kernel source variants).
 #pragma once
 
 #include <cstdlib>
@@ -31,6 +32,27 @@ class FreshCubinCache {
 
  private:
   std::string dir_, saved_;
+  bool had_ = false;
+};
+
+/// Sets MOETUNE_DEV_NVRTC_DEFINES for the scope and restores the old value after.
+class ScopedDefines {
+ public:
+  explicit ScopedDefines(const char* value) {
+    const char* old = std::getenv("MOETUNE_DEV_NVRTC_DEFINES");
+    had_ = old != nullptr;
+    if (had_) saved_ = old;
+    ::setenv("MOETUNE_DEV_NVRTC_DEFINES", value, 1);
+  }
+  ~ScopedDefines() {
+    if (had_)
+      ::setenv("MOETUNE_DEV_NVRTC_DEFINES", saved_.c_str(), 1);
+    else
+      ::unsetenv("MOETUNE_DEV_NVRTC_DEFINES");
+  }
+
+ private:
+  std::string saved_;
   bool had_ = false;
 };
 

@@ -22,6 +22,7 @@ using testing::expect_one_clean_module;
 using testing::FreshCubinCache;
 using testing::s1;
 using testing::s1_with;
+using testing::ScopedDefines;
 using testing::swap_ws;
 using testing::tma_ws;
 
@@ -87,27 +88,6 @@ TEST(Sm90Jit, DevNvrtcDefinesBecomeDashDOptionsAndAnythingElseIsRefused) {
         << r.error().message;
   }
 }
-
-/// Sets MOETUNE_DEV_NVRTC_DEFINES for the scope and restores the old value after.
-class ScopedDefines {
- public:
-  explicit ScopedDefines(const char* value) {
-    const char* old = std::getenv("MOETUNE_DEV_NVRTC_DEFINES");
-    had_ = old != nullptr;
-    if (had_) saved_ = old;
-    ::setenv("MOETUNE_DEV_NVRTC_DEFINES", value, 1);
-  }
-  ~ScopedDefines() {
-    if (had_)
-      ::setenv("MOETUNE_DEV_NVRTC_DEFINES", saved_.c_str(), 1);
-    else
-      ::unsetenv("MOETUNE_DEV_NVRTC_DEFINES");
-  }
-
- private:
-  std::string saved_;
-  bool had_ = false;
-};
 
 // The defines reach NVRTC (an out-of-range L2 hint trips sm90_tma.cuh's static_assert) and the
 // cache key (the same module with a define is another cubin file); a refused value fails the
