@@ -20,6 +20,7 @@ std::vector<std::string> worker_argv(AbOptions const& o, ArmSpec const& arm) {
   argv.insert(argv.end(), o.worker_args.begin(), o.worker_args.end());
   if (!arm.tables.empty()) argv.insert(argv.end(), {"--tables", arm.tables});
   if (!arm.levers.empty()) argv.insert(argv.end(), {"--levers", arm.levers});
+  if (!arm.defines.empty()) argv.insert(argv.end(), {"--nvrtc-defines", arm.defines});
   return argv;
 }
 

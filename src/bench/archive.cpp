@@ -172,7 +172,7 @@ std::string env_json(RunEnv const& e) {
     << "  \"options\": {\"warmup\": " << e.options.warmup << ", \"repeats\": " << e.options.repeats
     << ", \"cooldown_s\": " << json_double(e.options.cooldown_s) << ", \"seed\": " << e.options.seed
     << ", \"levers\": " << json_string(e.levers) << ", \"tables\": " << json_string(e.tables)
-    << "},\n"
+    << ", \"nvrtc_defines\": " << json_string(e.nvrtc_defines) << "},\n"
     << "  \"arms\": [";
   for (size_t i = 0; i < e.arms.size(); ++i) o << (i ? ", " : "") << json_string(e.arms[i]);
   o << "],\n"

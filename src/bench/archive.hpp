@@ -36,6 +36,7 @@ struct RunEnv {
   BenchOptions options;
   std::string levers;             ///< --levers as given
   std::string tables;             ///< --tables as given
+  std::string nvrtc_defines;      ///< $MOETUNE_DEV_NVRTC_DEFINES of the run (kernel variants)
   std::vector<std::string> arms;  ///< A/B: "NAME=SPEC" per arm, baseline first (else empty)
   int rounds = 0;                 ///< A/B rounds (0 for bench)
 };

@@ -1,6 +1,8 @@
 // Arm specs and the worker line protocol; see arm.hpp.
 #include "bench/arm.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "core/build_info.hpp"
@@ -13,7 +15,29 @@ namespace {
 using core::FlatJson;
 using core::json_string;
 
-const std::vector<std::string> kArmItems = {"default", "tables", "levers", "binary"};
+const std::vector<std::string> kArmItems = {"default", "tables", "levers", "binary", "defines"};
+
+/// "NAME[=VALUE][+...]" as MOETUNE_DEV_NVRTC_DEFINES takes it ("NAME=VALUE NAME2"), or "" when a
+/// name is not a C identifier or a value is empty or holds a space.
+std::string defines_of(std::string const& value) {
+  if (value.empty() || value.back() == '+') return "";
+  std::string out;
+  std::stringstream in(value);
+  std::string one;
+  while (std::getline(in, one, '+')) {
+    auto const eq = one.find('=');
+    std::string const name = one.substr(0, eq);
+    const bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
+                       std::all_of(name.begin(), name.end(), [](char c) {
+                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+                       });
+    const bool value_ok =
+        eq == std::string::npos || (eq + 1 < one.size() && one.find(' ', eq) == std::string::npos);
+    if (!ident || !value_ok) return "";
+    out += (out.empty() ? "" : " ") + one;
+  }
+  return out;
+}
 
 core::Error arm_error(std::string const& text, std::string const& message) {
   return core::make_error(core::ErrorCode::kInvalidArgument, "--arm " + text, message);
@@ -45,6 +69,10 @@ core::Result<ArmSpec> parse_arm(std::string const& text) {
         arm.binary = value;
         continue;
       }
+      if (kind == "defines" && !defines_of(value).empty()) {
+        arm.defines = defines_of(value);
+        continue;
+      }
       if (kind == "levers") {
         std::string levers = value;
         for (char& c : levers) c = c == '+' ? ',' : c;
@@ -54,7 +82,7 @@ core::Result<ArmSpec> parse_arm(std::string const& text) {
     }
     return arm_error(text, "item '" + item +
                                "' is not one of default, tables:DIR, levers:NAME=on|off[+...], "
-                               "binary:PATH" +
+                               "binary:PATH, defines:NAME[=VALUE][+...]" +
                                core::did_you_mean(kind, kArmItems));
   }
   return arm;

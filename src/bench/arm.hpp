@@ -5,6 +5,8 @@
 //         tables:DIR                   configs through the resolver over the tables in DIR
 //         levers:NAME=on|off[+...]     lever knobs (MOETUNE_LEVER_<NAME>) set in the arm's process
 //         binary:PATH                  another moetune build runs the arm (same protocol)
+//         defines:NAME[=VALUE][+...]   kernel source variants: the arm's process compiles its
+//                                      kernels with these -D options (MOETUNE_DEV_NVRTC_DEFINES)
 // The worker prints one JSON object per line: a header {"worker": "moetune-bench",
 // "worker_version", "commit", "device", "backend"}, then one object per point.
 #pragma once
@@ -22,10 +24,11 @@ inline constexpr int kArmWorkerVersion = 1;
 
 struct ArmSpec {
   std::string name;
-  std::string spec;    ///< as written
-  std::string tables;  ///< "" = default configs
-  std::string levers;  ///< "NAME=on,NAME=off" (as --levers takes it), "" = defaults
-  std::string binary;  ///< "" = this moetune binary
+  std::string spec;     ///< as written
+  std::string tables;   ///< "" = default configs
+  std::string levers;   ///< "NAME=on,NAME=off" (as --levers takes it), "" = defaults
+  std::string binary;   ///< "" = this moetune binary
+  std::string defines;  ///< "NAME=V NAME2" (as MOETUNE_DEV_NVRTC_DEFINES takes it), "" = none
 
   bool operator==(ArmSpec const&) const = default;
 };

@@ -194,7 +194,8 @@ void setup_ab(CLI::App& app, int& exit_code) {
   add_series_options(app, &args->series);
   app.add_option("--arm", args->arms,
                  "NAME=SPEC, SPEC = default | tables:DIR | levers:NAME=on|off[+...] | "
-                 "binary:PATH, items joined by ','; the first arm is the baseline")
+                 "binary:PATH | defines:NAME[=VALUE][+...] (kernel source variants, as "
+                 "MOETUNE_DEV_NVRTC_DEFINES), items joined by ','; the first arm is the baseline")
       ->required();
   app.add_option("--rounds", args->rounds, "rounds; each runs every arm once (default 5)")
       ->check(CLI::Range(1, 1000));

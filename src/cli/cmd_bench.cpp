@@ -6,6 +6,7 @@
 // one JSON line per point on stdout.
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <thread>
@@ -27,6 +28,7 @@ struct BenchCmdArgs {
   std::string out_dir = "build/results";
   int ceiling_mib = 128;
   bool arm_worker = false;
+  std::string nvrtc_defines;  ///< set as MOETUNE_DEV_NVRTC_DEFINES for this process when given
 };
 
 std::unique_ptr<kernels::Testbed> testbed_or_exit(std::string const& backend) {
@@ -96,6 +98,7 @@ int run_bench(BenchCmdArgs const& args) {
   env.options = options;
   env.levers = args.series.levers;
   env.tables = args.series.tables;
+  if (const char* d = std::getenv("MOETUNE_DEV_NVRTC_DEFINES")) env.nvrtc_defines = d;
   std::string const dir = unwrap(bench::make_run_dir(args.out_dir, env));
   unwrap(core::write_file_atomic(dir + "/env.json", bench::env_json(env)));
   std::fprintf(stderr,
@@ -147,7 +150,13 @@ void setup_bench(CLI::App& app, int& exit_code) {
   app.add_flag("--arm-worker", args->arm_worker,
                "internal: run as an A/B arm, print JSON lines, write nothing")
       ->group("");
+  app.add_option("--nvrtc-defines", args->nvrtc_defines,
+                 "developers: NAME[=VALUE] ... as -D options of every NVRTC compile in this run "
+                 "(sets MOETUNE_DEV_NVRTC_DEFINES; `moetune ab` passes an arm's defines: item)");
   app.callback([args, &exit_code] {
+    if (!args->nvrtc_defines.empty()) {
+      ::setenv("MOETUNE_DEV_NVRTC_DEFINES", args->nvrtc_defines.c_str(), 1);
+    }
     exit_code = args->arm_worker ? run_arm_worker(*args) : run_bench(*args);
   });
 }

@@ -223,6 +223,30 @@ TEST_F(BenchCli, AbStopsWhenAnArmsProcessFailsOrIsNotMoetune) {
   EXPECT_FALSE(fs::exists(path("runs")) && !fs::is_empty(path("runs")));  // no result made up
 }
 
+// An arm's defines: item reaches its process as `bench --nvrtc-defines` (the kernels' compile
+// options there), and the A/B's env.json names the arm with it; `moetune bench` records the
+// defines it ran with. The cpu backend compiles nothing, so the arms give the same bits.
+TEST_F(BenchCli, AbPassesAnArmsDefinesToItsProcessAndBenchRecordsThem) {
+  write("rec.sh", "#!/bin/sh\necho \"$@\" >> " + path("args.txt").string() + "\nexec " +
+                      std::string(MOETUNE_BINARY_DIR) + "/moetune \"$@\"\n");
+  fs::permissions(path("rec.sh"), fs::perms::owner_all);
+  std::string const arm_b = "B=binary:" + path("rec.sh").string() + ",defines:MY_FLAG=1+OTHER";
+  auto r = run({"ab", "--backend", "cpu", "--problem", kProblem, "--m", "4", "--repeats", "2",
+                "--rounds", "1", "--out", "runs", "--arm", "A=default", "--arm", arm_b});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string const args = read_text(path("args.txt"));
+  EXPECT_NE(args.find("bench --arm-worker"), std::string::npos) << args;
+  EXPECT_NE(args.find("--nvrtc-defines MY_FLAG=1 OTHER"), std::string::npos) << args;
+  EXPECT_NE(read_text(only_subdir(path("runs")) / "env.json").find("defines:MY_FLAG=1+OTHER"),
+            std::string::npos);
+  auto b = run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--repeats", "2",
+                "--out", "bench", "--ceiling-mib", "8", "--nvrtc-defines", "MY_FLAG=1"});
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_NE(
+      read_text(only_subdir(path("bench")) / "env.json").find("\"nvrtc_defines\": \"MY_FLAG=1\""),
+      std::string::npos);
+}
+
 TEST_F(BenchCli, ReportRendersOneSelfContainedPageFromFixtures) {
   write("run/bench.csv",
         "bench_csv_version,series,E,K,I,top_k,act,M,time_us,p10_us,p90_us,floor_us,bound,ratio,"

@@ -135,7 +135,22 @@ TEST(ArmSpec, ParsesEveryItemKind) {
   EXPECT_EQ(a->binary, "/bin/true");
   auto d = parse_arm("A=default");
   ASSERT_TRUE(d.ok());
-  EXPECT_TRUE(d->tables.empty() && d->levers.empty() && d->binary.empty());
+  EXPECT_TRUE(d->tables.empty() && d->levers.empty() && d->binary.empty() && d->defines.empty());
+  auto v = parse_arm("C=defines:MOETUNE_FP8_ORDERED_ISSUE=1+FLAG_2");
+  ASSERT_TRUE(v.ok()) << v.error().to_string();
+  EXPECT_EQ(v->defines, "MOETUNE_FP8_ORDERED_ISSUE=1 FLAG_2");
+}
+
+// A defines item holds C identifiers with optional values: an option smuggled in (-O0), an
+// empty value or a bad name is refused with the item kinds.
+TEST(ArmSpec, RejectsDefinesThatAreNotNamesWithValues) {
+  for (const char* bad :
+       {"B=defines:-O0", "B=defines:X=", "B=defines:1X=1", "B=defines:A=1+", "B=defines:X=a b"}) {
+    auto a = parse_arm(bad);
+    ASSERT_FALSE(a.ok()) << bad;
+    EXPECT_NE(a.error().to_string().find("defines:NAME[=VALUE][+...]"), std::string::npos)
+        << a.error().to_string();
+  }
 }
 
 TEST(ArmSpec, RejectsUnknownItemsWithASuggestion) {
@@ -143,7 +158,8 @@ TEST(ArmSpec, RejectsUnknownItemsWithASuggestion) {
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.error().to_string(),
             "--arm B=table:t/cpu: item 'table:t/cpu' is not one of default, tables:DIR, "
-            "levers:NAME=on|off[+...], binary:PATH; did you mean 'tables'?");
+            "levers:NAME=on|off[+...], binary:PATH, defines:NAME[=VALUE][+...]; did you mean "
+            "'tables'?");
   EXPECT_FALSE(parse_arm("noname").ok());
 }
 
