@@ -69,9 +69,9 @@ core::Result<ArmSpec> parse_arm(std::string const& text) {
         arm.binary = value;
         continue;
       }
-      if (kind == "defines" && !defines_of(value).empty()) {
+      if (kind == "defines") {
         arm.defines = defines_of(value);
-        continue;
+        if (!arm.defines.empty()) continue;
       }
       if (kind == "levers") {
         std::string levers = value;
