@@ -376,7 +376,7 @@ cmd_ncu() {
         --page source --print-source sass --csv "${bench[@]}" 2> "$OUT/bench-$tag.log" |
         gzip > "$OUT/src-$tag.csv.gz"
       echo "[$(date +%T)] $tag exit ${PIPESTATUS[0]}"
-      python3 tools/ncu_stalls.py "$OUT/src-$tag.csv.gz" | tee -a "$OUT/summary.txt"
+      python3 tools/ncu_stalls.py "$OUT/src-$tag.csv.gz" --blocks 4 | tee -a "$OUT/summary.txt"
       continue
     fi
     sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis

@@ -56,6 +56,25 @@ class NcuStalls(unittest.TestCase):
         self.assertEqual(first[:3], ["32", "1", "IMAD"])  # the use that waits, listed first
         self.assertIn("wait 90%, long_sb 10%", blocks[1])
 
+    def test_blocks_group_instructions_by_execution_count(self):
+        header = HEADER + ',"Instructions Executed"'
+        lines = ['"Kernel Name","void k(P)",', header]
+        body = [("FFMA R1", 100), ("FFMA R2", 100), ("@!P0 BRA 0x10", 100), ("EXIT", 1)]
+        for sass, executed in body:
+            lines.append('"0x1","%s","1","1","1","0","1","%d"' % (sass, executed))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "src.csv")
+            with open(path, "w") as f:
+                f.write("\n".join(lines) + "\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = ncu_stalls.main([path, "--blocks", "2"])
+        self.assertEqual(code, 0)
+        rows = [l.split() for l in out.getvalue().splitlines() if l.strip().startswith("x")]
+        self.assertEqual(rows[0][:2], ["x100", "3"])  # the loop body: three instructions
+        self.assertIn("FFMA 2, BRA 1", " ".join(rows[0]))  # the predicate is not the opcode
+        self.assertEqual(rows[1][:2], ["x1", "1"])
+
     def test_a_file_without_a_kernel_block_is_refused(self):
         code, out, err = self.run_main("==PROF== nothing profiled\n")
         self.assertEqual(code, 2)
