@@ -136,9 +136,9 @@ TEST(ArmSpec, ParsesEveryItemKind) {
   auto d = parse_arm("A=default");
   ASSERT_TRUE(d.ok());
   EXPECT_TRUE(d->tables.empty() && d->levers.empty() && d->binary.empty() && d->defines.empty());
-  auto v = parse_arm("C=defines:MOETUNE_FP8_ORDERED_ISSUE=1+FLAG_2");
+  auto v = parse_arm("C=defines:MOETUNE_TMA_WEIGHT_L2=1+FLAG_2");
   ASSERT_TRUE(v.ok()) << v.error().to_string();
-  EXPECT_EQ(v->defines, "MOETUNE_FP8_ORDERED_ISSUE=1 FLAG_2");
+  EXPECT_EQ(v->defines, "MOETUNE_TMA_WEIGHT_L2=1 FLAG_2");
 }
 
 // A defines item holds C identifiers with optional values: an option smuggled in (-O0), an

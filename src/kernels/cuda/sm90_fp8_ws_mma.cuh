@@ -29,16 +29,6 @@
 
 namespace moetune_dev {
 
-// Ordered issue of the block-scaled policy's wgmma groups (turn_begin): 0 (what ships: each
-// warpgroup issues as its stage fills) or 1 (the two consumer warpgroups take turns), which a
-// developer A/B sets through MOETUNE_DEV_NVRTC_DEFINES (jit.hpp). NOTE: 1 compiles without spills
-// (Sm90Jit.Fp8OrderedIssueVariantsCompileWithoutSpills) but has not run on a GPU: it ships off
-// until an A/B on the device shows its time and bits.
-#ifndef MOETUNE_FP8_ORDERED_ISSUE
-#define MOETUNE_FP8_ORDERED_ISSUE 0
-#endif
-constexpr bool kFp8OrderedIssue = MOETUNE_FP8_ORDERED_ISSUE != 0;
-
 template <bool kBlockScaled, int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma;
 
@@ -70,7 +60,6 @@ template <int kBlockN, bool kGated, bool kIsGemm1>
 struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGated, 1, WgmmaFp8> {
   using Base = WsAccumulators<kBlockN, kGated, 1, WgmmaFp8>;
   static constexpr bool kRetiresAll = true;
-  static constexpr bool kOrderedIssue = kFp8OrderedIssue;
   static_assert((kBlockN <= 128 && 128 % kBlockN == 0) || (!kGated && kBlockN == 256),
                 "fp8 block-scaled: a warpgroup's columns must lie in one 128-wide weight block "
                 "(or, not gated, be two whole blocks)");
@@ -88,26 +77,8 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
   float* h_scales;       // kOwnStore: hs [sorted rows, I / 128], written; else unused
   float part[kPartRegs];
   Fp8TileScales sc;
-  int turn = 0;         // kOrderedIssue: 1 or 2, this warpgroup's place in the turns; 0: none
-  bool issued = false;  // turn 1: a group of this warpgroup was issued (the next one waits)
-
-  /// kOrderedIssue: with two consumer warpgroups, each group of four wgmma waits for the other
-  /// warpgroup's previous group to be issued (named barriers 6 and 7, 256 threads), so the tensor
-  /// core runs the two warpgroups' groups alternately and one warpgroup's wait and promotion
-  /// overlap the other's group. Unordered, both issue as their common stage fills, finish together
-  /// and promote together while the tensor core idles.
-  MOETUNE_DEVICE void turn_begin() {
-    if (turn == 1 && issued) named_bar_sync(7, 256);
-    if (turn == 2) named_bar_sync(6, 256);
-  }
-  MOETUNE_DEVICE void turn_end() {
-    if (turn != 0) named_bar_arrive(turn == 1 ? 6 : 7, 256);
-    issued = true;
-  }
-  /// The second warpgroup's last arrival is taken, so no barrier is left half-arrived.
-  MOETUNE_DEVICE void end_turns() {
-    if (turn == 1 && issued) named_bar_sync(7, 256);
-  }
+  float4 next_scales;  // the scales of the next k-tile's block, loaded one k-tile ahead
+  int last_kb = 0;     // the tile's last k-block
 
   /// The tile's scale rows: this thread's two A rows and the warpgroup's weight block(s) (gated:
   /// gate and up; two-part GEMM2: its two column blocks).
@@ -129,6 +100,9 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
     sc.b_gate = e + (long long)(n0 / 128) * kb;
     sc.b_up = kGated ? e + (long long)((g.n_dim + n0) / 128) * kb
                      : (kParts == 2 ? sc.b_gate + kb : sc.b_gate);
+    // fp8 runs without split-K: the tile's k-tiles are k-blocks 0 .. kb - 1.
+    last_kb = kb - 1;
+    next_scales = fp8_load_scales(sc, 0);
   }
   MOETUNE_DEVICE void end_tile() {}
 
@@ -141,30 +115,34 @@ struct Fp8WsMma<true, kBlockN, kGated, kIsGemm1> : WsAccumulators<kBlockN, kGate
   }
 
   /// k-tile kt: per part, its four wgmma into `part` (the first overwrites), waited for, then
-  /// promoted. NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every
-  /// wgmma in the cp.async loop (C7514), so each k-block is waited for before its promotion, as
-  /// CUTLASS and DeepGEMM do. Pairs of k-tiles in two buffers (both issued, the first promoted
-  /// under the second, nothing in flight across the loop: no C7514) ran GEMM1 7-10% slower at F2
-  /// / F4 M = 4096-16384 on an H100, and GEMM2 6-9% faster at three of those points, 10% slower
-  /// at the fourth.
+  /// promoted. The k-block's scales were loaded one k-tile ahead (next_scales), so their round
+  /// trip to L2 runs under a whole k-tile rather than under one part's MMAs; the wgmma
+  /// descriptors are the stage's two, advanced per k-step (wgmma_desc_advance).
+  /// NOTE: promoting k-block kt - 1 while kt's MMAs run made ptxas serialise every wgmma in the
+  /// cp.async loop (C7514), so each k-block is waited for before its promotion, as CUTLASS and
+  /// DeepGEMM do. Pairs of k-tiles in two buffers (both issued, the first promoted under the
+  /// second, nothing in flight across the loop: no C7514) ran GEMM1 7-10% slower at F2 / F4
+  /// M = 4096-16384 on an H100, and GEMM2 6-9% faster at three of those points, 10% slower at the
+  /// fourth. The two consumer warpgroups taking turns to issue (named barriers) gained nothing at
+  /// F2 and ran F4 M = 8192 17% slower.
   template <int kH>
   MOETUNE_DEVICE void mma_k_tile(moe_u32 a_base, moe_u32 b_base, int kt) {
     static_assert(kH == 1, "fp8 tma_ws: one 64-row half per warpgroup");
-    float4 s;
+    const float4 s = next_scales;
+    const moe_u64 da = wgmma_desc_sw128(a_base), db = wgmma_desc_sw128(b_base);
 #pragma unroll
     for (int q = 0; q < kParts; ++q) {
       fence_operands(part);
-      if constexpr (kOrderedIssue) turn_begin();
       wgmma_fence();
 #pragma unroll
       for (int kk = 0; kk < 4; ++kk) {
-        WgmmaFp8<kPartWidth>::mma(part, wgmma_desc_sw128(a_base + kk * 32),
-                                  wgmma_desc_sw128(b_base + q * kPartWidth * 128 + kk * 32),
+        WgmmaFp8<kPartWidth>::mma(part, wgmma_desc_advance(da, kk * 32),
+                                  wgmma_desc_advance(db, q * kPartWidth * 128 + kk * 32),
                                   kk == 0 ? 0 : 1);
       }
       wgmma_commit();
-      if constexpr (kOrderedIssue) turn_end();
-      if (q == 0) s = fp8_load_scales(sc, kt);  // loads in flight under the MMAs
+      // The last k-tile reloads its own block: no load past the scale rows.
+      if (q == 0) next_scales = fp8_load_scales(sc, min(kt + 1, last_kb));
       fence_operands(part);
       wgmma_wait<0>();
       fence_operands(part);

@@ -22,6 +22,12 @@ MOETUNE_DEVICE moe_u64 wgmma_desc_sw128(moe_u32 smem_addr) {
   return d;
 }
 
+/// The descriptor `bytes` further into shared memory: the start-address field is the only one
+/// that changes, and it cannot carry into the next field, because every shared-memory address is
+/// below 256 KiB (the 14-bit field of address >> 4). One add, where wgmma_desc_sw128 of the moved
+/// address costs four instructions per wgmma.
+MOETUNE_DEVICE moe_u64 wgmma_desc_advance(moe_u64 desc, int bytes) { return desc + (bytes >> 4); }
+
 MOETUNE_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 MOETUNE_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int kPending>

@@ -86,13 +86,9 @@ struct WsCooperativeConsumer {
   }
 
   MOETUNE_DEVICE void run(GemmParams const& g, Acc& ml) {
-    // Turns need both warpgroups in every tile: no idle warpgroups (192 / 256 rows, clusters).
-    static_assert(!Acc::kOrderedIssue || (S::kBlockM <= 128 && S::kCluster == 1),
-                  "ordered issue: block_m <= 128 without clusters");
     if (S::kConsumers >= 2) warpgroup_reg_alloc<S::kConsumerRegs>();
     const int cm = (wg - 1) / S::kSplitN;  // row part: rows [64 kHalves cm, +64 kHalves)
     const int cn = (wg - 1) % S::kSplitN;  // column part of the tile
-    if constexpr (Acc::kOrderedIssue) ml.turn = S::kConsumers == 2 ? wg : 0;
     for (int t = walk.cta0; t < walk.total; t += walk.ctas) {
       int pid_m, pid_n;
       if (!walk.cta_tile(t, pid_m, pid_n)) {
@@ -133,7 +129,6 @@ struct WsCooperativeConsumer {
             ml, tid, rows, g.out, row0, n0, g.n_dim, partial, walk.bias_row(pid_m), ml.out_scale());
       }
     }
-    if constexpr (Acc::kOrderedIssue) ml.end_turns();
   }
 };
 

@@ -27,9 +27,6 @@ struct WsAccumulators : WgmmaEpilogueLayout<kBlockN, kGated, kHalves, 64> {
   static constexpr int kWidth = kNumAcc * kBlockN;
   static constexpr int kHalfRegs = kWidth / 2;  // registers of one m64 wgmma accumulator
   static constexpr bool kRetiresAll = false;
-  /// Two cooperative consumer warpgroups take turns issuing their wgmma groups (the fp8
-  /// block-scaled policy: turn_begin / turn_end / end_turns); false here.
-  static constexpr bool kOrderedIssue = false;
   /// GEMM1's h stored as e4m3 divided by out_scale() (the fp8 per-tensor policy); bf16 here.
   static constexpr bool kOutE4m3 = false;
   /// The policy stores the tile itself (store), not moe_epilogue_store (the fp8 block-scaled

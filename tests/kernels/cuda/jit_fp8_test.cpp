@@ -306,32 +306,6 @@ TEST(Sm90Jit, Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma) {
   }
 }
 
-// The block-scaled tma_ws kernels compile with and without ordered issue (sm90_fp8_ws_mma.cuh:
-// MOETUNE_FP8_ORDERED_ISSUE), two consumer warpgroups splitting M or N, without spills or
-// serialised wgmma, in a cubin of their own per variant.
-TEST(Sm90Jit, Fp8OrderedIssueVariantsCompileWithoutSpills) {
-  FreshCubinCache cache("jit_fp8_ordered");
-  ASSERT_TRUE(cache.ok());
-  const core::MoeProblem p =
-      fp8(moe_shape(128, 2048, 768, 8, core::Activation::kSiluGated), core::Quant::kFp8Block, 4096);
-  std::string paths;
-  for (const char* variant : {"MOETUNE_FP8_ORDERED_ISSUE=0", "MOETUNE_FP8_ORDERED_ISSUE=1"}) {
-    ScopedDefines d(variant);
-    for (int bm : {128, 64}) {
-      auto exprs = sm90_gather_name_exprs(p, ws_config(p, bm, 8));
-      ASSERT_TRUE(exprs.ok()) << exprs.error().to_string();
-      exprs->resize(2);  // the two GEMMs
-      auto mod = compile_module(*exprs);
-      ASSERT_TRUE(mod.ok()) << variant << ": " << mod.error().to_string();
-      EXPECT_FALSE(mod->from_cache) << variant;
-      EXPECT_GT(spill_reports_all_zero(mod->ptxas_log), 0) << variant;
-      EXPECT_EQ(mod->ptxas_log.find("serialized"), std::string::npos) << mod->ptxas_log;
-      EXPECT_EQ(paths.find(mod->cache_path), std::string::npos) << "one cubin for two variants";
-      paths += mod->cache_path + ";";
-    }
-  }
-}
-
 TEST(Sm90Jit, Fp8TestbedReferenceCompiles) {
   FreshCubinCache cache("jit_fp8_ref");
   ASSERT_TRUE(cache.ok());
