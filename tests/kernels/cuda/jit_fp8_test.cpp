@@ -22,7 +22,6 @@ namespace {
 
 using testing::FreshCubinCache;
 using testing::moe_shape;
-using testing::ScopedDefines;
 
 core::MoeProblem fp8(core::MoeProblem p, core::Quant q, int64_t m) {
   p.quant = q;
