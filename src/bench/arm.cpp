@@ -2,10 +2,10 @@
 #include "bench/arm.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <sstream>
 
 #include "core/build_info.hpp"
+#include "core/dev_defines.hpp"
 #include "core/flat_json.hpp"
 #include "core/names.hpp"
 
@@ -17,26 +17,16 @@ using core::json_string;
 
 const std::vector<std::string> kArmItems = {"default", "tables", "levers", "binary", "defines"};
 
-/// "NAME[=VALUE][+...]" as MOETUNE_DEV_NVRTC_DEFINES takes it ("NAME=VALUE NAME2"), or "" when a
-/// name is not a C identifier or a value is empty or holds a space.
+/// "NAME[=VALUE][+...]" as MOETUNE_DEV_NVRTC_DEFINES takes it ("NAME=VALUE NAME2"), or "" when an
+/// item is empty or holds a space, or the kernels' JIT would refuse it (core::parse_dev_defines).
 std::string defines_of(std::string const& value) {
-  if (value.empty() || value.back() == '+') return "";
-  std::string out;
-  std::stringstream in(value);
-  std::string one;
-  while (std::getline(in, one, '+')) {
-    auto const eq = one.find('=');
-    std::string const name = one.substr(0, eq);
-    const bool ident = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0])) &&
-                       std::all_of(name.begin(), name.end(), [](char c) {
-                         return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-                       });
-    const bool value_ok =
-        eq == std::string::npos || (eq + 1 < one.size() && one.find(' ', eq) == std::string::npos);
-    if (!ident || !value_ok) return "";
-    out += (out.empty() ? "" : " ") + one;
-  }
-  return out;
+  if (value.find_first_of(" \t") != std::string::npos) return "";
+  std::string out = value;
+  std::replace(out.begin(), out.end(), '+', ' ');
+  auto tokens = core::parse_dev_defines(out);
+  // One token per '+'-separated item: an empty item ("", "A=1+", "A++B") has none.
+  const auto items = static_cast<size_t>(std::count(value.begin(), value.end(), '+')) + 1;
+  return tokens.ok() && tokens->size() == items ? out : "";
 }
 
 core::Error arm_error(std::string const& text, std::string const& message) {

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "core/atomic_file.hpp"
+#include "core/dev_defines.hpp"
 #include "kernels/cuda/jit_sources.hpp"
 
 namespace moetune::kernels::cuda {
@@ -51,11 +52,6 @@ std::vector<std::string> compile_options(std::string const& arch) {
           "--ptxas-options=-v",         "-default-device"};
 }
 
-bool is_ident_char(char c, bool first) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
-         (!first && c >= '0' && c <= '9');
-}
-
 std::string hex64(uint64_t v) {
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(v));
@@ -92,29 +88,10 @@ bool deserialise(std::string const& text, JitModule& m) {
 }  // namespace
 
 core::Result<std::vector<std::string>> dev_nvrtc_defines(const char* value) {
-  std::vector<std::string> out;
-  if (value == nullptr) return out;
-  std::istringstream is(value);
-  std::string tok;
-  while (is >> tok) {
-    const auto eq = tok.find('=');
-    const std::string name = tok.substr(0, eq);
-    bool ok = !name.empty();
-    for (size_t i = 0; ok && i < name.size(); ++i) ok = is_ident_char(name[i], i == 0);
-    if (ok && eq != std::string::npos) {
-      const std::string val = tok.substr(eq + 1);
-      ok = !val.empty();
-      for (char c : val) ok = ok && (is_ident_char(c, false) || c == '.' || c == '-');
-    }
-    if (!ok) {
-      return core::make_error(core::ErrorCode::kInvalidArgument, "MOETUNE_DEV_NVRTC_DEFINES",
-                              "'" + tok +
-                                  "' is not NAME or NAME=VALUE (NAME a C identifier, VALUE "
-                                  "letters, digits, '_', '.', '-'); fix or unset the variable");
-    }
-    out.push_back("-D" + tok);
-  }
-  return out;
+  auto tokens = core::parse_dev_defines(value == nullptr ? "" : value);
+  if (!tokens.ok()) return tokens.error();
+  for (auto& t : *tokens) t = "-D" + t;
+  return tokens;
 }
 
 std::string nvrtc_version() {
