@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/scoped_env.hpp"
 #include "core/table.hpp"
 #include "core/temp_dir.hpp"
 #include "moetune/moe_runner.hpp"
@@ -22,24 +23,7 @@ core::MoeProblem demo_problem() {
   return *core::parse_problem_spec("E=8,K=256,I=128,topk=2,act=silu,dtype=bf16,arch=cpu");
 }
 
-/// Sets an environment variable for one scope, restoring what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(char const* name, char const* value) : name_(name) {
-    char const* old = std::getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() { had_ ? (void)setenv(name_, old_.c_str(), 1) : (void)unsetenv(name_); }
-  ScopedEnv(ScopedEnv const&) = delete;
-  ScopedEnv& operator=(ScopedEnv const&) = delete;
-
- private:
-  char const* name_;
-  bool had_ = false;
-  std::string old_;
-};
+using testing::ScopedEnv;
 
 class RunnerDevice : public ::testing::Test {
  protected:

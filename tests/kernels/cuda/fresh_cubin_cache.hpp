@@ -2,10 +2,10 @@
 // ScopedDefines: $MOETUNE_DEV_NVRTC_DEFINES for a scope (kernel source variants).
 #pragma once
 
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
+#include "../../core/scoped_env.hpp"
 #include "../../core/temp_dir.hpp"
 
 namespace moetune::kernels::cuda::testing {
@@ -14,46 +14,22 @@ namespace moetune::kernels::cuda::testing {
 /// real compile, not from the cubin cache) and restores the old value after.
 class FreshCubinCache {
  public:
-  explicit FreshCubinCache(std::string const& tag) : dir_(moetune::testing::unique_temp_dir(tag)) {
-    const char* old = std::getenv("MOETUNE_CACHE_DIR");
-    had_ = old != nullptr;
-    if (had_) saved_ = old;
-    ::setenv("MOETUNE_CACHE_DIR", dir_.c_str(), 1);
-  }
+  explicit FreshCubinCache(std::string const& tag)
+      : dir_(moetune::testing::unique_temp_dir(tag)), env_("MOETUNE_CACHE_DIR", dir_.c_str()) {}
   ~FreshCubinCache() {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
-    if (had_)
-      ::setenv("MOETUNE_CACHE_DIR", saved_.c_str(), 1);
-    else
-      ::unsetenv("MOETUNE_CACHE_DIR");
   }
   bool ok() const { return !dir_.empty(); }
 
  private:
-  std::string dir_, saved_;
-  bool had_ = false;
+  std::string dir_;
+  moetune::testing::ScopedEnv env_;
 };
 
 /// Sets MOETUNE_DEV_NVRTC_DEFINES for the scope and restores the old value after.
-class ScopedDefines {
- public:
-  explicit ScopedDefines(const char* value) {
-    const char* old = std::getenv("MOETUNE_DEV_NVRTC_DEFINES");
-    had_ = old != nullptr;
-    if (had_) saved_ = old;
-    ::setenv("MOETUNE_DEV_NVRTC_DEFINES", value, 1);
-  }
-  ~ScopedDefines() {
-    if (had_)
-      ::setenv("MOETUNE_DEV_NVRTC_DEFINES", saved_.c_str(), 1);
-    else
-      ::unsetenv("MOETUNE_DEV_NVRTC_DEFINES");
-  }
-
- private:
-  std::string saved_;
-  bool had_ = false;
+struct ScopedDefines : moetune::testing::ScopedEnv {
+  explicit ScopedDefines(const char* value) : ScopedEnv("MOETUNE_DEV_NVRTC_DEFINES", value) {}
 };
 
 }  // namespace moetune::kernels::cuda::testing
