@@ -15,7 +15,9 @@ class ScopedEnv {
     if (had_) old_ = old;
     setenv(name, value, 1);
   }
-  ~ScopedEnv() { had_ ? (void)setenv(name_.c_str(), old_.c_str(), 1) : (void)unsetenv(name_.c_str()); }
+  ~ScopedEnv() {
+    had_ ? (void)setenv(name_.c_str(), old_.c_str(), 1) : (void)unsetenv(name_.c_str());
+  }
   ScopedEnv(ScopedEnv const&) = delete;
   ScopedEnv& operator=(ScopedEnv const&) = delete;
 
