@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fresh_cubin_cache.hpp"
+#include "kernels/cuda/cuda_testbed_fp8.hpp"
 #include "kernels/cuda/jit.hpp"
 #include "kernels/cuda/sm90_fp8_geometry.hpp"
 #include "kernels/cuda/sm90_gather_defaults.hpp"
@@ -308,12 +309,10 @@ TEST(Sm90Jit, Fp8KernelsCompileWithoutSpillsOrSerialisedWgmma) {
 TEST(Sm90Jit, Fp8TestbedReferenceCompiles) {
   FreshCubinCache cache("jit_fp8_ref");
   ASSERT_TRUE(cache.ok());
-  auto mod = compile_module(
-      {"&moetune_dev::moe_fill_fp8_e4m3_kernel", "&moetune_dev::moe_fill_fp8_scale_kernel",
-       "&moetune_dev::moe_ref_fp8_quant_kernel", "&moetune_dev::moe_ref_fp8_gemm1_kernel",
-       "&moetune_dev::moe_ref_fp8_gemm2_kernel"});
+  auto const names = fp8_reference_kernel_names();
+  auto mod = compile_module(names);
   ASSERT_TRUE(mod.ok()) << mod.error().to_string();
-  EXPECT_EQ(mod->lowered.size(), 5u);
+  EXPECT_EQ(mod->lowered.size(), names.size());
 }
 
 }  // namespace
