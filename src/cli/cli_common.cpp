@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "core/dev_defines.hpp"
 #include "core/lint.hpp"
 #include "core/names.hpp"
 #include "kernels/backend_choice.hpp"
@@ -95,6 +96,17 @@ CLI::Validator finite_number(double lo, double hi, bool lo_inclusive) {
         return "'" + core::clip(text) + "' is not a finite number in " + range;
       },
       "NUMBER");
+}
+
+CLI::Validator dev_defines() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        auto parsed = core::parse_dev_defines(text);
+        if (parsed.ok()) return "";
+        std::string msg = parsed.error().message;  // it names the variable's fix: name the option's
+        return msg.substr(0, msg.rfind("; ")) + "; fix the option";
+      },
+      "DEFINES");
 }
 
 void check_tables_dir(std::string const& dir, std::string const& option) {

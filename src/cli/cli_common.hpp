@@ -52,6 +52,9 @@ CLI::Validator decimal_integer();
 /// CLI11 check for a number option: finite and in [lo, hi] (or (lo, hi] when !lo_inclusive).
 /// CLI11's own Range lets "nan" through (every comparison with it is false).
 CLI::Validator finite_number(double lo, double hi, bool lo_inclusive = true);
+/// CLI11 check for a MOETUNE_DEV_NVRTC_DEFINES value (core::parse_dev_defines), so a bad token is
+/// refused at the option, not at the first compile.
+CLI::Validator dev_defines();
 
 /// `--tables DIR` given on the command line must be a directory: CliExit(2) naming it, so a typo
 /// is not served as "no tables" (the library treats a missing dir as none, for engines).

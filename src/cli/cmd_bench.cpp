@@ -152,7 +152,8 @@ void setup_bench(CLI::App& app, int& exit_code) {
       ->group("");
   app.add_option("--nvrtc-defines", args->nvrtc_defines,
                  "developers: NAME[=VALUE] ... as -D options of every NVRTC compile in this run "
-                 "(sets MOETUNE_DEV_NVRTC_DEFINES; `moetune ab` passes an arm's defines: item)");
+                 "(sets MOETUNE_DEV_NVRTC_DEFINES; `moetune ab` passes an arm's defines: item)")
+      ->check(dev_defines());
   app.callback([args, &exit_code] {
     if (!args->nvrtc_defines.empty()) {
       ::setenv("MOETUNE_DEV_NVRTC_DEFINES", args->nvrtc_defines.c_str(), 1);
