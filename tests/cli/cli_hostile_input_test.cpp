@@ -191,8 +191,8 @@ TEST_F(CliHostileInput, AbArmsAndOptionsThatAreUserErrorsAreExit2InOneLine) {
   }
   expect_bad(ab({"--arm", "B=default", "--margin", "nan"}),
              {"--margin: 'nan' is not a finite number in [0, 1]"}, "margin");
-  expect_bad(run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1",
-                  "--nvrtc-defines", "A=1 -Xptxas"}),
+  expect_bad(run({"bench", "--backend", "cpu", "--problem", kProblem, "--m", "1", "--nvrtc-defines",
+                  "A=1 -Xptxas"}),
              {"--nvrtc-defines: '-Xptxas' is not NAME or NAME=VALUE", "fix the option"}, "defines");
   EXPECT_FALSE(fs::exists(path("build/results")));
 }

@@ -45,8 +45,8 @@ MOETUNE_DEVICE float fp8_quantise_lanes(uint2 raw, unsigned char* dst, const flo
   } else {
     s = *tensor_scale;
   }
-  const moe_u32 q = kBlock ? bf16x4_to_e4m3x4(raw.x, raw.y, e4m3_divisor(s))
-                           : bf16x4_to_e4m3x4(raw.x, raw.y, s);
+  const moe_u32 q =
+      kBlock ? bf16x4_to_e4m3x4(raw.x, raw.y, e4m3_divisor(s)) : bf16x4_to_e4m3x4(raw.x, raw.y, s);
   *reinterpret_cast<moe_u32*>(dst + lane * 4) = q;
   return s;
 }
