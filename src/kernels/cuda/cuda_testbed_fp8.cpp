@@ -45,38 +45,28 @@ core::Status fill_launch(cudaKernel_t k, void** params, cudaStream_t stream) {
 
 }  // namespace
 
-std::vector<std::string> fp8_reference_kernel_names() {
-  return {"&moetune_dev::moe_fill_fp8_e4m3_kernel",
-          "&moetune_dev::moe_fill_fp8_scale_kernel",
-          "&moetune_dev::moe_ref_fp8_quant_kernel",
-          "&moetune_dev::moe_ref_fp8_gemm1_kernel",
-          "&moetune_dev::moe_ref_fp8_gemm2_kernel",
-          "&moetune_dev::moe_ref_e4m3_quotient_kernel<true>",
-          "&moetune_dev::moe_ref_e4m3_quotient_kernel<false>"};
-}
-
 CudaFp8Layer::~CudaFp8Layer() {
   for (float* p : {w1_scale_, w2_scale_, a_scale_}) {
     if (p != nullptr) cudaFree(p);
   }
-  if (mismatches_ != nullptr) cudaFree(mismatches_);
 }
 
 core::Status CudaFp8Layer::load() {
   if (loaded_) return core::Status::Ok();
-  const std::vector<std::string> names = fp8_reference_kernel_names();
+  const std::vector<std::string> names = {
+      "&moetune_dev::moe_fill_fp8_e4m3_kernel", "&moetune_dev::moe_fill_fp8_scale_kernel",
+      "&moetune_dev::moe_ref_fp8_quant_kernel", "&moetune_dev::moe_ref_fp8_gemm1_kernel",
+      "&moetune_dev::moe_ref_fp8_gemm2_kernel"};
   auto mod = compile_module(names);
   if (!mod.ok()) return mod.error();
   cudaLibrary_t lib;
   MOETUNE_CUDA_CHECK(
       cudaLibraryLoadData(&lib, mod->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  cudaKernel_t* slots[] = {&fill_e4m3_, &fill_scale_, &quant_,        &gemm1_,
-                           &gemm2_,     &quotient_,   &bare_quotient_};
+  cudaKernel_t* slots[] = {&fill_e4m3_, &fill_scale_, &quant_, &gemm1_, &gemm2_};
   for (size_t i = 0; i < names.size(); ++i) {
     MOETUNE_CUDA_CHECK(cudaLibraryGetKernel(slots[i], lib, mod->lowered[names[i]].c_str()));
   }
   MOETUNE_CUDA_CHECK(cudaMalloc(&a_scale_, 2 * sizeof(float)));
-  MOETUNE_CUDA_CHECK(cudaMalloc(&mismatches_, sizeof(*mismatches_)));
   loaded_ = true;
   return core::Status::Ok();
 }
@@ -136,22 +126,6 @@ core::Status CudaFp8Layer::reference(core::MoeProblem const& p, RefParams const&
   MOETUNE_RETURN_IF_ERROR(st);
   MOETUNE_CUDA_CHECK(sync);
   return core::Status::Ok();
-}
-
-core::Result<unsigned long long> CudaFp8Layer::quotient_mismatches(bool corrected,
-                                                                   cudaStream_t stream) {
-  MOETUNE_RETURN_IF_ERROR(load());
-  constexpr int kFiniteBf16 = 0x7F80;  // bits of the non-negative finite bf16 values
-  MOETUNE_CUDA_CHECK(cudaMemsetAsync(mismatches_, 0, sizeof(*mismatches_), stream));
-  void* params[] = {&mismatches_};
-  MOETUNE_CUDA_CHECK(cudaLaunchKernel(
-      reinterpret_cast<const void*>(corrected ? quotient_ : bare_quotient_),
-      dim3((kFiniteBf16 + 255) / 256, kFiniteBf16 / 128), dim3(256), params, 0, stream));
-  unsigned long long count = 0;
-  MOETUNE_CUDA_CHECK(
-      cudaMemcpyAsync(&count, mismatches_, sizeof(count), cudaMemcpyDeviceToHost, stream));
-  MOETUNE_CUDA_CHECK(cudaStreamSynchronize(stream));  // `count` lives on this frame
-  return count;
 }
 
 void CudaFp8Layer::set_scales(core::MoeProblem const& p, MoeArgs& args) const {

@@ -1,14 +1,12 @@
 // CudaFp8Layer: the fp8 half of the cuda testbed (problem quant fp8_block / fp8_tensor): the
 // scales it draws for its e4m3 weights, the static input scales (per-tensor), and the fp32 GPU
-// reference that repeats the kernels' quantisation (sm90_fp8_reference_kernel.cuh), and the check
-// of the block rule's quotient. Its module compiles on the first fp8 problem only.
+// reference that repeats the kernels' quantisation (sm90_fp8_reference_kernel.cuh). Its module
+// compiles on the first fp8 problem only.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
 #include "core/problem.hpp"
 #include "core/result.hpp"
@@ -16,9 +14,6 @@
 #include "kernels/cuda/sm90_gather_launch.hpp"
 
 namespace moetune::kernels::cuda {
-
-/// The kernels of CudaFp8Layer's module (NVRTC name expressions), in its load order.
-std::vector<std::string> fp8_reference_kernel_names();
 
 class CudaFp8Layer {
  public:
@@ -36,19 +31,13 @@ class CudaFp8Layer {
   core::Status reference(core::MoeProblem const& p, RefParams const& rp, cudaStream_t stream);
   /// The scales of the drawn layer into a launch's arguments.
   void set_scales(core::MoeProblem const& p, MoeArgs& args) const;
-  /// e4m3 bytes where the block rule's quotient (e4m3_quotient, sm90_common.cuh) differs from
-  /// the IEEE division x / s, over every group amax (each finite bf16) and every bf16 x within
-  /// it, both signs (moe_ref_e4m3_quotient_kernel); `corrected` false counts the bare product
-  /// x * RN(1 / s) instead (the check's negative twin).
-  core::Result<unsigned long long> quotient_mismatches(bool corrected, cudaStream_t stream);
 
  private:
   core::Status load();
 
   bool loaded_ = false;
   cudaKernel_t fill_e4m3_ = nullptr, fill_scale_ = nullptr, quant_ = nullptr, gemm1_ = nullptr,
-               gemm2_ = nullptr, quotient_ = nullptr, bare_quotient_ = nullptr;
-  unsigned long long* mismatches_ = nullptr;
+               gemm2_ = nullptr;
   float* w1_scale_ = nullptr;
   float* w2_scale_ = nullptr;
   float* a_scale_ = nullptr;  // per-tensor: [2] = x's, h's

@@ -55,39 +55,14 @@ MOETUNE_DEVICE float2 e4m3x2_to_float2(unsigned short q) {
 
 /// A packed bf16x2 divided by the scale s (IEEE division) into packed e4m3x2: the fp8 regime's
 /// quantisation of a GEMM input, bit for bit wherever it runs (quant kernel or GEMM1 epilogue).
-/// Per-tensor: s is the caller's static scale, so x / s may lie far outside e4m3's range.
 MOETUNE_DEVICE unsigned short bf16x2_to_e4m3x2(moe_u32 v, float s) {
   return fp8x2_e4m3(__fdiv_rn(bf16_to_float((moe_bf16)(v & 0xFFFF)), s),
                     __fdiv_rn(bf16_to_float((moe_bf16)(v >> 16)), s));
 }
 
-/// The divisor of a block-scaled group: its scale s and RN(1 / s), taken once per group.
-struct E4m3Divisor {
-  float s, r;
-};
-MOETUNE_DEVICE E4m3Divisor e4m3_divisor(float s) { return {s, __frcp_rn(s)}; }
-
-/// RN(x / d.s) for a value of the group (|x| <= its amax, so |x / s| <= 448): the product with
-/// the reciprocal corrected once by the exact remainder (Markstein: RN(1 / s) and a quotient
-/// within one ulp give the correctly rounded quotient), a multiply and two fma in place of an
-/// IEEE division; copysign keeps the sign of -0, which the remainder loses. The e4m3 bytes are
-/// the division's for every group amax and value (Sm90Fp8Testbed.TheGroupQuotientIsTheIeee...).
-MOETUNE_DEVICE float e4m3_quotient(float x, E4m3Divisor d) {
-  const float q0 = __fmul_rn(x, d.r);
-  return copysignf(__fmaf_rn(__fmaf_rn(-q0, d.s, x), d.r, q0), x);
-}
-
-/// A packed bf16x2 of a block-scaled group into packed e4m3x2: bf16x2_to_e4m3x2's bits by
-/// e4m3_quotient.
-MOETUNE_DEVICE unsigned short bf16x2_to_e4m3x2(moe_u32 v, E4m3Divisor d) {
-  return fp8x2_e4m3(e4m3_quotient(bf16_to_float((moe_bf16)(v & 0xFFFF)), d),
-                    e4m3_quotient(bf16_to_float((moe_bf16)(v >> 16)), d));
-}
-
 /// Four bf16 values (two packed bf16x2, column order) quantised by bf16x2_to_e4m3x2, packed in
-/// column order (D: the static scale, float, or a group's E4m3Divisor).
-template <class D>
-MOETUNE_DEVICE moe_u32 bf16x4_to_e4m3x4(moe_u32 lo, moe_u32 hi, D s) {
+/// column order.
+MOETUNE_DEVICE moe_u32 bf16x4_to_e4m3x4(moe_u32 lo, moe_u32 hi, float s) {
   return (moe_u32)bf16x2_to_e4m3x2(lo, s) | ((moe_u32)bf16x2_to_e4m3x2(hi, s) << 16);
 }
 

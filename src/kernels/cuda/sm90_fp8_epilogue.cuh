@@ -39,14 +39,13 @@ MOETUNE_DEVICE void fp8_store_h_group(Mainloop const& ml, int mm, int half, int 
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
   amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
   const float s = __fdiv_rn(fmaxf(amax, 1e-10f), 448.0f);
-  const E4m3Divisor d = e4m3_divisor(s);
 #pragma unroll
   for (int g = 0; g < 4; ++g) {
     moe_u32 a[4] = {v[4 * g], v[4 * g + 1], v[4 * g + 2], v[4 * g + 3]};
     quad_transpose(a, lane);
     if (pair >= 0) {
       *reinterpret_cast<uint2*>(q_row + col0 + (4 * g + (lane & 3)) * 8) =
-          make_uint2(bf16x4_to_e4m3x4(a[0], a[1], d), bf16x4_to_e4m3x4(a[2], a[3], d));
+          make_uint2(bf16x4_to_e4m3x4(a[0], a[1], s), bf16x4_to_e4m3x4(a[2], a[3], s));
     }
   }
   if (pair >= 0 && (lane & 3) == 0) *s_at = s;

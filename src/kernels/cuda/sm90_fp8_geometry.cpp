@@ -11,34 +11,25 @@ namespace {
 
 std::string str(int v) { return std::to_string(v); }
 
-bool is_pp(core::KernelConfig const& k) { return k.launch.schedule == core::Schedule::kPingpong; }
-
-/// The persistent, warp-specialised kernel (moe_fp8_ws_kernel): schedule tma_ws or pingpong.
 bool is_ws(core::KernelConfig const& k) {
-  return k.launch.schedule == core::Schedule::kTmaWarpSpecialized || is_pp(k);
+  return k.launch.schedule == core::Schedule::kTmaWarpSpecialized;
 }
 
 /// Consumer warpgroups splitting a tile's columns: 2 for tma_ws at block_m 64 with 8 warps.
 int fp8_warps_n(core::KernelConfig const& k) {
-  return is_ws(k) && !is_pp(k) && k.tile.block_m == 64 && k.pipeline.num_warps == 8 ? 2 : 1;
+  return is_ws(k) && k.tile.block_m == 64 && k.pipeline.num_warps == 8 ? 2 : 1;
 }
 
-/// The launch and warp rules of the three fp8 schedules.
+/// The launch and warp rules of the two fp8 schedules.
 core::Status check_fp8_schedule(core::KernelConfig const& k, std::string_view gemm) {
   const auto& t = k.tile;
   const bool ws = is_ws(k);
   if ((k.launch.schedule != core::Schedule::kCooperative && !ws) || k.launch.swap_ab ||
       k.launch.cluster_m != 1 || k.launch.cluster_n != 1 || k.launch.num_threads != 0) {
     return geometry_error(gemm, "launch = (" + core::short_string(k) +
-                                    "): fp8 runs schedule cooperative, tma_ws or pingpong, "
-                                    "without swap_ab, clusters or num_threads, or the decode "
-                                    "kernels (swap_ab with schedule auto); use one of those");
-  }
-  if (is_pp(k) && (t.block_m != 64 || k.pipeline.num_warps != 8)) {
-    return geometry_error(gemm, "tile.block_m = " + str(t.block_m) +
-                                    ", pipeline.num_warps = " + str(k.pipeline.num_warps) +
-                                    " with fp8 schedule pingpong (two consumer warpgroups on "
-                                    "alternate 64-row tiles); use block_m 64 and 8 warps");
+                                    "): fp8 runs schedule cooperative or tma_ws, without "
+                                    "swap_ab, clusters or num_threads, or the decode kernels "
+                                    "(swap_ab with schedule auto); use one of those");
   }
   if (t.block_m != 64 && t.block_m != 128) {
     return geometry_error(gemm, "tile.block_m = " + str(t.block_m) + " with fp8; use 64 or 128");
@@ -60,11 +51,6 @@ core::Status check_fp8_knobs(core::MoeProblem const& p, core::KernelConfig const
                              bool is_gemm1) {
   const std::string_view gemm = is_gemm1 ? "gemm1" : "gemm2";
   MOETUNE_RETURN_IF_ERROR(check_fp8_schedule(k, gemm));
-  if (is_pp(k) && is_gemm1) {
-    return geometry_error(gemm,
-                          "launch.schedule = pingpong with fp8: GEMM1 (gathering producer, "
-                          "two-part accumulators) spills registers on it; use tma_ws");
-  }
   const auto& t = k.tile;
   const bool block = p.quant == core::Quant::kFp8Block;
   const int split_n = fp8_warps_n(k);
@@ -141,7 +127,6 @@ core::Result<GemmGeometry> fp8_gemm_geometry(core::MoeProblem const& p, core::Ke
   g.group_m = k.tile.group_m;
   g.gated = is_gemm1 && core::is_gated(p.activation);
   g.mma = is_ws(k) ? 2 : 1;
-  g.pingpong = is_pp(k);
   g.fp8 = fp8_mode(p.quant);
   const int smem = g.smem_bytes() + g.block_m * 28;  // + the tile's row tables
   if (smem > kSm90MaxSmemBytes) {
@@ -202,8 +187,7 @@ std::string fp8_gemm_name_expr(GemmGeometry const& g, int act, bool is_gemm1) {
   if (g.persistent()) {
     return "&moetune_dev::moe_fp8_ws_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
            str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +
-           (is_gemm1 ? "true" : "false") + "," + str(g.warps_n) + "," + block +
-           (g.pingpong ? ",true>" : ">");
+           (is_gemm1 ? "true" : "false") + "," + str(g.warps_n) + "," + block + ">";
   }
   return "&moetune_dev::moe_fp8_gemm_kernel<" + str(g.block_m) + "," + str(g.block_n) + "," +
          str(g.stages) + "," + str(g.group_m) + "," + str(is_gemm1 ? act : 0) + "," +

@@ -2,10 +2,9 @@
 // onto moe_fp8_gemm_kernel's and moe_fp8_ws_kernel's template parameters, what can_implement
 // accepts and why, the default rule and the search space. Host-only, no CUDA headers (CI checks
 // configs without a GPU). Config fields: schedule cooperative (the cp.async loop,
-// sm90_fp8_gemm_kernel.cuh), tma_ws or pingpong (sm90_fp8_ws_kernel.cuh); block_m 64 or 128 (one
-// consumer warpgroup per 64 rows, so num_warps = block_m / 16; tma_ws at block_m 64 also 8: two
-// warpgroups splitting the columns; pingpong block_m 64 and 8 warps: two warpgroups on alternate
-// tiles); block_n a multiple of 16 per warpgroup with the wgmma width (2 block_n
+// sm90_fp8_gemm_kernel.cuh) or tma_ws (sm90_fp8_ws_kernel.cuh); block_m 64 or 128 (one consumer
+// warpgroup per 64 rows, so num_warps = block_m / 16; tma_ws at block_m 64 also 8: two warpgroups
+// splitting the columns); block_n a multiple of 16 per warpgroup with the wgmma width (2 block_n
 // for gated GEMM1) at most 256, and block-scaled at most 128 dividing 128; block_k 128 (one fp8
 // swizzle atom, one scale block); num_stages 3..8 within shared memory; group_m >= 1; split_k 1; no
 // clusters. GEMM1 and GEMM2 share block_m (the align step's padding). Or both GEMMs on the decode

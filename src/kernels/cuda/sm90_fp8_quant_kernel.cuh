@@ -1,9 +1,8 @@
 // sm90_fp8_quant_kernel.cuh: the GEMM inputs of the fp8 regime quantised to e4m3, one warp per
 // row and 128-column group (32 lanes x 4 values):
-//   block (kBlock): scale[row, g] = max(amax of the group, 1e-10) / 448 and q = x / scale (the
-//                   IEEE division's bits by e4m3_quotient, round to nearest, saturated to +-448):
-//                   the engines' per-token-group quantisation, so a reference repeats it bit for
-//                   bit;
+//   block (kBlock): scale[row, g] = max(amax of the group, 1e-10) / 448 and q = x / scale (IEEE
+//                   division, round to nearest, saturated to +-448): the engines' per-token-group
+//                   quantisation, so a reference repeats it bit for bit;
 //   tensor:         q = x / s with the one static scale s = *tensor_scale.
 // GEMM1's input is x in token order (rows = M); GEMM2's is h in sorted-row order, where only the
 // rows of the valid blocks that hold a pair are quantised (padding rows are never read into an
@@ -45,8 +44,7 @@ MOETUNE_DEVICE float fp8_quantise_lanes(uint2 raw, unsigned char* dst, const flo
   } else {
     s = *tensor_scale;
   }
-  const moe_u32 q =
-      kBlock ? bf16x4_to_e4m3x4(raw.x, raw.y, e4m3_divisor(s)) : bf16x4_to_e4m3x4(raw.x, raw.y, s);
+  const moe_u32 q = bf16x4_to_e4m3x4(raw.x, raw.y, s);
   *reinterpret_cast<moe_u32*>(dst + lane * 4) = q;
   return s;
 }

@@ -9,12 +9,8 @@
 // scale block. GEMM1 gathers xq's token rows with cp.async, GEMM2 loads hq's sorted rows by TMA.
 // GEMM1 writes hq itself per-tensor (its epilogue divides by GEMM2's static scale) and
 // block-scaled when a warpgroup holds whole 128-column groups of h (with their scales).
-// kPingpong (schedule pingpong): the two consumer warpgroups take alternate whole 64-row tiles,
-// so one's epilogue runs under the other's main loop (sm90_ws_consumer.cuh), with the same wgmma
-// sequence per tile as tma_ws at the same width, so the same bits.
-// Limits: schedule tma_ws (cooperative): block_m 64 (one warpgroup, or two splitting N) or 128
-// (two of 64 rows); pingpong: block_m 64; no clusters or split-K. Covered by
-// tests/python/test_fp8_gpu.py.
+// Limits: schedule tma_ws (cooperative), block_m 64 (one warpgroup, or two splitting N) or 128
+// (two of 64 rows), no clusters, split-K or pingpong. Covered by tests/python/test_fp8_gpu.py.
 #pragma once
 
 #include "sm90_common.cuh"
@@ -35,13 +31,12 @@ struct Fp8WsParams {
 };
 
 template <int kBlockM, int kBlockN, int kStages, int kGroupM, int kAct, bool kIsGemm1, int kSplitN,
-          bool kBlockScaled, bool kPingpong = false>
-__global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, kPingpong>() + 1) * 128, 1)
+          bool kBlockScaled>
+__global__ void __launch_bounds__((ws_consumers<kBlockM, kSplitN, false>() + 1) * 128, 1)
     moe_fp8_ws_kernel(const __grid_constant__ Fp8WsParams p) {
   using S =
-      WsShape<kBlockM, kBlockN, kStages, kGroupM, kAct, kIsGemm1, kSplitN, false, kPingpong, 1, 1>;
-  static_assert(kBlockM == 64 || (kBlockM == 128 && !kPingpong),
-                "fp8 tma_ws: block_m 64 or 128; pingpong: 64 (one m64 half per warpgroup)");
+      WsShape<kBlockM, kBlockN, kStages, kGroupM, kAct, kIsGemm1, kSplitN, false, false, 1, 1>;
+  static_assert(kBlockM == 64 || kBlockM == 128, "fp8 tma_ws: block_m 64 or 128");
   Fp8WsMma<kBlockScaled, S::kWgN, S::kGated, kIsGemm1> ml;
   ml.a_scale = p.a_scale;
   ml.b_scale = p.b_scale;

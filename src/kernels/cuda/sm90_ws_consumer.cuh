@@ -140,9 +140,7 @@ struct WsPingpongConsumer {
   int wg, tid;
   unsigned it = 0;  // running k-tile count of the CTA's tile sequence (the producer's stage order)
 
-  /// The k loop over the tile's first kH 64-row halves, stage and phase from the running count;
-  /// a stage goes back once the wgmma that read it retired (the previous one, or with kRetiresAll
-  /// this one: the fp8 block-scaled policy waits for every k-tile's wgmma before promoting it).
+  /// The k loop over the tile's first kH 64-row halves, stage and phase from the running count.
   /// next_tile: the CTA has a tile after this one (the other warpgroup's), which may start once
   /// this one's stages have all been waited on.
   template <int kH>
@@ -155,10 +153,6 @@ struct WsPingpongConsumer {
       if (S::kGather) fence_proxy_async();  // A rows written by cp.async (generic proxy)
       const moe_u32 a_base = smem_u32(smem + stage * S::kStageBytes);
       ml.template mma_k_tile<kH>(a_base, a_base + S::kABytes, kt);
-      if (Acc::kRetiresAll) {
-        if (tid == 0) mbar_arrive(ring.empty_bar(stage));
-        continue;
-      }
       if (prev >= 0 && tid == 0) mbar_arrive(ring.empty_bar(prev));
       prev = stage;
     }
@@ -169,6 +163,7 @@ struct WsPingpongConsumer {
   }
 
   MOETUNE_DEVICE void run(GemmParams const& g, Acc& ml) {
+    static_assert(!Acc::kRetiresAll, "pingpong: the policy keeps one k-tile in flight");
     static_assert(!Acc::kOwnStore, "pingpong: the shared epilogue only");
     warpgroup_reg_alloc<S::kConsumerRegs>();
     const int c = wg - 1;
