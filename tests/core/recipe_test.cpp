@@ -8,6 +8,7 @@
 #include "core/atomic_file.hpp"
 #include "core/engine_rows.hpp"
 #include "core/recipe.hpp"
+#include "core/scoped_env.hpp"
 
 namespace moetune::core {
 namespace {
@@ -235,11 +236,10 @@ TEST(Recipe, CheckLeavesNoTempDirectoryWhenItFails) {
   std::string const tmp = fresh_dir("check_tmp");
   std::string const name = table_file_name(table_key_for(recipe->shapes[0]));
   ASSERT_TRUE(write_file_atomic(tables + "/" + name, std::string(100000, '[')).ok());
-  char const* old_tmpdir = std::getenv("TMPDIR");
-  std::string const saved = old_tmpdir ? old_tmpdir : "";
-  setenv("TMPDIR", tmp.c_str(), 1);
-  auto diffs = check_recipe(*recipe, tables);
-  old_tmpdir ? setenv("TMPDIR", saved.c_str(), 1) : unsetenv("TMPDIR");
+  auto diffs = [&] {
+    moetune::testing::ScopedEnv tmpdir("TMPDIR", tmp.c_str());
+    return check_recipe(*recipe, tables);
+  }();
   ASSERT_FALSE(diffs.ok());
   EXPECT_EQ(diffs.error().where, tables + "/" + name + ":1");  // the shipped file, not a copy
   EXPECT_TRUE(fs::is_empty(tmp));

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/scoped_env.hpp"
 #include "core/table.hpp"
 #include "core/temp_dir.hpp"
 #include "runtime/bundle.hpp"
@@ -25,9 +26,7 @@ TEST(PrewarmCuda, CompilesRowsAndTheBundleServesThemWithoutCompiling) {
   ASSERT_TRUE(t.ok());
   while (t->rows.size() > 2) t->rows.erase(std::prev(t->rows.end()));  // two rows keep CI quick
   ASSERT_TRUE(core::save_table(*t, dir + "/tables").ok());
-  char const* old = std::getenv("MOETUNE_CACHE_DIR");
-  std::string const saved = old ? old : "";
-  setenv("MOETUNE_CACHE_DIR", (dir + "/cache").c_str(), 1);
+  moetune::testing::ScopedEnv cache_dir("MOETUNE_CACHE_DIR", (dir + "/cache").c_str());
   auto first = prewarm_tables(dir + "/tables");
   ASSERT_TRUE(first.ok()) << first.error().to_string();
   ASSERT_EQ(first->items.size(), 2u);
@@ -38,14 +37,11 @@ TEST(PrewarmCuda, CompilesRowsAndTheBundleServesThemWithoutCompiling) {
     for (auto const& cubin : it.cubins) EXPECT_TRUE(std::filesystem::exists(cubin)) << cubin;
   }
   ASSERT_TRUE(pack_bundle(dir + "/tables", dir + "/bundle").ok());
-  setenv("MOETUNE_CACHE_DIR", (dir + "/bundle").c_str(), 1);
-  auto served = prewarm_tables(dir + "/bundle/tables");
-  ASSERT_TRUE(served.ok()) << served.error().to_string();
-  for (auto const& it : served->items) EXPECT_EQ(it.outcome, "cached") << it.config;
-  if (saved.empty()) {
-    unsetenv("MOETUNE_CACHE_DIR");
-  } else {
-    setenv("MOETUNE_CACHE_DIR", saved.c_str(), 1);
+  {
+    moetune::testing::ScopedEnv bundle_dir("MOETUNE_CACHE_DIR", (dir + "/bundle").c_str());
+    auto served = prewarm_tables(dir + "/bundle/tables");
+    ASSERT_TRUE(served.ok()) << served.error().to_string();
+    for (auto const& it : served->items) EXPECT_EQ(it.outcome, "cached") << it.config;
   }
   std::filesystem::remove_all(dir);
 #endif

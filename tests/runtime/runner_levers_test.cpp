@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/scoped_env.hpp"
 #include "core/temp_dir.hpp"
 #include "kernels/cpu/moe_data.hpp"
 #include "kernels/fast_paths_from_levers.hpp"
@@ -133,15 +134,15 @@ TEST_F(RunnerLeversTest, ExplicitFastPathsWinAndTheEnvironmentIsNotRead) {
 TEST_F(RunnerLeversTest, ProcessEnvironmentIsReadOnceAtCreate) {
   RunnerOptions o = options({});
   o.levers.env.reset();  // read this process's environment
-  setenv("MOETUNE_LEVER_CPU_REGISTER_TILES", "off", 1);
-  auto r = MoeRunner::create(demo_problem(), "cpu", o);
-  unsetenv("MOETUNE_LEVER_CPU_REGISTER_TILES");
+  auto r = [&] {
+    moetune::testing::ScopedEnv off("MOETUNE_LEVER_CPU_REGISTER_TILES", "off");
+    return MoeRunner::create(demo_problem(), "cpu", o);
+  }();
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_FALSE((*r)->levers().fast_paths.cpu_register_tiles);
   // Changing the environment later changes nothing: resolved once.
-  setenv("MOETUNE_LEVER_CPU_REGISTER_TILES", "on", 1);
+  moetune::testing::ScopedEnv on("MOETUNE_LEVER_CPU_REGISTER_TILES", "on");
   EXPECT_FALSE((*r)->levers().fast_paths.cpu_register_tiles);
-  unsetenv("MOETUNE_LEVER_CPU_REGISTER_TILES");
 }
 
 TEST_F(RunnerLeversTest, DecodeRoleAndParallelismReachTheDeployment) {

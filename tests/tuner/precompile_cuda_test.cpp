@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #if MOETUNE_HAVE_CUDA
+#include "core/scoped_env.hpp"
 #include "kernels/cuda/cuda_backend.hpp"
 #include "kernels/cuda/cuda_testbed.hpp"
 #include "kernels/cuda/jit.hpp"
@@ -41,7 +42,7 @@ TEST(Precompile, ConcurrentNvrtcCompilesFillTheCacheOnceEach) {
 #else
   std::string dir = (std::filesystem::temp_directory_path() / "moetune-precompile-XXXXXX").string();
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
-  ::setenv("MOETUNE_CACHE_DIR", dir.c_str(), 1);
+  moetune::testing::ScopedEnv cache_dir("MOETUNE_CACHE_DIR", dir.c_str());
   core::MoeProblem const p = small_problem();
   // Three configs with distinct GEMM1s from the family's own list at the default block_m and the
   // same GEMM2.
@@ -85,7 +86,6 @@ TEST(Precompile, ConcurrentNvrtcCompilesFillTheCacheOnceEach) {
       EXPECT_TRUE(m->from_cache) << i << ": " << exprs.front();
     }
   }
-  ::unsetenv("MOETUNE_CACHE_DIR");
   std::filesystem::remove_all(dir);
 #endif
 }
