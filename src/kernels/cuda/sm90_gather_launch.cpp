@@ -86,9 +86,9 @@ bool gemm1_reads_permuted_x(GemmGeometry const& g1) {
 }
 
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
-/// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x.
+/// (fp32 partials instead of bf16 y rows); what else the kernels read or write: `needs`.
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
-                           bool permuted_x, bool bf16_h) {
+                           LayoutNeeds needs) {
   const int64_t pairs = core::num_pairs(p);
   const int64_t mb = max_blocks(pairs, p.num_experts, block_m);
   WorkspaceLayout w;
@@ -112,27 +112,32 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   off += align_up(sizeof(int32_t) * ((pairs + min_chunk - 1) / min_chunk) * p.num_experts);
   w.sched = off;  // the swap-AB walk: two counters per GEMM (align zeroes them)
   off += align_up(sizeof(int32_t) * kSchedInts);
-  if (bf16_h) {
+  if (needs.bf16_h) {
     w.h = off;
     off += align_up(2 * static_cast<size_t>(mb) * block_m * p.intermediate_size);
   }
   w.y = off;
   off += align_up((split_k > 1 ? 4 * static_cast<size_t>(split_k) : 2) * pairs * p.hidden_size);
-  if (permuted_x) {
+  if (needs.permuted_x) {
     w.xp = off;
     off += align_up(2 * static_cast<size_t>(mb) * block_m * p.hidden_size);
   }
-  if (p.quant != core::Quant::kNone) {  // fp8: the quantised inputs of both GEMMs, their scales
+  if (p.quant != core::Quant::kNone && needs.fp8_inputs) {  // fp8: both GEMMs' e4m3 inputs
     const size_t rows = static_cast<size_t>(mb) * block_m;
     const size_t m = static_cast<size_t>(p.num_tokens);
+    const bool block = p.quant == core::Quant::kFp8Block;  // per-tensor: static scales, none here
     w.xq = off;
     off += align_up(m * p.hidden_size);
-    w.xs = off;
-    off += align_up(4 * m * (p.hidden_size / core::kFp8BlockSize));
+    if (block) {
+      w.xs = off;
+      off += align_up(4 * m * (p.hidden_size / core::kFp8BlockSize));
+    }
     w.hq = off;
     off += align_up(rows * p.intermediate_size);
-    w.hs = off;
-    off += align_up(4 * rows * (p.intermediate_size / core::kFp8BlockSize));
+    if (block) {
+      w.hs = off;
+      off += align_up(4 * rows * (p.intermediate_size / core::kFp8BlockSize));
+    }
   }
   w.total = off;
   return w;
@@ -140,8 +145,10 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
 
 WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p) {
   const int align_m = align_block_m(k.g1, k.g2);
-  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, gemm1_reads_permuted_x(k.g1),
-                    !fp8_gemm1_writes_hq(k.g1));
+  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k,
+                    LayoutNeeds{.permuted_x = gemm1_reads_permuted_x(k.g1),
+                                .bf16_h = !fp8_gemm1_writes_hq(k.g1),
+                                .fp8_inputs = !k.g1.decode});
 }
 
 /// The caller's workspace against what layout `w` needs.
@@ -210,8 +217,10 @@ int sm90_align_chunks(int64_t pairs, int64_t num_experts) {
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
   auto g1 = gemm_geometry(p, c.gemm1, true);
-  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
-                    g1.ok() && gemm1_reads_permuted_x(*g1), !g1.ok() || !fp8_gemm1_writes_hq(*g1))
+  const LayoutNeeds needs{.permuted_x = g1.ok() && gemm1_reads_permuted_x(*g1),
+                          .bf16_h = !g1.ok() || !fp8_gemm1_writes_hq(*g1),
+                          .fp8_inputs = !g1.ok() || !g1->decode};
+  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k, needs)
       .total;
 }
 
@@ -238,8 +247,10 @@ LayerBuffers carve(WorkspaceLayout const& w, void* workspace, core::MoeProblem c
   b.xp = w.xp > 0 ? ws + w.xp : nullptr;
   if (w.xq > 0) {
     b.xq = reinterpret_cast<unsigned char*>(ws + w.xq);
-    b.xs = reinterpret_cast<float*>(ws + w.xs);
     b.hq = reinterpret_cast<unsigned char*>(ws + w.hq);
+  }
+  if (w.xs > 0) {
+    b.xs = reinterpret_cast<float*>(ws + w.xs);
     b.hs = reinterpret_cast<float*>(ws + w.hs);
   }
   b.pairs = static_cast<int>(core::num_pairs(p));

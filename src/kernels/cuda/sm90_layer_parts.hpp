@@ -63,7 +63,8 @@ static_assert(sizeof(CUtensorMap) == 128 && offsetof(WsGemmParams, tma_b) == 128
 struct WorkspaceLayout {
   size_t sorted_pairs = 0, sorted_weights = 0, block_expert = 0, num_blocks = 0, sub_row0 = 0,
          num_sub = 0, hist = 0, sched = 0, h = 0, y = 0, xp = 0, total = 0;  // h, xp: 0 = absent
-  /// fp8 (problem quant): x and h quantised (e4m3) and their block scales; 0 = absent.
+  /// fp8 (problem quant): x and h quantised (e4m3) and their block scales (block-scaled only);
+  /// 0 = absent.
   size_t xq = 0, xs = 0, hq = 0, hs = 0;
 };
 
@@ -80,7 +81,8 @@ struct LayerBuffers {
   void* h = nullptr;         // null where an fp8 GEMM1 stores hq (no bf16 h)
   void* y = nullptr;
   void* xp = nullptr;  // x in sorted-row order (GEMM1 of block_m 192 or 256), else null
-  // fp8: xq [M, K] e4m3 and xs [M, K/128] fp32; hq [rows, I] and hs [rows, I/128]; else null.
+  // fp8 but not decode: xq [M, K] e4m3 and hq [rows, I]; block-scaled also xs [M, K/128] and
+  // hs [rows, I/128] fp32; else null.
   unsigned char* xq = nullptr;
   float* xs = nullptr;
   unsigned char* hq = nullptr;
@@ -91,12 +93,19 @@ struct LayerBuffers {
   int m_sub = 1;    // GEMM1 tiles per align block
 };
 
+/// What a call's kernels need in the workspace beyond align's tables and y.
+struct LayoutNeeds {
+  bool permuted_x = false;  ///< GEMM1's copy of x in sorted-row order (block_m 192 / 256)
+  bool bf16_h = true;       ///< GEMM1's bf16 h (false where an fp8 GEMM1 stores hq itself)
+  /// fp8: x and h quantised (e4m3), with their group scales when block-scaled (per-tensor scales
+  /// are the caller's); false for the decode kernels, which quantise in each CTA.
+  bool fp8_inputs = true;
+};
+
 /// block_m: align's (GEMM2's); m_sub: GEMM1 tiles per align block; split_k: GEMM2's K splits
-/// (fp32 partials instead of bf16 y rows); permuted_x: room for GEMM1's sorted copy of x. A
-/// quantised problem gets room for its fp8 inputs and scales; bf16_h: room for GEMM1's bf16 h
-/// (false where an fp8 GEMM1 stores hq itself: fp8_gemm1_writes_hq).
+/// (fp32 partials instead of bf16 y rows); needs: the other buffers.
 WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, int split_k,
-                           bool permuted_x, bool bf16_h);
+                           LayoutNeeds needs);
 /// The layout of loaded kernels `k` at M = p.num_tokens (their geometry, as launched).
 WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p);
 /// The caller's workspace against what layout `w` needs.

@@ -15,6 +15,7 @@
 #include "kernels/cuda/sm90_gather_launch.hpp"
 #include "kernels/cuda/sm90_gather_load.hpp"
 #include "kernels/cuda/sm90_gather_space.hpp"
+#include "kernels/cuda/sm90_layer_parts.hpp"
 #include "moe_shape.hpp"
 
 namespace moetune::kernels::cuda {
@@ -265,6 +266,31 @@ TEST(Fp8Geometry, WorkspaceHoldsNoBf16HWhereGemm1StoresHq) {
     ASSERT_TRUE(g2.ok());
     k.g2 = *g2;
     EXPECT_EQ(sm90_gather_workspace_bytes(k, p), without);
+  }
+}
+
+// Scale buffers only where the kernels write them (block-scaled), and no quantised inputs at all
+// for the decode kernels, which quantise in each CTA: the layout, and the config-driven size.
+TEST(Fp8Geometry, WorkspaceHoldsOnlyTheFp8BuffersTheKernelsUse) {
+  for (auto const& p : {shapes(4096)[1], shapes(4096)[2]}) {
+    const bool block = p.quant == core::Quant::kFp8Block;
+    const auto w = parts::layout_for(p, 128, 1, 1, parts::LayoutNeeds{.bf16_h = false});
+    EXPECT_GT(w.xq, 0u);
+    EXPECT_GT(w.hq, 0u);
+    EXPECT_EQ(w.xs > 0, block) << core::to_string(p);
+    EXPECT_EQ(w.hs > 0, block) << core::to_string(p);
+    const auto none = parts::layout_for(p, 128, 1, 1, {.bf16_h = false, .fp8_inputs = false});
+    EXPECT_EQ(none.xq + none.xs + none.hq + none.hs, 0u);
+    const size_t inputs = size_t(p.num_tokens) * p.hidden_size;  // xq at least
+    EXPECT_GE(w.total, none.total + inputs);
+  }
+  for (auto const& p : shapes(1)) {
+    auto const c = decode_config(p);
+    ASSERT_EQ(refusal(p, c), "accepted");
+    const int bm = decode_block_m(p);
+    EXPECT_EQ(sm90_gather_workspace_bytes(p, c),
+              parts::layout_for(p, bm, 1, 1, {.fp8_inputs = false}).total)
+        << core::to_string(p);
   }
 }
 
