@@ -101,10 +101,8 @@ CLI::Validator finite_number(double lo, double hi, bool lo_inclusive) {
 CLI::Validator dev_defines() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
-        auto parsed = core::parse_dev_defines(text);
-        if (parsed.ok()) return "";
-        std::string msg = parsed.error().message;  // it names the variable's fix: name the option's
-        return msg.substr(0, msg.rfind("; ")) + "; fix the option";
+        auto parsed = core::parse_dev_defines(text, "fix the option");
+        return parsed.ok() ? "" : parsed.error().message;
       },
       "DEFINES");
 }

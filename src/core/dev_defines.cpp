@@ -24,7 +24,8 @@ bool is_define(std::string const& tok) {
 
 }  // namespace
 
-Result<std::vector<std::string>> parse_dev_defines(std::string_view value) {
+Result<std::vector<std::string>> parse_dev_defines(std::string_view value,
+                                                   std::string_view what_to_do) {
   std::vector<std::string> out;
   std::istringstream is{std::string(value)};
   std::string tok;
@@ -33,7 +34,8 @@ Result<std::vector<std::string>> parse_dev_defines(std::string_view value) {
       return make_error(ErrorCode::kInvalidArgument, "MOETUNE_DEV_NVRTC_DEFINES",
                         "'" + tok +
                             "' is not NAME or NAME=VALUE (NAME a C identifier, VALUE letters, "
-                            "digits, '_', '.', '-'); fix or unset the variable");
+                            "digits, '_', '.', '-'); " +
+                            std::string(what_to_do));
     }
     out.push_back(tok);
   }

@@ -143,12 +143,16 @@ WorkspaceLayout layout_for(core::MoeProblem const& p, int block_m, int m_sub, in
   return w;
 }
 
+/// The buffers GEMM1's geometry implies beyond align's tables and y.
+LayoutNeeds layout_needs(GemmGeometry const& g1) {
+  return LayoutNeeds{.permuted_x = gemm1_reads_permuted_x(g1),
+                     .bf16_h = !fp8_gemm1_writes_hq(g1),
+                     .fp8_inputs = !g1.decode};
+}
+
 WorkspaceLayout kernels_layout(Sm90GatherKernels const& k, core::MoeProblem const& p) {
   const int align_m = align_block_m(k.g1, k.g2);
-  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k,
-                    LayoutNeeds{.permuted_x = gemm1_reads_permuted_x(k.g1),
-                                .bf16_h = !fp8_gemm1_writes_hq(k.g1),
-                                .fp8_inputs = !k.g1.decode});
+  return layout_for(p, align_m, align_m / k.g1.block_m, k.g2.split_k, layout_needs(k.g1));
 }
 
 /// The caller's workspace against what layout `w` needs.
@@ -217,10 +221,8 @@ int sm90_align_chunks(int64_t pairs, int64_t num_experts) {
 size_t sm90_gather_workspace_bytes(core::MoeProblem const& p, core::MoeConfig const& c) {
   const int align_m = std::max(c.gemm1.tile.block_m, c.gemm2.tile.block_m);
   auto g1 = gemm_geometry(p, c.gemm1, true);
-  const LayoutNeeds needs{.permuted_x = g1.ok() && gemm1_reads_permuted_x(*g1),
-                          .bf16_h = !g1.ok() || !fp8_gemm1_writes_hq(*g1),
-                          .fp8_inputs = !g1.ok() || !g1->decode};
-  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k, needs)
+  return layout_for(p, align_m, align_m / c.gemm1.tile.block_m, c.gemm2.pipeline.split_k,
+                    g1.ok() ? layout_needs(*g1) : LayoutNeeds{})
       .total;
 }
 
